@@ -1,0 +1,66 @@
+// Issue 3 target: spawn → initialize answered → session/new answered, and RSS after session/new,
+// next to bare `node -e 0`, median of interleaved runs. Run after `npm run build`: node bench/acp.mjs
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { fmt, median, runProcess } from "./lib.mjs";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const cli = path.join(root, "dist", "cli.js");
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
+
+function rssMB(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
+}
+
+function agentRun() {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    const child = spawn(process.execPath, [cli], { stdio: ["pipe", "pipe", "inherit"] });
+    const result = {};
+    let buffer = "";
+    child.on("error", reject);
+    child.stdout.on("data", (d) => {
+      buffer += d.toString();
+      let nl;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        const msg = JSON.parse(buffer.slice(0, nl));
+        buffer = buffer.slice(nl + 1);
+        if (msg.id === 1) {
+          result.initialize = performance.now() - start;
+          child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: os.tmpdir(), mcpServers: [] } }) + "\n");
+        } else if (msg.id === 2) {
+          result.sessionNew = performance.now() - start;
+          // Let the post-response work (commands update) settle before reading memory.
+          setTimeout(() => {
+            result.rss = rssMB(child.pid);
+            child.stdin.end();
+          }, 50);
+        }
+      }
+    });
+    child.on("close", () => resolve(result));
+    child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } }) + "\n");
+  });
+}
+
+const bare = [];
+const runs = [];
+await agentRun(); // warm the OS file cache
+for (let i = 0; i < ROUNDS; i++) {
+  bare.push((await runProcess(process.execPath, ["-e", "0"])).ms);
+  runs.push(await agentRun());
+}
+const node = median(bare);
+const init = median(runs.map((r) => r.initialize));
+const sessionNew = median(runs.map((r) => r.sessionNew));
+const rss = median(runs.map((r) => r.rss));
+console.log(`node ${process.version}, ${ROUNDS} interleaved rounds`);
+console.log("| measurement | median | vs bare node |\n|---|---|---|");
+console.log(`| bare \`node -e 0\` (spawn → exit) | ${fmt(node)} ms | 1.00× |`);
+console.log(`| spawn → initialize answered | ${fmt(init)} ms | ${fmt(init / node, 2)}× |`);
+console.log(`| spawn → session/new answered | ${fmt(sessionNew)} ms | ${fmt(sessionNew / node, 2)}× |`);
+console.log(`| RSS after session/new | ${fmt(rss)} MiB | |`);

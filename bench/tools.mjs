@@ -1,0 +1,163 @@
+// Issue 2 targets: grep and glob through invoke vs raw rg, the 2000-line read window of a 1 GiB
+// file, and bash printing 500 MB. Run after `npm run build`: node bench/tools.mjs
+import * as fsp from "node:fs/promises";
+import { existsSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { fmt, interleave, median, runProcess, timed } from "./lib.mjs";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const dist = (p) => path.join(root, "dist", p);
+const { builtinRegistry } = await import(dist("host/builtins.js"));
+const { invoke } = await import(dist("host/invoke.js"));
+const { RuntimeSession } = await import(dist("runtime/session.js"));
+const { rgPath } = (await import("@vscode/ripgrep")).default ?? (await import("@vscode/ripgrep"));
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const base = process.env.BENCH_DIR ?? path.join(os.tmpdir(), "toolhost-bench");
+const corpus = path.join(base, "corpus");
+const bigFile = path.join(base, "big-1gib.txt");
+
+// Outside any git repository, so no parent .gitignore hides the corpus from rg.
+const words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split(" ");
+function line(seed) {
+  let s = seed;
+  const out = [];
+  for (let i = 0; i < 12; i++) {
+    s = (s * 1103515245 + 12345) & 0x7fffffff;
+    out.push(words[s % words.length]);
+  }
+  if (seed % 997 === 0) out.push("NEEDLE_RARE");
+  if (seed % 23 === 0) out.push("needle_common");
+  return out.join(" ");
+}
+
+async function makeCorpus() {
+  const marker = path.join(corpus, ".complete");
+  if (existsSync(marker)) return;
+  await fsp.rm(corpus, { recursive: true, force: true });
+  let seed = 1;
+  const exts = [".ts", ".js", ".md", ".json", ".txt"];
+  for (let d = 0; d < 200; d++) {
+    const dir = path.join(corpus, `pkg${d}`, `src${d % 7}`);
+    await fsp.mkdir(dir, { recursive: true });
+    for (let f = 0; f < 101; f++) {
+      const lines = [];
+      for (let l = 0; l < 140; l++) lines.push(line(seed++));
+      await fsp.writeFile(path.join(dir, `file${f}${exts[f % exts.length]}`), lines.join("\n") + "\n");
+    }
+  }
+  await fsp.writeFile(marker, "");
+}
+
+async function makeBigFile() {
+  const size = 1024 ** 3;
+  const s = await fsp.stat(bigFile).catch(() => null);
+  if (s && s.size >= size) return;
+  const handle = await fsp.open(bigFile, "w");
+  const block = Array.from({ length: 10000 }, (_, i) => line(i)).join("\n") + "\n";
+  const buf = Buffer.from(block);
+  for (let written = 0; written < size; written += buf.length) await handle.write(buf);
+  await handle.close();
+}
+
+async function corpusStats() {
+  let files = 0;
+  let bytes = 0;
+  for (const entry of await fsp.readdir(corpus, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) {
+      files++;
+      bytes += (await fsp.stat(path.join(entry.parentPath ?? entry.path, entry.name))).size;
+    }
+  }
+  return { files, bytes };
+}
+
+const rows = [];
+function report(name, ours, raw, unit = "ms") {
+  const ratio = median(ours) / median(raw);
+  rows.push({ name, ours: median(ours), raw: median(raw), ratio, unit });
+  console.log(`${name}: toolhost ${fmt(median(ours))} ${unit}, baseline ${fmt(median(raw))} ${unit}, ratio ${fmt(ratio, 2)}×`);
+}
+
+await fsp.mkdir(base, { recursive: true });
+console.log(`corpus in ${corpus} …`);
+await makeCorpus();
+const stats = await corpusStats();
+console.log(`corpus: ${stats.files} files, ${fmt(stats.bytes / 1e6)} MB`);
+
+const session = new RuntimeSession({ workspace: corpus });
+const registry = builtinRegistry();
+const call = async (id, args) => {
+  const env = await invoke(registry, id, args, { session });
+  if (env.type !== "output") throw new Error(`${id} failed: ${env.error_text}`);
+  return env;
+};
+// Warm the page cache and both code paths once.
+await call("grep", { pattern: "NEEDLE_RARE" });
+await runProcess(rgPath, ["-n", "NEEDLE_RARE", "."], { cwd: corpus });
+
+for (const [label, pattern] of [
+  ["grep rare (≈ 2.8k matches)", "NEEDLE_RARE"],
+  ["grep common (capped)", "needle_common"],
+  ["grep regex", "lambda \\w+ omicron"],
+]) {
+  const { a, b } = await interleave(
+    ROUNDS,
+    () => timed(() => call("grep", { pattern })),
+    async () => (await runProcess(rgPath, ["--json", "-n", pattern, "."], { cwd: corpus })).ms,
+  );
+  report(label, a, b);
+}
+{
+  const { a, b } = await interleave(
+    ROUNDS,
+    () => timed(() => call("glob", { pattern: "**/*.ts" })),
+    async () => (await runProcess(rgPath, ["--files", "--hidden", "--glob", "!.git", "--glob", "*.ts"], { cwd: corpus })).ms,
+  );
+  report("glob **/*.ts", a, b);
+}
+{
+  const { a, b } = await interleave(
+    ROUNDS,
+    () => timed(() => call("glob", { pattern: "pkg1*/**/file1*" })),
+    async () => (await runProcess(rgPath, ["--files", "--hidden", "--glob", "!.git"], { cwd: corpus })).ms,
+  );
+  report("glob pkg1*/**/file1* (vs rg --files)", a, b);
+}
+await session.close();
+
+// Read window and bash output: in fresh child processes, so RSS growth is the call's own.
+console.log(`1 GiB file in ${bigFile} …`);
+await makeBigFile();
+const probe = path.join(root, "bench", "probe.mjs");
+async function probeRun(kind, arg) {
+  const r = await runProcess(process.execPath, [probe, kind, arg], { capture: true, cwd: base });
+  return JSON.parse(r.out);
+}
+const readRuns = [];
+for (let i = 0; i < ROUNDS; i++) readRuns.push(await probeRun("read", bigFile));
+const readMs = median(readRuns.map((r) => r.ms));
+const readRss = median(readRuns.map((r) => r.rssGrowthMB));
+console.log(`read lines 1-2000 of 1 GiB: ${fmt(readMs, 2)} ms, RSS growth ${fmt(readRss)} MB`);
+rows.push({ name: "read 1-2000 of 1 GiB", ours: readMs, raw: NaN, ratio: NaN, unit: "ms", extra: `RSS +${fmt(readRss)} MB` });
+
+const BASH_BYTES = 500_000_000;
+const cmd = `yes 'the quick brown fox jumps over the lazy dog 0123456789' | head -c ${BASH_BYTES}`;
+const bashRuns = [];
+const rawRuns = [];
+for (let i = 0; i < Math.min(ROUNDS, 5); i++) {
+  bashRuns.push(await probeRun("bash", cmd));
+  rawRuns.push((await runProcess("bash", ["-c", `${cmd} > ${path.join(base, "raw-out.txt")}`])).ms);
+}
+await fsp.rm(path.join(base, "raw-out.txt"), { force: true });
+report("bash printing 500 MB (vs > file)", bashRuns.map((r) => r.ms), rawRuns);
+const bashRss = median(bashRuns.map((r) => r.rssGrowthMB));
+console.log(`bash 500 MB peak RSS growth: ${fmt(bashRss)} MB`);
+rows[rows.length - 1].extra = `peak RSS +${fmt(bashRss)} MB`;
+
+console.log("\n| measurement | toolhost | baseline | ratio | memory |\n|---|---|---|---|---|");
+for (const r of rows) {
+  console.log(`| ${r.name} | ${fmt(r.ours)} ms | ${Number.isFinite(r.raw) ? `${fmt(r.raw)} ms` : "—"} | ${Number.isFinite(r.ratio) ? `${fmt(r.ratio, 2)}×` : "—"} | ${r.extra ?? ""} |`);
+}

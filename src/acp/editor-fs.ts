@@ -1,0 +1,98 @@
+import { createHash } from "node:crypto";
+import path from "node:path";
+import type { AgentContext } from "@agentclientprotocol/sdk";
+import type { DirEntry } from "../tool/context.js";
+import type { BackendStat, FsBackend, SearchBackend } from "../runtime/fs/backend.js";
+import { fsError } from "../runtime/fs/backend.js";
+
+/** Files larger than this are read from disk: a text round trip of a huge file through the editor is too slow. */
+const EDITOR_READ_LIMIT = 10 * 1024 * 1024;
+
+export interface EditorFsOptions {
+  client: AgentContext;
+  sessionId: string;
+  local: FsBackend;
+  canRead: boolean;
+  canWrite: boolean;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Text the editor can take: valid UTF-8 without a BOM (the editor keeps its own encoding). */
+function editorText(data: Uint8Array): string | null {
+  if (data[0] === 0xef && data[1] === 0xbb && data[2] === 0xbf) return null;
+  try {
+    return utf8.decode(data);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Workspace files through the editor: reads see unsaved buffers (fs/read_text_file) and writes
+ * go through fs/write_text_file so the editor can review them. Listing, real paths and search
+ * stay on disk. Only the methods the client advertised are ever called.
+ */
+export class EditorFs implements FsBackend {
+  readonly kind = "editor";
+  readonly search: SearchBackend;
+
+  constructor(private readonly options: EditorFsOptions) {
+    this.search = options.local.search;
+  }
+
+  private async editorRead(abs: string): Promise<string> {
+    try {
+      const { content } = await this.options.client.request("fs/read_text_file", { sessionId: this.options.sessionId, path: abs });
+      return content;
+    } catch (err) {
+      // Clients report a missing file in their own words; the tools need ENOENT.
+      throw fsError("ENOENT", `The editor could not read ${abs}: ${(err as Error).message}`);
+    }
+  }
+
+  private async viaEditor(abs: string): Promise<boolean> {
+    if (!this.options.canRead) return false;
+    const s = await this.options.local.stat(abs);
+    return s !== null && s.type === "file" && s.size <= EDITOR_READ_LIMIT;
+  }
+
+  async stat(abs: string): Promise<BackendStat | null> {
+    const s = await this.options.local.stat(abs);
+    if (!s || s.type !== "file" || !this.options.canRead || s.size > EDITOR_READ_LIMIT) return s;
+    // The buffer may differ from the disk: the freshness token follows what the editor shows.
+    const text = await this.editorRead(abs);
+    const version = createHash("sha1").update(text).digest("hex").slice(0, 20);
+    return { ...s, size: Buffer.byteLength(text, "utf8"), version: `e${version}` };
+  }
+
+  realpath(abs: string): Promise<string> {
+    return this.options.local.realpath(abs);
+  }
+
+  async readFile(abs: string): Promise<Uint8Array> {
+    if (!(await this.viaEditor(abs))) return this.options.local.readFile(abs);
+    return Buffer.from(await this.editorRead(abs), "utf8");
+  }
+
+  async *readStream(abs: string, range?: { start?: number; end?: number }): AsyncIterable<Uint8Array> {
+    if (!(await this.viaEditor(abs))) {
+      yield* this.options.local.readStream(abs, range);
+      return;
+    }
+    const bytes = Buffer.from(await this.editorRead(abs), "utf8");
+    yield bytes.subarray(range?.start ?? 0, range?.end === undefined ? undefined : range.end + 1);
+  }
+
+  readDir(abs: string): Promise<DirEntry[]> {
+    return this.options.local.readDir(abs);
+  }
+
+  async writeFileAtomic(abs: string, data: Uint8Array): Promise<void> {
+    const text = this.options.canWrite ? editorText(data) : null;
+    if (text === null) return this.options.local.writeFileAtomic(abs, data);
+    // A file in a folder that does not exist yet goes to disk (the editor creates files, not folders).
+    if ((await this.options.local.stat(path.dirname(abs))) === null) return this.options.local.writeFileAtomic(abs, data);
+    await this.options.client.request("fs/write_text_file", { sessionId: this.options.sessionId, path: abs, content: text });
+  }
+}

@@ -1,0 +1,333 @@
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import type {
+  AgentContext,
+  ClientCapabilities,
+  ContentBlock,
+  McpServer,
+  PromptResponse,
+  SessionConfigOption,
+  SessionModeState,
+  SessionUpdate,
+  StopReason,
+  ToolCallContent,
+} from "@agentclientprotocol/sdk";
+import { sessionAuthorizer } from "../agent/permissions.js";
+import { runToolCall, type ToolCallInfo, type ToolCallObserver } from "../agent/tool-runner.js";
+import type { ToolRegistry } from "../host/registry.js";
+import { DEFAULT_MODE, isModeId, MODES, type ModeId } from "../policy/modes.js";
+import { SessionRules } from "../policy/session-rules.js";
+import { NodeFs } from "../runtime/fs/node.js";
+import { RuntimeSession } from "../runtime/session.js";
+import type { Envelope } from "../tool/envelope.js";
+import type { ToolEvent } from "../tool/context.js";
+import { boundedJson, diffContent, fenced, resultContent, textContent } from "./content.js";
+import { EditorFs } from "./editor-fs.js";
+import { requestPermission } from "./permission.js";
+import { availableCommands, helpText, parseSlash, toolsText } from "./slash.js";
+import { TerminalShell } from "./terminal-shell.js";
+
+const LIVE_OUTPUT_INTERVAL_MS = 250;
+
+interface CallView {
+  info: ToolCallInfo;
+  diffs: ToolCallContent[];
+  terminal: ToolCallContent | null;
+  liveTail: string;
+  liveTimer: NodeJS.Timeout | null;
+}
+
+export interface AcpSessionOptions {
+  cwd: string;
+  mcpServers: McpServer[];
+  client: AgentContext;
+  clientCapabilities: ClientCapabilities;
+  registry: ToolRegistry;
+}
+
+function inside(abs: string, roots: readonly string[]): boolean {
+  return roots.some((root) => abs === root || abs.startsWith(root.endsWith(path.sep) ? root : root + path.sep));
+}
+
+/** One ACP session: its runtime, mode, remembered answers, and the turn in progress. */
+export class AcpSession {
+  readonly id = randomUUID();
+  readonly cwd: string;
+  readonly mcpServers: McpServer[];
+  readonly runtime: RuntimeSession;
+  private readonly client: AgentContext;
+  private readonly registry: ToolRegistry;
+  private readonly rules: SessionRules;
+  private mode: ModeId = DEFAULT_MODE;
+  private turn: AbortController | null = null;
+  private turnDone: Promise<unknown> = Promise.resolve();
+  private callSeq = 0;
+  private readonly calls = new Map<string, CallView>();
+
+  constructor(options: AcpSessionOptions) {
+    this.cwd = options.cwd;
+    this.mcpServers = options.mcpServers;
+    this.client = options.client;
+    this.registry = options.registry;
+    this.rules = new SessionRules(options.cwd);
+    const caps = options.clientCapabilities;
+    const local = new NodeFs();
+    const canRead = caps.fs?.readTextFile === true;
+    const canWrite = caps.fs?.writeTextFile === true;
+    const editor = canRead || canWrite ? new EditorFs({ client: this.client, sessionId: this.id, local, canRead, canWrite }) : null;
+    this.runtime = new RuntimeSession({
+      id: this.id,
+      workspace: options.cwd,
+      fs: local,
+      // Workspace files go through the editor (unsaved buffers, review); everything else to disk.
+      route: editor ? (abs, fallback) => (inside(abs, this.runtime.roots) ? editor : fallback) : undefined,
+      shell: caps.terminal === true ? new TerminalShell(this.client, this.id) : undefined,
+    });
+  }
+
+  get currentMode(): ModeId {
+    return this.mode;
+  }
+
+  modeState(): SessionModeState {
+    return { currentModeId: this.mode, availableModes: MODES.map((m) => ({ id: m.id, name: m.name, description: m.description })) };
+  }
+
+  configOptions(): SessionConfigOption[] {
+    return [
+      {
+        id: "mode",
+        name: "Mode",
+        description: "What runs without asking",
+        category: "mode",
+        type: "select",
+        currentValue: this.mode,
+        options: MODES.map((m) => ({ value: m.id, name: m.name, description: m.description })),
+      },
+    ];
+  }
+
+  /** Changes the mode; returns false for an unknown mode id. */
+  setMode(modeId: string): boolean {
+    if (!isModeId(modeId)) return false;
+    this.mode = modeId;
+    return true;
+  }
+
+  async update(update: SessionUpdate): Promise<void> {
+    await this.client.notify("session/update", { sessionId: this.id, update });
+  }
+
+  async announceCommands(): Promise<void> {
+    await this.update({ sessionUpdate: "available_commands_update", availableCommands: availableCommands(this.registry) });
+  }
+
+  async announceMode(): Promise<void> {
+    await this.update({ sessionUpdate: "current_mode_update", currentModeId: this.mode });
+    await this.update({ sessionUpdate: "config_option_update", configOptions: this.configOptions() });
+  }
+
+  private async say(text: string): Promise<void> {
+    await this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
+  }
+
+  /** Runs one prompt turn. Turns of one session run one after another. */
+  prompt(blocks: ContentBlock[]): Promise<PromptResponse> {
+    const run = this.turnDone.then(() => this.runTurn(blocks));
+    this.turnDone = run.catch(() => {});
+    return run;
+  }
+
+  /** session/cancel: aborts the running turn (tools, pending approvals); the turn answers `cancelled`. */
+  cancel(): void {
+    this.turn?.abort(new Error("Cancelled by the user"));
+  }
+
+  async close(): Promise<void> {
+    this.cancel();
+    await this.turnDone;
+    await this.runtime.close();
+  }
+
+  private async runTurn(blocks: ContentBlock[]): Promise<PromptResponse> {
+    const controller = new AbortController();
+    this.turn = controller;
+    const stop = (reason: StopReason): PromptResponse => ({ stopReason: controller.signal.aborted ? "cancelled" : reason });
+    try {
+      const text = blocks
+        .filter((b): b is Extract<ContentBlock, { type: "text" }> => b.type === "text")
+        .map((b) => b.text)
+        .join("\n")
+        .trim();
+      const slash = parseSlash(text, this.registry);
+      if (!slash) {
+        await this.say(
+          "No model is configured for this session, so prompts are not answered yet. Slash commands run tools directly:\n\n" +
+            helpText(this.registry),
+        );
+        return stop("end_turn");
+      }
+      switch (slash.type) {
+        case "help":
+          await this.say(helpText(this.registry));
+          return stop("end_turn");
+        case "tools":
+          await this.say(toolsText(this.registry));
+          return stop("end_turn");
+        case "invalid":
+          await this.say(slash.message);
+          return stop("end_turn");
+        case "tool":
+          await this.callTool(slash.toolId, slash.args, controller.signal);
+          return stop("end_turn");
+      }
+      return stop("end_turn");
+    } catch (err) {
+      if (controller.signal.aborted) return { stopReason: "cancelled" };
+      process.stderr.write(`toolhost: turn failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+      await this.say(`The turn failed: ${(err as Error).message}`).catch(() => {});
+      return stop("end_turn");
+    } finally {
+      if (this.turn === controller) this.turn = null;
+    }
+  }
+
+  nextCallId(): string {
+    this.callSeq += 1;
+    return `call_${this.callSeq}`;
+  }
+
+  /** One tool call with its full ACP life: tool_call → approval → in_progress → completed / failed. */
+  callTool(toolId: string, args: unknown, signal: AbortSignal, callId = this.nextCallId()): Promise<Envelope> {
+    const authorize = sessionAuthorizer({
+      workspace: this.cwd,
+      mode: () => this.mode,
+      rules: this.rules,
+      ask: (request, askSignal) => {
+        const view = this.calls.get(request.call.callId);
+        const content: ToolCallContent[] = view?.diffs.length
+          ? view.diffs
+          : typeof request.call.args.command === "string"
+            ? [textContent(fenced(request.call.args.command, "sh"))]
+            : [];
+        return requestPermission(
+          this.client,
+          this.id,
+          {
+            toolCallId: request.call.callId,
+            title: view?.info.title ?? toolId,
+            kind: request.call.tool.kind,
+            status: "pending",
+            content,
+            locations: view?.info.locations ?? [],
+            rawInput: boundedJson(request.call.args),
+          },
+          request,
+          askSignal,
+        );
+      },
+    });
+    return runToolCall(
+      { registry: this.registry, session: this.runtime, authorize, signal },
+      { callId, toolId, args },
+      this.observer(),
+    );
+  }
+
+  private observer(): ToolCallObserver {
+    return {
+      pending: async (info) => {
+        this.calls.set(info.callId, { info, diffs: [], terminal: null, liveTail: "", liveTimer: null });
+        await this.update({
+          sessionUpdate: "tool_call",
+          toolCallId: info.callId,
+          name: info.toolId,
+          title: info.title,
+          kind: info.kind,
+          status: "pending",
+          locations: info.locations,
+          rawInput: boundedJson(info.args),
+        });
+      },
+      event: (callId, event) => this.onToolEvent(callId, event),
+      running: async (callId) => {
+        await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, status: "in_progress" });
+      },
+      done: async (callId, envelope) => {
+        const view = this.calls.get(callId);
+        this.calls.delete(callId);
+        if (view?.liveTimer) clearTimeout(view.liveTimer);
+        const content = [...(view?.diffs ?? []), ...(view?.terminal ? [view.terminal] : [])];
+        // A terminal already shows the output; a diff already shows the change.
+        if (!view?.terminal && !(view?.diffs.length && envelope.type === "output")) content.push(...resultContent(envelope));
+        await this.update({
+          sessionUpdate: "tool_call_update",
+          toolCallId: callId,
+          status: envelope.type === "output" ? "completed" : "failed",
+          content,
+          ...(resultLocations(envelope) ?? {}),
+          rawOutput: boundedJson(envelope),
+        });
+      },
+    };
+  }
+
+  private async onToolEvent(callId: string, event: ToolEvent): Promise<void> {
+    const view = this.calls.get(callId);
+    switch (event.type) {
+      case "plan":
+        await this.update({
+          sessionUpdate: "plan",
+          entries: event.entries.map((e) => ({ content: e.content, status: e.status, priority: e.priority })),
+        });
+        return;
+      case "diff": {
+        if (!view) return;
+        view.diffs.push(diffContent(event.path, event.oldText, event.newText));
+        await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, content: view.diffs });
+        return;
+      }
+      case "terminal": {
+        if (!view) return;
+        view.terminal = { type: "terminal", terminalId: event.terminalId };
+        await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, content: [view.terminal] });
+        return;
+      }
+      case "location":
+        await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, locations: [{ path: event.path, line: event.line ?? null }] });
+        return;
+      case "output": {
+        if (!view) return;
+        // Live output without an editor terminal: a throttled, bounded tail.
+        view.liveTail = capTail(view.liveTail + event.chunk);
+        view.liveTimer ??= setTimeout(() => {
+          view.liveTimer = null;
+          if (!this.calls.has(callId)) return;
+          void this.update({
+            sessionUpdate: "tool_call_update",
+            toolCallId: callId,
+            content: [textContent(fenced(view.liveTail, "console"))],
+          }).catch(() => {});
+        }, LIVE_OUTPUT_INTERVAL_MS);
+        return;
+      }
+    }
+  }
+}
+
+function capTail(text: string): string {
+  const max = 8 * 1024;
+  return text.length > max ? text.slice(text.length - max) : text;
+}
+
+/** Where a finished call points the editor: the first changed line of an edit, the matches of a search. */
+function resultLocations(envelope: Envelope): { locations: { path: string; line?: number | null }[] } | null {
+  if (envelope.type !== "output" || typeof envelope.data !== "object" || envelope.data === null) return null;
+  const data = envelope.data as { path?: unknown; first_changed_line?: unknown; start_line?: unknown };
+  if (typeof data.path === "string" && path.isAbsolute(data.path)) {
+    const line = typeof data.first_changed_line === "number" ? data.first_changed_line : typeof data.start_line === "number" ? data.start_line : null;
+    return { locations: [{ path: data.path, line }] };
+  }
+  return null;
+}
+

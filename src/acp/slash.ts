@@ -1,0 +1,85 @@
+import type { AvailableCommand } from "@agentclientprotocol/sdk";
+import type { ToolRegistry } from "../host/registry.js";
+
+export type SlashCommand =
+  | { type: "tool"; toolId: string; args: unknown }
+  | { type: "help" }
+  | { type: "tools" }
+  | { type: "invalid"; message: string };
+
+/** The commands that are not tools. */
+const BUILTIN_COMMANDS: AvailableCommand[] = [
+  { name: "tools", description: "List the tools of this session with their kinds", input: null },
+  { name: "help", description: "How slash commands run tools directly", input: null },
+];
+
+/** Every tool is a command: `/<tool> <json>` or the tool's plain-text shorthand. */
+export function availableCommands(registry: ToolRegistry): AvailableCommand[] {
+  const tools = registry.list().map(({ tool }) => ({
+    name: tool.id,
+    description: firstSentence(tool.description),
+    input: { hint: tool.shorthand ? `${shorthandHint(tool.id)} or a JSON object` : "a JSON object of arguments" },
+  }));
+  return [...tools, ...BUILTIN_COMMANDS];
+}
+
+function firstSentence(text: string): string {
+  const sentence = text.split(/(?<=[.!?])\s/)[0] ?? text;
+  return sentence.length > 160 ? `${sentence.slice(0, 157)}…` : sentence;
+}
+
+function shorthandHint(id: string): string {
+  switch (id) {
+    case "read":
+      return "a path (src/a.ts or src/a.ts:10-40)";
+    case "grep":
+      return "a pattern";
+    case "glob":
+      return "a glob pattern";
+    case "bash":
+      return "a command line";
+    default:
+      return "text";
+  }
+}
+
+/** Parses `/name rest`; null when the text is not a slash command. */
+export function parseSlash(text: string, registry: ToolRegistry): SlashCommand | null {
+  const match = /^\/([A-Za-z][\w-]*)(?:\s+([\s\S]*))?$/.exec(text.trim());
+  if (!match) return null;
+  const name = match[1] as string;
+  const rest = (match[2] ?? "").trim();
+  if (name === "help") return { type: "help" };
+  if (name === "tools") return { type: "tools" };
+  const tool = registry.get(name);
+  if (!tool) return { type: "invalid", message: `Unknown command /${name}. ${helpText(registry)}` };
+  if (rest.startsWith("{")) {
+    try {
+      return { type: "tool", toolId: name, args: JSON.parse(rest) };
+    } catch (err) {
+      return { type: "invalid", message: `The arguments of /${name} are not valid JSON: ${(err as Error).message}` };
+    }
+  }
+  if (rest === "") return { type: "tool", toolId: name, args: {} };
+  if (!tool.shorthand) {
+    return { type: "invalid", message: `/${name} takes a JSON object of arguments, e.g. /${name} {"…": …}` };
+  }
+  return { type: "tool", toolId: name, args: tool.shorthand(rest) };
+}
+
+export function helpText(registry: ToolRegistry): string {
+  return [
+    "Slash commands run a tool directly, with no model, through the same validation, approval and reporting as a model's call:",
+    "",
+    "- `/<tool> {json}` — any tool with a JSON object of arguments, e.g. `/edit {\"path\":\"a.ts\",\"old_string\":\"x\",\"new_string\":\"y\"}`",
+    "- `/read src/a.ts:10-40`, `/grep TODO`, `/glob **/*.ts`, `/bash ls -la` — plain-text shorthands",
+    "- `/tools` — the tools of this session; `/help` — this text",
+    "",
+    `Tools: ${registry.ids().join(", ")}`,
+  ].join("\n");
+}
+
+export function toolsText(registry: ToolRegistry): string {
+  const rows = registry.list().map(({ tool, source }) => `| ${tool.id} | ${tool.kind} | ${source} | ${firstSentence(tool.description)} |`);
+  return ["| tool | kind | source | what it does |", "|---|---|---|---|", ...rows].join("\n");
+}

@@ -1,0 +1,33 @@
+import path from "node:path";
+import { builtinRegistry } from "../host/builtins.js";
+import { invoke } from "../host/invoke.js";
+import { RuntimeSession } from "../runtime/session.js";
+import { sweepStaleSidecars } from "../runtime/sidecars.js";
+
+export interface CallOptions {
+  id: string;
+  args: unknown;
+  cwd?: string;
+}
+
+/**
+ * `toolhost call`: one call through the same invoke pipeline the agent uses. The sidecar
+ * folder is kept after the call so a printed output_path stays readable (swept after 7 days).
+ */
+export async function runCall(options: CallOptions): Promise<number> {
+  const workspace = path.resolve(options.cwd ?? process.cwd());
+  const session = new RuntimeSession({ workspace });
+  const controller = new AbortController();
+  const onSignal = () => controller.abort(new Error("Interrupted"));
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  void sweepStaleSidecars().catch(() => {});
+  const envelope = await invoke(builtinRegistry(), options.id, options.args, {
+    session,
+    signal: controller.signal,
+  });
+  process.off("SIGINT", onSignal);
+  process.off("SIGTERM", onSignal);
+  process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
+  return envelope.type === "output" ? 0 : 1;
+}

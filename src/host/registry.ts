@@ -1,0 +1,54 @@
+import type { AnyTool } from "../tool/define.js";
+import { isLockedId } from "./locked.js";
+
+/** Where a registered tool came from: `builtin`, or the file that defined it. */
+export type ToolSource = "builtin" | string;
+
+export interface RegisteredTool {
+  tool: AnyTool;
+  source: ToolSource;
+}
+
+export class RegistryError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RegistryError";
+  }
+}
+
+/** The tools of a host, by id. Locked ids are reserved for the built-in implementations. */
+export class ToolRegistry {
+  private readonly tools = new Map<string, RegisteredTool>();
+
+  register(tool: AnyTool, source: ToolSource = "builtin"): void {
+    if (isLockedId(tool.id) && source !== "builtin") {
+      throw new RegistryError(`"${tool.id}" is a locked tool id; an extension cannot take it (${source})`);
+    }
+    const existing = this.tools.get(tool.id);
+    if (existing) {
+      throw new RegistryError(`Tool "${tool.id}" is already registered from ${existing.source}`);
+    }
+    this.tools.set(tool.id, { tool, source });
+  }
+
+  get(id: string): AnyTool | undefined {
+    return this.tools.get(id)?.tool;
+  }
+
+  entry(id: string): RegisteredTool | undefined {
+    return this.tools.get(id);
+  }
+
+  has(id: string): boolean {
+    return this.tools.has(id);
+  }
+
+  /** Registered tools in registration order (builtins first). */
+  list(): RegisteredTool[] {
+    return [...this.tools.values()];
+  }
+
+  ids(): string[] {
+    return [...this.tools.keys()];
+  }
+}

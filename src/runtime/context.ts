@@ -1,0 +1,48 @@
+import type { ToolContext, ToolEvent } from "../tool/context.js";
+import type { RequirementSet } from "../tool/requirements.js";
+import { ScopedFs } from "./fs/scoped.js";
+import { ScopedNet } from "./net.js";
+import { ScopedSearch } from "./search/scoped.js";
+import type { RuntimeSession } from "./session.js";
+import { ScopedShell } from "./shell/scoped.js";
+
+export interface ToolContextOptions {
+  session: RuntimeSession;
+  toolId: string;
+  callId: string;
+  /** The effective requirements: the manifest's ∪ the tool's. */
+  requires: RequirementSet;
+  signal: AbortSignal;
+  emit?: (event: ToolEvent) => void;
+}
+
+/** Builds the capability surface for one call. Throws ScopeError when the requirements do not compile. */
+export function createToolContext(options: ToolContextOptions): ToolContext {
+  const { session, toolId, callId, signal } = options;
+  const scope = session.scope(options.requires);
+  const fs = new ScopedFs({ scope, workspace: session.workspace, route: session.route });
+  const emit = options.emit ?? (() => {});
+  return {
+    toolId,
+    callId,
+    workspace: session.workspace,
+    roots: session.roots,
+    session,
+    signal,
+    fs,
+    shell: new ScopedShell({
+      scope,
+      backend: session.shell,
+      fs,
+      workspace: session.workspace,
+      signal,
+      sidecars: session.sidecars,
+      toolId,
+      emit,
+    }),
+    search: new ScopedSearch(fs, session.route, session.workspace, signal),
+    net: new ScopedNet(scope, signal),
+    sidecars: session.sidecars,
+    emit,
+  };
+}

@@ -1,0 +1,43 @@
+import type { DirEntry, EntryType, FileQuery, GrepOutcome, GrepQuery } from "../../tool/context.js";
+
+export interface BackendStat {
+  type: EntryType;
+  size: number;
+  mtimeMs: number;
+  mode?: number;
+  /** Freshness token; see FileInfo.version. */
+  version: string;
+}
+
+/**
+ * Search over a backend's files. Paths in results are relative to `cwd` when inside it.
+ * The caller has already checked `root` against the scope.
+ */
+export interface SearchBackend {
+  files(root: string, query: FileQuery, signal: AbortSignal): Promise<{ files: string[]; limited: boolean }>;
+  grep(root: string, cwd: string, query: GrepQuery, signal: AbortSignal): Promise<GrepOutcome>;
+}
+
+/**
+ * Storage under the file tools. Paths are absolute and already checked by the scoped layer;
+ * a backend never decides what is allowed. Errors carry Node-style codes (ENOENT, EISDIR …).
+ */
+export interface FsBackend {
+  readonly kind: string;
+  /** Follows symlinks; null when nothing is there. */
+  stat(abs: string): Promise<BackendStat | null>;
+  /** The canonical path; throws ENOENT when the path does not exist. */
+  realpath(abs: string): Promise<string>;
+  readFile(abs: string): Promise<Uint8Array>;
+  readStream(abs: string, range?: { start?: number; end?: number }): AsyncIterable<Uint8Array>;
+  readDir(abs: string): Promise<DirEntry[]>;
+  /** Replaces the file atomically (never half-written), keeping its mode; creates parent directories. */
+  writeFileAtomic(abs: string, data: Uint8Array): Promise<void>;
+  readonly search: SearchBackend;
+}
+
+export function fsError(code: string, message: string): NodeJS.ErrnoException {
+  const err = new Error(message) as NodeJS.ErrnoException;
+  err.code = code;
+  return err;
+}

@@ -1,0 +1,98 @@
+import { randomBytes } from "node:crypto";
+import { createReadStream } from "node:fs";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import type { DirEntry, EntryType } from "../../tool/context.js";
+import { RipgrepSearch } from "../search/ripgrep.js";
+import type { BackendStat, FsBackend, SearchBackend } from "./backend.js";
+
+function entryType(s: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryType {
+  if (s.isFile()) return "file";
+  if (s.isDirectory()) return "directory";
+  if (s.isSymbolicLink()) return "symlink";
+  return "other";
+}
+
+/** The real disk. Versions come from nanosecond mtime/ctime, size and inode, so fast rewrites are seen. */
+export class NodeFs implements FsBackend {
+  readonly kind = "node";
+  readonly search: SearchBackend = new RipgrepSearch();
+
+  async stat(abs: string): Promise<BackendStat | null> {
+    try {
+      const s = await fsp.stat(abs, { bigint: true });
+      return {
+        type: entryType(s),
+        size: Number(s.size),
+        mtimeMs: Number(s.mtimeMs),
+        mode: Number(s.mode) & 0o7777,
+        version: `${s.mtimeNs.toString(36)}.${s.ctimeNs.toString(36)}.${s.size.toString(36)}.${s.ino.toString(36)}`,
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") {
+        return null;
+      }
+      throw err;
+    }
+  }
+
+  realpath(abs: string): Promise<string> {
+    return fsp.realpath(abs);
+  }
+
+  async readFile(abs: string): Promise<Uint8Array> {
+    return fsp.readFile(abs);
+  }
+
+  async *readStream(abs: string, range?: { start?: number; end?: number }): AsyncIterable<Uint8Array> {
+    // 64 KiB chunks: a line window of a huge file stops after a few chunks.
+    const stream = createReadStream(abs, { start: range?.start, end: range?.end, highWaterMark: 64 * 1024 });
+    try {
+      for await (const chunk of stream) yield chunk as Buffer;
+    } finally {
+      stream.destroy();
+    }
+  }
+
+  async readDir(abs: string): Promise<DirEntry[]> {
+    const entries = await fsp.readdir(abs, { withFileTypes: true });
+    return entries.map((e) => ({ name: e.name, type: entryType(e) }));
+  }
+
+  async writeFileAtomic(abs: string, data: Uint8Array): Promise<void> {
+    let target = abs;
+    let mode: number | undefined;
+    let linked = false;
+    try {
+      // Write through a symlink to its target, so the link stays a link.
+      target = await fsp.realpath(abs);
+      const s = await fsp.stat(target);
+      if (!s.isFile()) throw Object.assign(new Error(`Not a regular file: ${abs}`), { code: "EISDIR" });
+      mode = s.mode & 0o7777;
+      linked = s.nlink > 1;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      await fsp.mkdir(path.dirname(abs), { recursive: true });
+    }
+    if (linked) {
+      // A rename would split a hard link from its siblings; keep the inode and write in place.
+      await fsp.writeFile(target, data);
+      return;
+    }
+    const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString("hex")}.tmp`);
+    try {
+      const handle = await fsp.open(temp, "wx", mode ?? 0o666);
+      try {
+        await handle.writeFile(data);
+        await handle.sync();
+        if (mode !== undefined) await handle.chmod(mode);
+      } finally {
+        await handle.close();
+      }
+      await fsp.rename(temp, target);
+    } catch (err) {
+      await fsp.rm(temp, { force: true });
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,154 @@
+import os from "node:os";
+import path from "node:path";
+import type { Access, DirEntry, FileInfo, ToolFs } from "../../tool/context.js";
+import { ToolError } from "../../tool/errors.js";
+import { fileLocks } from "../locks.js";
+import type { CompiledScope } from "../scope.js";
+import type { FsBackend } from "./backend.js";
+
+/** Chooses the backend for an absolute path (editor buffers inside the workspace, disk elsewhere …). */
+export type BackendRouter = (abs: string) => FsBackend;
+
+export interface ScopedFsOptions {
+  scope: CompiledScope;
+  workspace: string;
+  route: BackendRouter;
+}
+
+/** Model-given path → absolute path: strips a leading `@`, expands `~`, resolves against the workspace. */
+export function absolutize(raw: string, workspace: string): string {
+  let p = raw.trim();
+  if (p === "~" || p.startsWith("~/")) p = path.join(os.homedir(), p.slice(1));
+  return path.resolve(workspace, p);
+}
+
+function describeRoots(scope: CompiledScope, access: Access): string {
+  const roots = (access === "read" ? scope.read : scope.write).roots;
+  return roots.length ? roots.join(", ") : "(none: this tool has no " + access + " access)";
+}
+
+/** Maps backend errno failures onto stable tool error codes. */
+export function translateFsError(err: unknown, displayPath: string): never {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  if (err instanceof ToolError) throw err;
+  switch (code) {
+    case "ENOENT":
+      throw new ToolError("not_found", `File not found: ${displayPath}`);
+    case "EISDIR":
+      throw new ToolError("is_directory", `${displayPath} is a directory`);
+    case "ENOTDIR":
+      throw new ToolError("not_found", `A parent of ${displayPath} is not a directory`);
+    case "EACCES":
+    case "EPERM":
+      throw new ToolError("permission_denied", `Permission denied: ${displayPath}`);
+    default:
+      throw err;
+  }
+}
+
+/**
+ * The fs a tool sees: every call resolves the path and checks it, lexically and through
+ * symlinks (for a path that does not exist yet, through the real path of its nearest
+ * existing parent), against the tool's effective scope.
+ */
+export class ScopedFs implements ToolFs {
+  constructor(private readonly options: ScopedFsOptions) {}
+
+  async resolve(raw: string, access: Access): Promise<string> {
+    const { scope, workspace, route } = this.options;
+    if (typeof raw !== "string" || raw.trim() === "") throw new ToolError("invalid_arguments", "Empty path");
+    let abs = absolutize(raw, workspace);
+    if (raw.trim().startsWith("@")) {
+      // Models often prefix paths with @ (editor mention syntax); drop it unless such a file exists.
+      const stripped = absolutize(raw.trim().slice(1), workspace);
+      if ((await route(abs).stat(abs).catch(() => null)) === null) abs = stripped;
+    }
+    const matcher = access === "read" ? scope.read : scope.write;
+    if (!matcher.matches(abs)) {
+      throw new ToolError(
+        "outside_root",
+        `${raw} resolves to ${abs}, outside the allowed ${access} roots: ${describeRoots(scope, access)}`,
+      );
+    }
+    const real = await this.realTarget(abs);
+    if (real !== abs && !matcher.matches(real)) {
+      throw new ToolError(
+        "outside_root",
+        `${raw} leads through a symbolic link to ${real}, outside the allowed ${access} roots: ${describeRoots(scope, access)}`,
+      );
+    }
+    return abs;
+  }
+
+  /** The real path of `abs`, or of its nearest existing parent joined with the rest. */
+  private async realTarget(abs: string): Promise<string> {
+    const backend = this.options.route(abs);
+    let existing = abs;
+    const rest: string[] = [];
+    for (;;) {
+      try {
+        const real = await backend.realpath(existing);
+        return rest.length ? path.join(real, ...rest.reverse()) : real;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== "ENOENT" && code !== "ENOTDIR") throw err;
+        const parent = path.dirname(existing);
+        if (parent === existing) return abs;
+        rest.push(path.basename(existing));
+        existing = parent;
+      }
+    }
+  }
+
+  async stat(raw: string): Promise<FileInfo | null> {
+    const abs = await this.resolve(raw, "read");
+    const s = await this.options.route(abs).stat(abs);
+    return s ? { path: abs, ...s } : null;
+  }
+
+  async readFile(raw: string): Promise<Uint8Array> {
+    const abs = await this.resolve(raw, "read");
+    try {
+      return await this.options.route(abs).readFile(abs);
+    } catch (err) {
+      translateFsError(err, abs);
+    }
+  }
+
+  async *readStream(raw: string, range?: { start?: number; end?: number }): AsyncIterable<Uint8Array> {
+    const abs = await this.resolve(raw, "read");
+    try {
+      yield* this.options.route(abs).readStream(abs, range);
+    } catch (err) {
+      translateFsError(err, abs);
+    }
+  }
+
+  async readDir(raw: string): Promise<DirEntry[]> {
+    const abs = await this.resolve(raw, "read");
+    try {
+      return await this.options.route(abs).readDir(abs);
+    } catch (err) {
+      translateFsError(err, abs);
+    }
+  }
+
+  async writeFile(raw: string, data: Uint8Array | string): Promise<FileInfo> {
+    const abs = await this.resolve(raw, "write");
+    const backend = this.options.route(abs);
+    const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    try {
+      await backend.writeFileAtomic(abs, bytes);
+      const s = await backend.stat(abs);
+      if (!s) throw new ToolError("execution_failed", `${abs} vanished right after it was written`);
+      return { path: abs, ...s };
+    } catch (err) {
+      translateFsError(err, abs);
+    }
+  }
+
+  async withLock<T>(raw: string, fn: () => Promise<T>): Promise<T> {
+    const abs = absolutize(raw, this.options.workspace);
+    return fileLocks.run(abs, fn);
+  }
+}

@@ -1,0 +1,12 @@
+export * from "./scope.js";
+export * from "./session.js";
+export * from "./context.js";
+export * from "./sidecars.js";
+export * from "./locks.js";
+export type { FsBackend, BackendStat, SearchBackend } from "./fs/backend.js";
+export { NodeFs } from "./fs/node.js";
+export { MemoryFs } from "./fs/memory.js";
+export { ScopedFs, absolutize } from "./fs/scoped.js";
+export type { ShellBackend, ShellSpawnOptions } from "./shell/backend.js";
+export { LocalShell } from "./shell/local.js";
+export { shellPath, DEFAULT_SHELL_TIMEOUT_MS, DEFAULT_SHELL_OUTPUT_BYTES } from "./shell/scoped.js";

@@ -1,0 +1,404 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { StringDecoder } from "node:string_decoder";
+import { execa } from "execa";
+import picomatch from "picomatch";
+import type { FileQuery, GrepHit, GrepOutcome, GrepQuery } from "../../tool/context.js";
+import { ToolError } from "../../tool/errors.js";
+import type { SearchBackend } from "../fs/backend.js";
+
+/** Longest line text a grep hit carries; the rest is cut with a marker (pi's number). */
+export const MAX_LINE_CHARS = 500;
+
+/**
+ * Cuts a long line to MAX_LINE_CHARS. When the match sits past the cut, the window moves
+ * so the match stays visible. `matchAt` is a character index into `text`.
+ */
+export function cutLine(text: string, matchAt = 0): string {
+  if (text.length <= MAX_LINE_CHARS) return text;
+  const start = matchAt + 100 > MAX_LINE_CHARS ? Math.max(0, Math.min(matchAt - 100, text.length - MAX_LINE_CHARS)) : 0;
+  const end = start + MAX_LINE_CHARS;
+  const head = start > 0 ? "…" : "";
+  return `${head}${text.slice(start, end)}… [line cut: ${text.length} chars]`;
+}
+
+/** An error message for a search that could not finish in time. */
+export function timeoutError(timeoutMs: number): ToolError {
+  return new ToolError(
+    "timeout",
+    `The search was stopped after ${Math.round(timeoutMs / 1000)} s; narrow the path or pattern (or add a glob filter) and try again.`,
+  );
+}
+
+export function abortedError(): ToolError {
+  return new ToolError("aborted", "The search was cancelled");
+}
+
+export function invalidRegexError(message: string): ToolError {
+  return new ToolError(
+    "invalid_arguments",
+    `Invalid regex: ${message.trim()}\nEscape special characters such as ( [ { . * + ? | with a backslash, or pass literal: true to search for the text as written.`,
+  );
+}
+
+let bundled: Promise<string> | undefined;
+
+/** The rg binary: $TOOLHOST_RG_PATH, else the one shipped in @vscode/ripgrep (loaded on first use). */
+export function ripgrepPath(): Promise<string> {
+  const override = process.env.TOOLHOST_RG_PATH;
+  if (override) return Promise.resolve(override);
+  bundled ??= import("@vscode/ripgrep").then(
+    // Older releases are CommonJS (rgPath on the default export), newer ones ESM.
+    (m: { rgPath?: string; default?: { rgPath?: string } }) => {
+      const p = m.rgPath ?? m.default?.rgPath;
+      if (!p) throw new Error("@vscode/ripgrep exports no rgPath");
+      return p;
+    },
+    (err: unknown) => {
+      bundled = undefined;
+      throw new ToolError(
+        "unavailable",
+        `ripgrep is not available (${err instanceof Error ? err.message : String(err)}); reinstall toolhost or set TOOLHOST_RG_PATH`,
+      );
+    },
+  );
+  return bundled;
+}
+
+// Respect .gitignore even outside a git repository (a checked-out tarball still means it).
+const COMMON_ARGS = ["--no-config", "--hidden", "--no-require-git", "--no-messages"];
+// Last, because a later rg glob wins over an earlier one.
+const SKIP_GIT = ["--glob", "!.git"];
+
+/**
+ * How a grep glob filters files. Without a slash it matches the file name at any depth; with one,
+ * the path relative to the workspace or to the searched directory; a leading `!` excludes.
+ */
+export interface GlobPlan {
+  /** A positive file-name glob. */
+  name?: string;
+  /** A negative file-name glob (without its `!`). */
+  notName?: string;
+  /** For globs with a slash: decides on the workspace-relative (or absolute) and root-relative paths. */
+  keep?: (shown: string, fromRoot: string) => boolean;
+}
+
+export function planGlob(glob: string | undefined): GlobPlan {
+  if (!glob) return {};
+  const negate = glob.startsWith("!");
+  const body = negate ? glob.slice(1) : glob;
+  if (!body.includes("/")) return negate ? { notName: body } : { name: body };
+  const match = picomatch(body.replace(/^\.?\//, ""), { dot: true });
+  const name = negate ? undefined : fileNameGlob(body);
+  return { ...(name ? { name } : {}), keep: (shown, fromRoot) => (match(shown) || match(fromRoot)) !== negate };
+}
+
+/**
+ * The last segment of a path glob when every file it can match must have a name matching that
+ * segment in rg's syntax too ("src/**\/*.{ts,tsx}" → "*.{ts,tsx}"); undefined when unsure.
+ */
+export function fileNameGlob(pattern: string): string | undefined {
+  const segment = pattern.slice(pattern.lastIndexOf("/") + 1);
+  if (!segment || segment.includes("**") || segment.includes("..") || !/^[\w.*?{},[\]-]+$/.test(segment)) return undefined;
+  // A brace that spans a slash leaves an unmatched "}" in the segment.
+  if (segment.split("{").length !== segment.split("}").length) return undefined;
+  return segment;
+}
+
+/**
+ * rg arguments for a file-name filter. A positive rg --glob would override .gitignore (it
+ * whitelists ignored files); a file type built from the glob filters without doing so.
+ */
+function nameFilterArgs(plan: GlobPlan): string[] {
+  const args: string[] = [];
+  if (plan.name) args.push("--type-add", `toolhostglob:${plan.name}`, "--type", "toolhostglob");
+  if (plan.notName) args.push("--glob", `!${plan.notName}`);
+  return args;
+}
+
+interface RunOptions {
+  args: string[];
+  cwd: string;
+  signal: AbortSignal;
+  timeoutMs: number;
+  separator: string;
+  /** Called per record as output arrives; returning false stops rg. */
+  onRecord(record: string): boolean;
+}
+
+interface RunResult {
+  exitCode: number | undefined;
+  stderr: string;
+  /** True when onRecord asked to stop. */
+  stopped: boolean;
+  records: number;
+}
+
+const MAX_STDERR = 8 * 1024;
+
+/** Runs rg and streams its stdout record by record; kills it on stop, timeout or abort. */
+async function runRipgrep(options: RunOptions): Promise<RunResult> {
+  const { signal, separator } = options;
+  if (signal.aborted) throw abortedError();
+  const rg = await ripgrepPath();
+  const child = execa(rg, options.args, {
+    cwd: options.cwd,
+    buffer: false,
+    stdin: "ignore",
+    reject: false,
+    stripFinalNewline: false,
+    forceKillAfterDelay: 1000,
+  });
+
+  let why: "limit" | "timeout" | "abort" | undefined;
+  const stop = (reason: typeof why) => {
+    if (why) return;
+    why = reason;
+    child.kill();
+  };
+  const timer = setTimeout(() => stop("timeout"), options.timeoutMs);
+  const onAbort = () => stop("abort");
+  signal.addEventListener("abort", onAbort, { once: true });
+
+  let records = 0;
+  let stderr = "";
+  let pending: string[] = [];
+  const decoder = new StringDecoder("utf8");
+  let broken: unknown;
+  const take = (record: string) => {
+    records++;
+    try {
+      if (!options.onRecord(record)) stop("limit");
+    } catch (err) {
+      // A throw inside a stream listener would be uncaught: stop rg and rethrow after it exits.
+      broken ??= err;
+      stop("limit");
+    }
+  };
+  child.stdout?.on("data", (chunk: Buffer) => {
+    if (why) return;
+    const text = decoder.write(chunk);
+    let start = 0;
+    let at = text.indexOf(separator);
+    // A long record spans chunks: collect the pieces and join once its end arrives.
+    if (at === -1) {
+      pending.push(text);
+      return;
+    }
+    while (at !== -1 && !why) {
+      const piece = text.slice(start, at);
+      if (pending.length) {
+        pending.push(piece);
+        take(pending.join(""));
+        pending = [];
+      } else {
+        take(piece);
+      }
+      start = at + separator.length;
+      at = text.indexOf(separator, start);
+    }
+    if (start < text.length) pending.push(text.slice(start));
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    if (stderr.length < MAX_STDERR) stderr += chunk.toString("utf8");
+  });
+
+  try {
+    const result = await child;
+    if (why === "abort") throw abortedError();
+    if (why === "timeout") throw timeoutError(options.timeoutMs);
+    if (!why) {
+      const tail = pending.join("") + decoder.end();
+      if (tail) take(tail);
+    }
+    if (broken) throw broken;
+    if (result.exitCode === undefined && !why) {
+      throw new ToolError("unavailable", `Could not run ripgrep (${rg}): ${result.originalMessage || result.shortMessage}`);
+    }
+    return { exitCode: result.exitCode, stderr: stderr.trim(), stopped: why === "limit", records };
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
+/** rg reports a path or line as {text} or, when not valid UTF-8, {bytes} in base64. */
+function decodeData(value: { text?: string; bytes?: string } | undefined): string {
+  if (!value) return "";
+  if (value.text !== undefined) return value.text;
+  return value.bytes ? Buffer.from(value.bytes, "base64").toString("utf8") : "";
+}
+
+function stripEol(line: string): string {
+  if (line.endsWith("\n")) line = line.slice(0, -1);
+  if (line.endsWith("\r")) line = line.slice(0, -1);
+  return line;
+}
+
+/** Character index of a UTF-8 byte offset within `text`. */
+function charIndex(text: string, byteOffset: number): number {
+  return Buffer.from(text, "utf8").subarray(0, byteOffset).toString("utf8").length;
+}
+
+async function checkRoot(root: string): Promise<"file" | "directory"> {
+  const s = await fsp.stat(root).catch(() => null);
+  if (!s) throw new ToolError("not_found", `Path not found: ${root}`);
+  return s.isDirectory() ? "directory" : "file";
+}
+
+/** The path rg is given: relative to cwd when inside it, so results come back workspace-relative. */
+export function searchTarget(root: string, cwd: string): string {
+  const rel = path.relative(cwd, root);
+  if (rel === "") return ".";
+  if (rel.startsWith("..") || path.isAbsolute(rel)) return root;
+  return rel;
+}
+
+function cleanPath(p: string): string {
+  return p.startsWith("./") ? p.slice(2) : p;
+}
+
+export function byPath(a: { path: string }, b: { path: string }): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+}
+
+function failed(run: RunResult): void {
+  // Exit 1 is "nothing found"; 2 with nothing found and a message is a real error (2 alone can mean unreadable files).
+  if (run.exitCode !== 2 || run.records > 0 || !run.stderr) return;
+  const message = run.stderr.replace(/^rg: /gm, "");
+  if (/regex|pattern|literal/i.test(message)) throw invalidRegexError(message);
+  throw new ToolError("execution_failed", `ripgrep failed: ${message}`);
+}
+
+/** Search on the real disk with the bundled ripgrep. */
+export class RipgrepSearch implements SearchBackend {
+  async files(root: string, query: FileQuery, signal: AbortSignal): Promise<{ files: string[]; limited: boolean }> {
+    if ((await checkRoot(root)) !== "directory") throw new ToolError("invalid_arguments", `${root} is a file, not a directory`);
+    const max = query.maxResults ?? Number.POSITIVE_INFINITY;
+    const files: string[] = [];
+    let limited = false;
+    // No path argument: rg lists the cwd and prints paths without a "./" prefix.
+    const run = await runRipgrep({
+      args: [...COMMON_ARGS, ...nameFilterArgs({ name: query.nameGlob }), ...SKIP_GIT, "--files"],
+      cwd: root,
+      signal,
+      timeoutMs: query.timeoutMs,
+      separator: "\n",
+      onRecord(record) {
+        if (files.length >= max) {
+          limited = true;
+          return false;
+        }
+        files.push(record);
+        return true;
+      },
+    });
+    failed(run);
+    return { files, limited };
+  }
+
+  async grep(root: string, cwd: string, query: GrepQuery, signal: AbortSignal): Promise<GrepOutcome> {
+    const kind = await checkRoot(root);
+    const plan = planGlob(query.glob);
+    const args = [...COMMON_ARGS, ...nameFilterArgs(plan), ...SKIP_GIT];
+    if (query.literal) args.push("--fixed-strings");
+    if (query.ignoreCase) args.push("--ignore-case");
+    const target = searchTarget(root, cwd);
+    const keep = plan.keep;
+    // Paths as rg prints them, and relative to the searched directory (for globs with a slash).
+    const fromRoot = (shown: string) =>
+      kind === "file" ? path.basename(shown) : target === "." ? shown : path.isAbsolute(target) ? path.relative(root, shown) : shown.slice(target.length + 1);
+    const wanted = (shown: string) => !keep || keep(shown, fromRoot(shown));
+    const base = { cwd, signal, timeoutMs: query.timeoutMs };
+    const max = query.maxResults;
+    let limited = false;
+
+    if (query.mode === "content") {
+      if (query.context) args.push("--context", String(query.context));
+      args.push("--json", "--regexp", query.pattern, "--", target);
+      const hits: GrepHit[] = [];
+      let matches = 0;
+      let searched: number | undefined;
+      const run = await runRipgrep({
+        ...base,
+        args,
+        separator: "\n",
+        onRecord(record) {
+          // begin/end records are most of the non-match output: skip them without parsing.
+          if (record.startsWith('{"type":"begin"') || record.startsWith('{"type":"end"')) return true;
+          const msg = JSON.parse(record) as RgMessage;
+          if (msg.type === "match" || msg.type === "context") {
+            const shown = cleanPath(decodeData(msg.data.path));
+            if (!wanted(shown)) return true;
+            const text = stripEol(decodeData(msg.data.lines));
+            if (msg.type === "context") {
+              hits.push({ type: "context", path: shown, line: msg.data.line_number, text: cutLine(text) });
+              return true;
+            }
+            if (matches >= max) {
+              limited = true;
+              return false;
+            }
+            matches++;
+            const at = text.length > MAX_LINE_CHARS ? charIndex(text, msg.data.submatches?.[0]?.start ?? 0) : 0;
+            hits.push({ type: "match", path: shown, line: msg.data.line_number, text: cutLine(text, at) });
+          } else if (msg.type === "summary") {
+            searched = msg.data.stats?.searches;
+          }
+          return true;
+        },
+      });
+      failed(run);
+      if (limited) dropLeadingContext(hits, query.context ?? 0);
+      hits.sort(byPath);
+      return { hits, limited, ...(searched !== undefined ? { searched } : {}) };
+    }
+
+    // --json does not combine with these modes; --null keeps odd file names intact.
+    const count = query.mode === "count";
+    args.push(count ? "--count" : "--files-with-matches", "--with-filename", "--null", "--regexp", query.pattern, "--", target);
+    const hits: GrepHit[] = [];
+    const run = await runRipgrep({
+      ...base,
+      args,
+      separator: count ? "\n" : "\0",
+      onRecord(record) {
+        const cut = count ? record.lastIndexOf("\0") : record.length;
+        const shown = cleanPath(record.slice(0, cut));
+        if (!wanted(shown)) return true;
+        if (hits.length >= max) {
+          limited = true;
+          return false;
+        }
+        hits.push(count ? { type: "count", path: shown, count: Number(record.slice(cut + 1)) } : { type: "file", path: shown });
+        return true;
+      },
+    });
+    failed(run);
+    hits.sort(byPath);
+    return { hits, limited };
+  }
+}
+
+/** After an early stop, context lines past the last kept match belong to the next (dropped) match. */
+export function dropLeadingContext(hits: GrepHit[], context: number): void {
+  let last = hits.length - 1;
+  while (last >= 0 && hits[last]?.type !== "match") last--;
+  const anchor = hits[last];
+  let keep = last + 1;
+  while (keep < hits.length) {
+    const h = hits[keep];
+    if (!anchor || !h || h.path !== anchor.path || !("line" in h) || !("line" in anchor) || h.line > anchor.line + context) break;
+    keep++;
+  }
+  hits.length = keep;
+}
+
+type RgData = { text?: string; bytes?: string };
+type RgMessage =
+  | {
+      type: "match" | "context";
+      data: { path: RgData; lines: RgData; line_number: number; submatches?: { start: number }[] };
+    }
+  | { type: "summary"; data: { stats?: { searches?: number } } }
+  | { type: "begin" | "end"; data: unknown };

@@ -1,0 +1,114 @@
+import { randomUUID } from "node:crypto";
+import { realpathSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { SessionState } from "../tool/context.js";
+import type { RequirementSet } from "../tool/requirements.js";
+import type { FsBackend } from "./fs/backend.js";
+import { NodeFs } from "./fs/node.js";
+import { compileScope, type CompiledScope, type ScopeVariables } from "./scope.js";
+import { LocalShell } from "./shell/local.js";
+import type { ShellBackend } from "./shell/backend.js";
+import { SessionSidecars, sidecarRoot } from "./sidecars.js";
+
+export interface RuntimeSessionOptions {
+  id?: string;
+  /** The workspace root (absolute). Relative tool paths resolve against it. */
+  workspace: string;
+  /** Further workspace roots (`{workspace}` expands to all of them). */
+  additionalRoots?: string[];
+  /** Directories of open ad-hoc files (`{ad-hoc}`). */
+  adHoc?: string[];
+  /** The per-user data directory (`{user-data}`), default ~/.toolhost. */
+  userData?: string;
+  /** Storage for the file tools (default: the real disk). */
+  fs?: FsBackend;
+  /**
+   * Picks the backend per path, given the default; the ACP adapter uses this to send
+   * workspace files through the editor and everything else to disk.
+   */
+  route?: (abs: string, fallback: FsBackend) => FsBackend;
+  shell?: ShellBackend;
+}
+
+const localDisk = new NodeFs();
+
+function realOrSame(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+/**
+ * One agent session's runtime: its roots and variables, backends, read stamps, stores and
+ * sidecar folder. Compiled scopes are cached per requirement set.
+ */
+export class RuntimeSession implements SessionState {
+  readonly id: string;
+  readonly workspace: string;
+  readonly roots: string[];
+  readonly readStamps = new Map<string, string>();
+  readonly store = new Map<string, unknown>();
+  readonly sidecars: SessionSidecars;
+  readonly fs: FsBackend;
+  readonly shell: ShellBackend;
+  private readonly vars: ScopeVariables;
+  private readonly router: (abs: string, fallback: FsBackend) => FsBackend;
+  private readonly scopes = new Map<string, CompiledScope>();
+  private closed = false;
+
+  constructor(options: RuntimeSessionOptions) {
+    if (!path.isAbsolute(options.workspace)) throw new Error(`Workspace must be absolute: ${options.workspace}`);
+    this.id = options.id ?? randomUUID();
+    this.workspace = path.resolve(options.workspace);
+    this.roots = [this.workspace, ...(options.additionalRoots ?? []).map((r) => path.resolve(r))];
+    this.fs = options.fs ?? localDisk;
+    this.shell = options.shell ?? new LocalShell();
+    this.router = options.route ?? ((_abs, fallback) => fallback);
+    this.sidecars = new SessionSidecars(path.join(sidecarRoot(), this.id.replace(/[^a-zA-Z0-9_-]/g, "_")));
+    // On disk a root may sit behind a symlink (/tmp → /private/tmp): allow both spellings.
+    const onDisk = this.fs.kind === "node";
+    const withReal = (dirs: string[]) => [...new Set(dirs.flatMap((d) => (onDisk ? [d, realOrSame(d)] : [d])))];
+    this.vars = {
+      workspace: withReal(this.roots),
+      "ad-hoc": withReal(options.adHoc ?? []),
+      "user-data": withReal([options.userData ?? path.join(os.homedir(), ".toolhost")]),
+    };
+  }
+
+  /** The backend for an absolute path: sidecars always on disk, the rest as routed. */
+  route = (abs: string): FsBackend => {
+    if (abs === this.sidecars.dir || abs.startsWith(this.sidecars.dir + path.sep)) return localDisk;
+    return this.router(abs, this.fs);
+  };
+
+  /**
+   * The compiled scope of a requirement set. The session's own sidecar folder is always
+   * readable, so a truncated output can be read on. Throws ScopeError on an undefined variable.
+   */
+  scope(requires: RequirementSet): CompiledScope {
+    const key = JSON.stringify(requires);
+    let scope = this.scopes.get(key);
+    if (!scope) {
+      const withSidecars: RequirementSet = {
+        ...requires,
+        fs: { ...requires.fs, read: [...(requires.fs?.read ?? []), `${this.sidecars.dir}/**`] },
+      };
+      scope = compileScope(withSidecars, this.vars, this.workspace);
+      this.scopes.set(key, scope);
+    }
+    return scope;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Removes the session's sidecar files. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.sidecars.remove();
+  }
+}

@@ -1,0 +1,483 @@
+import * as fsp from "node:fs/promises";
+import { StringDecoder } from "node:string_decoder";
+import type { Readable } from "node:stream";
+import { execa, type ResultPromise } from "execa";
+import treeKill from "tree-kill";
+import type { ShellResult, SidecarWriter } from "../../tool/context.js";
+import { ToolError } from "../../tool/errors.js";
+import type { ShellBackend, ShellSpawnOptions } from "./backend.js";
+
+export interface LocalShellOptions {
+  /** How long a killed tree gets between SIGTERM and SIGKILL (default 2 s). */
+  killGraceMs?: number;
+  /**
+   * How long the pipes may stay open after the command's own process has exited (a background
+   * child still holding stdout). Past it, reading stops and the rest of the group is killed.
+   */
+  pipeDrainMs?: number;
+  /** Sidecar bytes queued in memory before the child's output is paused (backpressure). */
+  sidecarHighWaterBytes?: number;
+}
+
+type StreamName = "stdout" | "stderr";
+
+const CONTINUATION = 0b1000_0000;
+
+/** Length of `buf[0, end)` cut back so it does not end inside a UTF-8 sequence. */
+function utf8HeadEnd(buf: Buffer, end: number): number {
+  // Walk back over at most 3 continuation bytes to the lead byte of the last sequence.
+  let lead = end - 1;
+  while (lead >= 0 && end - lead <= 3 && (buf[lead]! & 0xc0) === CONTINUATION) lead--;
+  if (lead < 0) return end;
+  const b = buf[lead]!;
+  const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+  return end - lead >= need ? end : lead;
+}
+
+/** Start of `buf[start, …)` moved past continuation bytes, so the tail begins on a character. */
+function utf8TailStart(buf: Buffer, start: number): number {
+  let s = start;
+  while (s < buf.length && s - start < 3 && (buf[s]! & 0xc0) === CONTINUATION) s++;
+  return s;
+}
+
+/**
+ * What one stream keeps in memory: its first `headCap` bytes (copied) and at least the last
+ * `tailCap` bytes after them (the chunks themselves, no copy). With headCap + tailCap = the
+ * combined cap, a stream that fits the cap is kept whole, and any head + tail split the final
+ * budget asks for is available.
+ */
+class StreamKeeper {
+  size = 0;
+  private readonly head: Buffer[] = [];
+  private headLen = 0;
+  private readonly tail: Buffer[] = [];
+  private tailLen = 0;
+
+  constructor(
+    private readonly headCap: number,
+    private readonly tailCap: number,
+  ) {}
+
+  push(chunk: Buffer): void {
+    this.size += chunk.length;
+    let rest = chunk;
+    if (this.headLen < this.headCap) {
+      const take = Math.min(this.headCap - this.headLen, rest.length);
+      this.head.push(Buffer.from(rest.subarray(0, take)));
+      this.headLen += take;
+      rest = rest.subarray(take);
+    }
+    if (rest.length === 0 || this.tailCap === 0) return;
+    this.tail.push(rest);
+    this.tailLen += rest.length;
+    // Drop whole chunks from the front while the rest still covers tailCap.
+    while (this.tailLen - this.tail[0]!.length >= this.tailCap) this.tailLen -= this.tail.shift()!.length;
+  }
+
+  /** The text kept within `budget` bytes: everything, or head + marker + tail. */
+  render(budget: number, marker: (omitted: number) => string): string {
+    const retained = Buffer.concat([...this.head, ...this.tail]);
+    // A stream within its budget is whole in memory (budget ≤ headCap + tailCap).
+    if (this.size <= budget) return retained.toString("utf8");
+    const headEnd = utf8HeadEnd(retained, Math.ceil(budget / 2));
+    const tailStart = utf8TailStart(retained, retained.length - Math.floor(budget / 2));
+    const head = retained.subarray(0, headEnd).toString("utf8");
+    const tail = retained.subarray(tailStart).toString("utf8");
+    const omitted = this.size - headEnd - (retained.length - tailStart);
+    const sep = head === "" || head.endsWith("\n") ? "" : "\n";
+    return `${head}${sep}${marker(omitted)}\n${tail}`;
+  }
+}
+
+/** Splits a combined budget between two streams: the smaller one keeps all it can, the other the rest. */
+export function shareBudget(cap: number, out: number, err: number): { out: number; err: number } {
+  const errShare = Math.min(err, Math.max(Math.floor(cap / 2), cap - out));
+  return { out: Math.min(out, cap - errShare), err: errShare };
+}
+
+/**
+ * One running command: reads both pipes, keeps head + tail, spills to the sidecar past the cap,
+ * and settles once. Completion is the exit of the process we spawned; see `onExit`.
+ */
+class Run {
+  private readonly started = performance.now();
+  private readonly keepers: Record<StreamName, StreamKeeper>;
+  /** Null without a listener, or once it said it has seen enough. */
+  private decoders: Record<StreamName, StringDecoder> | null;
+  private readonly streams: Readable[];
+  private openStreams = 0;
+  private total = 0;
+
+  // Sidecar: arrival-ordered chunks until it is open, then a write queue handed over a batch at a time.
+  private early: Buffer[] | null = [];
+  private sidecarState: "none" | "opening" | "open" | "failed" = "none";
+  private sidecar: SidecarWriter | null = null;
+  private sidecarError: string | null = null;
+  private sidecarOpening: Promise<void> | null = null;
+  private queue: Buffer[] = [];
+  private queued = 0;
+  private pumping: Promise<void> | null = null;
+
+  private paused = false;
+  private drainDue = false;
+  private exit: { code: number | null; signal: string | null } | null = null;
+  private timedOut = false;
+  private killing = false;
+  private finishing = false;
+  private timeoutTimer: NodeJS.Timeout | undefined;
+  private drainTimer: NodeJS.Timeout | undefined;
+  private escalateTimer: NodeJS.Timeout | undefined;
+  private settle!: { resolve: (r: ShellResult) => void; reject: (e: unknown) => void };
+  readonly done: Promise<ShellResult>;
+
+  constructor(
+    private readonly child: ResultPromise,
+    private readonly pid: number,
+    private readonly options: ShellSpawnOptions,
+    private readonly config: Required<LocalShellOptions>,
+  ) {
+    this.done = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+    const cap = options.maxOutputBytes;
+    this.keepers = {
+      stdout: new StreamKeeper(Math.ceil(cap / 2), Math.floor(cap / 2)),
+      stderr: new StreamKeeper(Math.ceil(cap / 2), Math.floor(cap / 2)),
+    };
+    this.decoders = options.onOutput ? { stdout: new StringDecoder("utf8"), stderr: new StringDecoder("utf8") } : null;
+    this.streams = [];
+    for (const name of ["stdout", "stderr"] as const) {
+      const stream = child[name];
+      if (!stream) continue;
+      this.streams.push(stream);
+      this.openStreams++;
+      let closed = false;
+      const onClosed = () => {
+        if (closed) return;
+        closed = true;
+        this.openStreams--;
+        this.maybeFinish();
+      };
+      stream.on("data", (chunk: Buffer) => this.onData(name, chunk));
+      stream.once("end", onClosed);
+      stream.once("close", onClosed);
+      // A read error ends that stream's output; the exit status still decides the result.
+      stream.on("error", onClosed);
+    }
+    child.once("exit", (code, signal) => this.onExit(code, signal));
+    // execa settles after exit and the pipes; its result carries nothing we need, but must not go unhandled.
+    child.then(
+      () => undefined,
+      () => undefined,
+    );
+
+    if (options.signal.aborted) this.kill();
+    else options.signal.addEventListener("abort", this.onAbort, { once: true });
+    // setTimeout fires at once past 2^31-1 ms: clamp (that is ~24 days).
+    this.timeoutTimer = setTimeout(
+      () => {
+        if (this.killing) return; // already aborted: that is what ended it
+        this.timedOut = true;
+        this.kill();
+      },
+      Math.min(options.timeoutMs, 2 ** 31 - 1),
+    );
+  }
+
+  private readonly onAbort = () => this.kill();
+
+  private onData(name: StreamName, chunk: Buffer): void {
+    this.total += chunk.length;
+    this.keepers[name].push(chunk);
+    if (this.decoders) this.emit(this.decoders[name].write(chunk), name);
+
+    if (this.sidecarState === "none") {
+      this.early!.push(chunk);
+      if (this.total > this.options.maxOutputBytes) this.openSidecar();
+    } else if (this.sidecarState === "opening") {
+      this.early!.push(chunk);
+    } else if (this.sidecarState === "open") {
+      this.enqueue(chunk);
+    }
+  }
+
+  private emit(text: string, name: StreamName): void {
+    if (text === "" || !this.decoders) return;
+    try {
+      if (this.options.onOutput!(text, name) === false) this.decoders = null;
+    } catch {
+      // A failing progress listener must not break the command or lose its output.
+    }
+  }
+
+  private openSidecar(): void {
+    this.sidecarState = "opening";
+    this.pause();
+    this.sidecarOpening = this.options.openSidecar().then(
+      (writer) => {
+        this.sidecar = writer;
+        this.sidecarState = "open";
+        const early = this.early!;
+        this.early = null;
+        for (const chunk of early) this.enqueue(chunk);
+        this.maybeResume();
+      },
+      (err: unknown) => this.sidecarFailed(err),
+    );
+  }
+
+  private sidecarFailed(err: unknown): void {
+    this.sidecarState = "failed";
+    this.sidecarError = err instanceof Error ? err.message : String(err);
+    this.early = null;
+    this.queue = [];
+    this.queued = 0;
+    this.maybeResume();
+  }
+
+  private enqueue(chunk: Buffer): void {
+    this.queue.push(chunk);
+    this.queued += chunk.length;
+    if (this.queued > this.config.sidecarHighWaterBytes) this.pause();
+    this.pumping ??= this.pump();
+  }
+
+  /**
+   * Hands the queued chunks to the sidecar one batch at a time and waits until the batch is
+   * accepted. The chunks go over as they are (the writer batches them: no copy), and the next
+   * batch fills meanwhile, up to the high-water mark.
+   */
+  private async pump(): Promise<void> {
+    try {
+      while (this.queue.length > 0 && this.sidecarState === "open") {
+        const batch = this.queue;
+        this.queue = [];
+        this.queued = 0;
+        this.maybeResume();
+        const writer = this.sidecar!;
+        await Promise.all(batch.map((chunk) => writer.write(chunk)));
+      }
+    } catch (err) {
+      this.sidecarFailed(err);
+    } finally {
+      this.pumping = null;
+      this.maybeResume();
+      this.maybeFinish();
+    }
+  }
+
+  private pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    for (const s of this.streams) s.pause();
+  }
+
+  private maybeResume(): void {
+    if (!this.paused || this.sidecarState === "opening" || this.queued > this.config.sidecarHighWaterBytes) return;
+    this.paused = false;
+    for (const s of this.streams) s.resume();
+    if (this.drainDue) this.armDrain();
+  }
+
+  private onExit(code: number | null, signal: string | null): void {
+    this.exit = { code, signal };
+    clearTimeout(this.timeoutTimer);
+    this.options.signal.removeEventListener("abort", this.onAbort);
+    // The command is done when its own process exits. Whatever still holds the pipes after a
+    // short moment (a background job writing to our stdout) is cut off and killed with its
+    // group, so the call neither hangs nor leaves it behind. Background jobs whose output is
+    // redirected elsewhere close our pipes and are left running.
+    if (this.openStreams > 0) this.armDrain();
+    this.maybeFinish();
+  }
+
+  private armDrain(): void {
+    this.drainDue = false;
+    clearTimeout(this.drainTimer);
+    this.drainTimer = setTimeout(() => {
+      if (this.openStreams === 0) return;
+      // Time spent paused for the sidecar does not count: the data is ours, not a stray writer's.
+      if (this.paused) {
+        this.drainDue = true;
+        return;
+      }
+      for (const s of this.streams) s.destroy();
+      this.kill();
+    }, this.config.pipeDrainMs);
+  }
+
+  /**
+   * SIGTERM to the process group and, through tree-kill, to descendants that left it; SIGKILL
+   * to both after the grace period if the group is still there.
+   */
+  private kill(): void {
+    if (this.killing) return;
+    this.killing = true;
+    const { pid } = this;
+    if (this.exit !== null) {
+      signalGroup(pid, "SIGTERM");
+    } else {
+      // Freeze the group first: while tree-kill walks the tree from the leader nobody can exit
+      // or reap, so descendants that left the group are still linked to it; then the whole
+      // group gets SIGTERM at once, before the leader can see its children die and exit 0.
+      signalGroup(pid, "SIGSTOP");
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        clearTimeout(fallback);
+        signalGroup(pid, "SIGTERM");
+        signalGroup(pid, "SIGCONT");
+      };
+      // If the walk (ps) hangs, the group must not stay frozen.
+      const fallback = setTimeout(release, 1000);
+      treeKill(pid, "SIGTERM", release);
+    }
+    this.escalateTimer = setTimeout(() => {
+      if (!groupAlive(pid) && this.exit !== null) return;
+      signalGroup(pid, "SIGKILL");
+      if (this.exit === null) treeKill(pid, "SIGKILL", () => undefined);
+    }, this.config.killGraceMs);
+    // Bounded and self-ending: it outlives the result only while the group is still there.
+    this.escalateTimer.unref();
+  }
+
+  private maybeFinish(): void {
+    if (this.finishing || this.exit === null || this.openStreams > 0) return;
+    this.finishing = true;
+    clearTimeout(this.drainTimer);
+    this.finish().then(this.settle.resolve, this.settle.reject);
+  }
+
+  private async finish(): Promise<ShellResult> {
+    if (this.decoders) this.emit(this.decoders.stdout.end(), "stdout");
+    if (this.decoders) this.emit(this.decoders.stderr.end(), "stderr");
+    // A killed tree is reported once it is gone (or SIGKILL has had its moment), so the caller
+    // never sees a result while the processes it ended are still running.
+    if (this.killing) {
+      await waitForGroupExit(this.pid, this.config.killGraceMs + 500);
+      if (!groupAlive(this.pid)) clearTimeout(this.escalateTimer);
+    }
+    await this.sidecarOpening;
+    while (this.pumping) await this.pumping;
+    if (this.sidecar) {
+      await this.sidecar.close().catch((err: unknown) => {
+        this.sidecarError ??= err instanceof Error ? err.message : String(err);
+      });
+    }
+    const cap = this.options.maxOutputBytes;
+    const truncated = this.total > cap;
+    const outputPath = this.sidecarState === "open" && this.sidecarError === null ? this.sidecar?.path : undefined;
+    const where = outputPath
+      ? `full output in ${outputPath}`
+      : `the full output could not be saved: ${this.sidecarError ?? "no sidecar"}`;
+    const marker = (omitted: number) => `… [${omitted} bytes omitted; ${where}] …`;
+    const { stdout, stderr } = this.keepers;
+    const budget = truncated ? shareBudget(cap, stdout.size, stderr.size) : { out: cap, err: cap };
+    return {
+      stdout: stdout.render(budget.out, marker),
+      stderr: stderr.render(budget.err, marker),
+      exit_code: this.exit!.code,
+      signal: this.exit!.signal,
+      timed_out: this.timedOut,
+      truncated,
+      duration_ms: Math.round(performance.now() - this.started),
+      ...(truncated && outputPath ? { output_path: outputPath } : {}),
+    };
+  }
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether the group still has a member that is not a zombie. kill(-pgid, 0) alone also sees
+ * zombies, which stay around under an init that does not reap; on Linux /proc tells them apart.
+ */
+async function groupHasLiveMembers(pgid: number): Promise<boolean> {
+  if (!groupAlive(pgid)) return false;
+  if (process.platform !== "linux") return true;
+  const entries = await fsp.readdir("/proc").catch(() => null);
+  if (!entries) return true;
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await fsp.readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
+    // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(fields[2]) === pgid && fields[0] !== "Z") return true;
+  }
+  return false;
+}
+
+/** Resolves once the group has no live member, or after `limitMs`. */
+async function waitForGroupExit(pgid: number, limitMs: number): Promise<void> {
+  const deadline = performance.now() + limitMs;
+  while ((await groupHasLiveMembers(pgid)) && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/**
+ * Runs processes on this machine with execa: own process group (detached), stdin closed,
+ * output streamed with bounded memory, the whole tree killed on timeout or abort.
+ *
+ * - Memory: per stream a head and a tail of the combined cap (≈ 2 × cap in all), plus at most
+ *   `sidecarHighWaterBytes` queued for the sidecar; past that the child's pipes are paused.
+ * - Completion is the exit of the spawned process. Pipes still held open `pipeDrainMs` after it
+ *   (`sleep 100 &` inheriting stdout) are closed and that process group is killed; background
+ *   jobs that redirected their output (`server >log 2>&1 &`) are left running on purpose.
+ * - A killed tree's result is returned once the group has no live member (or after the SIGKILL).
+ */
+export class LocalShell implements ShellBackend {
+  readonly kind = "local";
+  private readonly config: Required<LocalShellOptions>;
+
+  constructor(options: LocalShellOptions = {}) {
+    this.config = {
+      killGraceMs: options.killGraceMs ?? 2000,
+      pipeDrainMs: options.pipeDrainMs ?? 250,
+      sidecarHighWaterBytes: options.sidecarHighWaterBytes ?? 1024 * 1024,
+    };
+  }
+
+  async spawn(file: string, args: string[], options: ShellSpawnOptions): Promise<ShellResult> {
+    // A missing cwd makes spawn fail with the same ENOENT as a missing binary: tell them apart first.
+    const cwdStat = await fsp.stat(options.cwd).catch(() => null);
+    if (!cwdStat) throw new ToolError("not_found", `The working directory does not exist: ${options.cwd}`);
+    if (!cwdStat.isDirectory()) throw new ToolError("not_found", `The working directory is not a directory: ${options.cwd}`);
+    if (options.signal.aborted) throw new ToolError("aborted", "The command was cancelled before it started");
+
+    const child = execa(file, args, {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      extendEnv: false,
+      detached: true,
+      stdin: "ignore",
+      buffer: false,
+      reject: false,
+      stripFinalNewline: false,
+      windowsHide: true,
+    });
+    if (child.pid === undefined) {
+      const result = await child;
+      const cause = result.cause as NodeJS.ErrnoException | undefined;
+      if (cause?.code === "ENOENT") throw new ToolError("not_found", `Command not found: ${file}`);
+      if (cause?.code === "EACCES") throw new ToolError("permission_denied", `Command is not executable: ${file}`);
+      throw new ToolError("execution_failed", `Could not start ${file}: ${cause?.message ?? result.message}`);
+    }
+    return new Run(child, child.pid, options, this.config).done;
+  }
+}

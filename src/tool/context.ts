@@ -1,0 +1,185 @@
+/**
+ * The typed capability surface a tool's `execute` receives. These are interfaces only:
+ * `runtime/` implements them (local disk, memory, editor), and every call is checked
+ * against the tool's effective scope there. Tools never import node:fs, child_process or
+ * the network themselves.
+ */
+
+export type EntryType = "file" | "directory" | "symlink" | "other";
+
+export interface FileInfo {
+  /** Absolute, checked path. */
+  path: string;
+  type: EntryType;
+  size: number;
+  mtimeMs: number;
+  /** Permission bits (0o644 …), when the backend has them. */
+  mode?: number;
+  /** Freshness token: changes whenever the file's content may have changed. */
+  version: string;
+}
+
+export interface DirEntry {
+  name: string;
+  type: EntryType;
+}
+
+export type Access = "read" | "write";
+
+export interface ToolFs {
+  /** Resolves a model-given path (relative to the workspace, `~`, leading `@`) and checks it against the scope. */
+  resolve(path: string, access: Access): Promise<string>;
+  /** Stat after resolve; null when the path does not exist. */
+  stat(path: string): Promise<FileInfo | null>;
+  readFile(path: string): Promise<Uint8Array>;
+  /** Streams a file (or a byte range of it) without reading the rest. */
+  readStream(path: string, range?: { start?: number; end?: number }): AsyncIterable<Uint8Array>;
+  readDir(path: string): Promise<DirEntry[]>;
+  /** Atomic replace (temp file + rename in the same directory), keeping the file mode; creates parent dirs. */
+  writeFile(path: string, data: Uint8Array | string): Promise<FileInfo>;
+  /** Runs `fn` while holding this session's lock on the file: edits of one file are serialised. */
+  withLock<T>(path: string, fn: () => Promise<T>): Promise<T>;
+}
+
+export interface ShellRunOptions {
+  cwd?: string;
+  timeoutMs?: number;
+  env?: Record<string, string>;
+  /** Bytes of combined stdout+stderr kept for the result; past it, head + tail are kept and the rest goes to a sidecar. */
+  maxOutputBytes?: number;
+  /**
+   * Live output, for the editor's terminal or a progress view. Returning `false` stops the live
+   * output of this run (the result and the sidecar still get everything), so a listener that has
+   * seen enough costs nothing more.
+   */
+  onOutput?: (chunk: string, stream: "stdout" | "stderr") => unknown;
+}
+
+/** The honest result of a command (the binding's run_command shape). */
+export interface ShellResult {
+  stdout: string;
+  stderr: string;
+  exit_code: number | null;
+  signal: string | null;
+  timed_out: boolean;
+  truncated: boolean;
+  duration_ms: number;
+  output_path?: string;
+  /** Set when the output was shown in an editor terminal; the editor owns the live view. */
+  terminal_id?: string;
+}
+
+export interface ToolShell {
+  /** Runs one shell command line (`bash -c`), stdin closed, own process group; the whole tree dies on timeout or abort. */
+  run(command: string, options?: ShellRunOptions): Promise<ShellResult>;
+  /** Runs an executable with argv (no shell parsing), checked against the scope's shell requirements. */
+  exec(cmd: string, args: string[], options?: ShellRunOptions): Promise<ShellResult>;
+}
+
+export interface GrepQuery {
+  pattern: string;
+  /** Directory or file to search, already accepted by `fs.resolve(…, "read")` or relative to the workspace. */
+  path?: string;
+  glob?: string;
+  literal?: boolean;
+  ignoreCase?: boolean;
+  context?: number;
+  mode: "content" | "files" | "count";
+  /** Stop after this many results (matches, files or counts). */
+  maxResults: number;
+  timeoutMs: number;
+}
+
+export type GrepHit =
+  | { type: "match"; path: string; line: number; text: string }
+  | { type: "context"; path: string; line: number; text: string }
+  | { type: "file"; path: string }
+  | { type: "count"; path: string; count: number };
+
+export interface GrepOutcome {
+  hits: GrepHit[];
+  /** True when the search stopped at maxResults (more results exist). */
+  limited: boolean;
+  /** Files searched, when the engine says. */
+  searched?: number;
+}
+
+export interface FileQuery {
+  /** Directory to list, relative to the workspace or absolute. */
+  path?: string;
+  /** Stop after this many files (the engine may be killed early). */
+  maxResults?: number;
+  /**
+   * A file-name glob (no slash, e.g. `*.ts`) as a pre-filter, so the engine lists less; it never
+   * overrides .gitignore. The caller still filters exactly.
+   */
+  nameGlob?: string;
+  timeoutMs: number;
+}
+
+export interface ToolSearch {
+  /** Lists files below a directory, respecting .gitignore and skipping .git; paths relative to that directory. */
+  files(query: FileQuery): Promise<{ root: string; files: string[]; limited: boolean }>;
+  /** Regex or literal content search (ripgrep on disk). Paths are relative to the workspace when inside it. */
+  grep(query: GrepQuery): Promise<GrepOutcome>;
+}
+
+export interface ToolNet {
+  /** fetch(), refused unless the URL's host matches the scope's net.hosts. */
+  fetch(url: string | URL, init?: RequestInit): Promise<Response>;
+}
+
+/** Writes a large output to a file under the session's working directory. */
+export interface SidecarWriter {
+  readonly path: string;
+  /** Writes land in call order, so several may be issued before awaiting them. */
+  write(chunk: string | Uint8Array): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Sidecars {
+  create(toolId: string): Promise<SidecarWriter>;
+  /** Writes a whole text at once and returns its path. */
+  writeText(toolId: string, text: string): Promise<string>;
+}
+
+/** Session-scoped state shared by the tools of one session. */
+export interface SessionState {
+  readonly id: string;
+  /** The freshness token recorded at the session's last read (or write) of each absolute path. */
+  readonly readStamps: Map<string, string>;
+  /** Free-form per-tool storage (todo keeps its list here). */
+  readonly store: Map<string, unknown>;
+}
+
+export interface PlanEntry {
+  content: string;
+  activeForm?: string;
+  status: "pending" | "in_progress" | "completed";
+  priority: "high" | "medium" | "low";
+}
+
+/** Out-of-band events a tool emits for the editor; the ACP layer maps them to session updates. */
+export type ToolEvent =
+  | { type: "plan"; entries: PlanEntry[] }
+  | { type: "diff"; path: string; oldText: string | null; newText: string }
+  | { type: "location"; path: string; line?: number }
+  | { type: "terminal"; terminalId: string }
+  /** Live output of a running command (bash), for a progress view when there is no editor terminal. */
+  | { type: "output"; stream: "stdout" | "stderr"; chunk: string };
+
+export interface ToolContext {
+  readonly toolId: string;
+  readonly callId: string;
+  /** Workspace roots; the first is the primary root that relative paths resolve against. */
+  readonly workspace: string;
+  readonly roots: readonly string[];
+  readonly session: SessionState;
+  readonly signal: AbortSignal;
+  readonly fs: ToolFs;
+  readonly shell: ToolShell;
+  readonly search: ToolSearch;
+  readonly net: ToolNet;
+  readonly sidecars: Sidecars;
+  emit(event: ToolEvent): void;
+}

@@ -1,0 +1,84 @@
+import { z } from "zod";
+import type { ToolContext, ToolEvent } from "./context.js";
+import type { SelfTruncated } from "./envelope.js";
+import type { ToolKind } from "./kinds.js";
+import type { RequirementSet } from "./requirements.js";
+
+/**
+ * How the host caps a tool's output. `field` names the part of `data` that is capped
+ * (a string or an array); without it the whole data is measured. Past the cap the host
+ * keeps the head (or head + tail), writes everything to a sidecar and says how to read on.
+ */
+export interface OutputLimit {
+  field?: string;
+  /** For text: bytes kept. */
+  maxBytes?: number;
+  /** For lists: entries kept. */
+  maxItems?: number;
+  /** Which part of a text survives: the head (default) or head + tail. */
+  keep?: "head" | "head_tail";
+  /** One sidecar line per list entry (default: JSON). */
+  formatItem?: (item: unknown) => string;
+}
+
+/** Default cap for tools that declare none (RFC: implementation-defined). */
+export const DEFAULT_OUTPUT_LIMIT: OutputLimit = { maxBytes: 50 * 1024 };
+
+export interface ToolLocation {
+  path: string;
+  line?: number;
+}
+
+export type ToolResultValue<T> = T | SelfTruncated<T>;
+
+export interface ToolDefinition<S extends z.ZodType = z.ZodType, T = unknown> {
+  /** Stable id, `^[a-z][a-z0-9_]{0,63}$`. */
+  id: string;
+  /** What the model reads to decide whether to call. */
+  description: string;
+  /** ACP kind: drives the editor's icon, diff renderer and terminal pane. */
+  kind: ToolKind;
+  /** zod schema of the arguments; the tool publishes its JSON Schema. */
+  parameters: S;
+  /** The capability surface this tool needs (RFC RequirementSet). */
+  requires: RequirementSet;
+  execute(args: z.output<S>, ctx: ToolContext): Promise<ToolResultValue<T>>;
+  /** Host-enforced output cap. */
+  output?: OutputLimit;
+  /** A human title for the editor (`Read src/a.ts:1-200`). */
+  title?(args: z.output<S>): string;
+  /** Follow-along locations for the editor, known before the call runs. */
+  locations?(args: z.output<S>, ctx: { workspace: string }): ToolLocation[];
+  /**
+   * A read-only look at what the call would do, run after validation and before approval:
+   * edit and write return the diff so the editor can show it in the permission request.
+   * Throwing a ToolError fails the call before anyone is asked. Must not change anything.
+   */
+  preview?(args: z.output<S>, ctx: ToolContext): Promise<ToolEvent[]>;
+  /** The plain-text shorthand of a slash command (`/grep TODO`) → arguments. */
+  shorthand?(text: string): Record<string, unknown>;
+}
+
+export interface Tool<S extends z.ZodType = z.ZodType, T = unknown> extends ToolDefinition<S, T> {
+  /** The JSON Schema of `parameters` (input side), computed once. */
+  readonly inputSchema: Record<string, unknown>;
+}
+
+export const TOOL_ID_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
+
+/** Declares a tool. Checks the id and computes the published JSON Schema once. */
+export function defineTool<S extends z.ZodType, T>(definition: ToolDefinition<S, T>): Tool<S, T> {
+  if (!TOOL_ID_PATTERN.test(definition.id)) {
+    throw new Error(`Invalid tool id ${JSON.stringify(definition.id)}: ids match ${TOOL_ID_PATTERN}`);
+  }
+  const inputSchema = z.toJSONSchema(definition.parameters, { io: "input", unrepresentable: "any" }) as Record<
+    string,
+    unknown
+  >;
+  delete inputSchema.$schema;
+  return Object.freeze({ ...definition, inputSchema });
+}
+
+// Tools of any parameter type, held together in a registry.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTool = Tool<any, any>;

@@ -1,0 +1,56 @@
+import type { ErrorCode } from "./errors.js";
+
+/** Envelope metadata, exactly as the RFC plus a stable error code. */
+export interface EnvelopeMetadata {
+  duration_ms: number;
+  truncated?: boolean;
+  output_path?: string;
+  error_code?: ErrorCode;
+}
+
+export interface OutputEnvelope<T = unknown> {
+  type: "output";
+  data: T;
+  metadata: EnvelopeMetadata;
+}
+
+export interface ErrorEnvelope {
+  type: "error";
+  error_text: string;
+  metadata: EnvelopeMetadata;
+}
+
+/** The uniform tool result: one shape for the model, the recorder and the editor. */
+export type Envelope<T = unknown> = OutputEnvelope<T> | ErrorEnvelope;
+
+export function errorEnvelope(code: ErrorCode, text: string, durationMs: number): ErrorEnvelope {
+  return { type: "error", error_text: text, metadata: { duration_ms: durationMs, error_code: code } };
+}
+
+const SELF_TRUNCATED = Symbol.for("toolhost.selfTruncated");
+
+/** A result whose tool already capped its own output (bash keeps head + tail and wrote the sidecar). */
+export interface SelfTruncated<T> {
+  [SELF_TRUNCATED]: true;
+  data: T;
+  truncated: boolean;
+  output_path?: string;
+}
+
+/** Return this from `execute` when the tool managed truncation itself; the host then leaves the data as it is. */
+export function selfTruncated<T>(data: T, meta: { truncated: boolean; output_path?: string }): SelfTruncated<T> {
+  return { [SELF_TRUNCATED]: true, data, truncated: meta.truncated, output_path: meta.output_path };
+}
+
+export function isSelfTruncated(value: unknown): value is SelfTruncated<unknown> {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[SELF_TRUNCATED] === true;
+}
+
+/** Compact text of an envelope for a model's context: the data (or error) plus the truncation hint. */
+export function envelopeToText(envelope: Envelope): string {
+  if (envelope.type === "error") {
+    return `Error${envelope.metadata.error_code ? ` (${envelope.metadata.error_code})` : ""}: ${envelope.error_text}`;
+  }
+  const data = envelope.data;
+  return typeof data === "string" ? data : JSON.stringify(data, null, 2);
+}

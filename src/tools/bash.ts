@@ -1,0 +1,105 @@
+import { z } from "zod";
+import type { ShellResult, ToolContext } from "../tool/context.js";
+import { defineTool } from "../tool/define.js";
+import { selfTruncated } from "../tool/envelope.js";
+
+export const BASH_DEFAULT_TIMEOUT_MS = 120_000;
+export const BASH_MAX_TIMEOUT_MS = 600_000;
+export const BASH_OUTPUT_BYTES = 200 * 1024;
+/** Live output forwarded to the editor per call; the result keeps head + tail, the sidecar all of it. */
+export const BASH_LIVE_OUTPUT_CHARS = 1024 * 1024;
+const TITLE_CHARS = 120;
+
+const parameters = z.object({
+  command: z
+    .string()
+    .refine((c) => c.trim() !== "", "The command is empty")
+    .describe("The command line to run with bash -c"),
+  description: z
+    .string()
+    .optional()
+    .describe("What the command does, in 5-10 words (\"Run the unit tests\"), for the permission prompt and the log"),
+  workdir: z
+    .string()
+    .optional()
+    .describe("Directory to run in, relative to the workspace or absolute inside it (default: the workspace root)"),
+  timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .max(BASH_MAX_TIMEOUT_MS)
+    .optional()
+    .describe(`Milliseconds before the command and everything it started are killed (default ${BASH_DEFAULT_TIMEOUT_MS}, max ${BASH_MAX_TIMEOUT_MS})`),
+});
+
+export type BashResult = ShellResult & { notice?: string };
+
+/** The command's first line, trimmed and shortened: the editor shows what really runs. */
+export function bashTitle(command: string): string {
+  const lines = command.trim().split("\n");
+  const first = (lines[0] ?? "").trim();
+  const more = lines.length > 1;
+  if (first.length > TITLE_CHARS) return `${first.slice(0, TITLE_CHARS - 1)}…`;
+  return more ? `${first} …` : first;
+}
+
+/** Forwards live output until the budget is spent, then says so once and asks for no more. */
+function liveOutput(ctx: ToolContext): (chunk: string, stream: "stdout" | "stderr") => boolean {
+  let left = BASH_LIVE_OUTPUT_CHARS;
+  return (chunk, stream) => {
+    if (chunk.length <= left) {
+      left -= chunk.length;
+      ctx.emit({ type: "output", stream, chunk });
+      return true;
+    }
+    // Do not cut a surrogate pair in half.
+    const end = left > 0 && /[\uD800-\uDBFF]/.test(chunk[left - 1]!) ? left - 1 : left;
+    if (end > 0) ctx.emit({ type: "output", stream, chunk: chunk.slice(0, end) });
+    ctx.emit({
+      type: "output",
+      stream: "stderr",
+      chunk: "\n… [live output stops here; the result keeps the head and tail of the output] …\n",
+    });
+    return false;
+  };
+}
+
+/** bash: one command line in its own process group, stdin closed; the whole tree dies on timeout or abort. */
+export default defineTool({
+  id: "bash",
+  kind: "execute",
+  description: [
+    "Run one shell command with bash -c and return its stdout, stderr, exit_code, signal and",
+    "timed_out. A non-zero exit code is a normal result: read stderr. Each call is a fresh shell:",
+    "no state (cd, variables) carries over. stdin is closed, so interactive programs end at once",
+    "or fail: pass non-interactive flags (--yes, -y, --no-pager, CI=1) and never start an editor",
+    "or a pager. Set workdir instead of `cd dir && …`; quote paths that contain spaces. Chain",
+    "dependent steps with &&. Do not use it to read, write, edit or search files when the read,",
+    "write, edit, glob and grep tools do that. Output past 200 KB keeps the head and tail and",
+    "saves the whole output to output_path (read it with read or grep). The command and",
+    "everything it started are killed after timeout_ms (default 120000, max 600000); processes",
+    "still writing to the output after the command exits are killed too.",
+  ].join(" "),
+  parameters,
+  requires: { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } },
+  // The tool keeps head + tail itself; this only guards against a backend that does not.
+  output: { field: "stdout", maxBytes: BASH_OUTPUT_BYTES, keep: "head_tail" },
+  title: (args) => bashTitle(args.command),
+  shorthand: (text) => ({ command: text }),
+  async execute(args, ctx) {
+    const timeoutMs = args.timeout_ms ?? BASH_DEFAULT_TIMEOUT_MS;
+    const result: BashResult = await ctx.shell.run(args.command, {
+      cwd: args.workdir,
+      timeoutMs,
+      maxOutputBytes: BASH_OUTPUT_BYTES,
+      onOutput: liveOutput(ctx),
+    });
+    if (result.timed_out) {
+      const seconds = Math.round(timeoutMs / 100) / 10;
+      result.notice = `Command timed out after ${seconds} s and was killed; if it was not waiting for input, run it again with a larger timeout_ms (max ${BASH_MAX_TIMEOUT_MS})`;
+    } else if (ctx.signal.aborted) {
+      result.notice = "Command was cancelled and killed; its output is incomplete";
+    }
+    return selfTruncated(result, { truncated: result.truncated, output_path: result.output_path });
+  },
+});

@@ -1,0 +1,304 @@
+import path from "node:path";
+import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchHunk } from "diff";
+import { z } from "zod";
+import { absolutize } from "../runtime/fs/scoped.js";
+import type { ToolContext, ToolEvent } from "../tool/context.js";
+import { defineTool } from "../tool/define.js";
+import { ToolError } from "../tool/errors.js";
+import { utf8Head } from "../tool/truncate.js";
+import {
+  TIER_DESCRIPTIONS,
+  applyCandidates,
+  findMatches,
+  firstChangedLine,
+  noMatchHint,
+  nonOverlapping,
+  type Candidate,
+  type MatchTier,
+} from "./edit-match.js";
+import {
+  SAMPLE_BYTES,
+  binaryReason,
+  decodeText,
+  encodeText,
+  missingFileError,
+  newPlaceholders,
+  type TextEncoding,
+} from "./text.js";
+
+export const EDIT_DIFF_BYTES = 20 * 1024;
+
+const parameters = z.object({
+  path: z.string().min(1).describe("File to edit, relative to the workspace or absolute"),
+  old_string: z
+    .string()
+    .describe("The exact text to replace, copied from the file (without read's line-number prefix); it must match one place"),
+  new_string: z.string().describe("The text to put in its place (literal: $ patterns are not special)"),
+  replace_all: z.boolean().optional().describe("Replace every place old_string matches (default false)"),
+});
+
+export interface EditResult {
+  path: string;
+  created?: boolean;
+  replacements: number;
+  first_changed_line: number;
+  match: MatchTier;
+  diff: string;
+  version: string;
+  notice?: string;
+}
+
+const CONTEXT = 3;
+const MAX_REGION_LINES = 400;
+
+function capDiff(text: string, complete: boolean): string {
+  const total = Buffer.byteLength(text, "utf8");
+  if (total <= EDIT_DIFF_BYTES && complete) return text;
+  const head = total <= EDIT_DIFF_BYTES ? text : utf8Head(text, EDIT_DIFF_BYTES);
+  const cut = head.lastIndexOf("\n");
+  const where = total > EDIT_DIFF_BYTES ? ` at ${EDIT_DIFF_BYTES / 1024} KB` : "";
+  return `${cut > 0 ? head.slice(0, cut + 1) : head}… (diff cut${where}; read the file to see the rest)\n`;
+}
+
+/** A unified diff with 3 lines of context of two whole texts (a created file). */
+export function unifiedDiff(name: string, oldText: string, newText: string): string {
+  const patch = structuredPatch(name, name, oldText, newText, undefined, undefined, {
+    context: CONTEXT,
+    stripTrailingCr: true,
+    timeout: 2000,
+  });
+  if (!patch) return "(the diff took too long to compute; read the file to see the result)";
+  return capDiff(formatPatch(patch, FILE_HEADERS_ONLY), true);
+}
+
+const splitLines = (text: string) => (text === "" ? [] : text.split(/(?<=\n)/));
+function countBreaks(text: string, from = 0, to = text.length): number {
+  let n = 0;
+  for (let i = text.indexOf("\n", from); i !== -1 && i < to; i = text.indexOf("\n", i + 1)) n++;
+  return n;
+}
+
+/**
+ * The unified diff of an edit. Only the lines each replacement touches (plus context) are
+ * diffed, so a one-line edit of a huge file, or a replace_all over thousands of lines, stays fast.
+ */
+export function editDiff(name: string, oldText: string, newText: string, chosen: readonly Candidate[]): string {
+  // Line ranges [start, end) each replacement touches in the old and the new text; merged when their contexts meet.
+  const regions: { oldStart: number; oldEnd: number; newStart: number; newEnd: number }[] = [];
+  let shift = 0;
+  let size = 0;
+  let complete = true;
+  for (const c of chosen) {
+    // Past twice the cap the rest would be cut anyway: stop before diffing it.
+    size += c.end - c.start + c.replacement.length;
+    if (size > 2 * EDIT_DIFF_BYTES && regions.length > 0) {
+      complete = false;
+      break;
+    }
+    const oldBreaks = countBreaks(oldText, c.start, c.end);
+    const newBreaks = countBreaks(c.replacement);
+    const oldStart = c.line - 1;
+    const region = { oldStart, oldEnd: oldStart + oldBreaks + 1, newStart: oldStart + shift, newEnd: oldStart + shift + newBreaks + 1 };
+    shift += newBreaks - oldBreaks;
+    const last = regions[regions.length - 1];
+    if (last && region.oldStart <= last.oldEnd + 2 * CONTEXT) {
+      // Myers is quadratic on a long run of changed lines; such a diff would be cut anyway.
+      if (region.oldEnd - last.oldStart > MAX_REGION_LINES) {
+        complete = false;
+        break;
+      }
+      last.oldEnd = Math.max(last.oldEnd, region.oldEnd);
+      last.newEnd = Math.max(last.newEnd, region.newEnd);
+    } else regions.push(region);
+  }
+  const oldLines = splitLines(oldText);
+  const newLines = splitLines(newText);
+  const hunks: StructuredPatchHunk[] = [];
+  let bytes = 0;
+  for (const r of regions) {
+    if (bytes > EDIT_DIFF_BYTES) {
+      complete = false;
+      break;
+    }
+    const os = Math.max(0, r.oldStart - CONTEXT);
+    const ns = r.newStart - (r.oldStart - os);
+    const oldPart = oldLines.slice(os, Math.min(oldLines.length, r.oldEnd + CONTEXT)).join("");
+    const newPart = newLines.slice(ns, Math.min(newLines.length, r.newEnd + CONTEXT)).join("");
+    const patch = structuredPatch(name, name, oldPart, newPart, undefined, undefined, {
+      context: CONTEXT,
+      stripTrailingCr: true,
+      timeout: 1000,
+    });
+    if (!patch) return "(the diff took too long to compute; read the file to see the result)";
+    for (const h of patch.hunks) {
+      hunks.push({ ...h, oldStart: h.oldStart + os, newStart: h.newStart + ns });
+      for (const line of h.lines) bytes += line.length + 1;
+    }
+  }
+  const text = formatPatch({ oldFileName: name, newFileName: name, oldHeader: undefined, newHeader: undefined, hunks }, FILE_HEADERS_ONLY);
+  return capDiff(text, complete);
+}
+
+function displayPath(ctx: ToolContext, abs: string): string {
+  const rel = path.relative(ctx.workspace, abs);
+  return rel && !rel.startsWith("..") && !path.isAbsolute(rel) ? rel : abs;
+}
+
+function refusePlaceholders(previous: string | null, next: string): void {
+  const found = newPlaceholders(previous, next);
+  if (found.length) {
+    throw new ToolError(
+      "invalid_arguments",
+      `new_string contains ${found.map((p) => JSON.stringify(p)).join(", ")}: a placeholder for omitted code. ` +
+        "edit puts new_string in literally, so the code it stands for would be lost. Write out the real text.",
+    );
+  }
+}
+
+type EditArgs = z.output<typeof parameters>;
+
+/** What an edit will do, worked out without writing anything (shared by preview and execute). */
+type EditPlan =
+  | { kind: "create"; abs: string; newText: string }
+  | { kind: "replace"; abs: string; oldText: string; newText: string; encoding: TextEncoding; tier: MatchTier; chosen: Candidate[] };
+
+async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
+  const abs = await ctx.fs.resolve(args.path, "write");
+  const info = await ctx.fs.stat(abs);
+  if (!info) {
+    if (args.old_string !== "") throw await missingFileError(ctx, args.path, abs);
+    // Like Claude Code: an empty old_string on a missing file creates it.
+    refusePlaceholders(null, args.new_string);
+    return { kind: "create", abs, newText: args.new_string };
+  }
+  if (info.type === "directory") throw new ToolError("is_directory", `${args.path} is a directory; edit changes files.`);
+  if (info.type !== "file") throw new ToolError("not_a_file", `${args.path} is not a regular file (${info.type}).`);
+  if (args.old_string === "") {
+    throw new ToolError(
+      "invalid_arguments",
+      `old_string is empty, but ${args.path} already exists. Give the exact text to replace, or use write to replace the whole file.`,
+    );
+  }
+  if (args.old_string === args.new_string) {
+    throw new ToolError("no_change", "old_string and new_string are identical, so the edit would change nothing.");
+  }
+  const stamp = ctx.session.readStamps.get(abs);
+  if (stamp !== undefined && stamp !== info.version) {
+    throw new ToolError(
+      "stale_read",
+      `${args.path} was modified since you last read it (by the user, a command or another tool). Read it again, then redo the edit against its current content.`,
+    );
+  }
+
+  const bytes = await ctx.fs.readFile(abs);
+  const reason = binaryReason(abs, bytes.subarray(0, SAMPLE_BYTES));
+  if (reason) throw new ToolError("binary_file", `${args.path} is a binary file (${reason}); edit only changes text files.`);
+  let decoded;
+  try {
+    // Lossless decoding only: re-encoding a lossy decode would corrupt bytes outside the edit.
+    decoded = decodeText(bytes, true);
+  } catch {
+    throw new ToolError(
+      "binary_file",
+      `${args.path} is not valid UTF-8/UTF-16 text (a legacy encoding such as Latin-1?); edit cannot change it without corrupting other bytes. Use write to replace it whole.`,
+    );
+  }
+  const text = decoded.text;
+  refusePlaceholders(args.old_string, args.new_string);
+
+  const found = findMatches(text, args.old_string, args.new_string);
+  if (!found) {
+    throw new ToolError(
+      "no_match",
+      `old_string was not found in ${args.path}. ${noMatchHint(text, args.old_string)} Read the file again and copy old_string exactly as it is there (without the line-number prefix).`,
+    );
+  }
+  const { tier, candidates } = found;
+  if (candidates.length > 1 && !args.replace_all) {
+    const how = tier === "exact" ? "" : ` (${TIER_DESCRIPTIONS[tier]})`;
+    const lines = candidates.slice(0, 20).map((c) => c.line);
+    throw new ToolError(
+      "ambiguous_match",
+      `old_string matches ${candidates.length} places in ${args.path}${how}: lines ${lines.join(", ")}${candidates.length > 20 ? ", …" : ""}. ` +
+        "Add surrounding lines to old_string so it matches exactly one place, or set replace_all: true to change all of them.",
+    );
+  }
+  const chosen = args.replace_all ? nonOverlapping(candidates) : candidates;
+  const newText = applyCandidates(text, chosen);
+  if (newText === text) {
+    throw new ToolError("no_change", `The edit would not change ${args.path}: line ${chosen[0]?.line} already reads like new_string.`);
+  }
+  return { kind: "replace", abs, oldText: text, newText, encoding: decoded.encoding, tier, chosen };
+}
+
+function diffEvent(plan: EditPlan): ToolEvent {
+  return { type: "diff", path: plan.abs, oldText: plan.kind === "create" ? null : plan.oldText, newText: plan.newText };
+}
+
+// The diff a call's preview already showed, so execute does not send the same one again.
+const previewed = new WeakMap<ToolContext, ToolEvent>();
+
+function emitDiff(ctx: ToolContext, event: ToolEvent): void {
+  if (JSON.stringify(previewed.get(ctx)) !== JSON.stringify(event)) ctx.emit(event);
+}
+
+/** edit: string replacement with strict ambiguity, a careful fallback ladder and byte-exact splicing. */
+export default defineTool({
+  id: "edit",
+  kind: "edit",
+  description: [
+    "Replace old_string with new_string in a file. old_string must match exactly one place (copy it from",
+    "read output, without the line-number prefix, and include enough surrounding lines to make it unique),",
+    "or set replace_all to change every match. If there is no exact match, a few careful fallbacks are tried",
+    "(unicode quotes/dashes/spaces, trailing whitespace, a uniform indentation shift, over-escaped \\n and quotes).",
+    "The file keeps its encoding, BOM and line endings. Refused if the file changed since you last read it.",
+    "An empty old_string creates a file that does not exist yet.",
+  ].join(" "),
+  parameters,
+  requires: { fs: { read: ["{workspace}/**"], write: ["{workspace}/**"] } },
+  output: { field: "diff", maxBytes: 50 * 1024 },
+  title: (args) => `Edit ${args.path}`,
+  locations: (args, { workspace }) => [{ path: absolutize(args.path, workspace) }],
+  async preview(args, ctx) {
+    const event = diffEvent(await planEdit(args, ctx));
+    previewed.set(ctx, event);
+    return [event];
+  },
+  async execute(args, ctx): Promise<EditResult> {
+    const abs = await ctx.fs.resolve(args.path, "write");
+    return ctx.fs.withLock(abs, async () => {
+      // Planned again under the lock: the file may have changed since the preview.
+      const plan = await planEdit(args, ctx);
+      if (plan.kind === "create") {
+        const written = await ctx.fs.writeFile(abs, plan.newText);
+        ctx.session.readStamps.set(abs, written.version);
+        emitDiff(ctx, diffEvent(plan));
+        return {
+          path: abs,
+          created: true,
+          replacements: 1,
+          first_changed_line: 1,
+          match: "exact",
+          diff: unifiedDiff(displayPath(ctx, abs), "", plan.newText),
+          version: written.version,
+        };
+      }
+      const { oldText, newText, tier, chosen } = plan;
+      const written = await ctx.fs.writeFile(abs, encodeText(newText, plan.encoding));
+      ctx.session.readStamps.set(abs, written.version);
+      emitDiff(ctx, diffEvent(plan));
+      const changed = chosen.find((c) => oldText.slice(c.start, c.end) !== c.replacement) ?? chosen[0];
+      return {
+        path: abs,
+        replacements: chosen.length,
+        first_changed_line: changed ? firstChangedLine(oldText, changed) : 1,
+        match: tier,
+        diff: editDiff(displayPath(ctx, abs), oldText, newText, chosen),
+        version: written.version,
+        ...(tier === "exact"
+          ? {}
+          : { notice: `old_string matched only ${TIER_DESCRIPTIONS[tier]}; just the matched text was replaced. Check the diff.` }),
+      };
+    });
+  },
+});

@@ -1,0 +1,135 @@
+import { z } from "zod";
+import type { GrepHit } from "../tool/context.js";
+import { defineTool } from "../tool/define.js";
+import { ToolError } from "../tool/errors.js";
+
+/** RFC default: the 201st match triggers truncation (the host writes the sidecar). */
+export const GREP_MAX_SHOWN = 200;
+/** Results asked of the engine at most, so memory stays bounded on a huge result. */
+export const GREP_CEILING = 10_000;
+const TIMEOUT_MS = 30_000;
+
+const parameters = z.object({
+  pattern: z.string().min(1).describe("Regular expression (Rust/ripgrep syntax), or plain text with literal: true"),
+  path: z.string().min(1).optional().describe("File or directory to search, relative to the workspace or absolute (default: the workspace root)"),
+  glob: z.string().min(1).optional().describe('Only search files matching this glob: "*.ts" (file name, any depth), "src/**/*.ts", "!*.min.js" to exclude'),
+  literal: z.boolean().optional().describe("Treat pattern as plain text, not a regex"),
+  ignore_case: z.boolean().optional().describe("Case-insensitive search"),
+  context: z.number().int().min(0).max(20).optional().describe("Lines of context before and after each match (content mode)"),
+  output_mode: z
+    .enum(["content", "files", "count"])
+    .optional()
+    .describe("content (default): matching lines; files: paths of matching files; count: matching lines per file"),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(GREP_MAX_SHOWN)
+    .optional()
+    .describe(`Stop after this many results (max ${GREP_MAX_SHOWN}); without it every result is collected and the first ${GREP_MAX_SHOWN} shown`),
+});
+
+type Args = z.output<typeof parameters>;
+
+type Match =
+  | { path: string; line: number; text: string; context?: true }
+  | { path: string }
+  | { path: string; count: number };
+
+interface GrepData {
+  mode: "content" | "files" | "count";
+  pattern: string;
+  matches: Match[];
+  /** content: matching lines; files: matching files; count: the sum of the counts. A lower bound when limited. */
+  total: number;
+  /** The search stopped early: more results exist. */
+  limited?: true;
+  files_searched?: number;
+  notice?: string;
+}
+
+function toMatch(hit: GrepHit): Match {
+  switch (hit.type) {
+    case "match":
+      return { path: hit.path, line: hit.line, text: hit.text };
+    case "context":
+      return { path: hit.path, line: hit.line, text: hit.text, context: true };
+    case "file":
+      return { path: hit.path };
+    case "count":
+      return { path: hit.path, count: hit.count };
+  }
+}
+
+/** One sidecar line per entry, as rg prints them: `path:line: text`, context as `path-line- text`. */
+function formatMatch(item: unknown): string {
+  const m = item as Partial<{ path: string; line: number; text: string; context: true; count: number }>;
+  if (m.line !== undefined) return `${m.path}${m.context ? "-" : ":"}${m.line}${m.context ? "-" : ":"} ${m.text}`;
+  if (m.count !== undefined) return `${m.path}:${m.count}`;
+  return String(m.path);
+}
+
+function noMatchNotice(args: Args, where: string, searched: number | undefined): string {
+  const hints: string[] = [];
+  if (!args.ignore_case) hints.push("ignore_case: true");
+  if (!args.literal && /[.*+?()[\]{}|\\^$]/.test(args.pattern)) hints.push("literal: true if the pattern is plain text");
+  if (args.glob) hints.push("a wider glob");
+  const files = searched === undefined ? "" : ` (${searched} file${searched === 1 ? "" : "s"} searched)`;
+  const tail = hints.length ? ` Try ${hints.join(", ")}, or a broader pattern.` : " Try a broader pattern or path.";
+  return `No matches for ${JSON.stringify(args.pattern)} in ${where}${files}; files ignored by .gitignore and binary files are skipped.${tail}`;
+}
+
+/** grep: regex or literal content search with ripgrep (JS regex on the memory backend). */
+export default defineTool({
+  id: "grep",
+  kind: "search",
+  description: [
+    "Search file contents with a regular expression (ripgrep syntax) or plain text (literal: true).",
+    "Respects .gitignore, skips .git and binary files. Returns matches as {path, line, text} with",
+    "paths relative to the workspace (lines cut at 500 chars); output_mode files lists matching files,",
+    "count gives matching lines per file. Narrow with path and glob (\"*.ts\"). Use glob to find files by name.",
+  ].join(" "),
+  parameters,
+  requires: { fs: { read: ["{workspace}/**", "{ad-hoc}/**"] } },
+  output: { field: "matches", maxItems: GREP_MAX_SHOWN, formatItem: formatMatch },
+  title: (args) => `grep ${JSON.stringify(args.pattern)}${args.path ? ` in ${args.path}` : ""}`,
+  shorthand: (text) => ({ pattern: text.trim() }),
+  async execute(args: Args, ctx): Promise<GrepData> {
+    const mode = args.output_mode ?? "content";
+    const where = args.path ?? ".";
+    const info = await ctx.fs.stat(where);
+    if (!info) throw new ToolError("not_found", `Path not found: ${where}. Check the spelling, or find it with glob.`);
+
+    const maxResults = args.limit ?? GREP_CEILING;
+    const outcome = await ctx.search.grep({
+      pattern: args.pattern,
+      path: where,
+      glob: args.glob,
+      literal: args.literal,
+      ignoreCase: args.ignore_case,
+      context: mode === "content" ? args.context : undefined,
+      mode,
+      maxResults,
+      timeoutMs: TIMEOUT_MS,
+    });
+
+    const matches = outcome.hits.map(toMatch);
+    let total = 0;
+    for (const hit of outcome.hits) {
+      if (hit.type === "count") total += hit.count;
+      else if (hit.type !== "context") total++;
+    }
+    const data: GrepData = { mode, pattern: args.pattern, matches, total };
+    if (outcome.searched !== undefined) data.files_searched = outcome.searched;
+    if (outcome.limited) {
+      data.limited = true;
+      data.notice =
+        args.limit !== undefined
+          ? `Stopped after ${args.limit} results; more exist. Raise limit (max ${GREP_MAX_SHOWN}), omit it to collect every result, or narrow path, glob or pattern.`
+          : `The search stopped at ${GREP_CEILING} results, so more exist; narrow path, glob or pattern for a complete answer.`;
+    } else if (total === 0) {
+      data.notice = noMatchNotice(args, where, outcome.searched);
+    }
+    return data;
+  },
+});

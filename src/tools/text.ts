@@ -1,0 +1,228 @@
+import path from "node:path";
+import type { ToolContext } from "../tool/context.js";
+import { ToolError } from "../tool/errors.js";
+
+/** Shared text helpers of the file tools: binary sniffing, encodings, line endings, placeholders, near names. */
+
+// Extensions that are binary whatever their first bytes say (opencode's list plus common media).
+const BINARY_EXTENSIONS = new Set(
+  (
+    "zip tar gz tgz bz2 xz zst 7z rar exe dll so dylib class jar war ear doc docx xls xlsx ppt pptx " +
+    "odt ods odp bin dat obj o a lib wasm pyc pyo png jpg jpeg gif webp ico bmp tif tiff psd heic avif " +
+    "pdf mp3 mp4 m4a m4v mov avi mkv webm wav flac ogg aac woff woff2 ttf otf eot sqlite sqlite3 db " +
+    "iso dmg img apk ipa deb rpm node pdb"
+  ).split(" "),
+);
+
+export const SAMPLE_BYTES = 4096;
+
+export type TextEncoding = "utf-8" | "utf-8-bom" | "utf-16le" | "utf-16be";
+
+/** The encoding a file's first bytes announce (a BOM), UTF-8 otherwise. */
+export function detectEncoding(head: Uint8Array): { encoding: TextEncoding; bomLength: number } {
+  if (head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf) return { encoding: "utf-8-bom", bomLength: 3 };
+  if (head[0] === 0xff && head[1] === 0xfe) return { encoding: "utf-16le", bomLength: 2 };
+  if (head[0] === 0xfe && head[1] === 0xff) return { encoding: "utf-16be", bomLength: 2 };
+  return { encoding: "utf-8", bomLength: 0 };
+}
+
+export function isUtf16(encoding: TextEncoding): boolean {
+  return encoding === "utf-16le" || encoding === "utf-16be";
+}
+
+/**
+ * Why a file is binary, or null for text: a known binary extension, else a sample with a NUL
+ * byte or more than 30% control bytes. A UTF-16 BOM means text (its ASCII has NUL bytes).
+ */
+export function binaryReason(filePath: string, sample: Uint8Array): string | null {
+  const ext = path.extname(filePath).slice(1).toLowerCase();
+  if (BINARY_EXTENSIONS.has(ext)) return `.${ext} files are binary`;
+  if (sample.length === 0 || isUtf16(detectEncoding(sample).encoding)) return null;
+  const bytes = sample.subarray(0, SAMPLE_BYTES);
+  let control = 0;
+  for (const b of bytes) {
+    if (b === 0) return "it contains NUL bytes";
+    if (b < 9 || (b > 13 && b < 32)) control++;
+  }
+  if (control / bytes.length > 0.3) return `${Math.round((100 * control) / bytes.length)}% of its first bytes are control characters`;
+  return null;
+}
+
+/** Swaps byte pairs (UTF-16BE ⇄ UTF-16LE), so every UTF-16 path runs through the LE codec. */
+export function swapBytes(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(bytes.length - (bytes.length % 2));
+  for (let i = 0; i + 1 < bytes.length; i += 2) {
+    out[i] = bytes[i + 1] as number;
+    out[i + 1] = bytes[i] as number;
+  }
+  return out;
+}
+
+/** Decodes bytes that carry no BOM. `fatal` throws on invalid sequences instead of writing U+FFFD. */
+export function decodeBody(body: Uint8Array, encoding: TextEncoding, fatal = false): string {
+  if (isUtf16(encoding)) {
+    const le = encoding === "utf-16be" ? swapBytes(body) : body;
+    return new TextDecoder("utf-16le", { fatal, ignoreBOM: true }).decode(le);
+  }
+  return new TextDecoder("utf-8", { fatal, ignoreBOM: true }).decode(body);
+}
+
+export interface DecodedText {
+  /** The text without its BOM. */
+  text: string;
+  encoding: TextEncoding;
+}
+
+/** Decodes a whole file. With `fatal`, a byte sequence invalid in the encoding throws a TypeError. */
+export function decodeText(bytes: Uint8Array, fatal = false): DecodedText {
+  const { encoding, bomLength } = detectEncoding(bytes);
+  if (fatal && isUtf16(encoding) && (bytes.length - bomLength) % 2 !== 0) {
+    throw new TypeError("odd number of bytes in a UTF-16 file");
+  }
+  return { text: decodeBody(bytes.subarray(bomLength), encoding, fatal), encoding };
+}
+
+/** Encodes text in a file's encoding, with its BOM. A leading U+FEFF in `text` is not doubled. */
+export function encodeText(text: string, encoding: TextEncoding): Uint8Array {
+  if (encoding === "utf-8") return Buffer.from(text, "utf8");
+  const body = text.startsWith("\uFEFF") ? text.slice(1) : text;
+  if (encoding === "utf-8-bom") return Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(body, "utf8")]);
+  const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(body, "utf16le")]);
+  return encoding === "utf-16be" ? swapBytes(le) : le;
+}
+
+export type LineEnding = "lf" | "crlf" | "mixed" | "none";
+
+/** The file's line-break convention: only CRLF, only LF, both, or no break at all. */
+export function detectLineEnding(text: string): LineEnding {
+  let crlf = 0;
+  let lf = 0;
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) {
+    if (i > 0 && text.charCodeAt(i - 1) === 13) crlf++;
+    else lf++;
+  }
+  if (crlf === 0 && lf === 0) return "none";
+  if (crlf === 0) return "lf";
+  return lf === 0 ? "crlf" : "mixed";
+}
+
+/** Converts every bare LF to `eol` (CRLF pairs stay as they are). */
+export function withLineBreaks(text: string, eol: "\n" | "\r\n"): string {
+  const lf = text.replace(/\r\n/g, "\n");
+  return eol === "\n" ? lf : lf.replace(/\n/g, "\r\n");
+}
+
+// --- Omission placeholders ---------------------------------------------------------------
+
+const NOUN =
+  "(?:code|content|contents|file|methods?|functions?|class(?:es)?|implementation|logic|lines?|imports?|" +
+  "properties|props|fields|tests?|cases|components?|styles?|body|config|configuration|items|entries|" +
+  "definitions?|sections?|text|html|markup|rules)";
+// Phrases a model writes instead of code it did not want to retype; matched on the words of a line.
+const PLACEHOLDER_PHRASES = new RegExp(
+  "^(?:" +
+    [
+      `(?:the )?rest(?: of(?: the)?(?: \\w+)?(?: ${NOUN})?)?(?: (?:here|unchanged|remains unchanged|omitted|as before))?`,
+      `(?:keep |keeping )?(?:the )?(?:existing|unchanged|remaining|previous|original|other) ${NOUN}(?: \\w+)?(?: (?:here|unchanged|omitted|as before))?`,
+      `(?:(?:the )?${NOUN} |everything(?: else)? |all )?(?:remains? |stays? |is |are )?(?:unchanged|the same|as before)`,
+      `same as (?:before|above|original)`,
+      `(?:${NOUN} )?omitted(?: for brevity)?`,
+    ].join("|") +
+    ")$",
+);
+
+/** A line's placeholder form (`rest of code`), or null. Narrow: an ellipsis plus a known phrase, nothing else. */
+export function placeholderOf(line: string): string | null {
+  const trimmed = line.trim();
+  if (trimmed.length > 120 || !/(\.\.\.|…)/.test(trimmed)) return null;
+  const words = trimmed
+    .toLowerCase()
+    .replace(/<!--|-->|\/\*+|\*+\/|\/\/+|^#+|^--|^\*|^;+|^%+|…|\.{2,}|[()[\]{}:,.!'"`-]/g, " ")
+    .replace(/\s+/g, " ")
+    .trim();
+  return words !== "" && PLACEHOLDER_PHRASES.test(words) ? words : null;
+}
+
+/** Every placeholder line in a text, in their normalised forms. */
+export function detectPlaceholders(text: string): string[] {
+  const found: string[] = [];
+  for (const line of text.split("\n")) {
+    const p = placeholderOf(line);
+    if (p) found.push(p);
+  }
+  return found;
+}
+
+/** Placeholders in `next` that `previous` did not already contain. */
+export function newPlaceholders(previous: string | null, next: string): string[] {
+  const known = new Set(previous ? detectPlaceholders(previous) : []);
+  return [...new Set(detectPlaceholders(next).filter((p) => !known.has(p)))];
+}
+
+// --- Near names for a missing file -------------------------------------------------------
+
+function editDistance(a: string, b: string, cap: number): number {
+  if (Math.abs(a.length - b.length) > cap) return cap + 1;
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    let best = i;
+    for (let j = 1; j <= b.length; j++) {
+      const v = Math.min((prev[j] as number) + 1, (cur[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      cur.push(v);
+      best = Math.min(best, v);
+    }
+    if (best > cap) return cap + 1;
+    prev = cur;
+  }
+  return prev[b.length] as number;
+}
+
+function stem(name: string): string {
+  const ext = path.extname(name);
+  return ext && ext !== name ? name.slice(0, -ext.length) : name;
+}
+
+/** Up to `max` names close to `target`: same name in another case, same stem, small edit distance, substring. */
+export function nearNames(target: string, names: readonly string[], max = 3): string[] {
+  const t = target.toLowerCase();
+  const cap = t.length <= 4 ? 1 : t.length <= 10 ? 2 : 3;
+  const scored: { name: string; score: number }[] = [];
+  for (const name of names) {
+    if (name === target) continue;
+    const n = name.toLowerCase();
+    let score: number | null = null;
+    if (n === t) score = 0;
+    else if (stem(n) === stem(t)) score = 1;
+    else {
+      const d = editDistance(n, t, cap);
+      if (d <= cap) score = 1 + d;
+      else if ((t.length >= 3 && n.includes(t)) || (n.length >= 3 && t.includes(n))) score = 5;
+    }
+    if (score !== null) scored.push({ name, score });
+  }
+  scored.sort((a, b) => a.score - b.score || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return scored.slice(0, max).map((s) => s.name);
+}
+
+/** The not_found error for a missing file, with "Did you mean" names from its (existing) parent. */
+export async function missingFileError(ctx: ToolContext, raw: string, abs: string): Promise<ToolError> {
+  const parent = path.dirname(abs);
+  let siblings: string[] | null = null;
+  try {
+    const info = await ctx.fs.stat(parent);
+    if (info?.type === "directory") siblings = (await ctx.fs.readDir(parent)).map((e) => e.name);
+  } catch {
+    // An unreadable parent only costs the suggestions.
+  }
+  if (siblings === null) {
+    return new ToolError("not_found", `File not found: ${raw} (${abs}); its directory ${parent} does not exist either. Use glob to find the file.`);
+  }
+  const near = nearNames(path.basename(abs), siblings);
+  const shown = near.map((n) => {
+    const rel = path.relative(ctx.workspace, path.join(parent, n));
+    return rel && !rel.startsWith("..") && !path.isAbsolute(rel) ? rel : path.join(parent, n);
+  });
+  const hint = near.length ? ` Did you mean ${shown.join(", ")}?` : " Use glob to find the file.";
+  return new ToolError("not_found", `File not found: ${raw} (${abs}).${hint}`);
+}

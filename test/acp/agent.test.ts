@@ -1,0 +1,333 @@
+import { execFileSync } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import type { SessionUpdate } from "@agentclientprotocol/sdk";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { tempDir } from "../helpers.js";
+import { Harness, selected } from "./harness.js";
+
+type ToolCallUpdate = Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>;
+
+let ws: string;
+let h: Harness | undefined;
+
+beforeEach(async () => {
+  ws = await tempDir({
+    "src/a.ts": "export const a = 1; // TODO: rename\n",
+    "src/b.ts": "export const b = 2;\n",
+  });
+});
+
+afterEach(async () => {
+  if (h) {
+    const code = await h.close();
+    expect(code).toBe(0);
+    expect(h.checker.problems).toEqual([]);
+    h = undefined;
+  }
+  await fsp.rm(ws, { recursive: true, force: true });
+});
+
+async function start(options: ConstructorParameters<typeof Harness>[0] = {}) {
+  h = new Harness(options);
+  await h.initialize();
+  const sessionId = await h.newSession(ws);
+  return { h, sessionId };
+}
+
+function lastUpdate(h: Harness, sessionId: string, callId: string): ToolCallUpdate {
+  const updates = h.updatesOf(sessionId, "tool_call_update").filter((u) => u.toolCallId === callId);
+  return updates[updates.length - 1]!;
+}
+
+function textOf(update: ToolCallUpdate): string {
+  return (update.content ?? [])
+    .map((c) => (c.type === "content" && c.content.type === "text" ? c.content.text : ""))
+    .join("\n");
+}
+
+function processesWith(marker: string): string[] {
+  const out = execFileSync("ps", ["-eo", "pid,args"], { encoding: "utf8" });
+  return out.split("\n").filter((line) => line.includes(marker) && !line.includes("ps -eo"));
+}
+
+describe("initialize and sessions", () => {
+  it("answers protocol version 1 whatever the client asks, with honest capabilities", async () => {
+    h = new Harness();
+    const response = await h.agent.request("initialize", { protocolVersion: 7, clientCapabilities: {} });
+    expect(response.protocolVersion).toBe(1);
+    expect(response.authMethods).toEqual([]);
+    expect(response.agentInfo).toMatchObject({ name: "toolhost" });
+    expect(response.agentCapabilities?.promptCapabilities).toMatchObject({ image: true, embeddedContext: true });
+  });
+
+  it("refuses a relative cwd and offers modes, config options and commands", async () => {
+    h = new Harness();
+    await h.initialize();
+    await expect(h.agent.request("session/new", { cwd: "relative/dir", mcpServers: [] })).rejects.toMatchObject({ code: -32602 });
+    const response = await h.agent.request("session/new", { cwd: ws, mcpServers: [] });
+    expect(response.modes?.currentModeId).toBe("ask");
+    expect(response.modes?.availableModes.map((m) => m.id)).toEqual(["read-only", "ask", "accept-edits", "full"]);
+    expect(response.configOptions?.[0]).toMatchObject({ id: "mode", category: "mode", currentValue: "ask" });
+    await h.waitFor(() => h!.updatesOf(response.sessionId, "available_commands_update").length > 0);
+    const names = h.updatesOf(response.sessionId, "available_commands_update")[0]!.availableCommands.map((c) => c.name);
+    expect(names).toEqual(expect.arrayContaining(["read", "grep", "glob", "edit", "write", "bash", "todo", "tools", "help"]));
+  });
+
+  it("answers a plain prompt with how to run tools, and /help and /tools", async () => {
+    const { h, sessionId } = await start();
+    expect((await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "hello" }] })).stopReason).toBe("end_turn");
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/tools" }] });
+    const text = h.updatesOf(sessionId, "agent_message_chunk").map((u) => (u.content.type === "text" ? u.content.text : "")).join("\n");
+    expect(text).toMatch(/Slash commands run tools directly/);
+    expect(text).toMatch(/\| grep \| search \| builtin \|/);
+  });
+});
+
+describe("slash commands run tools through the pipeline", () => {
+  it("/grep and /read report kind, title, locations and results", async () => {
+    const { h, sessionId } = await start();
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/grep TODO" }] });
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/read src/a.ts" }] });
+    const calls = h.updatesOf(sessionId, "tool_call");
+    expect(calls.map((c) => [c.name, c.kind, c.status])).toEqual([
+      ["grep", "search", "pending"],
+      ["read", "read", "pending"],
+    ]);
+    expect(calls[0]!.title).toMatch(/grep "TODO"/);
+    expect(calls[1]!.title).toMatch(/Read src\/a\.ts/);
+    expect(calls[1]!.locations).toEqual([{ path: path.join(ws, "src/a.ts"), line: 1 }]);
+    const grepDone = lastUpdate(h, sessionId, calls[0]!.toolCallId);
+    expect(grepDone.status).toBe("completed");
+    expect(textOf(grepDone)).toMatch(/src\/a\.ts:1: export const a = 1; \/\/ TODO/);
+    const readDone = lastUpdate(h, sessionId, calls[1]!.toolCallId);
+    expect(textOf(readDone)).toMatch(/export const a = 1/);
+    expect(readDone.rawOutput).toMatchObject({ type: "output" });
+    expect(h.permissionRequests).toEqual([]);
+  });
+
+  it("reports a failed call for bad JSON arguments and schema failures", async () => {
+    const { h, sessionId } = await start();
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: '/read {"path": 5}' }] });
+    const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    const done = lastUpdate(h, sessionId, call.toolCallId);
+    expect(done.status).toBe("failed");
+    expect(textOf(done)).toMatch(/invalid arguments/);
+  });
+
+  it("/edit asks with the diff and four scoped options; reject writes nothing", async () => {
+    const { h, sessionId } = await start();
+    const response = await h.agent.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: '/edit {"path":"src/a.ts","old_string":"= 1","new_string":"= 42"}' }],
+    });
+    expect(response.stopReason).toBe("end_turn");
+    expect(h.permissionRequests).toHaveLength(1);
+    const request = h.permissionRequests[0]!;
+    expect(request.options.map((o) => o.kind)).toEqual(["allow_once", "allow_always", "reject_once", "reject_always"]);
+    expect(request.options[1]!.name).toMatch(/edit on src\/a\.ts/);
+    expect(request.toolCall.content).toEqual([
+      { type: "diff", path: path.join(ws, "src/a.ts"), oldText: "export const a = 1; // TODO: rename\n", newText: "export const a = 42; // TODO: rename\n" },
+    ]);
+    const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    const done = lastUpdate(h, sessionId, call.toolCallId);
+    expect(done.status).toBe("failed");
+    expect(textOf(done)).toMatch(/rejected/);
+    expect(await fsp.readFile(path.join(ws, "src/a.ts"), "utf8")).toBe("export const a = 1; // TODO: rename\n");
+  });
+
+  it("allow once asks again; allow always is remembered for that file only", async () => {
+    const { h, sessionId } = await start({ permission: () => selected("allow_once") });
+    const edit = (file: string, from: string, to: string) =>
+      h.agent.request("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: `/edit ${JSON.stringify({ path: file, old_string: from, new_string: to })}` }],
+      });
+    await edit("src/a.ts", "= 1", "= 2");
+    await edit("src/a.ts", "= 2", "= 3");
+    expect(h.permissionRequests).toHaveLength(2);
+    h.permission = () => selected("allow_always");
+    await edit("src/a.ts", "= 3", "= 4");
+    await edit("src/a.ts", "= 4", "= 5");
+    expect(h.permissionRequests).toHaveLength(3);
+    await edit("src/b.ts", "= 2", "= 6");
+    expect(h.permissionRequests).toHaveLength(4);
+    expect(await fsp.readFile(path.join(ws, "src/a.ts"), "utf8")).toBe("export const a = 5; // TODO: rename\n");
+    const statuses = h.updatesOf(sessionId, "tool_call_update").filter((u) => u.status === "completed");
+    expect(statuses).toHaveLength(5);
+    const completed = statuses[0]!;
+    expect(completed.content?.[0]).toMatchObject({ type: "diff", path: path.join(ws, "src/a.ts") });
+    expect(completed.locations?.[0]).toMatchObject({ path: path.join(ws, "src/a.ts"), line: 1 });
+  });
+
+  it("a client that fails the permission request rejects the call instead of hanging", async () => {
+    const { h, sessionId } = await start({
+      permission: () => {
+        throw new Error("no permission UI");
+      },
+    });
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash touch should-not-exist" }] });
+    const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    expect(lastUpdate(h, sessionId, call.toolCallId).status).toBe("failed");
+    await expect(fsp.stat(path.join(ws, "should-not-exist"))).rejects.toThrow();
+  });
+
+  it("todo sends the complete plan", async () => {
+    const { h, sessionId } = await start();
+    await h.agent.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: '/todo {"todos":[{"content":"Read","status":"completed"},{"content":"Write","status":"in_progress","priority":"high"}]}' }],
+    });
+    expect(h.updatesOf(sessionId, "plan")[0]!.entries).toEqual([
+      { content: "Read", status: "completed", priority: "medium" },
+      { content: "Write", status: "in_progress", priority: "high" },
+    ]);
+  });
+});
+
+describe("bash", () => {
+  it("without the terminal capability: asks with the exact command, runs locally, shows text", async () => {
+    const { h, sessionId } = await start({ permission: () => selected("allow_once") });
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash echo out; echo err >&2; exit 3" }] });
+    expect(h.permissionRequests[0]!.toolCall.content?.[0]).toMatchObject({
+      type: "content",
+      content: { type: "text", text: expect.stringContaining("echo out; echo err >&2; exit 3") },
+    });
+    const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    expect(call.title).toBe("echo out; echo err >&2; exit 3");
+    expect(call.kind).toBe("execute");
+    const done = lastUpdate(h, sessionId, call.toolCallId);
+    expect(done.status).toBe("completed");
+    expect(textOf(done)).toMatch(/out\n[\s\S]*err[\s\S]*exit code 3/);
+    expect(h.clientCalls.filter((c) => c.method.startsWith("terminal/"))).toEqual([]);
+  });
+
+  it("with the terminal capability: runs in an editor terminal embedded in the call, released after", async () => {
+    const { h, sessionId } = await start({ capabilities: { terminal: true }, permission: () => selected("allow_once") });
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash echo from-terminal" }] });
+    const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    const done = lastUpdate(h, sessionId, call.toolCallId);
+    expect(done.status).toBe("completed");
+    expect(done.content).toEqual([{ type: "terminal", terminalId: "term_1" }]);
+    expect((done.rawOutput as { data: { stdout: string } }).data.stdout).toBe("from-terminal\n");
+    const methods = h.clientCalls.map((c) => c.method);
+    expect(methods).toContain("terminal/create");
+    expect(methods.filter((m) => m === "terminal/release")).toHaveLength(1);
+  });
+
+  for (const terminal of [false, true]) {
+    it(`cancel during /bash sleep ends the prompt cancelled exactly once and leaves no process (terminal: ${terminal})`, async () => {
+      const marker = terminal ? "31.4159" : "30.4159";
+      const { h, sessionId } = await start({ capabilities: { terminal }, permission: () => selected("allow_once") });
+      const prompt = h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: `/bash sleep ${marker}` }] });
+      await h.waitFor(() => h.updatesOf(sessionId, "tool_call_update").some((u) => u.status === "in_progress"));
+      await h.waitFor(() => processesWith(`sleep ${marker}`).length > 0);
+      await h.agent.notify("session/cancel", { sessionId });
+      expect((await prompt).stopReason).toBe("cancelled");
+      await h.waitFor(() => processesWith(`sleep ${marker}`).length === 0, 5000);
+      const responses = h.checker.messages.filter((m) => m.direction === "agent->client" && "result" in m.json && (m.json.result as { stopReason?: string })?.stopReason);
+      expect(responses).toHaveLength(1);
+      const call = h.updatesOf(sessionId, "tool_call")[0]!;
+      expect(lastUpdate(h, sessionId, call.toolCallId).status).toMatch(/completed|failed/);
+    });
+  }
+
+  it("cancel while a permission request is pending answers the prompt cancelled", async () => {
+    const { h, sessionId } = await start({ permission: () => new Promise(() => {}) });
+    const prompt = h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash echo never" }] });
+    await h.waitFor(() => h.permissionRequests.length === 1);
+    await h.agent.notify("session/cancel", { sessionId });
+    expect((await prompt).stopReason).toBe("cancelled");
+    expect(h.checker.seenMethods.has("$/cancel_request")).toBe(true);
+  });
+});
+
+describe("editor-backed fs", () => {
+  it("reads unsaved buffers and writes through the editor when advertised", async () => {
+    const file = path.join(ws, "src/a.ts");
+    const buffers = new Map([[file, "export const a = 'unsaved';\n"]]);
+    const { h, sessionId } = await start({
+      capabilities: { fs: { readTextFile: true, writeTextFile: true } },
+      permission: () => selected("allow_once"),
+      buffers,
+    });
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/read src/a.ts" }] });
+    const read = h.updatesOf(sessionId, "tool_call")[0]!;
+    expect(textOf(lastUpdate(h, sessionId, read.toolCallId))).toMatch(/unsaved/);
+    await h.agent.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: '/edit {"path":"src/a.ts","old_string":"unsaved","new_string":"saved"}' }],
+    });
+    expect(h.clientCalls.some((c) => c.method === "fs/write_text_file" && (c.params as { path: string }).path === file)).toBe(true);
+    expect(await fsp.readFile(file, "utf8")).toBe("export const a = 'saved';\n");
+  });
+
+  it("never calls fs methods the client did not advertise", async () => {
+    const { h, sessionId } = await start({ permission: () => selected("allow_once") });
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/read src/a.ts" }] });
+    await h.agent.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: '/write {"path":"new.txt","content":"x"}' }],
+    });
+    expect(h.clientCalls).toEqual([]);
+    expect(await fsp.readFile(path.join(ws, "new.txt"), "utf8")).toBe("x");
+  });
+});
+
+describe("modes", () => {
+  it("read-only refuses mutating tools without asking; full runs them; accept-edits asks only for commands", async () => {
+    const { h, sessionId } = await start();
+    await h.agent.request("session/set_mode", { sessionId, modeId: "read-only" });
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: '/write {"path":"x.txt","content":"x"}' }] });
+    expect(h.permissionRequests).toHaveLength(0);
+    await expect(fsp.stat(path.join(ws, "x.txt"))).rejects.toThrow();
+
+    const set = await h.agent.request("session/set_config_option", { sessionId, configId: "mode", value: "accept-edits" });
+    expect(set.configOptions[0]).toMatchObject({ currentValue: "accept-edits" });
+    expect(h.updatesOf(sessionId, "current_mode_update").at(-1)?.currentModeId).toBe("accept-edits");
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: '/write {"path":"x.txt","content":"x"}' }] });
+    expect(await fsp.readFile(path.join(ws, "x.txt"), "utf8")).toBe("x");
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash touch y.txt" }] });
+    expect(h.permissionRequests).toHaveLength(1);
+
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash touch z.txt" }] });
+    expect(h.permissionRequests).toHaveLength(1);
+    await fsp.stat(path.join(ws, "z.txt"));
+    await expect(h.agent.request("session/set_mode", { sessionId, modeId: "yolo" })).rejects.toMatchObject({ code: -32602 });
+  });
+});
+
+describe("robustness", () => {
+  it("answers garbage and unknown methods with JSON-RPC errors and keeps serving", async () => {
+    h = new Harness();
+    await h.initialize();
+    h.sendRaw("this is not json");
+    h.sendRaw('{"jsonrpc":"2.0","id":901,"method":"_vendor.example/ping","params":{}}');
+    h.sendRaw('{"jsonrpc":"2.0","id":902,"method":"no/such_method","params":{}}');
+    h.sendRaw('{"jsonrpc":"2.0","method":"_vendor.example/note","params":{}}');
+    h.sendRaw('{"jsonrpc":"2.0","id":903,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}');
+    h.sendRaw('{"jsonrpc":"2.0","id":904,"method":"session/new","params":{"cwd":5}}');
+    const errors = () => h!.checker.messages.filter((m) => m.direction === "agent->client" && "error" in m.json);
+    await h.waitFor(() => errors().length >= 5);
+    const byId = new Map(errors().map((m) => [m.json.id, (m.json.error as { code: number }).code]));
+    expect(byId.get(null)).toBe(-32700);
+    expect(byId.get(901)).toBe(-32601);
+    expect(byId.get(902)).toBe(-32601);
+    expect(byId.get(903)).toBe(-32002);
+    expect(byId.get(904)).toBe(-32602);
+    const sessionId = await h.newSession(ws);
+    expect(sessionId).toBeTruthy();
+    for (const m of h.checker.messages.filter((x) => x.direction === "agent->client")) expect(m.json.jsonrpc).toBe("2.0");
+  });
+
+  it("exits 0 on SIGTERM and kills the command it was running", async () => {
+    const { h, sessionId } = await start({ permission: () => selected("allow_once") });
+    void h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash sleep 32.4159" }] }).catch(() => {});
+    await h.waitFor(() => processesWith("sleep 32.4159").length > 0);
+    const exited = new Promise<number | null>((resolve) => h.child.once("exit", (code) => resolve(code)));
+    h.child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    await h.waitFor(() => processesWith("sleep 32.4159").length === 0, 5000);
+  });
+});

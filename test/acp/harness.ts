@@ -1,0 +1,239 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import {
+  client,
+  ndJsonStream,
+  type ClientCapabilities,
+  type ClientContext,
+  type ClientConnection,
+  type RequestPermissionRequest,
+  type RequestPermissionResponse,
+  type SessionNotification,
+  type SessionUpdate,
+} from "@agentclientprotocol/sdk";
+import { WireChecker } from "./wire.js";
+
+export const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
+
+export type PermissionHandler = (request: RequestPermissionRequest) => Promise<RequestPermissionResponse> | RequestPermissionResponse;
+
+export interface HarnessOptions {
+  capabilities?: ClientCapabilities;
+  env?: Record<string, string>;
+  /** Answers session/request_permission; default: reject once. */
+  permission?: PermissionHandler;
+  /** Unsaved editor buffers by absolute path, seen through fs/read_text_file. */
+  buffers?: Map<string, string>;
+}
+
+interface TestTerminal {
+  child: ChildProcess;
+  output: string;
+  exit: Promise<{ exitCode: number | null; signal: string | null }>;
+  exitStatus: { exitCode: number | null; signal: string | null } | null;
+  limit?: number | null;
+}
+
+/** A spawned `toolhost` driven by the SDK's client over real stdio, every line checked against the schema. */
+export class Harness {
+  readonly checker = new WireChecker();
+  readonly updates: SessionNotification[] = [];
+  readonly permissionRequests: RequestPermissionRequest[] = [];
+  readonly clientCalls: { method: string; params: unknown }[] = [];
+  readonly terminals = new Map<string, TestTerminal>();
+  readonly stderr: string[] = [];
+  readonly child: ChildProcess;
+  readonly connection: ClientConnection;
+  private terminalSeq = 0;
+  permission: PermissionHandler;
+
+  constructor(private readonly options: HarnessOptions = {}) {
+    this.permission = options.permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
+    this.child = spawn(process.execPath, [CLI], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, ...options.env },
+    });
+    this.child.stderr!.on("data", (d: Buffer) => this.stderr.push(d.toString()));
+    const checker = this.checker;
+    const stdin = this.child.stdin!;
+    let pendingOut = "";
+    const toAgent = new WritableStream<Uint8Array>({
+      write(chunk) {
+        pendingOut += Buffer.from(chunk).toString("utf8");
+        let nl: number;
+        while ((nl = pendingOut.indexOf("\n")) >= 0) {
+          checker.record("client->agent", pendingOut.slice(0, nl));
+          pendingOut = pendingOut.slice(nl + 1);
+        }
+        return new Promise<void>((resolve, reject) => stdin.write(chunk, (err) => (err ? reject(err) : resolve())));
+      },
+      close() {
+        stdin.end();
+      },
+    });
+    let pendingIn = "";
+    const stdout = this.child.stdout!;
+    const fromAgent = new ReadableStream<Uint8Array>({
+      start(controller) {
+        stdout.on("data", (chunk: Buffer) => {
+          pendingIn += chunk.toString("utf8");
+          let nl: number;
+          while ((nl = pendingIn.indexOf("\n")) >= 0) {
+            checker.record("agent->client", pendingIn.slice(0, nl));
+            pendingIn = pendingIn.slice(nl + 1);
+          }
+          controller.enqueue(new Uint8Array(chunk));
+        });
+        stdout.on("end", () => controller.close());
+      },
+    });
+
+    const app = client({ name: "toolhost-test" })
+      .onNotification("session/update", ({ params }) => {
+        this.updates.push(params);
+      })
+      .onRequest("session/request_permission", async ({ params }) => {
+        this.permissionRequests.push(params);
+        return this.permission(params);
+      })
+      .onRequest("fs/read_text_file", async ({ params }) => {
+        this.clientCalls.push({ method: "fs/read_text_file", params });
+        const buffered = this.options.buffers?.get(params.path);
+        const content = buffered ?? (await fsp.readFile(params.path, "utf8"));
+        return { content };
+      })
+      .onRequest("fs/write_text_file", async ({ params }) => {
+        this.clientCalls.push({ method: "fs/write_text_file", params });
+        await fsp.writeFile(params.path, params.content);
+        this.options.buffers?.delete(params.path);
+        return {};
+      })
+      .onRequest("terminal/create", ({ params }) => {
+        this.clientCalls.push({ method: "terminal/create", params });
+        const id = `term_${++this.terminalSeq}`;
+        const child = spawn(params.command, params.args ?? [], {
+          cwd: params.cwd ?? undefined,
+          env: { ...process.env, ...Object.fromEntries((params.env ?? []).map((e) => [e.name, e.value])) },
+          detached: true,
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        const terminal: TestTerminal = {
+          child,
+          output: "",
+          exitStatus: null,
+          limit: params.outputByteLimit,
+          exit: new Promise((resolve) => {
+            child.on("close", (code, signal) => {
+              terminal.exitStatus = { exitCode: code, signal };
+              resolve(terminal.exitStatus);
+            });
+            child.on("error", () => {
+              terminal.exitStatus = { exitCode: 127, signal: null };
+              resolve(terminal.exitStatus);
+            });
+          }),
+        };
+        const append = (d: Buffer) => {
+          terminal.output += d.toString();
+          if (terminal.limit && terminal.output.length > terminal.limit) terminal.output = terminal.output.slice(-terminal.limit);
+        };
+        child.stdout!.on("data", append);
+        child.stderr!.on("data", append);
+        this.terminals.set(id, terminal);
+        return { terminalId: id };
+      })
+      .onRequest("terminal/output", ({ params }) => {
+        this.clientCalls.push({ method: "terminal/output", params });
+        const t = this.terminal(params.terminalId);
+        return { output: t.output, truncated: false, exitStatus: t.exitStatus };
+      })
+      .onRequest("terminal/wait_for_exit", async ({ params }) => {
+        this.clientCalls.push({ method: "terminal/wait_for_exit", params });
+        return this.terminal(params.terminalId).exit;
+      })
+      .onRequest("terminal/kill", ({ params }) => {
+        this.clientCalls.push({ method: "terminal/kill", params });
+        killGroup(this.terminal(params.terminalId).child);
+        return {};
+      })
+      .onRequest("terminal/release", ({ params }) => {
+        this.clientCalls.push({ method: "terminal/release", params });
+        const t = this.terminal(params.terminalId);
+        killGroup(t.child);
+        this.terminals.delete(params.terminalId);
+        return {};
+      });
+    this.connection = app.connect(ndJsonStream(toAgent, fromAgent));
+  }
+
+  private terminal(id: string): TestTerminal {
+    const t = this.terminals.get(id);
+    if (!t) throw new Error(`unknown terminal ${id}`);
+    return t;
+  }
+
+  get agent(): ClientContext {
+    return this.connection.agent;
+  }
+
+  async initialize(): Promise<void> {
+    await this.agent.request("initialize", {
+      protocolVersion: 1,
+      clientCapabilities: this.options.capabilities ?? {},
+      clientInfo: { name: "toolhost-test", version: "1.0.0" },
+    });
+  }
+
+  async newSession(cwd: string): Promise<string> {
+    const { sessionId } = await this.agent.request("session/new", { cwd, mcpServers: [] });
+    return sessionId;
+  }
+
+  /** Updates of one session of one kind. */
+  updatesOf<K extends SessionUpdate["sessionUpdate"]>(sessionId: string, kind: K): Extract<SessionUpdate, { sessionUpdate: K }>[] {
+    return this.updates
+      .filter((n) => n.sessionId === sessionId && n.update.sessionUpdate === kind)
+      .map((n) => n.update as Extract<SessionUpdate, { sessionUpdate: K }>);
+  }
+
+  /** Sends a raw line to the agent (bypassing the SDK), for malformed-input tests. */
+  sendRaw(line: string): void {
+    this.checker.record("client->agent", line);
+    this.child.stdin!.write(`${line}\n`);
+  }
+
+  /** Waits until a predicate over the updates holds. */
+  async waitFor(predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
+    const start = Date.now();
+    while (!predicate()) {
+      if (Date.now() - start > timeoutMs) throw new Error("timed out waiting for a condition");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Closes stdin and waits for the agent to exit; returns its exit code. */
+  async close(): Promise<number | null> {
+    for (const t of this.terminals.values()) killGroup(t.child);
+    if (this.child.exitCode !== null) return this.child.exitCode;
+    const exited = new Promise<number | null>((resolve) => this.child.once("exit", (code) => resolve(code)));
+    this.child.stdin!.end();
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
+    const code = await exited;
+    clearTimeout(timer);
+    return code;
+  }
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    child.kill("SIGKILL");
+  }
+}
+
+export function selected(optionId: string): RequestPermissionResponse {
+  return { outcome: { outcome: "selected", optionId } };
+}

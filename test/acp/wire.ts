@@ -1,0 +1,137 @@
+import { createRequire } from "node:module";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+
+const require = createRequire(import.meta.url);
+const schema = require("@agentclientprotocol/sdk/schema/v1/schema.json") as {
+  $defs: Record<string, { "x-method"?: string; "x-side"?: string; oneOf?: { properties?: { sessionUpdate?: { const?: string } } }[] }>;
+};
+
+const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+ajv.addSchema(schema, "acp");
+const compiled = new Map<string, ValidateFunction>();
+
+function validator(ref: string): ValidateFunction {
+  let v = compiled.get(ref);
+  if (!v) {
+    v = ajv.compile({ $ref: `acp#/$defs/${ref}` });
+    compiled.set(ref, v);
+  }
+  return v;
+}
+
+/** `$defs` names per method, from the schema's own x-method / x-side marks. */
+const byMethod = new Map<string, { request?: string; response?: string; notification?: string }>();
+for (const [name, def] of Object.entries(schema.$defs)) {
+  const method = def["x-method"];
+  if (!method) continue;
+  const entry = byMethod.get(method) ?? {};
+  if (name.endsWith("Request")) entry.request = name;
+  else if (name.endsWith("Response")) entry.response = name;
+  else if (name.endsWith("Notification")) entry.notification = name;
+  byMethod.set(method, entry);
+}
+
+/** Index of each sessionUpdate variant inside SessionUpdate.oneOf. */
+const updateVariants = new Map<string, number>();
+schema.$defs.SessionUpdate?.oneOf?.forEach((variant, i) => {
+  const name = variant.properties?.sessionUpdate?.const;
+  if (name) updateVariants.set(name, i);
+});
+
+export type Direction = "client->agent" | "agent->client";
+
+export interface WireMessage {
+  direction: Direction;
+  raw: string;
+  json: Record<string, unknown>;
+}
+
+/**
+ * Checks every JSON-RPC message of a connection against the ACP v1 schema, per method (not the
+ * permissive root schema), and each session/update against its own variant.
+ */
+export class WireChecker {
+  readonly messages: WireMessage[] = [];
+  readonly problems: string[] = [];
+  readonly seenUpdates = new Set<string>();
+  readonly seenMethods = new Set<string>();
+  private readonly pending = new Map<string, string>();
+
+  record(direction: Direction, raw: string): void {
+    let json: Record<string, unknown>;
+    try {
+      json = JSON.parse(raw) as Record<string, unknown>;
+    } catch {
+      if (direction === "agent->client") this.problems.push(`agent wrote a non-JSON line: ${raw.slice(0, 200)}`);
+      return;
+    }
+    this.messages.push({ direction, raw, json });
+    if (direction === "client->agent") this.checkFromClient(json);
+    else this.checkFromAgent(json);
+  }
+
+  private check(ref: string | undefined, value: unknown, what: string): void {
+    if (!ref) {
+      this.problems.push(`${what}: no schema type for it`);
+      return;
+    }
+    const v = validator(ref);
+    if (!v(value)) this.problems.push(`${what} does not match ${ref}: ${ajv.errorsText(v.errors)}`);
+  }
+
+  private checkFromClient(msg: Record<string, unknown>): void {
+    // The harness also sends deliberately bad lines; only messages the agent answers are tracked.
+    if (typeof msg.method === "string" && msg.id !== undefined) this.pending.set(`c:${String(msg.id)}`, msg.method);
+    if (msg.method === undefined && msg.id !== undefined) {
+      const method = this.pending.get(`a:${String(msg.id)}`);
+      this.pending.delete(`a:${String(msg.id)}`);
+      if (method && "result" in msg) this.check(byMethod.get(method)?.response, msg.result, `client's ${method} result`);
+    }
+  }
+
+  private checkFromAgent(msg: Record<string, unknown>): void {
+    if (msg.jsonrpc !== "2.0") this.problems.push(`agent message without jsonrpc 2.0: ${JSON.stringify(msg).slice(0, 200)}`);
+    const method = msg.method;
+    if (typeof method === "string") {
+      this.seenMethods.add(method);
+      if (method === "$/cancel_request") {
+        this.check("CancelRequestNotification", msg.params, method);
+        return;
+      }
+      const types = byMethod.get(method);
+      if (msg.id !== undefined) {
+        this.pending.set(`a:${String(msg.id)}`, method);
+        this.check(types?.request, msg.params, `agent request ${method}`);
+      } else {
+        this.check(types?.notification, msg.params, `agent notification ${method}`);
+        if (method === "session/update") this.checkUpdate((msg.params as { update?: { sessionUpdate?: string } })?.update);
+      }
+      return;
+    }
+    // A response: to a known request of the client, or an error.
+    const key = `c:${String(msg.id)}`;
+    const requested = this.pending.get(key);
+    this.pending.delete(key);
+    if ("error" in msg) {
+      this.check("Error", msg.error, `agent error for ${requested ?? `id ${String(msg.id)}`}`);
+      return;
+    }
+    if (!requested) {
+      this.problems.push(`agent answered an id it was not asked: ${JSON.stringify(msg).slice(0, 200)}`);
+      return;
+    }
+    this.check(byMethod.get(requested)?.response, msg.result, `agent's ${requested} result`);
+  }
+
+  private checkUpdate(update: { sessionUpdate?: string } | undefined): void {
+    const name = update?.sessionUpdate;
+    const index = name ? updateVariants.get(name) : undefined;
+    if (name === undefined || index === undefined) {
+      this.problems.push(`unknown sessionUpdate ${String(name)}`);
+      return;
+    }
+    this.seenUpdates.add(name);
+    const v = validator(`SessionUpdate/oneOf/${index}`);
+    if (!v(update)) this.problems.push(`${name} update invalid: ${ajv.errorsText(v.errors)}`);
+  }
+}

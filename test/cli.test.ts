@@ -1,0 +1,100 @@
+import { execFile } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tempDir } from "./helpers.js";
+
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+
+async function toolhost(args: string[], cwd?: string) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd, maxBuffer: 64 * 1024 * 1024 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+let ws: string;
+beforeAll(async () => {
+  await fsp.access(CLI).catch(() => {
+    throw new Error("dist/cli.js is missing: run `npm run build` (npm test does) before these tests");
+  });
+  ws = await tempDir({
+    "src/a.ts": "export const a = 1; // TODO: rename\n",
+    "src/b.ts": "import { a } from './a';\nconsole.log(a);\n",
+    "README.md": "# demo\n",
+  });
+});
+afterAll(async () => fsp.rm(ws, { recursive: true, force: true }));
+
+describe("toolhost tools", () => {
+  it("lists the seven local locked tools with kinds and JSON Schemas", async () => {
+    const { code, stdout } = await toolhost(["tools", "--json"]);
+    expect(code).toBe(0);
+    const { tools } = JSON.parse(stdout) as { tools: { id: string; kind: string; source: string; parameters: { type: string } }[] };
+    expect(tools.map((t) => [t.id, t.kind])).toEqual([
+      ["read", "read"],
+      ["write", "edit"],
+      ["edit", "edit"],
+      ["glob", "search"],
+      ["grep", "search"],
+      ["bash", "execute"],
+      ["todo", "think"],
+    ]);
+    for (const t of tools) {
+      expect(t.parameters.type).toBe("object");
+      expect(t.source).toBe("builtin");
+    }
+  });
+
+  it("prints a readable table without --json", async () => {
+    const { code, stdout } = await toolhost(["tools"]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^read\s+read\s+/m);
+    expect(stdout).toMatch(/^bash\s+execute\s+/m);
+  });
+});
+
+describe("toolhost call", () => {
+  it("runs each tool through invoke and prints the envelope", async () => {
+    const cases: [string, unknown, (data: any) => void][] = [
+      ["read", { path: "src/a.ts" }, (d) => expect(d.content).toContain("export const a = 1")],
+      ["grep", { pattern: "TODO" }, (d) => expect(d.matches[0]).toMatchObject({ path: "src/a.ts", line: 1 })],
+      ["glob", { pattern: "src/*.ts" }, (d) => expect(d.files).toEqual(["src/a.ts", "src/b.ts"])],
+      ["bash", { command: "echo hello; echo err >&2; exit 3" }, (d) => expect(d).toMatchObject({ stdout: "hello\n", stderr: "err\n", exit_code: 3 })],
+      ["write", { path: "notes/new.md", content: "hi\n" }, (d) => expect(d.created).toBe(true)],
+      ["edit", { path: "notes/new.md", old_string: "hi", new_string: "hello" }, (d) => expect(d.replacements).toBe(1)],
+      ["todo", { todos: [{ content: "Ship it", status: "in_progress" }] }, (d) => expect(d.todos).toHaveLength(1)],
+    ];
+    for (const [id, args, check] of cases) {
+      const { code, stdout } = await toolhost(["call", id, JSON.stringify(args), "--cwd", ws]);
+      const envelope = JSON.parse(stdout);
+      expect({ id, code, type: envelope.type }).toEqual({ id, code: 0, type: "output" });
+      expect(envelope.metadata.duration_ms).toBeTypeOf("number");
+      check(envelope.data);
+    }
+    expect(await fsp.readFile(path.join(ws, "notes/new.md"), "utf8")).toBe("hello\n");
+  });
+
+  it("exits 1 with an error envelope, 2 on bad usage", async () => {
+    const missing = await toolhost(["call", "read", '{"path":"nope.ts"}', "--cwd", ws]);
+    expect(missing.code).toBe(1);
+    expect(JSON.parse(missing.stdout)).toMatchObject({ type: "error", metadata: { error_code: "not_found" } });
+
+    const invalid = await toolhost(["call", "read", '{"path":5}', "--cwd", ws]);
+    expect(invalid.code).toBe(1);
+    expect(JSON.parse(invalid.stdout).metadata.error_code).toBe("invalid_arguments");
+
+    for (const args of [["call"], ["call", "read", "{not json"], ["frobnicate"], ["tools", "--nope"]]) {
+      const bad = await toolhost(args);
+      expect(bad.code).toBe(2);
+      expect(bad.stdout).toBe("");
+      expect(bad.stderr).toMatch(/Usage/);
+    }
+  });
+});
