@@ -1,40 +1,71 @@
+import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { Readable, Writable } from "node:stream";
 import {
   agent,
   ndJsonStream,
   RequestError,
-  type AgentConnection,
+  type AgentContext,
   type ClientCapabilities,
   type InitializeResponse,
 } from "@agentclientprotocol/sdk";
-import { builtinRegistry } from "../host/builtins.js";
 import type { ToolRegistry } from "../host/registry.js";
+import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { version } from "../version.js";
-import { AcpSession } from "./session.js";
+import { configOptions, modeState } from "./modes.js";
+import type { AcpSession } from "./session.js";
 
 export interface AgentOptions {
-  registry?: () => ToolRegistry;
+  /** The tools of a new session (default: the built-in locked tools). */
+  registry?: () => ToolRegistry | Promise<ToolRegistry>;
+}
+
+/**
+ * A session as the connection knows it. The tools and runtime load right after session/new
+ * is answered (they are most of start-up), and every later request awaits `ready`.
+ */
+interface SessionHandle {
+  id: string;
+  mode: ModeId;
+  ready: Promise<AcpSession>;
+}
+
+async function loadSession(
+  handle: SessionHandle,
+  cwd: string,
+  mcpServers: AcpSession["mcpServers"],
+  client: AgentContext,
+  clientCapabilities: ClientCapabilities,
+  registry: AgentOptions["registry"],
+): Promise<AcpSession> {
+  const [{ AcpSession }, tools] = await Promise.all([
+    import("./session.js"),
+    registry ? registry() : import("../host/builtins.js").then((m) => m.builtinRegistry()),
+  ]);
+  const session = new AcpSession({ id: handle.id, mode: handle.mode, cwd, mcpServers, client, clientCapabilities, registry: tools });
+  await session.announceCommands();
+  return session;
 }
 
 /** The toolhost ACP agent: one instance per connection. */
 export function createAgent(options: AgentOptions = {}) {
-  const sessions = new Map<string, AcpSession>();
+  const sessions = new Map<string, SessionHandle>();
   let clientCapabilities: ClientCapabilities = {};
-  let connection: AgentConnection | null = null;
-  const makeRegistry = options.registry ?? builtinRegistry;
 
-  const session = (sessionId: string): AcpSession => {
+  const handle = (sessionId: string): SessionHandle => {
     const found = sessions.get(sessionId);
     if (!found) throw RequestError.resourceNotFound(sessionId);
     return found;
   };
 
+  const setMode = async (h: SessionHandle, mode: string): Promise<void> => {
+    if (!isModeId(mode)) throw RequestError.invalidParams({ mode }, `Unknown mode ${mode}; modes: read-only, ask, accept-edits, full`);
+    h.mode = mode;
+    (await h.ready).setMode(mode);
+  };
+
   const app = agent({ name: "toolhost" })
-    .onConnect((conn) => {
-      connection = conn;
-    })
     .onRequest("initialize", ({ params }): InitializeResponse => {
       clientCapabilities = params.clientCapabilities ?? {};
       return {
@@ -54,40 +85,39 @@ export function createAgent(options: AgentOptions = {}) {
       if (!path.isAbsolute(params.cwd)) {
         throw RequestError.invalidParams({ cwd: params.cwd }, `cwd must be an absolute path, got ${JSON.stringify(params.cwd)}`);
       }
-      const created = new AcpSession({
-        cwd: path.resolve(params.cwd),
-        mcpServers: params.mcpServers ?? [],
-        client,
-        clientCapabilities,
-        registry: makeRegistry(),
-      });
-      sessions.set(created.id, created);
-      // After the response, so the client knows the session id when the update arrives.
-      setImmediate(() => void created.announceCommands().catch(() => {}));
-      return { sessionId: created.id, modes: created.modeState(), configOptions: created.configOptions() };
+      const h: SessionHandle = { id: randomUUID(), mode: DEFAULT_MODE, ready: undefined as unknown as Promise<AcpSession> };
+      const caps = clientCapabilities;
+      // Started after the response goes out, so the answer does not wait for the tools to load.
+      h.ready = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
+        loadSession(h, path.resolve(params.cwd), params.mcpServers ?? [], client, caps, options.registry),
+      );
+      h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
+      sessions.set(h.id, h);
+      return { sessionId: h.id, modes: modeState(h.mode), configOptions: configOptions(h.mode) };
     })
     .onRequest("session/set_mode", async ({ params }) => {
-      const s = session(params.sessionId);
-      if (!s.setMode(params.modeId)) throw RequestError.invalidParams({ modeId: params.modeId }, `Unknown mode ${params.modeId}`);
-      await s.update({ sessionUpdate: "config_option_update", configOptions: s.configOptions() });
+      const h = handle(params.sessionId);
+      await setMode(h, params.modeId);
+      await (await h.ready).update({ sessionUpdate: "config_option_update", configOptions: configOptions(h.mode) });
       return {};
     })
     .onRequest("session/set_config_option", async ({ params }) => {
-      const s = session(params.sessionId);
-      if (params.configId !== "mode" || typeof params.value !== "string" || !s.setMode(params.value)) {
-        throw RequestError.invalidParams({ configId: params.configId }, `Unknown config option or value: ${params.configId}`);
+      const h = handle(params.sessionId);
+      if (params.configId !== "mode" || typeof params.value !== "string") {
+        throw RequestError.invalidParams({ configId: params.configId }, `Unknown config option ${params.configId}`);
       }
-      await s.update({ sessionUpdate: "current_mode_update", currentModeId: s.currentMode });
-      return { configOptions: s.configOptions() };
+      await setMode(h, params.value);
+      await (await h.ready).update({ sessionUpdate: "current_mode_update", currentModeId: h.mode });
+      return { configOptions: configOptions(h.mode) };
     })
-    .onRequest("session/prompt", ({ params }) => session(params.sessionId).prompt(params.prompt))
-    .onNotification("session/cancel", ({ params }) => {
-      sessions.get(params.sessionId)?.cancel();
+    .onRequest("session/prompt", async ({ params }) => (await handle(params.sessionId).ready).prompt(params.prompt))
+    .onNotification("session/cancel", async ({ params }) => {
+      (await sessions.get(params.sessionId)?.ready)?.cancel();
     })
     .onRequest("session/close", async ({ params }) => {
-      const s = session(params.sessionId);
+      const h = handle(params.sessionId);
       sessions.delete(params.sessionId);
-      await s.close();
+      await (await h.ready).close();
       return {};
     });
 
@@ -95,10 +125,10 @@ export function createAgent(options: AgentOptions = {}) {
   const shutdown = async () => {
     const all = [...sessions.values()];
     sessions.clear();
-    await Promise.allSettled(all.map((s) => s.close()));
+    await Promise.allSettled(all.map(async (h) => (await h.ready).close()));
   };
 
-  return { app, sessions, shutdown, connection: () => connection };
+  return { app, sessions, shutdown };
 }
 
 /** Serves ACP on stdin/stdout until stdin closes or SIGTERM; then kills what it started and exits 0. */
@@ -109,7 +139,7 @@ export async function serveStdio(): Promise<void> {
     Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>,
   );
   const conn = app.connect(stream);
-  void sweepStaleSidecars().catch(() => {});
+  setTimeout(() => void sweepStaleSidecars().catch(() => {}), 2000).unref();
   let exiting = false;
   const exit = async () => {
     if (exiting) return;

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import path from "node:path";
 import type {
   AgentContext,
@@ -6,8 +5,6 @@ import type {
   ContentBlock,
   McpServer,
   PromptResponse,
-  SessionConfigOption,
-  SessionModeState,
   SessionUpdate,
   StopReason,
   ToolCallContent,
@@ -15,7 +12,7 @@ import type {
 import { sessionAuthorizer } from "../agent/permissions.js";
 import { runToolCall, type ToolCallInfo, type ToolCallObserver } from "../agent/tool-runner.js";
 import type { ToolRegistry } from "../host/registry.js";
-import { DEFAULT_MODE, isModeId, MODES, type ModeId } from "../policy/modes.js";
+import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
 import { SessionRules } from "../policy/session-rules.js";
 import { NodeFs } from "../runtime/fs/node.js";
 import { RuntimeSession } from "../runtime/session.js";
@@ -23,6 +20,7 @@ import type { Envelope } from "../tool/envelope.js";
 import type { ToolEvent } from "../tool/context.js";
 import { boundedJson, diffContent, fenced, resultContent, textContent } from "./content.js";
 import { EditorFs } from "./editor-fs.js";
+import { configOptions, modeState } from "./modes.js";
 import { requestPermission } from "./permission.js";
 import { availableCommands, helpText, parseSlash, toolsText } from "./slash.js";
 import { TerminalShell } from "./terminal-shell.js";
@@ -38,6 +36,8 @@ interface CallView {
 }
 
 export interface AcpSessionOptions {
+  id: string;
+  mode?: ModeId;
   cwd: string;
   mcpServers: McpServer[];
   client: AgentContext;
@@ -51,7 +51,7 @@ function inside(abs: string, roots: readonly string[]): boolean {
 
 /** One ACP session: its runtime, mode, remembered answers, and the turn in progress. */
 export class AcpSession {
-  readonly id = randomUUID();
+  readonly id: string;
   readonly cwd: string;
   readonly mcpServers: McpServer[];
   readonly runtime: RuntimeSession;
@@ -65,6 +65,8 @@ export class AcpSession {
   private readonly calls = new Map<string, CallView>();
 
   constructor(options: AcpSessionOptions) {
+    this.id = options.id;
+    this.mode = options.mode ?? DEFAULT_MODE;
     this.cwd = options.cwd;
     this.mcpServers = options.mcpServers;
     this.client = options.client;
@@ -89,22 +91,12 @@ export class AcpSession {
     return this.mode;
   }
 
-  modeState(): SessionModeState {
-    return { currentModeId: this.mode, availableModes: MODES.map((m) => ({ id: m.id, name: m.name, description: m.description })) };
+  configOptions() {
+    return configOptions(this.mode);
   }
 
-  configOptions(): SessionConfigOption[] {
-    return [
-      {
-        id: "mode",
-        name: "Mode",
-        description: "What runs without asking",
-        category: "mode",
-        type: "select",
-        currentValue: this.mode,
-        options: MODES.map((m) => ({ value: m.id, name: m.name, description: m.description })),
-      },
-    ];
+  modeState() {
+    return modeState(this.mode);
   }
 
   /** Changes the mode; returns false for an unknown mode id. */

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod";
 import type { ToolEvent } from "../tool/context.js";
 import { DEFAULT_OUTPUT_LIMIT, type AnyTool } from "../tool/define.js";
 import { errorEnvelope, isSelfTruncated, type Envelope } from "../tool/envelope.js";

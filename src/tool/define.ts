@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ToolContext, ToolEvent } from "./context.js";
 import type { SelfTruncated } from "./envelope.js";
 import type { ToolKind } from "./kinds.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * The RFC RequirementSet: the capability surface a tool (or a manifest) needs.

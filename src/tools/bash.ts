@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ShellResult, ToolContext } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { selfTruncated } from "../tool/envelope.js";

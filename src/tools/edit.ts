@@ -1,6 +1,6 @@
 import path from "node:path";
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchHunk } from "diff";
-import { z } from "zod";
+import * as z from "zod";
 import { absolutize } from "../runtime/fs/scoped.js";
 import type { ToolContext, ToolEvent } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { absolutize } from "../runtime/fs/scoped.js";
 import type { FileInfo, ToolContext } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";

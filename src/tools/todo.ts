@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { PlanEntry } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";

@@ -1,7 +1,6 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
-import { execa } from "execa";
 import picomatch from "picomatch";
 import type { FileQuery, GrepHit, GrepOutcome, GrepQuery } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
@@ -141,6 +140,7 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
   const { signal, separator } = options;
   if (signal.aborted) throw abortedError();
   const rg = await ripgrepPath();
+  const { execa } = await import("execa"); // loaded on first search, not at start-up
   const child = execa(rg, options.args, {
     cwd: options.cwd,
     buffer: false,

@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import type { Readable } from "node:stream";
-import { execa, type ResultPromise } from "execa";
+import type { ResultPromise } from "execa";
 import treeKill from "tree-kill";
 import type { ShellResult, SidecarWriter } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
@@ -460,6 +460,8 @@ export class LocalShell implements ShellBackend {
     if (!cwdStat.isDirectory()) throw new ToolError("not_found", `The working directory is not a directory: ${options.cwd}`);
     if (options.signal.aborted) throw new ToolError("aborted", "The command was cancelled before it started");
 
+    // Loaded on first use: execa's module graph is a large part of start-up otherwise.
+    const { execa } = await import("execa");
     const child = execa(file, args, {
       cwd: options.cwd,
       env: { ...process.env, ...options.env },
