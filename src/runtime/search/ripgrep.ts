@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
@@ -140,21 +141,20 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
   const { signal, separator } = options;
   if (signal.aborted) throw abortedError();
   const rg = await ripgrepPath();
-  const { execa } = await import("execa"); // loaded on first search, not at start-up
-  const child = execa(rg, options.args, {
-    cwd: options.cwd,
-    buffer: false,
-    stdin: "ignore",
-    reject: false,
-    stripFinalNewline: false,
-    forceKillAfterDelay: 1000,
+  // A plain spawn: rg needs none of execa's extras, and searches are on the hot path.
+  const child = spawn(rg, options.args, { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<{ exitCode: number | undefined; error?: Error }>((resolve) => {
+    child.once("error", (error) => resolve({ exitCode: undefined, error }));
+    child.once("close", (code) => resolve({ exitCode: code ?? undefined }));
   });
 
   let why: "limit" | "timeout" | "abort" | undefined;
+  let forceKill: NodeJS.Timeout | undefined;
   const stop = (reason: typeof why) => {
     if (why) return;
     why = reason;
-    child.kill();
+    child.kill("SIGTERM");
+    forceKill = setTimeout(() => child.kill("SIGKILL"), 1000);
   };
   const timer = setTimeout(() => stop("timeout"), options.timeoutMs);
   const onAbort = () => stop("abort");
@@ -204,7 +204,7 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
   });
 
   try {
-    const result = await child;
+    const result = await exited;
     if (why === "abort") throw abortedError();
     if (why === "timeout") throw timeoutError(options.timeoutMs);
     if (!why) {
@@ -213,21 +213,19 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
     }
     if (broken) throw broken;
     if (result.exitCode === undefined && !why) {
-      throw new ToolError("unavailable", `Could not run ripgrep (${rg}): ${result.originalMessage || result.shortMessage}`);
+      throw new ToolError("unavailable", `Could not run ripgrep (${rg}): ${result.error?.message ?? "it exited without a status"}`);
     }
     return { exitCode: result.exitCode, stderr: stderr.trim(), stopped: why === "limit", records };
   } finally {
     clearTimeout(timer);
+    clearTimeout(forceKill);
     signal.removeEventListener("abort", onAbort);
   }
 }
 
-/** rg reports a path or line as {text} or, when not valid UTF-8, {bytes} in base64. */
-function decodeData(value: { text?: string; bytes?: string } | undefined): string {
-  if (!value) return "";
-  if (value.text !== undefined) return value.text;
-  return value.bytes ? Buffer.from(value.bytes, "base64").toString("utf8") : "";
-}
+/** `12:5:` for a match (line, byte column), `12-` for a context line. */
+const LINE_PREFIX = /^(\d+)(?::(\d+))?([:-])/;
+const STATS_SEARCHED = /^(\d+) files searched$/;
 
 function stripEol(line: string): string {
   if (line.endsWith("\n")) line = line.slice(0, -1);
@@ -315,7 +313,9 @@ export class RipgrepSearch implements SearchBackend {
 
     if (query.mode === "content") {
       if (query.context) args.push("--context", String(query.context));
-      args.push("--json", "--regexp", query.pattern, "--", target);
+      // Plain output (path NUL line:column:text) costs rg and us less than --json; --stats adds the file count.
+      args.push("--line-number", "--column", "--with-filename", "--null", "--no-heading", "--color", "never", "--stats");
+      args.push("--regexp", query.pattern, "--", target);
       const hits: GrepHit[] = [];
       let matches = 0;
       let searched: number | undefined;
@@ -324,27 +324,30 @@ export class RipgrepSearch implements SearchBackend {
         args,
         separator: "\n",
         onRecord(record) {
-          // begin/end records are most of the non-match output: skip them without parsing.
-          if (record.startsWith('{"type":"begin"') || record.startsWith('{"type":"end"')) return true;
-          const msg = JSON.parse(record) as RgMessage;
-          if (msg.type === "match" || msg.type === "context") {
-            const shown = cleanPath(decodeData(msg.data.path));
-            if (!wanted(shown)) return true;
-            const text = stripEol(decodeData(msg.data.lines));
-            if (msg.type === "context") {
-              hits.push({ type: "context", path: shown, line: msg.data.line_number, text: cutLine(text) });
-              return true;
-            }
-            if (matches >= max) {
-              limited = true;
-              return false;
-            }
-            matches++;
-            const at = text.length > MAX_LINE_CHARS ? charIndex(text, msg.data.submatches?.[0]?.start ?? 0) : 0;
-            hits.push({ type: "match", path: shown, line: msg.data.line_number, text: cutLine(text, at) });
-          } else if (msg.type === "summary") {
-            searched = msg.data.stats?.searches;
+          const nul = record.indexOf("\0");
+          if (nul === -1) {
+            // Context group separators ("--") and the closing statistics.
+            const stat = STATS_SEARCHED.exec(record);
+            if (stat) searched = Number(stat[1]);
+            return true;
           }
+          const shown = cleanPath(record.slice(0, nul));
+          if (!wanted(shown)) return true;
+          const parsed = LINE_PREFIX.exec(record.slice(nul + 1, nul + 32));
+          if (!parsed) return true;
+          const line = Number(parsed[1]);
+          const text = stripEol(record.slice(nul + 1 + parsed[0].length));
+          if (parsed[3] === "-") {
+            hits.push({ type: "context", path: shown, line, text: cutLine(text) });
+            return true;
+          }
+          if (matches >= max) {
+            limited = true;
+            return false;
+          }
+          matches++;
+          const at = text.length > MAX_LINE_CHARS ? charIndex(text, Number(parsed[2] ?? 1) - 1) : 0;
+          hits.push({ type: "match", path: shown, line, text: cutLine(text, at) });
           return true;
         },
       });
@@ -393,12 +396,3 @@ export function dropLeadingContext(hits: GrepHit[], context: number): void {
   }
   hits.length = keep;
 }
-
-type RgData = { text?: string; bytes?: string };
-type RgMessage =
-  | {
-      type: "match" | "context";
-      data: { path: RgData; lines: RgData; line_number: number; submatches?: { start: number }[] };
-    }
-  | { type: "summary"; data: { stats?: { searches?: number } } }
-  | { type: "begin" | "end"; data: unknown };
