@@ -107,3 +107,20 @@ export function errorOf(envelope: Envelope, code?: string): string {
   }
   return envelope.error_text;
 }
+
+/** A unique `sleep` argument, so a test can look for its own processes only. */
+export const sleepMarker = () => `100.${Math.floor(1e6 + Math.random() * 9e6)}`;
+
+/** Live processes whose command line contains `needle` (zombies have an empty cmdline). */
+export async function survivors(needle: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const pid of await fsp.readdir("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmd = (await fsp.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).replace(/\0/g, " ");
+    if (cmd.includes(needle)) found.push(`${pid}: ${cmd}`);
+  }
+  return found;
+}
+
+/** Bytes as hex, for exact byte assertions (BOM, CRLF). */
+export const hex = (bytes: Uint8Array | undefined) => Buffer.from(bytes ?? []).toString("hex");

@@ -28,6 +28,6 @@ export async function runCall(options: CallOptions): Promise<number> {
   });
   process.off("SIGINT", onSignal);
   process.off("SIGTERM", onSignal);
-  process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`); // stdout-ok: the CLI prints the envelope
   return envelope.type === "output" ? 0 : 1;
 }

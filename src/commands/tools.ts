@@ -16,7 +16,7 @@ export async function runTools(options: ToolsOptions): Promise<number> {
     requires: tool.requires,
   }));
   if (options.json) {
-    process.stdout.write(`${JSON.stringify({ tools }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ tools }, null, 2)}\n`); // stdout-ok
     return 0;
   }
   const width = Math.max(...tools.map((t) => t.id.length));
@@ -24,6 +24,6 @@ export async function runTools(options: ToolsOptions): Promise<number> {
     const summary = t.description.split(/(?<=\.)\s/)[0] ?? "";
     return `${t.id.padEnd(width)}  ${t.kind.padEnd(7)}  ${summary}`;
   });
-  process.stdout.write(`${lines.join("\n")}\n`);
+  process.stdout.write(`${lines.join("\n")}\n`); // stdout-ok
   return 0;
 }

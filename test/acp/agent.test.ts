@@ -1,9 +1,8 @@
-import { execFileSync } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { SessionUpdate } from "@agentclientprotocol/sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { tempDir } from "../helpers.js";
+import { survivors, tempDir } from "../helpers.js";
 import { Harness, selected } from "./harness.js";
 
 type ToolCallUpdate = Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>;
@@ -46,10 +45,6 @@ function textOf(update: ToolCallUpdate): string {
     .join("\n");
 }
 
-function processesWith(marker: string): string[] {
-  const out = execFileSync("ps", ["-eo", "pid,args"], { encoding: "utf8" });
-  return out.split("\n").filter((line) => line.includes(marker) && !line.includes("ps -eo"));
-}
 
 describe("initialize and sessions", () => {
   it("answers protocol version 1 whatever the client asks, with honest capabilities", async () => {
@@ -221,10 +216,10 @@ describe("bash", () => {
       const { h, sessionId } = await start({ capabilities: { terminal }, permission: () => selected("allow_once") });
       const prompt = h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: `/bash sleep ${marker}` }] });
       await h.waitFor(() => h.updatesOf(sessionId, "tool_call_update").some((u) => u.status === "in_progress"));
-      await h.waitFor(() => processesWith(`sleep ${marker}`).length > 0);
+      await h.waitFor(async () => (await survivors(`sleep ${marker}`)).length > 0);
       await h.agent.notify("session/cancel", { sessionId });
       expect((await prompt).stopReason).toBe("cancelled");
-      await h.waitFor(() => processesWith(`sleep ${marker}`).length === 0, 5000);
+      await h.waitFor(async () => (await survivors(`sleep ${marker}`)).length === 0, 5000);
       const responses = h.checker.messages.filter((m) => m.direction === "agent->client" && "result" in m.json && (m.json.result as { stopReason?: string })?.stopReason);
       expect(responses).toHaveLength(1);
       const call = h.updatesOf(sessionId, "tool_call")[0]!;
@@ -324,10 +319,10 @@ describe("robustness", () => {
   it("exits 0 on SIGTERM and kills the command it was running", async () => {
     const { h, sessionId } = await start({ permission: () => selected("allow_once") });
     void h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash sleep 32.4159" }] }).catch(() => {});
-    await h.waitFor(() => processesWith("sleep 32.4159").length > 0);
+    await h.waitFor(async () => (await survivors("sleep 32.4159")).length > 0);
     const exited = new Promise<number | null>((resolve) => h.child.once("exit", (code) => resolve(code)));
     h.child.kill("SIGTERM");
     expect(await exited).toBe(0);
-    await h.waitFor(() => processesWith("sleep 32.4159").length === 0, 5000);
+    await h.waitFor(async () => (await survivors("sleep 32.4159")).length === 0, 5000);
   });
 });

@@ -204,9 +204,9 @@ export class Harness {
   }
 
   /** Waits until a predicate over the updates holds. */
-  async waitFor(predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
+  async waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
     const start = Date.now();
-    while (!predicate()) {
+    while (!(await predicate())) {
       if (Date.now() - start > timeoutMs) throw new Error("timed out waiting for a condition");
       await new Promise((r) => setTimeout(r, 20));
     }

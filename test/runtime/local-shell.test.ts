@@ -1,4 +1,3 @@
-import { randomInt } from "node:crypto";
 import { getEventListeners } from "node:events";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
@@ -9,7 +8,7 @@ import type { ShellSpawnOptions } from "../../src/runtime/shell/backend.js";
 import { LocalShell, shareBudget } from "../../src/runtime/shell/local.js";
 import { SessionSidecars } from "../../src/runtime/sidecars.js";
 import type { SidecarWriter } from "../../src/tool/context.js";
-import { tempDir } from "../helpers.js";
+import { sleepMarker, survivors, tempDir } from "../helpers.js";
 
 let dir: string;
 let sidecars: SessionSidecars;
@@ -36,19 +35,7 @@ function opts(over: Partial<ShellSpawnOptions> = {}): ShellSpawnOptions {
 
 const bash = (line: string, over: Partial<ShellSpawnOptions> = {}) => shell.spawn("/bin/bash", ["-c", line], opts(over));
 
-/** A unique `sleep` argument, so the test can look for its own processes only. */
-const marker = () => `100.${randomInt(1e6, 1e7)}`;
 
-/** Live processes whose command line contains `needle` (zombies have an empty cmdline). */
-async function survivors(needle: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const pid of await fsp.readdir("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await fsp.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
-    if (cmd.includes(needle)) found.push(`${pid}: ${cmd.replace(/\0/g, " ")}`);
-  }
-  return found;
-}
 
 /** The text before the truncation marker line, the omitted byte count, and the tail after it. */
 function splitAtMarker(text: string): { before: string; omitted: number; tail: string; marker: string } {
@@ -151,7 +138,7 @@ describe("LocalShell: results", () => {
 
 describe("LocalShell: killing the tree", () => {
   it("kills the whole tree on timeout", async () => {
-    const m = marker();
+    const m = sleepMarker();
     const started = Date.now();
     const r = await bash(`sleep ${m} & sleep ${m}; wait`, { timeoutMs: 300 });
     expect(r.timed_out).toBe(true);
@@ -161,21 +148,21 @@ describe("LocalShell: killing the tree", () => {
   });
 
   it("kills descendants that left the process group", async () => {
-    const m = marker();
+    const m = sleepMarker();
     const r = await bash(`setsid sleep ${m} & sleep ${m}; wait`, { timeoutMs: 300 });
     expect(r.timed_out).toBe(true);
     expect(await survivors(m)).toEqual([]);
   });
 
   it("escalates to SIGKILL when SIGTERM is ignored", async () => {
-    const m = marker();
+    const m = sleepMarker();
     const r = await bash(`trap '' TERM; while :; do sleep 0.05; done # ${m}`, { timeoutMs: 200 });
     expect(r).toMatchObject({ timed_out: true, signal: "SIGKILL" });
     expect(await survivors(m)).toEqual([]);
   });
 
   it("kills the tree on abort and leaves no process behind", async () => {
-    const m = marker();
+    const m = sleepMarker();
     const ac = new AbortController();
     const running = bash(`sleep ${m} & sleep ${m}; wait`, { signal: ac.signal });
     await new Promise((r) => setTimeout(r, 300));
@@ -187,7 +174,7 @@ describe("LocalShell: killing the tree", () => {
   });
 
   it("does not hang on a background child that holds the pipes, and kills it", async () => {
-    const m = marker();
+    const m = sleepMarker();
     const started = Date.now();
     const r = await bash(`sleep ${m} & echo started`);
     expect(r).toMatchObject({ stdout: "started\n", exit_code: 0, timed_out: false });
@@ -196,7 +183,7 @@ describe("LocalShell: killing the tree", () => {
   });
 
   it("leaves a background job alone when it redirected its output", async () => {
-    const m = marker();
+    const m = sleepMarker();
     const r = await bash(`sleep ${m} >/dev/null 2>&1 & echo $!`);
     const pid = Number(r.stdout.trim());
     try {

@@ -1,25 +1,14 @@
-import { randomInt } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import bash, { BASH_LIVE_OUTPUT_CHARS, bashTitle, type BashResult } from "../../src/tools/bash.js";
 import type { ToolEvent } from "../../src/tool/context.js";
-import { call, diskWorkspace, errorOf, output, type Workspace } from "../helpers.js";
+import { call, diskWorkspace, errorOf, output, sleepMarker, survivors, type Workspace } from "../helpers.js";
 
 let ws: Workspace;
 afterEach(async () => ws?.cleanup());
 
-const marker = () => `100.${randomInt(1e6, 1e7)}`;
 
-async function survivors(needle: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const pid of await fsp.readdir("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmd = await fsp.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
-    if (cmd.includes(needle)) found.push(`${pid}: ${cmd.replace(/\0/g, " ")}`);
-  }
-  return found;
-}
 
 const outputEvents = (events: ToolEvent[]) =>
   events.filter((e): e is Extract<ToolEvent, { type: "output" }> => e.type === "output");
@@ -83,7 +72,7 @@ describe("bash", () => {
 
   it("kills the whole tree on timeout and says how to retry", async () => {
     ws = await diskWorkspace();
-    const m = marker();
+    const m = sleepMarker();
     const { envelope } = await call(bash, { command: `sleep ${m} & sleep ${m}; wait`, timeout_ms: 400 }, ws.session);
     const data = output<BashResult>(envelope);
     expect(data.timed_out).toBe(true);
@@ -93,7 +82,7 @@ describe("bash", () => {
 
   it("abort leaves no process behind", async () => {
     ws = await diskWorkspace();
-    const m = marker();
+    const m = sleepMarker();
     const ac = new AbortController();
     const pending = call(bash, { command: `bash -c 'sleep ${m} & sleep ${m}; wait'` }, ws.session, { signal: ac.signal });
     // The inner bash and its two sleeps.
@@ -109,7 +98,7 @@ describe("bash", () => {
 
   it("does not hang when a background child keeps the output open", async () => {
     ws = await diskWorkspace();
-    const m = marker();
+    const m = sleepMarker();
     const started = Date.now();
     const data = output<BashResult>((await call(bash, { command: `sleep ${m} & echo started` }, ws.session)).envelope);
     expect(data.stdout).toBe("started\n");

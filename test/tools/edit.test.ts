@@ -5,7 +5,7 @@ import edit, { EDIT_DIFF_BYTES, editDiff, unifiedDiff } from "../../src/tools/ed
 import { applyCandidates, findMatches, nonOverlapping } from "../../src/tools/edit-match.js";
 import read from "../../src/tools/read.js";
 import { encodeText } from "../../src/tools/text.js";
-import { BACKENDS, call, errorOf, output, tempDir, type Workspace } from "../helpers.js";
+import { BACKENDS, call, errorOf, hex, output, tempDir, type Workspace } from "../helpers.js";
 
 interface EditData {
   path: string;
@@ -26,7 +26,6 @@ afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((c) => c()));
 });
 
-const hex = (bytes: Uint8Array | undefined) => Buffer.from(bytes ?? []).toString("hex");
 
 describe.each(BACKENDS)("edit on $name", ({ make }) => {
   const run = async (args: unknown) => call(edit, args, (ws as Workspace).session);

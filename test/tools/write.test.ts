@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import read from "../../src/tools/read.js";
 import { detectPlaceholders, encodeText, newPlaceholders, placeholderOf } from "../../src/tools/text.js";
 import write, { lineChanges } from "../../src/tools/write.js";
-import { BACKENDS, call, errorOf, output, tempDir, type Workspace } from "../helpers.js";
+import { BACKENDS, call, errorOf, hex, output, tempDir, type Workspace } from "../helpers.js";
 
 interface WriteData {
   path: string;
@@ -25,7 +25,6 @@ afterEach(async () => {
   await Promise.all(cleanups.splice(0).map((c) => c()));
 });
 
-const hex = (bytes: Uint8Array | undefined) => Buffer.from(bytes ?? []).toString("hex");
 
 describe.each(BACKENDS)("write on $name", ({ make }) => {
   const run = async (args: unknown) => call(write, args, (ws as Workspace).session);
