@@ -293,6 +293,42 @@ describe("modes", () => {
   });
 });
 
+describe("content and frame sizes", () => {
+  it("accepts text, image, resource_link and resource blocks in one prompt", async () => {
+    const { h, sessionId } = await start();
+    const response = await h.agent.request("session/prompt", {
+      sessionId,
+      prompt: [
+        { type: "text", text: "/read src/a.ts" },
+        { type: "image", data: Buffer.from("png").toString("base64"), mimeType: "image/png" },
+        { type: "resource_link", uri: `file://${ws}/src/b.ts`, name: "b.ts" },
+        { type: "resource", resource: { uri: `file://${ws}/notes.md`, text: "notes", mimeType: "text/markdown" } },
+      ],
+    });
+    expect(response.stopReason).toBe("end_turn");
+    const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    expect(lastUpdate(h, sessionId, call.toolCallId).status).toBe("completed");
+  });
+
+  it("never sends a huge frame: a 1 MB output reaches the client capped, with the way to read on", async () => {
+    const { h, sessionId } = await start();
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    await h.agent.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "/bash head -c 1000000 /dev/zero | tr '\\0' 'x' | fold -w 100" }],
+    });
+    const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    const done = lastUpdate(h, sessionId, call.toolCallId);
+    expect(done.status).toBe("completed");
+    const largest = Math.max(...h.checker.messages.filter((m) => m.direction === "agent->client").map((m) => Buffer.byteLength(m.raw)));
+    expect(largest).toBeLessThan(64 * 1024);
+    expect(textOf(done)).toMatch(/full output in \S+/);
+    const raw = done.rawOutput as { metadata: { truncated?: boolean; output_path?: string } };
+    expect(raw.metadata.truncated).toBe(true);
+    expect((await fsp.stat(raw.metadata.output_path!)).size).toBe(1_009_999);
+  });
+});
+
 describe("robustness", () => {
   it("answers garbage and unknown methods with JSON-RPC errors and keeps serving", async () => {
     h = new Harness();
