@@ -1,0 +1,55 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import * as z from "zod";
+import { toolhostHome } from "./home.js";
+
+const ProviderSettings = z
+  .object({
+    apiKey: z.string().optional(),
+    baseURL: z.string().optional(),
+  })
+  .strict();
+
+/**
+ * `~/.toolhost/config.json`. Every field is optional; the most specific source wins elsewhere
+ * (ACP config option, then environment, then this file).
+ */
+export const UserConfigSchema = z
+  .object({
+    /** Default model, `provider/model` (e.g. `anthropic/claude-sonnet-4-5`). */
+    model: z.string().optional(),
+    /** Provider keys and endpoints by provider id (anthropic, openai, ollama, openai-compatible). */
+    providers: z.record(z.string(), ProviderSettings).optional(),
+    /** Default profile name. */
+    profile: z.string().optional(),
+    /** Extra tool folders, searched after the profile's and the project's. */
+    toolDirs: z.array(z.string()).optional(),
+  })
+  .strict();
+
+export type UserConfig = z.infer<typeof UserConfigSchema>;
+
+export interface LoadedConfig {
+  config: UserConfig;
+  path: string;
+  /** A problem reading or validating the file; the config is then empty. */
+  error?: string;
+}
+
+/** Reads the user config. A missing file is an empty config; a broken one is reported, never fatal. */
+export function loadUserConfig(home = toolhostHome()): LoadedConfig {
+  const file = path.join(home, "config.json");
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return { config: {}, path: file };
+  }
+  try {
+    const parsed = UserConfigSchema.safeParse(JSON.parse(text));
+    if (parsed.success) return { config: parsed.data, path: file };
+    return { config: {}, path: file, error: `${file}: ${z.prettifyError(parsed.error)}` };
+  } catch (err) {
+    return { config: {}, path: file, error: `${file}: not valid JSON (${(err as Error).message})` };
+  }
+}
