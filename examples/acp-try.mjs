@@ -19,23 +19,37 @@ if (!prompts.length) {
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 const agentProcess = spawn(process.execPath, [cli], { stdio: ["pipe", "pipe", "inherit"] });
 
+// Model answers stream in chunks: keep them on one line, and start a new one for anything else.
+let midLine = false;
+const line = (text) => {
+  if (midLine) process.stdout.write("\n");
+  midLine = false;
+  console.log(text);
+};
+
 const show = (update) => {
   switch (update.sessionUpdate) {
     case "agent_message_chunk":
-      if (update.content.type === "text") process.stdout.write(update.content.text + "\n");
+    case "agent_thought_chunk":
+      if (update.content.type !== "text") break;
+      process.stdout.write(update.sessionUpdate === "agent_thought_chunk" ? `\x1b[2m${update.content.text}\x1b[0m` : update.content.text);
+      midLine = !update.content.text.endsWith("\n");
       break;
     case "tool_call":
-      console.log(`▶ [${update.kind}] ${update.title}`);
+      line(`▶ [${update.kind}] ${update.title}`);
+      break;
+    case "usage_update":
+      line(`(context: ${update.used} of ${update.size} tokens${update.cost ? `, ${update.cost.amount.toFixed(4)} ${update.cost.currency}` : ""})`);
       break;
     case "tool_call_update":
       for (const c of update.content ?? []) {
-        if (c.type === "content" && c.content.type === "text") console.log(c.content.text);
-        if (c.type === "diff") console.log(`(diff of ${c.path})`);
+        if (c.type === "content" && c.content.type === "text") line(c.content.text);
+        if (c.type === "diff") line(`(diff of ${c.path})`);
       }
-      if (update.status === "completed" || update.status === "failed") console.log(`■ ${update.status}`);
+      if (update.status === "completed" || update.status === "failed") line(`■ ${update.status}`);
       break;
     case "plan":
-      for (const e of update.entries) console.log(`  [${e.status}] ${e.content}`);
+      for (const e of update.entries) line(`  [${e.status}] ${e.content}`);
       break;
   }
 };
@@ -44,7 +58,7 @@ const app = client({ name: "acp-try" })
   .onNotification("session/update", ({ params }) => show(params.update))
   .onRequest("session/request_permission", ({ params }) => {
     const answer = yes ? "allow_once" : "reject_once";
-    console.log(`? ${params.toolCall.title} — answering ${answer}${yes ? "" : " (pass --yes to allow)"}`);
+    line(`? ${params.toolCall.title} — answering ${answer}${yes ? "" : " (pass --yes to allow)"}`);
     return { outcome: { outcome: "selected", optionId: answer } };
   });
 
@@ -54,6 +68,6 @@ await agent.request("initialize", { protocolVersion: 1, clientCapabilities: {}, 
 const { sessionId } = await agent.request("session/new", { cwd: process.cwd(), mcpServers: [] });
 for (const text of prompts) {
   const { stopReason } = await agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
-  console.log(`(turn ended: ${stopReason})`);
+  line(`(turn ended: ${stopReason})`);
 }
 agentProcess.stdin.end();

@@ -1,6 +1,8 @@
 // Bundles the CLI into a few files so start-up reads and links one module graph instead of
 // hundreds of small files (module loading was two thirds of start-up). The library entry
-// (dist/index.js) stays tsc's output, so extensions and embedders import plain modules.
+// (dist/index.js) stays tsc's output for embedders; extension files loaded by the CLI get the
+// bundle's own copy of the public entry (src/host/loader.ts), so there is one ToolError, and
+// all of zod from dist/zod.js, built below.
 import { build } from "esbuild";
 
 await build({
@@ -14,9 +16,25 @@ await build({
   minify: true,
   sourcemap: "linked",
   chunkNames: "chunks/[name]-[hash]",
-  // rgPath is computed from its own package location; it must stay a real dependency.
-  external: ["@vscode/ripgrep"],
+  // rgPath is computed from its own package location, and jiti loads its babel build from its
+  // own folder: both must stay real dependencies.
+  // The AI SDK loads on the first model turn, from node_modules: bundled, its namespace use of zod
+  // would keep all of zod (every locale) alive in the chunk that session/new loads.
+  external: ["@vscode/ripgrep", "jiti", "ai", "@ai-sdk/*"],
   // CommonJS dependencies (tree-kill, picomatch, shell-quote) call require() for node builtins.
   banner: { js: "import { createRequire as __thCreateRequire } from 'node:module'; const require = __thCreateRequire(import.meta.url);" },
+  logLevel: "warning",
+});
+
+// All of zod in one file, for extension files only (src/host/extension-zod.ts): the start-up
+// chunk keeps just what the SDK uses, and extensions still get the whole zod API.
+await build({
+  stdin: { contents: 'export * from "zod"; export { z } from "zod";', resolveDir: process.cwd(), loader: "js" },
+  outfile: "dist/zod.js",
+  bundle: true,
+  format: "esm",
+  platform: "node",
+  target: "node20.19",
+  minify: true,
   logLevel: "warning",
 });

@@ -6,10 +6,13 @@ const USAGE = `toolhost — an ACP agent and tool-plugin host
 
 Usage:
   toolhost                                       serve the Agent Client Protocol on stdin/stdout
-  toolhost tools [--json]                        list the registered tools
+  toolhost tools [--json] [--cwd DIR]            list a session's tools, where each came from, load problems
   toolhost call <tool> '<json args>' [--cwd DIR] run one tool call, print its envelope
+  toolhost trust [DIR] [--revoke]                let a project's .toolhost/tools/ load (they run code)
+  toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
   toolhost --version | --help
 
+tools, call and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
 Exit codes of call: 0 output envelope, 1 error envelope, 2 bad usage.`;
 
 function fail(message: string): never {
@@ -17,29 +20,39 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+const SESSION_OPTIONS = { cwd: { type: "string" }, profile: { type: "string" } } as const;
+
+function parse<O extends Record<string, { type: "string" | "boolean" }>>(args: string[], options: O, positionals = 0) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: positionals > 0, strict: true });
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  if (parsed.positionals.length > positionals) fail(`unexpected arguments: ${parsed.positionals.slice(positionals).join(" ")}`);
+  return parsed;
+}
+
+/** Runs a command that may load extension code, then exits: a stray timer in a tool file must not keep the CLI alive. */
+async function thenExit(run: Promise<number>): Promise<never> {
+  const code = await run;
+  // An empty write calls back once the earlier output has drained.
+  await new Promise<void>((resolve) => process.stdout.write("", () => resolve())); // stdout-ok
+  process.exit(code);
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case "tools": {
-      let json = false;
-      try {
-        json = parseArgs({ args: rest, options: { json: { type: "boolean" } }, strict: true }).values.json ?? false;
-      } catch (err) {
-        fail((err as Error).message);
-      }
+      const { values } = parse(rest, { json: { type: "boolean" }, ...SESSION_OPTIONS });
       const { runTools } = await import("./commands/tools.js");
-      return runTools({ json });
+      return thenExit(runTools({ json: values.json ?? false, cwd: values.cwd, profile: values.profile }));
     }
     case "call": {
-      let parsed;
-      try {
-        parsed = parseArgs({ args: rest, options: { cwd: { type: "string" } }, allowPositionals: true, strict: true });
-      } catch (err) {
-        fail((err as Error).message);
-      }
-      const [id, json, ...extra] = parsed.positionals;
+      const parsed = parse(rest, SESSION_OPTIONS, 2);
+      const [id, json] = parsed.positionals;
       if (!id) fail("call needs a tool id");
-      if (extra.length) fail(`unexpected arguments: ${extra.join(" ")}`);
       let args: unknown = {};
       if (json !== undefined) {
         try {
@@ -49,7 +62,17 @@ async function main(argv: string[]): Promise<number> {
         }
       }
       const { runCall } = await import("./commands/call.js");
-      return runCall({ id, args, cwd: parsed.values.cwd });
+      return thenExit(runCall({ id, args, cwd: parsed.values.cwd, profile: parsed.values.profile }));
+    }
+    case "trust": {
+      const parsed = parse(rest, { revoke: { type: "boolean" } }, 1);
+      const { runTrust } = await import("./commands/trust.js");
+      return runTrust({ dir: parsed.positionals[0], revoke: parsed.values.revoke ?? false });
+    }
+    case "doctor": {
+      const { values } = parse(rest, SESSION_OPTIONS);
+      const { runDoctor } = await import("./commands/doctor.js");
+      return thenExit(runDoctor({ cwd: values.cwd, profile: values.profile }));
     }
     case "--version":
     case "-v": {

@@ -9,9 +9,12 @@ import { tempDir } from "./helpers.js";
 const run = promisify(execFile);
 const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 
+let home: string;
 async function toolhost(args: string[], cwd?: string) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd, maxBuffer: 64 * 1024 * 1024 });
+    // A fresh TOOLHOST_HOME: a developer's own ~/.toolhost (profiles, tools, trust) must not leak in.
+    const env = { ...process.env, TOOLHOST_HOME: home };
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd, env, maxBuffer: 64 * 1024 * 1024 });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -24,13 +27,17 @@ beforeAll(async () => {
   await fsp.access(CLI).catch(() => {
     throw new Error("dist/cli.js is missing: run `npm run build` (npm test does) before these tests");
   });
+  home = await tempDir();
   ws = await tempDir({
     "src/a.ts": "export const a = 1; // TODO: rename\n",
     "src/b.ts": "import { a } from './a';\nconsole.log(a);\n",
     "README.md": "# demo\n",
   });
 });
-afterAll(async () => fsp.rm(ws, { recursive: true, force: true }));
+afterAll(async () => {
+  await fsp.rm(ws, { recursive: true, force: true });
+  await fsp.rm(home, { recursive: true, force: true });
+});
 
 describe("toolhost tools", () => {
   it("lists the seven local locked tools with kinds and JSON Schemas", async () => {

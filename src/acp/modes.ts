@@ -1,4 +1,5 @@
 import type { SessionConfigOption, SessionModeState } from "@agentclientprotocol/sdk";
+import { NO_MODEL, type ModelOptionState } from "../agent/model-config.js";
 import { MODES, type ModeId } from "../policy/modes.js";
 
 /** The modes as ACP session modes. Light on purpose: session/new answers with it before the tools load. */
@@ -6,9 +7,29 @@ export function modeState(mode: ModeId): SessionModeState {
   return { currentModeId: mode, availableModes: MODES.map((m) => ({ id: m.id, name: m.name, description: m.description })) };
 }
 
-/** The same modes as the `mode` config option (the forward path; v2 drops session modes). */
-export function configOptions(mode: ModeId): SessionConfigOption[] {
-  return [
+/**
+ * The model picker: the current and the configured model, plus well-known models of providers
+ * that have a key. session/set_config_option accepts any other `provider/model` id too.
+ */
+function modelOption(model: ModelOptionState): SessionConfigOption {
+  return {
+    id: "model",
+    name: "Model",
+    description: "provider/model: anthropic/…, openai/…, ollama/…, openai-compatible/…",
+    category: "model",
+    type: "select",
+    currentValue: model.current,
+    options: model.values.map((value) =>
+      value === NO_MODEL
+        ? { value, name: "No model configured", description: "Set TOOLHOST_MODEL, or \"model\" in ~/.toolhost/config.json" }
+        : { value, name: value },
+    ),
+  };
+}
+
+/** The `mode` config option (the forward path; v2 drops session modes), then `model` when given. */
+export function configOptions(mode: ModeId, model?: ModelOptionState): SessionConfigOption[] {
+  const options: SessionConfigOption[] = [
     {
       id: "mode",
       name: "Mode",
@@ -19,4 +40,6 @@ export function configOptions(mode: ModeId): SessionConfigOption[] {
       options: MODES.map((m) => ({ value: m.id, name: m.name, description: m.description })),
     },
   ];
+  if (model) options.push(modelOption(model));
+  return options;
 }

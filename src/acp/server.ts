@@ -9,6 +9,7 @@ import {
   type ClientCapabilities,
   type InitializeResponse,
 } from "@agentclientprotocol/sdk";
+import { modelOptionState } from "../agent/model-config.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
@@ -93,22 +94,30 @@ export function createAgent(options: AgentOptions = {}) {
       );
       h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
       sessions.set(h.id, h);
-      return { sessionId: h.id, modes: modeState(h.mode), configOptions: configOptions(h.mode) };
+      return { sessionId: h.id, modes: modeState(h.mode), configOptions: configOptions(h.mode, modelOptionState(undefined)) };
     })
     .onRequest("session/set_mode", async ({ params }) => {
       const h = handle(params.sessionId);
       await setMode(h, params.modeId);
-      await (await h.ready).update({ sessionUpdate: "config_option_update", configOptions: configOptions(h.mode) });
+      const session = await h.ready;
+      await session.update({ sessionUpdate: "config_option_update", configOptions: session.configOptions() });
       return {};
     })
     .onRequest("session/set_config_option", async ({ params }) => {
       const h = handle(params.sessionId);
-      if (params.configId !== "mode" || typeof params.value !== "string") {
+      if ((params.configId !== "mode" && params.configId !== "model") || typeof params.value !== "string") {
         throw RequestError.invalidParams({ configId: params.configId }, `Unknown config option ${params.configId}`);
       }
+      if (params.configId === "model") {
+        const session = await h.ready;
+        const problem = session.setModel(params.value);
+        if (problem) throw RequestError.invalidParams({ value: params.value }, problem);
+        return { configOptions: session.configOptions() };
+      }
       await setMode(h, params.value);
-      await (await h.ready).update({ sessionUpdate: "current_mode_update", currentModeId: h.mode });
-      return { configOptions: configOptions(h.mode) };
+      const session = await h.ready;
+      await session.update({ sessionUpdate: "current_mode_update", currentModeId: h.mode });
+      return { configOptions: session.configOptions() };
     })
     .onRequest("session/prompt", async ({ params }) => (await handle(params.sessionId).ready).prompt(params.prompt))
     .onNotification("session/cancel", async ({ params }) => {

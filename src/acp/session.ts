@@ -9,8 +9,12 @@ import type {
   StopReason,
   ToolCallContent,
 } from "@agentclientprotocol/sdk";
+import { History } from "../agent/history.js";
+import type { CostMeter, TurnObserver } from "../agent/loop.js";
+import { isModelSpec, modelOptionState, noModelHelp, NO_MODEL, parseModelId, peekUserConfig, resolveModel } from "../agent/model-config.js";
+import { modelInfo } from "../agent/models.js";
 import { sessionAuthorizer } from "../agent/permissions.js";
-import { runToolCall, type ToolCallInfo, type ToolCallObserver } from "../agent/tool-runner.js";
+import { runToolCall, type ToolCallInfo, type ToolCallObserver, type ToolRunContext } from "../agent/tool-runner.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
 import { SessionRules } from "../policy/session-rules.js";
@@ -22,6 +26,7 @@ import { boundedJson, diffContent, fenced, resultContent, textContent } from "./
 import { EditorFs } from "./editor-fs.js";
 import { configOptions, modeState } from "./modes.js";
 import { requestPermission } from "./permission.js";
+import { promptContent } from "./prompt.js";
 import { availableCommands, helpText, parseSlash, toolsText } from "./slash.js";
 import { TerminalShell } from "./terminal-shell.js";
 
@@ -43,6 +48,10 @@ export interface AcpSessionOptions {
   client: AgentContext;
   clientCapabilities: ClientCapabilities;
   registry: ToolRegistry;
+  /** The session's model (`provider/model`), over env and config file. */
+  model?: string;
+  /** The active profile's system prompt, in place of the default one. */
+  profilePrompt?: string;
 }
 
 function inside(abs: string, roots: readonly string[]): boolean {
@@ -63,6 +72,10 @@ export class AcpSession {
   private turnDone: Promise<unknown> = Promise.resolve();
   private callSeq = 0;
   private readonly calls = new Map<string, CallView>();
+  private readonly history = new History();
+  private readonly meter: CostMeter = { amount: 0 };
+  private model: string | undefined;
+  private readonly profilePrompt: string | undefined;
 
   constructor(options: AcpSessionOptions) {
     this.id = options.id;
@@ -72,6 +85,8 @@ export class AcpSession {
     this.client = options.client;
     this.registry = options.registry;
     this.rules = new SessionRules(options.cwd);
+    this.model = options.model;
+    this.profilePrompt = options.profilePrompt;
     const caps = options.clientCapabilities;
     const local = new NodeFs();
     const canRead = caps.fs?.readTextFile === true;
@@ -92,7 +107,7 @@ export class AcpSession {
   }
 
   configOptions() {
-    return configOptions(this.mode);
+    return configOptions(this.mode, modelOptionState(this.model));
   }
 
   modeState() {
@@ -104,6 +119,18 @@ export class AcpSession {
     if (!isModeId(modeId)) return false;
     this.mode = modeId;
     return true;
+  }
+
+  /** Picks the session's model; an error message for an id that is not `provider/model`. */
+  setModel(value: string): string | null {
+    if (value === NO_MODEL) {
+      this.model = undefined;
+      return null;
+    }
+    const spec = parseModelId(value);
+    if (!isModelSpec(spec)) return spec.error;
+    this.model = spec.id;
+    return null;
   }
 
   async update(update: SessionUpdate): Promise<void> {
@@ -152,13 +179,7 @@ export class AcpSession {
         .join("\n")
         .trim();
       const slash = parseSlash(text, this.registry);
-      if (!slash) {
-        await this.say(
-          "No model is configured for this session, so prompts are not answered yet. Slash commands run tools directly:\n\n" +
-            helpText(this.registry),
-        );
-        return stop("end_turn");
-      }
+      if (!slash) return stop(await this.modelTurn(blocks, controller.signal));
       switch (slash.type) {
         case "help":
           await this.say(helpText(this.registry));
@@ -184,6 +205,33 @@ export class AcpSession {
     }
   }
 
+  /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
+  private async modelTurn(blocks: ContentBlock[], signal: AbortSignal): Promise<StopReason> {
+    const peek = peekUserConfig();
+    const choice = resolveModel(this.model, process.env, peek);
+    if (!choice || "error" in choice) {
+      await this.say(noModelHelp(peek, choice ? `The configured model is not usable: ${choice.error}` : undefined));
+      return "end_turn";
+    }
+    const { runPromptTurn } = await import("../agent/turn.js");
+    const info = modelInfo(choice.spec);
+    const result = await runPromptTurn(
+      {
+        spec: choice.spec,
+        cwd: this.cwd,
+        history: this.history,
+        prompt: promptContent(blocks, { images: info.images, modelId: choice.spec.id }),
+        tools: this.toolContext(signal),
+        nextCallId: () => this.nextCallId(),
+        meter: this.meter,
+        profilePrompt: this.profilePrompt,
+      },
+      this.turnObserver(),
+    );
+    if (result.error && !signal.aborted) await this.say(result.error);
+    return result.stopReason;
+  }
+
   nextCallId(): string {
     this.callSeq += 1;
     return `call_${this.callSeq}`;
@@ -191,6 +239,11 @@ export class AcpSession {
 
   /** One tool call with its full ACP life: tool_call → approval → in_progress → completed / failed. */
   callTool(toolId: string, args: unknown, signal: AbortSignal, callId = this.nextCallId()): Promise<Envelope> {
+    return runToolCall(this.toolContext(signal), { callId, toolId, args }, this.observer());
+  }
+
+  /** Tools, runtime and approvals (asked through session/request_permission) for one turn. */
+  private toolContext(signal: AbortSignal): ToolRunContext {
     const authorize = sessionAuthorizer({
       workspace: this.cwd,
       mode: () => this.mode,
@@ -207,7 +260,7 @@ export class AcpSession {
           this.id,
           {
             toolCallId: request.call.callId,
-            title: view?.info.title ?? toolId,
+            title: view?.info.title ?? request.call.tool.id,
             kind: request.call.tool.kind,
             status: "pending",
             content,
@@ -219,11 +272,16 @@ export class AcpSession {
         );
       },
     });
-    return runToolCall(
-      { registry: this.registry, session: this.runtime, authorize, signal },
-      { callId, toolId, args },
-      this.observer(),
-    );
+    return { registry: this.registry, session: this.runtime, authorize, signal };
+  }
+
+  private turnObserver(): TurnObserver {
+    return {
+      ...this.observer(),
+      text: (text) => this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } }),
+      thought: (text) => this.update({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } }),
+      usage: (report) => this.update({ sessionUpdate: "usage_update", ...report }),
+    };
   }
 
   private observer(): ToolCallObserver {
@@ -237,6 +295,17 @@ export class AcpSession {
           title: info.title,
           kind: info.kind,
           status: "pending",
+          locations: info.locations,
+          ...(info.args === undefined ? {} : { rawInput: boundedJson(info.args) }),
+        });
+      },
+      describe: async (info) => {
+        const view = this.calls.get(info.callId);
+        if (view) view.info = info;
+        await this.update({
+          sessionUpdate: "tool_call_update",
+          toolCallId: info.callId,
+          title: info.title,
           locations: info.locations,
           rawInput: boundedJson(info.args),
         });

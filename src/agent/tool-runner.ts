@@ -1,6 +1,6 @@
 import type { ToolEvent } from "../tool/context.js";
 import type { AnyTool, ToolLocation } from "../tool/define.js";
-import type { Envelope } from "../tool/envelope.js";
+import { errorEnvelope, type Envelope } from "../tool/envelope.js";
 import type { ToolKind } from "../tool/kinds.js";
 import type { RequirementSet } from "../tool/requirements.js";
 import { invoke, type Authorize } from "../host/invoke.js";
@@ -19,7 +19,10 @@ export interface ToolCallInfo {
 
 /** Follows one call through its life; the ACP adapter maps these onto session/update. */
 export interface ToolCallObserver {
+  /** The call is known (a model may still be streaming its arguments; then `args` is undefined). */
   pending(info: ToolCallInfo): void | Promise<void>;
+  /** The arguments of an announced call are complete: its title and locations are now known. */
+  describe?(info: ToolCallInfo): void | Promise<void>;
   /** Events the tool emits (diff, plan, terminal, live output), in order, before and during the run. */
   event(callId: string, event: ToolEvent): void | Promise<void>;
   running(callId: string): void | Promise<void>;
@@ -52,13 +55,35 @@ export function describeCall(tool: AnyTool | undefined, toolId: string, args: un
   }
 }
 
+/** Reports a call a model has started to stream, before its arguments are complete. */
+export async function announceToolCall(
+  registry: ToolRegistry,
+  call: { callId: string; toolId: string },
+  observer: ToolCallObserver,
+): Promise<ToolCallInfo> {
+  const kind = (registry.get(call.toolId)?.kind ?? "other") as ToolKind;
+  const info: ToolCallInfo = { ...call, kind, title: call.toolId, locations: [], args: undefined };
+  await observer.pending(info);
+  return info;
+}
+
+export interface ToolCallInput {
+  callId: string;
+  toolId: string;
+  args: unknown;
+  /** Already reported with `announceToolCall`: the observer gets `describe` instead of `pending`. */
+  announced?: boolean;
+  /** The arguments could not be read (a model's malformed JSON): the call fails with this text. */
+  inputError?: string;
+}
+
 /**
  * Runs one call through `invoke` and reports each step. Model calls and slash commands both
  * come through here, so they are validated, approved and reported the same way.
  */
 export async function runToolCall(
   ctx: ToolRunContext,
-  call: { callId: string; toolId: string; args: unknown },
+  call: ToolCallInput,
   observer: ToolCallObserver,
 ): Promise<Envelope> {
   const tool = ctx.registry.get(call.toolId);
@@ -68,7 +93,17 @@ export async function runToolCall(
     args: call.args,
     ...describeCall(tool, call.toolId, call.args, ctx.session.workspace),
   };
-  await observer.pending(info);
+  if (call.announced) await observer.describe?.(info);
+  else await observer.pending(info);
+  const early = call.inputError
+    ? errorEnvelope("invalid_arguments", call.inputError, 0)
+    : ctx.signal.aborted
+      ? errorEnvelope("aborted", "The call was cancelled before it started", 0)
+      : undefined;
+  if (early) {
+    await observer.done(call.callId, early, info);
+    return early;
+  }
   // Events may arrive from synchronous tool code: chain them so the editor sees them in order.
   let chain: Promise<void> = Promise.resolve();
   const queue = (fn: () => void | Promise<void>) => {

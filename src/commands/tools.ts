@@ -1,12 +1,35 @@
-import { builtinRegistry } from "../host/builtins.js";
+import { buildToolset } from "../host/toolset.js";
+import type { ToolsetReport } from "../host/toolset-report.js";
 
 export interface ToolsOptions {
   json: boolean;
+  cwd?: string;
+  profile?: string;
 }
 
-/** `toolhost tools`: every registered tool with id, kind, description, JSON Schema and requirements. */
+/** The sections after the table: only those with something in them, so a plain setup prints just the table. */
+function reportSections(report: ToolsetReport): string[] {
+  const sections: string[] = [];
+  const section = (title: string, lines: string[]) => {
+    if (lines.length) sections.push(`\n${title}\n${lines.map((l) => `  ${l}`).join("\n")}`);
+  };
+  section(
+    "shadowed (discovery order: profile tools, then the project's, then config toolDirs; the first definition of an id wins):",
+    report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`),
+  );
+  section("errors:", report.errors.map((e) => `${e.file}: ${e.message.replace(/\n/g, "\n    ")}`));
+  section(
+    "skipped (this project is not trusted; `toolhost trust` loads them):",
+    report.skipped.map((s) => s.file),
+  );
+  section("disabled by the profile:", report.disabled.map((d) => `${d.id}: ${d.reason}`));
+  section("unavailable here (isAvailable said no):", report.unavailable.map((u) => `${u.id}: ${u.source}`));
+  return sections;
+}
+
+/** `toolhost tools`: the tools of a session in this folder, with where each came from and what went wrong. */
 export async function runTools(options: ToolsOptions): Promise<number> {
-  const registry = builtinRegistry();
+  const { registry, report } = await buildToolset({ cwd: options.cwd ?? process.cwd(), profile: options.profile });
   const tools = registry.list().map(({ tool, source }) => ({
     id: tool.id,
     kind: tool.kind,
@@ -16,14 +39,17 @@ export async function runTools(options: ToolsOptions): Promise<number> {
     requires: tool.requires,
   }));
   if (options.json) {
-    process.stdout.write(`${JSON.stringify({ tools }, null, 2)}\n`); // stdout-ok
+    const { shadowed, errors, skipped, disabled, unavailable, profile, trusted, folders } = report;
+    const out = { tools, profile, trusted, shadowed, errors, skipped, disabled, unavailable, folders };
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`); // stdout-ok
     return 0;
   }
   const width = Math.max(...tools.map((t) => t.id.length));
   const lines = tools.map((t) => {
     const summary = t.description.split(/(?<=\.)\s/)[0] ?? "";
-    return `${t.id.padEnd(width)}  ${t.kind.padEnd(7)}  ${summary}`;
+    const from = t.source === "builtin" ? "" : `  [${t.source}]`;
+    return `${t.id.padEnd(width)}  ${t.kind.padEnd(7)}  ${summary}${from}`;
   });
-  process.stdout.write(`${lines.join("\n")}\n`); // stdout-ok
+  process.stdout.write(`${[...lines, ...reportSections(report)].join("\n")}\n`); // stdout-ok
   return 0;
 }

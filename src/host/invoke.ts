@@ -73,6 +73,44 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal, graceMs: number)
   });
 }
 
+/** The tool's own time limit ran out: the call is abandoned (its signal is aborted). */
+class CallTimeout extends Error {
+  constructor(toolId: string, ms: number) {
+    super(`The ${toolId} tool did not finish within ${ms >= 1000 ? `${ms / 1000} s` : `${ms} ms`} and was abandoned`);
+    this.name = "CallTimeout";
+  }
+}
+
+/**
+ * A signal for one call: aborted when the caller's is, or when the tool's timeout runs out.
+ * `expired` rejects at the timeout, so a tool that ignores its signal is abandoned at once.
+ */
+function callLimits(toolId: string, outer: AbortSignal, timeoutMs: number | undefined) {
+  const controller = new AbortController();
+  const forward = () => controller.abort(outer.reason);
+  if (outer.aborted) forward();
+  else outer.addEventListener("abort", forward, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  let expired: Promise<never> | null = null;
+  const start = () => {
+    if (timeoutMs === undefined) return;
+    expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new CallTimeout(toolId, timeoutMs);
+        // Reject first, so the envelope says timeout even if the tool throws on its abort.
+        reject(error);
+        controller.abort(error);
+      }, timeoutMs);
+    });
+  };
+  const race = <T>(work: Promise<T>): Promise<T> => (expired ? Promise.race([work, expired]) : work);
+  const dispose = () => {
+    outer.removeEventListener("abort", forward);
+    if (timer) clearTimeout(timer);
+  };
+  return { signal: controller.signal, start, race, dispose };
+}
+
 /**
  * The one pipeline every call goes through, whoever makes it (model, slash command, CLI):
  * validate → capability check → authorise → execute → envelope (duration, truncation → sidecar).
@@ -98,6 +136,7 @@ export async function invoke(
   if (!parsed.success) return fail("invalid_arguments", formatValidationError(id, parsed.error));
   const args = parsed.data as Record<string, unknown>;
   const call: ToolCallRequest = { callId: options.callId ?? randomUUID(), tool, args, sessionId: options.session.id };
+  const limits = callLimits(id, signal, tool.timeoutMs);
 
   try {
     // Capability check: the tool's requirements must compile and be providable by this host.
@@ -111,7 +150,7 @@ export async function invoke(
       toolId: id,
       callId: call.callId,
       requires,
-      signal,
+      signal: limits.signal,
       emit: options.emit,
     });
 
@@ -121,7 +160,8 @@ export async function invoke(
     if (decision.outcome === "deny") return fail(decision.code ?? "rejected", decision.reason);
     if (signal.aborted) return fail("aborted", "The call was cancelled before it started");
 
-    const result = await untilAborted(tool.execute(args, ctx), signal, options.abortGraceMs ?? 2000);
+    limits.start();
+    const result = await limits.race(untilAborted(Promise.resolve(tool.execute(args, ctx)), signal, options.abortGraceMs ?? 2000));
     if (isSelfTruncated(result)) {
       const metadata = { duration_ms: elapsed(), ...(result.truncated ? { truncated: true, output_path: result.output_path } : {}) };
       return { type: "output", data: result.data, metadata };
@@ -132,11 +172,14 @@ export async function invoke(
     const metadata = { duration_ms: elapsed(), ...(capped.truncated ? { truncated: true, output_path: capped.output_path } : {}) };
     return { type: "output", data: capped.data, metadata };
   } catch (err) {
+    if (err instanceof CallTimeout) return fail("timeout", err.message);
     if (isToolError(err)) return fail(err.code, err.message);
     if (err instanceof ScopeError) return fail("capability_denied", `The ${id} tool's requirements are invalid: ${err.message}`);
     if (signal.aborted) return fail("aborted", "The call was cancelled");
     const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`toolhost: ${id} failed: ${err instanceof Error ? err.stack : message}\n`);
     return fail("execution_failed", `The ${id} tool failed: ${message}`);
+  } finally {
+    limits.dispose();
   }
 }

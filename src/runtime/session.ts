@@ -19,7 +19,7 @@ export interface RuntimeSessionOptions {
   additionalRoots?: string[];
   /** Directories of open ad-hoc files (`{ad-hoc}`). */
   adHoc?: string[];
-  /** The per-user data directory (`{user-data}`), default ~/.toolhost. */
+  /** The per-user data directory (`{user-data}`), default TOOLHOST_HOME or ~/.toolhost (as host/home.ts). */
   userData?: string;
   /** Storage for the file tools (default: the real disk). */
   fs?: FsBackend;
@@ -74,7 +74,7 @@ export class RuntimeSession implements SessionState {
     this.vars = {
       workspace: withReal(this.roots),
       "ad-hoc": withReal(options.adHoc ?? []),
-      "user-data": withReal([options.userData ?? path.join(os.homedir(), ".toolhost")]),
+      "user-data": withReal([options.userData ?? process.env.TOOLHOST_HOME ?? path.join(os.homedir(), ".toolhost")]),
     };
   }
 

@@ -31,6 +31,16 @@ export interface ToolLocation {
 
 export type ToolResultValue<T> = T | SelfTruncated<T>;
 
+/** What `isAvailable` sees when a session's tools are assembled. */
+export interface AvailabilityContext {
+  /** The session's workspace root. */
+  workspace: string;
+  /** The active profile's name. */
+  profile: string;
+  /** Whether a path (relative to the workspace, or absolute) exists: "is this a git repository? an npm package?" */
+  exists(path: string): Promise<boolean>;
+}
+
 export interface ToolDefinition<S extends z.ZodType = z.ZodType, T = unknown> {
   /** Stable id, `^[a-z][a-z0-9_]{0,63}$`. */
   id: string;
@@ -57,6 +67,30 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, T = unknown> {
   preview?(args: z.output<S>, ctx: ToolContext): Promise<ToolEvent[]>;
   /** The plain-text shorthand of a slash command (`/grep TODO`) → arguments. */
   shorthand?(text: string): Record<string, unknown>;
+  /** Asked once when a session's tools are assembled; false leaves the tool out of that session. */
+  isAvailable?(context: AvailabilityContext): boolean | Promise<boolean>;
+  /**
+   * Milliseconds an execute may run before the host abandons it with a `timeout` error (its
+   * signal is aborted too). Extension tools default to 120 s; built-ins manage their own.
+   */
+  timeoutMs?: number;
+}
+
+/** A plain JSON Schema for a tool's arguments: an object schema. */
+export interface JsonSchemaObject {
+  type: "object";
+  properties?: Record<string, unknown>;
+  required?: string[];
+  [keyword: string]: unknown;
+}
+
+/** Arguments of a tool whose parameters are a plain JSON Schema (validated, but not typed further). */
+export type JsonArgs = Record<string, unknown>;
+export type JsonArgsSchema = z.ZodType<JsonArgs>;
+
+/** A tool defined with a plain JSON Schema instead of zod (the host validates with the same rules). */
+export interface JsonSchemaToolDefinition<T = unknown> extends Omit<ToolDefinition<JsonArgsSchema, T>, "parameters"> {
+  parameters: JsonSchemaObject;
 }
 
 export interface Tool<S extends z.ZodType = z.ZodType, T = unknown> extends ToolDefinition<S, T> {
@@ -66,17 +100,39 @@ export interface Tool<S extends z.ZodType = z.ZodType, T = unknown> extends Tool
 
 export const TOOL_ID_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
 
+/** A zod 4 schema, of this or another copy of zod (checked by shape, not instanceof). */
+export function isZodSchema(value: unknown): value is z.ZodType {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    "_zod" in value &&
+    typeof (value as { safeParse?: unknown }).safeParse === "function"
+  );
+}
+
+/** The zod schema and published JSON Schema of a tool's parameters, zod or plain JSON Schema. */
+export function compileParameters(parameters: z.ZodType | JsonSchemaObject): { schema: z.ZodType; inputSchema: Record<string, unknown> } {
+  if (isZodSchema(parameters)) {
+    const inputSchema = z.toJSONSchema(parameters, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+    delete inputSchema.$schema;
+    return { schema: parameters, inputSchema };
+  }
+  // zod validates a JSON Schema by converting it; the author's schema is what gets published.
+  const schema = z.fromJSONSchema(parameters as Parameters<typeof z.fromJSONSchema>[0]);
+  const inputSchema = { ...parameters } as Record<string, unknown>;
+  delete inputSchema.$schema;
+  return { schema, inputSchema };
+}
+
 /** Declares a tool. Checks the id and computes the published JSON Schema once. */
-export function defineTool<S extends z.ZodType, T>(definition: ToolDefinition<S, T>): Tool<S, T> {
+export function defineTool<S extends z.ZodType, T>(definition: ToolDefinition<S, T>): Tool<S, T>;
+export function defineTool<T>(definition: JsonSchemaToolDefinition<T>): Tool<JsonArgsSchema, T>;
+export function defineTool(definition: ToolDefinition | JsonSchemaToolDefinition): AnyTool {
   if (!TOOL_ID_PATTERN.test(definition.id)) {
     throw new Error(`Invalid tool id ${JSON.stringify(definition.id)}: ids match ${TOOL_ID_PATTERN}`);
   }
-  const inputSchema = z.toJSONSchema(definition.parameters, { io: "input", unrepresentable: "any" }) as Record<
-    string,
-    unknown
-  >;
-  delete inputSchema.$schema;
-  return Object.freeze({ ...definition, inputSchema });
+  const { schema, inputSchema } = compileParameters(definition.parameters);
+  return Object.freeze({ ...definition, parameters: schema, inputSchema });
 }
 
 // Tools of any parameter type, held together in a registry.

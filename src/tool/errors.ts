@@ -24,12 +24,18 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+// A registry-wide symbol, so a ToolError from another copy of this module (an embedder's
+// dist/index.js next to the bundled CLI, an extension's own node_modules) is still recognised.
+const TOOL_ERROR = Symbol.for("toolhost.ToolError");
+const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
+
 /**
  * Thrown by tools and the runtime for an expected failure. The host turns it into an
  * error envelope with `error_code`; any other exception becomes `execution_failed`.
  */
 export class ToolError extends Error {
   readonly code: ErrorCode;
+  readonly [TOOL_ERROR] = true;
   constructor(code: ErrorCode, message: string) {
     super(message);
     this.name = "ToolError";
@@ -37,6 +43,15 @@ export class ToolError extends Error {
   }
 }
 
+/** A ToolError of this or any other copy of toolhost, with a code this host knows. */
 export function isToolError(err: unknown): err is ToolError {
-  return err instanceof ToolError;
+  if (err instanceof ToolError) return true;
+  if (typeof err !== "object" || err === null) return false;
+  const candidate = err as { [TOOL_ERROR]?: unknown; code?: unknown; message?: unknown };
+  return (
+    candidate[TOOL_ERROR] === true &&
+    typeof candidate.code === "string" &&
+    KNOWN_CODES.has(candidate.code) &&
+    typeof candidate.message === "string"
+  );
 }

@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import * as fsp from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   client,
@@ -15,6 +18,15 @@ import {
 import { WireChecker } from "./wire.js";
 
 export const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
+
+/** Settings of the developer's machine that must not leak into a test agent (a real model, real keys). */
+const MACHINE_ENV = ["TOOLHOST_MODEL", "TOOLHOST_BASE_URL", "TOOLHOST_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OLLAMA_HOST", "TOOLHOST_HOME"];
+
+function cleanEnv(): Record<string, string | undefined> {
+  const env = { ...process.env };
+  for (const name of MACHINE_ENV) delete env[name];
+  return env;
+}
 
 export type PermissionHandler = (request: RequestPermissionRequest) => Promise<RequestPermissionResponse> | RequestPermissionResponse;
 
@@ -46,13 +58,16 @@ export class Harness {
   readonly child: ChildProcess;
   readonly connection: ClientConnection;
   private terminalSeq = 0;
+  /** A fresh ~/.toolhost unless the test gives TOOLHOST_HOME. */
+  private readonly home: string | null;
   permission: PermissionHandler;
 
   constructor(private readonly options: HarnessOptions = {}) {
     this.permission = options.permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
+    this.home = options.env?.TOOLHOST_HOME ? null : mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
     this.child = spawn(process.execPath, [CLI], {
       stdio: ["pipe", "pipe", "pipe"],
-      env: { ...process.env, ...options.env },
+      env: { ...cleanEnv(), ...(this.home ? { TOOLHOST_HOME: this.home } : {}), ...options.env },
     });
     this.child.stderr!.on("data", (d: Buffer) => this.stderr.push(d.toString()));
     const checker = this.checker;
@@ -215,12 +230,19 @@ export class Harness {
   /** Closes stdin and waits for the agent to exit; returns its exit code. */
   async close(): Promise<number | null> {
     for (const t of this.terminals.values()) killGroup(t.child);
-    if (this.child.exitCode !== null) return this.child.exitCode;
+    const removeHome = () => {
+      if (this.home) rmSync(this.home, { recursive: true, force: true });
+    };
+    if (this.child.exitCode !== null) {
+      removeHome();
+      return this.child.exitCode;
+    }
     const exited = new Promise<number | null>((resolve) => this.child.once("exit", (code) => resolve(code)));
     this.child.stdin!.end();
     const timer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
     const code = await exited;
     clearTimeout(timer);
+    removeHome();
     return code;
   }
 }

@@ -1,7 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import type { Access, DirEntry, FileInfo, ToolFs } from "../../tool/context.js";
-import { ToolError } from "../../tool/errors.js";
+import { isToolError, ToolError } from "../../tool/errors.js";
 import { fileLocks } from "../locks.js";
 import type { CompiledScope } from "../scope.js";
 import type { FsBackend } from "./backend.js";
@@ -30,7 +30,7 @@ function describeRoots(scope: CompiledScope, access: Access): string {
 /** Maps backend errno failures onto stable tool error codes. */
 export function translateFsError(err: unknown, displayPath: string): never {
   const code = (err as NodeJS.ErrnoException)?.code;
-  if (err instanceof ToolError) throw err;
+  if (isToolError(err)) throw err;
   switch (code) {
     case "ENOENT":
       throw new ToolError("not_found", `File not found: ${displayPath}`);

@@ -1,0 +1,41 @@
+import type { ModelMessage, ToolResultPart, UserContent } from "ai";
+
+/**
+ * A session's conversation as the model sees it: user prompts, the model's replies (text,
+ * reasoning, tool calls) and the tool results. Every tool call is followed by its result, so
+ * the history can always be sent again, whatever stopped a turn.
+ */
+export class History {
+  private readonly list: ModelMessage[] = [];
+
+  get messages(): ModelMessage[] {
+    return this.list;
+  }
+
+  get length(): number {
+    return this.list.length;
+  }
+
+  addUser(content: UserContent): void {
+    this.list.push({ role: "user", content });
+  }
+
+  /** The model's reply of one step; anything but assistant messages is dropped (the loop adds the tool results). */
+  addAssistant(messages: readonly ModelMessage[]): void {
+    for (const message of messages) if (message.role === "assistant") this.list.push(message);
+  }
+
+  /** Text the model streamed before its request failed or was cancelled. */
+  addPartialText(text: string): void {
+    if (text.trim()) this.list.push({ role: "assistant", content: [{ type: "text", text }] });
+  }
+
+  addToolResults(results: ToolResultPart[]): void {
+    if (results.length) this.list.push({ role: "tool", content: results });
+  }
+
+  /** A rough token count (about four characters a token) for providers that report no usage. */
+  estimateTokens(system: string): number {
+    return Math.ceil((system.length + JSON.stringify(this.list).length) / 4);
+  }
+}

@@ -1,0 +1,177 @@
+import type { FinishReason, LanguageModel, LanguageModelUsage, ToolResultPart, UserContent } from "ai";
+import { envelopeToText, errorEnvelope, type Envelope } from "../tool/envelope.js";
+import type { ErrorCode } from "../tool/errors.js";
+import { isReadOnlyKind } from "../tool/kinds.js";
+import type { History } from "./history.js";
+import { stepCost, type ModelInfo } from "./models.js";
+import { classifyProviderError, providerErrorMessage } from "./provider-errors.js";
+import { declareTools, requestStep, type RetryPolicy, type Step, type StepCall } from "./step.js";
+import { runToolCall, type ToolCallObserver, type ToolRunContext } from "./tool-runner.js";
+
+// The model turn: one model request at a time, tools declared without `execute`, every call
+// run by us through runToolCall → invoke, so approvals, ordering and reporting stay ours.
+
+export type TurnStopReason = "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
+
+export interface UsageReport {
+  /** Tokens in the context after the last request. */
+  used: number;
+  /** The model's context window. */
+  size: number;
+  /** The session's running cost, when the model's price is known. */
+  cost?: { amount: number; currency: string };
+}
+
+/** What the editor sees of a turn: streamed text and reasoning, tool calls, usage. */
+export interface TurnObserver extends ToolCallObserver {
+  text(delta: string): void | Promise<void>;
+  thought(delta: string): void | Promise<void>;
+  usage(report: UsageReport): void | Promise<void>;
+}
+
+export const DEFAULT_MAX_REQUESTS = 50;
+
+/** The session's running cost, carried from turn to turn. */
+export interface CostMeter {
+  amount: number;
+}
+
+export interface TurnOptions {
+  model: LanguageModel;
+  modelId: string;
+  info: ModelInfo;
+  system: string;
+  history: History;
+  prompt: UserContent;
+  /** Registry, runtime, approvals and the turn's abort signal. */
+  tools: ToolRunContext;
+  nextCallId(): string;
+  /** Where this provider's key is set, for a 401 message. */
+  keyHint: string;
+  maxRequests?: number;
+  retry?: RetryPolicy;
+  meter?: CostMeter;
+}
+
+export interface TurnResult {
+  stopReason: TurnStopReason;
+  /** A provider failure, stated for the user; the turn then ends with `end_turn`. */
+  error?: string;
+}
+
+/** The compact text a model gets back: the data or the error, plus where the full output is. */
+export function resultText(envelope: Envelope): string {
+  const text = envelopeToText(envelope);
+  const file = envelope.metadata.output_path;
+  if (!envelope.metadata.truncated || !file || text.includes(file)) return text;
+  return `${text}\n[Output truncated. The full output is in ${file}: read it with the read tool (offset/limit) or search it with grep.]`;
+}
+
+/** Consecutive read-only calls form one parallel batch; every other call runs alone, in order. */
+export function batches<T>(calls: readonly T[], readOnly: (call: T) => boolean): T[][] {
+  const out: T[][] = [];
+  for (const call of calls) {
+    const last = out[out.length - 1];
+    if (readOnly(call) && last && readOnly(last[0] as T)) last.push(call);
+    else out.push([call]);
+  }
+  return out;
+}
+
+function resultPart(call: StepCall, envelope: Envelope): ToolResultPart {
+  const value = resultText(envelope);
+  return {
+    type: "tool-result",
+    toolCallId: call.modelCallId,
+    toolName: call.toolName,
+    output: envelope.type === "error" ? { type: "error-text", value } : { type: "text", value },
+  };
+}
+
+/** Runs a step's calls: read-only batches in parallel, the rest in the model's order. */
+async function runCalls(opts: TurnOptions, observer: TurnObserver, calls: StepCall[]): Promise<ToolResultPart[]> {
+  const envelopes = new Map<StepCall, Envelope>();
+  for (const batch of batches(calls, (c) => isReadOnlyKind(c.info.kind))) {
+    await Promise.all(
+      batch.map(async (call) => {
+        const envelope = await runToolCall(
+          opts.tools,
+          { callId: call.info.callId, toolId: call.toolName, args: call.input, announced: true, inputError: call.inputError },
+          observer,
+        );
+        envelopes.set(call, envelope);
+      }),
+    );
+  }
+  return calls.map((call) => resultPart(call, envelopes.get(call) as Envelope));
+}
+
+/** Closes calls that will not run (the request failed, was cancelled or cut off); returns results for the complete ones. */
+async function abandon(step: Step, observer: TurnObserver, code: ErrorCode, text: string): Promise<ToolResultPart[]> {
+  const envelope = errorEnvelope(code, text, 0);
+  for (const info of step.announced.values()) await observer.done(info.callId, envelope, info);
+  return step.calls.map((call) => resultPart(call, envelope));
+}
+
+/** Announced calls whose input the model never finished. */
+async function closeUnfinished(step: Step, observer: TurnObserver): Promise<void> {
+  const complete = new Set(step.calls.map((call) => call.info.callId));
+  const envelope = errorEnvelope("aborted", "The model did not finish this call", 0);
+  for (const info of step.announced.values()) if (!complete.has(info.callId)) await observer.done(info.callId, envelope, info);
+}
+
+async function reportUsage(opts: TurnOptions, observer: TurnObserver, usage: LanguageModelUsage | undefined): Promise<void> {
+  const input = usage?.inputTokens;
+  const output = usage?.outputTokens ?? 0;
+  const used = input !== undefined ? input + output : opts.history.estimateTokens(opts.system);
+  const report: UsageReport = { used, size: opts.info.contextWindow };
+  const cost = input !== undefined ? stepCost(opts.info, { input, output, cachedInput: usage?.inputTokenDetails?.cacheReadTokens ?? 0 }) : undefined;
+  if (cost !== undefined && opts.meter) {
+    opts.meter.amount += cost;
+    report.cost = { amount: Math.round(opts.meter.amount * 1e6) / 1e6, currency: "USD" };
+  }
+  await observer.usage(report);
+}
+
+function stopReasonOf(finish: FinishReason | undefined): TurnStopReason {
+  if (finish === "length") return "max_tokens";
+  if (finish === "content-filter") return "refusal";
+  return "end_turn";
+}
+
+/**
+ * Answers one prompt: model request → streamed text, reasoning and tool calls → the calls run
+ * → results back to the model, until it stops calling tools or a bound is hit.
+ */
+export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): Promise<TurnResult> {
+  const signal = opts.tools.signal;
+  const maxRequests = opts.maxRequests ?? DEFAULT_MAX_REQUESTS;
+  const tools = declareTools(opts.tools.registry);
+  opts.history.addUser(opts.prompt);
+  for (let request = 1; ; request++) {
+    const step = await requestStep(opts, observer, tools);
+    if (step.outcome !== "ok") {
+      opts.history.addPartialText(step.text);
+      if (step.outcome === "cancelled") {
+        await abandon(step, observer, "aborted", "The turn was cancelled before the call ran");
+        return { stopReason: "cancelled" };
+      }
+      await abandon(step, observer, "aborted", "The model request failed before the call ran");
+      const failure = classifyProviderError(step.error);
+      process.stderr.write(`toolhost: ${opts.modelId} request failed: ${failure.status ?? ""} ${failure.message}\n`);
+      return { stopReason: "end_turn", error: providerErrorMessage(failure, { modelId: opts.modelId, keyHint: opts.keyHint, attempts: step.attempts }) };
+    }
+    opts.history.addAssistant(step.messages ?? []);
+    await reportUsage(opts, observer, step.usage);
+    const stop = stopReasonOf(step.finishReason);
+    if (step.calls.length === 0 || stop !== "end_turn") {
+      // A response cut off by the token limit or a refusal: its calls are not run, but answered.
+      opts.history.addToolResults(await abandon(step, observer, "aborted", `Not run: the model's response ended with "${step.finishReason}".`));
+      return { stopReason: stop };
+    }
+    await closeUnfinished(step, observer);
+    opts.history.addToolResults(await runCalls(opts, observer, step.calls));
+    if (signal.aborted) return { stopReason: "cancelled" };
+    if (request >= maxRequests) return { stopReason: "max_turn_requests" };
+  }
+}

@@ -1,0 +1,141 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { toolhostHome } from "../host/home.js";
+
+// Light on purpose: session/new reads the configured model from here, so nothing heavy (zod,
+// the AI SDK) may load with it. The full config validation runs on the first model turn.
+
+/** Providers with built-in support; any other name needs a `baseURL` in the config file. */
+export const KNOWN_PROVIDERS = ["anthropic", "openai", "ollama", "openai-compatible"] as const;
+
+/** A model id split into its provider and the provider's own model name (which may hold slashes). */
+export interface ModelSpec {
+  id: string;
+  provider: string;
+  model: string;
+}
+
+export type ModelSource = "session" | "env" | "config";
+
+export interface ModelChoice {
+  spec: ModelSpec;
+  source: ModelSource;
+}
+
+/** The ACP config option's value when no model is configured at all. */
+export const NO_MODEL = "none";
+
+/** `provider/model` → its parts; the error says what a valid id looks like. */
+export function parseModelId(raw: string): ModelSpec | { error: string } {
+  const id = raw.trim();
+  const slash = id.indexOf("/");
+  if (slash <= 0 || slash === id.length - 1) {
+    return {
+      error: `"${raw}" is not a model id. Use provider/model, e.g. anthropic/claude-sonnet-4-5, openai/gpt-5, ollama/qwen3 or openai-compatible/<model>.`,
+    };
+  }
+  return { id, provider: id.slice(0, slash).toLowerCase(), model: id.slice(slash + 1) };
+}
+
+export function isModelSpec(value: ModelSpec | { error: string }): value is ModelSpec {
+  return !("error" in value);
+}
+
+/** What session/new and the no-model message need from the config file, without validating it. */
+export interface ConfigPeek {
+  model?: string;
+  /** Providers that have an API key in the file. */
+  keyed: string[];
+  path: string;
+  error?: string;
+}
+
+export function peekUserConfig(home = toolhostHome()): ConfigPeek {
+  const file = path.join(home, "config.json");
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return { keyed: [], path: file };
+  }
+  try {
+    const json = JSON.parse(text) as { model?: unknown; providers?: Record<string, { apiKey?: unknown } | undefined> };
+    const providers = json.providers && typeof json.providers === "object" ? json.providers : {};
+    return {
+      model: typeof json.model === "string" && json.model.trim() !== "" ? json.model : undefined,
+      keyed: Object.entries(providers)
+        .filter(([, p]) => typeof p?.apiKey === "string" && p.apiKey !== "")
+        .map(([name]) => name),
+      path: file,
+    };
+  } catch (err) {
+    return { keyed: [], path: file, error: `${file} is not valid JSON (${(err as Error).message})` };
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** The model without a session override: env TOOLHOST_MODEL, then the config file. */
+export function defaultModelId(env: Env = process.env, peek: ConfigPeek = peekUserConfig()): { id: string; source: ModelSource } | undefined {
+  const fromEnv = env.TOOLHOST_MODEL?.trim();
+  if (fromEnv) return { id: fromEnv, source: "env" };
+  if (peek.model) return { id: peek.model, source: "config" };
+  return undefined;
+}
+
+/** The model of a turn, most specific first: the session's choice, env, config file. */
+export function resolveModel(
+  sessionChoice: string | undefined,
+  env: Env = process.env,
+  peek: ConfigPeek = peekUserConfig(),
+): ModelChoice | { error: string } | undefined {
+  const picked = sessionChoice ? { id: sessionChoice, source: "session" as const } : defaultModelId(env, peek);
+  if (!picked) return undefined;
+  const spec = parseModelId(picked.id);
+  return isModelSpec(spec) ? { spec, source: picked.source } : spec;
+}
+
+/** Well-known models offered in the editor's picker when their provider has a key. */
+const SUGGESTIONS: Record<string, string[]> = {
+  anthropic: ["anthropic/claude-sonnet-4-5", "anthropic/claude-opus-4-5", "anthropic/claude-haiku-4-5"],
+  openai: ["openai/gpt-5", "openai/gpt-5-mini", "openai/gpt-4.1"],
+};
+
+const KEY_ENV: Record<string, string> = { anthropic: "ANTHROPIC_API_KEY", openai: "OPENAI_API_KEY" };
+
+export interface ModelOptionState {
+  current: string;
+  values: string[];
+}
+
+/** The `model` config option: the current model, the configured one, and suggestions for keyed providers. */
+export function modelOptionState(sessionChoice: string | undefined, env: Env = process.env, peek: ConfigPeek = peekUserConfig()): ModelOptionState {
+  const configured = defaultModelId(env, peek)?.id;
+  const current = sessionChoice ?? configured ?? NO_MODEL;
+  const values = [current, ...(configured ? [configured] : [])];
+  for (const [provider, ids] of Object.entries(SUGGESTIONS)) {
+    const keyed = Boolean(env[KEY_ENV[provider] as string]) || peek.keyed.includes(provider);
+    if (keyed) values.push(...ids);
+  }
+  return { current, values: [...new Set(values)] };
+}
+
+/** The agent message for a prompt when no model is configured: exactly how to set one. */
+export function noModelHelp(peek: ConfigPeek = peekUserConfig(), problem?: string): string {
+  const lines = [
+    problem ?? "No model is configured, so this prompt was not sent to one.",
+    "",
+    "Configure a model in one of these ways (the first one found wins):",
+    "1. This session's **Model** option (ACP config option `model`): any `provider/model` id.",
+    "2. The environment of the agent process (in Zed: `env` of the agent server in settings.json):",
+    "   - `TOOLHOST_MODEL=anthropic/claude-sonnet-4-5` with `ANTHROPIC_API_KEY`",
+    "   - `TOOLHOST_MODEL=openai/gpt-5` with `OPENAI_API_KEY`",
+    "   - `TOOLHOST_MODEL=ollama/qwen3` for a local Ollama (`OLLAMA_HOST`, default http://localhost:11434/v1)",
+    "   - `TOOLHOST_MODEL=openai-compatible/<model>` with `TOOLHOST_BASE_URL=http://host:port/v1` (and `TOOLHOST_API_KEY` if the server needs one)",
+    `3. The config file ${peek.path}:`,
+    '   `{"model": "anthropic/claude-sonnet-4-5", "providers": {"anthropic": {"apiKey": "sk-ant-..."}}}`',
+  ];
+  if (peek.error) lines.push("", `Note: ${peek.error}.`);
+  lines.push("", "Slash commands run tools directly, without a model (`/help` lists them).");
+  return lines.join("\n");
+}

@@ -1,0 +1,161 @@
+import {
+  jsonSchema,
+  NoSuchToolError,
+  streamText,
+  type FinishReason,
+  type JSONSchema7,
+  type LanguageModelUsage,
+  type ModelMessage,
+  type ToolSet,
+} from "ai";
+import type { ToolRegistry } from "../host/registry.js";
+import type { TurnObserver, TurnOptions } from "./loop.js";
+import { classifyProviderError } from "./provider-errors.js";
+import { announceToolCall, type ToolCallInfo } from "./tool-runner.js";
+
+// One model request: streamed to the observer as it arrives, retried while nothing reached the editor.
+
+export interface RetryPolicy {
+  /** Retries after the first attempt, for 429, 5xx and network errors before anything streamed. */
+  retries: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { retries: 3, baseDelayMs: 1000, maxDelayMs: 30_000 };
+
+export interface StepCall {
+  modelCallId: string;
+  toolName: string;
+  input: unknown;
+  inputError?: string;
+  info: ToolCallInfo;
+}
+
+export interface Step {
+  outcome: "ok" | "error" | "cancelled";
+  /** Calls announced to the editor, by the model's call id (some may never have completed). */
+  announced: Map<string, ToolCallInfo>;
+  calls: StepCall[];
+  text: string;
+  /** Whether anything reached the editor: then a failed request is not retried. */
+  emitted: boolean;
+  finishReason?: FinishReason;
+  usage?: LanguageModelUsage;
+  messages?: ModelMessage[];
+  error?: unknown;
+}
+
+/** The registry's tools as the model sees them: name, description, JSON Schema, no execute. */
+export function declareTools(registry: ToolRegistry): ToolSet {
+  const set: ToolSet = {};
+  for (const { tool } of registry.list()) {
+    set[tool.id] = { description: tool.description, inputSchema: jsonSchema(tool.inputSchema as JSONSchema7) };
+  }
+  return set;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+async function streamStep(opts: TurnOptions, observer: TurnObserver, tools: ToolSet): Promise<Step> {
+  const signal = opts.tools.signal;
+  const step: Step = { outcome: "ok", announced: new Map(), calls: [], text: "", emitted: false };
+  const announce = async (modelCallId: string, toolName: string): Promise<ToolCallInfo> => {
+    const known = step.announced.get(modelCallId);
+    if (known) return known;
+    const info = await announceToolCall(opts.tools.registry, { callId: opts.nextCallId(), toolId: toolName }, observer);
+    step.announced.set(modelCallId, info);
+    return info;
+  };
+  const result = streamText({
+    model: opts.model,
+    system: opts.system,
+    messages: [...opts.history.messages], // a snapshot: the history grows once the step is read
+    tools,
+    maxRetries: 0, // retried here, where we know whether anything reached the editor yet
+    abortSignal: signal,
+    onError: () => {}, // errors arrive as stream parts; the SDK would log them to the console
+  });
+  try {
+    for await (const part of result.fullStream) {
+      switch (part.type) {
+        case "text-delta":
+          if (!part.text) break;
+          step.emitted = true;
+          step.text += part.text;
+          await observer.text(part.text);
+          break;
+        case "reasoning-delta":
+          if (!part.text) break;
+          step.emitted = true;
+          await observer.thought(part.text);
+          break;
+        case "tool-input-start":
+          step.emitted = true;
+          await announce(part.id, part.toolName);
+          break;
+        case "tool-call": {
+          step.emitted = true;
+          const info = await announce(part.toolCallId, part.toolName);
+          const unreadable = part.invalid === true && !NoSuchToolError.isInstance(part.error);
+          step.calls.push({
+            modelCallId: part.toolCallId,
+            toolName: part.toolName,
+            input: part.input,
+            info,
+            inputError: unreadable
+              ? `The ${part.toolName} tool was called with arguments that are not valid JSON (${errorText(part.error)}). Send the call again with one JSON object that satisfies the tool's schema.`
+              : undefined,
+          });
+          break;
+        }
+        case "finish-step":
+          step.finishReason = part.finishReason;
+          step.usage = part.usage;
+          break;
+        case "error":
+          step.error ??= part.error;
+          break;
+      }
+    }
+    if (step.error === undefined && !signal.aborted) step.messages = (await result.response).messages;
+  } catch (err) {
+    step.error ??= err;
+  }
+  if (signal.aborted) step.outcome = "cancelled";
+  else if (step.error !== undefined) step.outcome = "error";
+  return step;
+}
+
+function errorText(err: unknown): string {
+  const cause = (err as { cause?: unknown })?.cause;
+  const source = cause instanceof Error ? cause : err;
+  return source instanceof Error ? source.message : String(source);
+}
+
+/** One model request, retried with backoff while nothing of it has reached the editor. */
+export async function requestStep(opts: TurnOptions, observer: TurnObserver, tools: ToolSet): Promise<Step & { attempts: number }> {
+  const retry = opts.retry ?? DEFAULT_RETRY;
+  for (let attempt = 1; ; attempt++) {
+    const step = await streamStep(opts, observer, tools);
+    if (step.outcome !== "error") return { ...step, attempts: attempt };
+    const failure = classifyProviderError(step.error);
+    if (step.emitted || !failure.retryable || attempt > retry.retries) return { ...step, attempts: attempt };
+    const delay = Math.min(retry.maxDelayMs, failure.retryAfterMs ?? retry.baseDelayMs * 2 ** (attempt - 1));
+    process.stderr.write(`toolhost: ${opts.modelId} request failed (${failure.status ?? "network"}); retry ${attempt} of ${retry.retries} in ${Math.round(delay)} ms\n`);
+    if (!(await sleep(delay, opts.tools.signal))) return { ...step, outcome: "cancelled", attempts: attempt };
+  }
+}

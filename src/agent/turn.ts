@@ -1,0 +1,55 @@
+import type { UserContent } from "ai";
+import { loadUserConfig } from "../host/config.js";
+import type { History } from "./history.js";
+import { runModelTurn, type CostMeter, type TurnObserver, type TurnResult } from "./loop.js";
+import type { ModelSpec } from "./model-config.js";
+import { modelInfo } from "./models.js";
+import { keyHint } from "./provider-errors.js";
+import { createLanguageModel, ModelSetupError } from "./providers.js";
+import { buildSystemPrompt } from "./system-prompt.js";
+import type { ToolRunContext } from "./tool-runner.js";
+
+// The entry the ACP session loads with `import()` on the first model turn: everything that
+// pulls in the AI SDK hangs off this module.
+
+export interface PromptTurn {
+  spec: ModelSpec;
+  cwd: string;
+  history: History;
+  prompt: UserContent;
+  tools: ToolRunContext;
+  nextCallId(): string;
+  meter: CostMeter;
+  /** The active profile's prompt, when a profile brings one. */
+  profilePrompt?: string;
+  maxRequests?: number;
+}
+
+export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): Promise<TurnResult> {
+  const loaded = loadUserConfig();
+  if (loaded.error) process.stderr.write(`toolhost: ${loaded.error}\n`);
+  let model;
+  try {
+    model = await createLanguageModel(turn.spec, loaded.config, loaded.path);
+  } catch (err) {
+    if (!(err instanceof ModelSetupError)) throw err;
+    return { stopReason: "end_turn", error: loaded.error ? `${err.message}\n(${loaded.error})` : err.message };
+  }
+  const system = await buildSystemPrompt({ cwd: turn.cwd, profilePrompt: turn.profilePrompt });
+  return runModelTurn(
+    {
+      model,
+      modelId: turn.spec.id,
+      info: modelInfo(turn.spec),
+      system,
+      history: turn.history,
+      prompt: turn.prompt,
+      tools: turn.tools,
+      nextCallId: turn.nextCallId,
+      keyHint: keyHint(turn.spec.provider, loaded.path),
+      meter: turn.meter,
+      maxRequests: turn.maxRequests,
+    },
+    observer,
+  );
+}

@@ -1,0 +1,41 @@
+import path from "node:path";
+import { loadUserConfig } from "../host/config.js";
+import { toolhostHome } from "../host/home.js";
+import { packageRoot } from "../host/package-root.js";
+import { buildToolset } from "../host/toolset.js";
+import { version } from "../version.js";
+
+export interface DoctorOptions {
+  cwd?: string;
+  profile?: string;
+}
+
+/**
+ * `toolhost doctor`: where toolhost looks, what it found, and every config, profile and
+ * extension load problem. Exit 1 when there is a problem; shadowed and skipped files are notes.
+ */
+export async function runDoctor(options: DoctorOptions): Promise<number> {
+  const home = toolhostHome();
+  const config = loadUserConfig(home);
+  const { profile, report } = await buildToolset({ cwd: options.cwd ?? process.cwd(), profile: options.profile, config, home });
+  const lines = [
+    `toolhost ${version} on Node ${process.versions.node}`,
+    `home:    ${home}`,
+    `config:  ${config.path}${config.error ? " (invalid)" : ""}`,
+    `profile: ${profile.name} (${profile.origin}${profile.dir ? `, ${profile.dir}` : ""})`,
+    `project: ${report.cwd} (${report.trusted ? "trusted" : "not trusted"})`,
+    "tool folders, in discovery order:",
+    ...report.folders.map((f) => `  ${f.origin.padEnd(7)}  ${f.status.padEnd(10)}  ${f.files} file(s)  ${f.dir}`),
+    `tools:   ${report.tools.length} (${report.tools.filter((t) => t.source !== "builtin").length} from extensions)`,
+    `types for extension files: ${path.join(packageRoot(), "dist", "index.d.ts")}`,
+  ];
+  const block = (title: string, items: string[]) => {
+    if (items.length) lines.push("", title, ...items.map((i) => `  ${i.replace(/\n/g, "\n    ")}`));
+  };
+  block(`problems (${report.errors.length}):`, report.errors.map((e) => `${e.file}: ${e.message}`));
+  block("shadowed (the first definition found wins):", report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`));
+  block("skipped, project not trusted (`toolhost trust` loads them):", report.skipped.map((s) => s.file));
+  if (!report.errors.length) lines.push("", "No problems found.");
+  process.stdout.write(`${lines.join("\n")}\n`); // stdout-ok: the command's report
+  return report.errors.length ? 1 : 0;
+}

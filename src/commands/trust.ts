@@ -1,0 +1,41 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { listToolFiles } from "../host/loader.js";
+import { projectToolDir } from "../host/toolset.js";
+import { trust, untrust } from "../host/trust.js";
+
+export interface TrustOptions {
+  dir?: string;
+  revoke: boolean;
+}
+
+const say = (text: string) => process.stdout.write(`${text}\n`); // stdout-ok: the command's report
+
+/** `toolhost trust [dir]`: lets a project's own tools load (they run code), or withdraws that. */
+export async function runTrust(options: TrustOptions): Promise<number> {
+  const dir = path.resolve(options.dir ?? process.cwd());
+  const stat = await fsp.stat(dir).catch(() => null);
+  if (!stat?.isDirectory()) {
+    process.stderr.write(`toolhost: ${dir} is not a folder\n`);
+    return 1;
+  }
+  try {
+    if (options.revoke) {
+      const { path: real, was } = await untrust(dir);
+      say(was ? `No longer trusted: ${real}. Its .toolhost/tools/ will not load.` : `${real} was not trusted; nothing changed.`);
+      return 0;
+    }
+    const { path: real, already } = await trust(dir);
+    say(already ? `${real} was already trusted.` : `Trusted ${real}.`);
+    const files = await listToolFiles(projectToolDir(real));
+    say(
+      files.length
+        ? `Its tools load in new sessions and on /reload:\n${files.map((f) => `  ${f}`).join("\n")}`
+        : `It has no tools yet; drop .ts files into ${projectToolDir(real)}.`,
+    );
+    return 0;
+  } catch (err) {
+    process.stderr.write(`toolhost: ${(err as Error).message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,136 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import type { AnyTool } from "../tool/define.js";
+import { checkExtensionTool } from "./extension-check.js";
+import { loadExtensionZod } from "./extension-zod.js";
+import { toolhostHome } from "./home.js";
+
+/** A problem with a file, a folder or a profile: reported, never thrown. */
+export interface LoadProblem {
+  file: string;
+  message: string;
+  /** The tool id, when the problem is one tool's. */
+  id?: string;
+}
+
+export interface LoadedFile {
+  file: string;
+  /** The file's valid tools, in export order. */
+  tools: AnyTool[];
+  problems: LoadProblem[];
+}
+
+export type LoadFile = (file: string) => Promise<LoadedFile>;
+
+export interface LoaderOptions {
+  /** jiti's transpile cache (content-addressed); default `~/.toolhost/cache/jiti`, false for none. */
+  cacheDir?: string | false;
+  /** An import that has not settled by then is reported and skipped (default 10 s). */
+  importTimeoutMs?: number;
+}
+
+const TOOL_EXTENSIONS = new Set([".ts", ".mts", ".js"]);
+
+/**
+ * Whether a file name in a tools folder is a tool file. `_helpers.ts` and dot files are for
+ * the tools to import, `*.d.ts` are types, and tests sit beside their tools.
+ */
+export function isToolFileName(name: string): boolean {
+  if (name.startsWith("_") || name.startsWith(".") || name.endsWith(".d.ts")) return false;
+  if (/\.(test|spec)\.[cm]?[jt]s$/.test(name)) return false;
+  return TOOL_EXTENSIONS.has(path.extname(name));
+}
+
+/** The tool files of a folder (absolute, sorted by name). A missing folder has none. */
+export async function listToolFiles(dir: string): Promise<string[]> {
+  let entries;
+  try {
+    entries = await fsp.readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw err;
+  }
+  const files: string[] = [];
+  for (const entry of entries) {
+    if (!isToolFileName(entry.name)) continue;
+    const abs = path.join(dir, entry.name);
+    // A symlinked tool file counts; a symlinked folder named like one does not.
+    if (entry.isFile() || (entry.isSymbolicLink() && (await fsp.stat(abs).catch(() => null))?.isFile())) files.push(abs);
+  }
+  return files.sort();
+}
+
+function describeImportError(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  // jiti prefixes syntax errors with the transform's stack; the first lines say what and where.
+  return text.split("\n").filter((line) => line.trim() !== "").slice(0, 6).join("\n");
+}
+
+/** The values a module exports as tools: `default` (a tool or a list) and `tools` (a list). */
+function exportedTools(mod: Record<string, unknown>): { values: unknown[]; problems: string[] } {
+  const values: unknown[] = [];
+  const problems: string[] = [];
+  if (mod.default !== undefined) values.push(...(Array.isArray(mod.default) ? mod.default : [mod.default]));
+  if (mod.tools !== undefined) {
+    if (Array.isArray(mod.tools)) values.push(...mod.tools);
+    else problems.push("the `tools` export must be an array of tools");
+  }
+  // CommonJS: module.exports = defineTool({...})
+  if (!values.length && typeof mod.execute === "function" && typeof mod.id === "string") values.push(mod);
+  if (!values.length && !problems.length) {
+    problems.push("the file exports no tool: use `export default defineTool({...})` or `export const tools = [...]`");
+  }
+  return { values: [...new Set(values)], problems };
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * An extension loader: jiti imports each file fresh (no module cache, so a reload sees edits,
+ * also in the files it imports), and `toolhost` resolves to the running toolhost's own public
+ * entry, so a drop-in file needs no node_modules and shares this process's zod and ToolError.
+ */
+export async function createExtensionLoader(options: LoaderOptions = {}): Promise<LoadFile> {
+  const [{ createJiti }, api, zod] = await Promise.all([import("jiti"), import("../public.js"), loadExtensionZod()]);
+  const entry = { ...api, z: zod.z ?? zod };
+  const jiti = createJiti(import.meta.url, {
+    moduleCache: false,
+    fsCache: options.cacheDir ?? path.join(toolhostHome(), "cache", "jiti"),
+    interopDefault: false,
+    virtualModules: { toolhost: entry },
+  });
+  const timeoutMs = options.importTimeoutMs ?? 10_000;
+
+  return async (file: string): Promise<LoadedFile> => {
+    const loaded: LoadedFile = { file, tools: [], problems: [] };
+    let mod: Record<string, unknown>;
+    try {
+      mod = await withTimeout(jiti.import<Record<string, unknown>>(file), timeoutMs, "the import");
+    } catch (err) {
+      loaded.problems.push({ file, message: `failed to import: ${describeImportError(err)}` });
+      return loaded;
+    }
+    const { values, problems } = exportedTools(mod ?? {});
+    for (const message of problems) loaded.problems.push({ file, message });
+    const seen = new Set<string>();
+    values.forEach((value, index) => {
+      const checked = checkExtensionTool(value);
+      if (!checked.ok) {
+        const label = checked.id ? `tool "${checked.id}"` : `export #${index + 1}`;
+        loaded.problems.push({ file, id: checked.id, message: `${label}: ${checked.problems.join("; ")}` });
+      } else if (seen.has(checked.tool.id)) {
+        loaded.problems.push({ file, id: checked.tool.id, message: `tool "${checked.tool.id}" is exported twice by this file` });
+      } else {
+        seen.add(checked.tool.id);
+        loaded.tools.push(checked.tool);
+      }
+    });
+    return loaded;
+  };
+}

@@ -1,0 +1,206 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import * as z from "zod";
+import { READ_ONLY_KINDS, TOOL_KINDS, type ToolKind } from "../tool/kinds.js";
+import { RequirementSetSchema, type RequirementSet } from "../tool/requirements.js";
+import type { UserConfig } from "./config.js";
+import { requirementProblems } from "./extension-check.js";
+import { toolhostHome } from "./home.js";
+import type { LoadProblem } from "./loader.js";
+import { packageRoot } from "./package-root.js";
+
+export const DEFAULT_PROFILE = "default";
+export const PROFILE_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+/** A permission rule (RFC): stored with the profile; the permissions layer evaluates it. */
+export const PermissionRuleSchema = z
+  .object({
+    /** A tool id (`bash`), a capability (`fs.write`) or `*`. */
+    permission: z.string().min(1),
+    /** What the rule matches in the call: a command pattern, a path glob, a host; `*` for all. */
+    pattern: z.string().min(1).default("*"),
+    action: z.enum(["allow", "deny", "ask"]),
+  })
+  .strict();
+export type PermissionRule = z.infer<typeof PermissionRuleSchema>;
+
+export const ProfileFileSchema = z
+  .object({
+    name: z.string().regex(PROFILE_NAME_PATTERN, `a profile name matches ${PROFILE_NAME_PATTERN}`),
+    description: z.string().min(1),
+    /** The profile's instructions for the model; or a prompt.md beside profile.json. */
+    prompt: z.string().optional(),
+    /** `provider/model`, e.g. `anthropic/claude-sonnet-4-5`. */
+    model: z.string().min(1).optional(),
+    tools: z
+      .object({
+        /** Only these ids (locked or extension); all when absent. */
+        enable: z.array(z.string()).optional(),
+        /** These ids are left out. */
+        disable: z.array(z.string()).optional(),
+        /** Only tools of these ACP kinds: keeps extension tools in line with the profile's intent. */
+        kinds: z.array(z.enum(TOOL_KINDS)).optional(),
+      })
+      .strict()
+      .optional(),
+    /** The manifest's RequirementSet, joined with each tool's own on every call. */
+    requires: RequirementSetSchema.optional(),
+    permissions: z.array(PermissionRuleSchema).optional(),
+  })
+  .strict();
+
+export interface Profile {
+  name: string;
+  description: string;
+  prompt: string;
+  model?: string;
+  tools: { enable?: string[]; disable: string[]; kinds?: ToolKind[] };
+  requires: RequirementSet;
+  permissions: PermissionRule[];
+  /** Where its profile.json is; null for the fallback used when a profile cannot be loaded. */
+  dir: string | null;
+  origin: "user" | "shipped" | "fallback";
+  /** Tool folders, in discovery order (the user's before the shipped one). */
+  toolDirs: string[];
+  skillDirs: string[];
+}
+
+export interface ProfileResult {
+  profile: Profile;
+  problems: LoadProblem[];
+}
+
+export interface ProfileLocations {
+  home?: string;
+  root?: string;
+}
+
+/**
+ * The profile name in force: the client's choice (ACP option), then TOOLHOST_PROFILE, then the
+ * config file, then `default`.
+ */
+export function selectProfileName(sources: { requested?: string; env?: NodeJS.ProcessEnv; config?: UserConfig } = {}): string {
+  const env = sources.env ?? process.env;
+  return sources.requested?.trim() || env.TOOLHOST_PROFILE?.trim() || sources.config?.profile?.trim() || DEFAULT_PROFILE;
+}
+
+/** Used when the selected profile is missing or invalid: read-only kinds only, nothing of its own (fail closed). */
+function fallbackProfile(name: string): Profile {
+  return {
+    name,
+    description: `The profile "${name}" could not be loaded, so only read-only tools are available`,
+    prompt: "",
+    tools: { disable: [], kinds: [...READ_ONLY_KINDS] },
+    requires: {},
+    permissions: [],
+    dir: null,
+    origin: "fallback",
+    toolDirs: [],
+    skillDirs: [],
+  };
+}
+
+/** A file's text, or null when it does not exist. */
+const readText = (file: string) =>
+  fsp.readFile(file, "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? null : Promise.reject(err)));
+
+/** Reads and validates one profile folder's profile.json (+ prompt.md). */
+async function readProfileFolder(dir: string, name: string, origin: "user" | "shipped"): Promise<ProfileResult | null> {
+  const file = path.join(dir, "profile.json");
+  const fail = (message: string): ProfileResult => ({ profile: fallbackProfile(name), problems: [{ file, message }] });
+  let text: string | null;
+  let promptMd: string | null;
+  try {
+    [text, promptMd] = await Promise.all([readText(file), readText(path.join(dir, "prompt.md"))]);
+  } catch (err) {
+    return fail(`cannot be read: ${(err as Error).message}`);
+  }
+  if (text === null) return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    return fail(`is not valid JSON: ${(err as Error).message}`);
+  }
+  const parsed = ProfileFileSchema.safeParse(json);
+  if (!parsed.success) return fail(`is not a valid profile:\n${z.prettifyError(parsed.error)}`);
+  const data = parsed.data;
+  if (data.name !== name) return fail(`says name "${data.name}", but its folder is "${name}": they must match`);
+  if (data.prompt !== undefined && promptMd !== null) return fail("has a prompt and a prompt.md beside it: keep one");
+  const variables = requirementProblems(data.requires ?? {});
+  if (variables.length) return fail(variables.join("; "));
+  return {
+    profile: {
+      name,
+      description: data.description,
+      prompt: data.prompt ?? promptMd ?? "",
+      model: data.model,
+      tools: { enable: data.tools?.enable, disable: data.tools?.disable ?? [], kinds: data.tools?.kinds },
+      requires: data.requires ?? {},
+      permissions: data.permissions ?? [],
+      dir,
+      origin,
+      toolDirs: [path.join(dir, "tools")],
+      skillDirs: [path.join(dir, "skills")],
+    },
+    problems: [],
+  };
+}
+
+function locations(options: ProfileLocations) {
+  return { home: options.home ?? toolhostHome(), root: options.root ?? packageRoot() };
+}
+
+/**
+ * Loads a profile: `~/.toolhost/profiles/<name>/profile.json` replaces the shipped profile of
+ * that name; a user folder without one extends the shipped profile (its tools/ and skills/ come
+ * first). A missing or invalid profile is reported and replaced by a read-only fallback.
+ */
+export async function loadProfile(name: string, options: ProfileLocations = {}): Promise<ProfileResult> {
+  const { home, root } = locations(options);
+  if (!PROFILE_NAME_PATTERN.test(name)) {
+    const message = `"${name}" is not a profile name (${PROFILE_NAME_PATTERN})`;
+    return { profile: fallbackProfile(name), problems: [{ file: "(profile)", message }] };
+  }
+  const userDir = path.join(home, "profiles", name);
+  const shippedDir = path.join(root, "profiles", name);
+  const user = await readProfileFolder(userDir, name, "user");
+  if (user) return user;
+  const shipped = await readProfileFolder(shippedDir, name, "shipped");
+  if (!shipped) {
+    const message = `no profile named "${name}": looked for ${path.join(userDir, "profile.json")} and ${path.join(shippedDir, "profile.json")}`;
+    return { profile: fallbackProfile(name), problems: [{ file: path.join(userDir, "profile.json"), message }] };
+  }
+  if (shipped.problems.length === 0) {
+    shipped.profile.toolDirs.unshift(path.join(userDir, "tools"));
+    shipped.profile.skillDirs.unshift(path.join(userDir, "skills"));
+  }
+  return shipped;
+}
+
+export interface ProfileSummary {
+  name: string;
+  description: string;
+  origin: "user" | "shipped";
+}
+
+/** Every loadable profile (user and shipped), by name: for a profile picker. Broken ones are reported. */
+export async function listProfiles(options: ProfileLocations = {}): Promise<{ profiles: ProfileSummary[]; problems: LoadProblem[] }> {
+  const { home, root } = locations(options);
+  const names = new Set<string>();
+  for (const dir of [path.join(home, "profiles"), path.join(root, "profiles")]) {
+    for (const entry of await fsp.readdir(dir, { withFileTypes: true }).catch(() => [])) {
+      if (entry.isDirectory() && PROFILE_NAME_PATTERN.test(entry.name)) names.add(entry.name);
+    }
+  }
+  const profiles: ProfileSummary[] = [];
+  const problems: LoadProblem[] = [];
+  for (const name of [...names].sort()) {
+    const { profile, problems: found } = await loadProfile(name, { home, root });
+    // A user folder holding only tools/ for a profile that exists nowhere else is not a profile.
+    if (profile.origin === "fallback" && found.every((p) => p.message.startsWith("no profile named"))) continue;
+    problems.push(...found);
+    if (profile.origin !== "fallback") profiles.push({ name, description: profile.description, origin: profile.origin });
+  }
+  return { profiles, problems };
+}

@@ -1,0 +1,18 @@
+/**
+ * Everything of the public entry except `z`. The extension loader serves this plus a lazily
+ * loaded zod as the "toolhost" module, so the CLI bundle's start-up chunk keeps only the zod
+ * code the SDK uses (a re-exported `z` namespace would pull in all of zod).
+ */
+export * from "./tool/index.js";
+export { invoke, type InvokeOptions, type Authorize, type Decision, type ToolCallRequest } from "./host/invoke.js";
+export { ToolRegistry, type RegisteredTool, type ToolSource } from "./host/registry.js";
+export { LOCKED_TOOL_IDS, isLockedId } from "./host/locked.js";
+export { BUILTIN_TOOLS, builtinRegistry } from "./host/builtins.js";
+export { buildToolset, projectToolDir, type Toolset, type ToolsetOptions } from "./host/toolset.js";
+export * from "./host/toolset-report.js";
+export { loadProfile, listProfiles, selectProfileName, type Profile, type PermissionRule } from "./host/profiles.js";
+export { isTrusted, trust, untrust } from "./host/trust.js";
+export type { LoadProblem } from "./host/loader.js";
+export { RuntimeSession, type RuntimeSessionOptions } from "./runtime/session.js";
+export { NodeFs } from "./runtime/fs/node.js";
+export { MemoryFs } from "./runtime/fs/memory.js";

@@ -1,0 +1,112 @@
+import { execFile } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { beforeEach, describe, expect, it } from "vitest";
+import { tempDir } from "./helpers.js";
+import { toolFile } from "./host/extension-fixtures.js";
+
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+
+let home: string;
+let project: string;
+async function toolhost(...args: string[]) {
+  const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" };
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd: project, env, timeout: 20_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+const put = async (file: string, text: string) => {
+  await fsp.mkdir(path.dirname(file), { recursive: true });
+  await fsp.writeFile(file, text);
+  return file;
+};
+
+beforeEach(async () => {
+  home = await tempDir();
+  project = await tempDir({ "notes.md": "hi\n" });
+});
+
+describe("the issue's walkthrough: hello.ts in the profile and in a trusted project", () => {
+  it("shows which one won and why, lets it be called, and reflects the project's trust", async () => {
+    const mine = await put(path.join(home, "profiles/default/tools/hello.ts"), toolFile("hello", "profile"));
+    const theirs = await put(path.join(project, ".toolhost/tools/hello.ts"), toolFile("hello", "project"));
+    await put(path.join(project, ".toolhost/tools/project_only.ts"), toolFile("project_only"));
+
+    const untrusted = JSON.parse((await toolhost("tools", "--json")).stdout);
+    expect(untrusted.trusted).toBe(false);
+    expect(untrusted.tools.find((t: { id: string }) => t.id === "hello").source).toBe(mine);
+    expect(untrusted.tools.some((t: { id: string }) => t.id === "project_only")).toBe(false);
+    expect(untrusted.skipped.map((s: { file: string }) => path.basename(s.file))).toEqual(["hello.ts", "project_only.ts"]);
+
+    const granted = await toolhost("trust");
+    expect(granted.code).toBe(0);
+    expect(granted.stdout).toContain(`Trusted ${project}.`);
+    expect(granted.stdout).toContain(theirs);
+
+    const trusted = JSON.parse((await toolhost("tools", "--json")).stdout);
+    expect(trusted.trusted).toBe(true);
+    expect(trusted.tools.map((t: { id: string; source: string }) => [t.id, t.source]).slice(7)).toEqual([
+      ["hello", mine],
+      ["project_only", path.join(project, ".toolhost/tools/project_only.ts")],
+    ]);
+    expect(trusted.shadowed).toEqual([{ id: "hello", file: theirs, winner: mine }]);
+    expect(trusted.errors).toEqual([]);
+
+    const table = (await toolhost("tools")).stdout;
+    expect(table).toMatch(new RegExp(`^hello\\s+read\\s+Says which file it came from\\.\\s+\\[${mine}\\]$`, "m"));
+    expect(table).toContain(`shadowed (discovery order: profile tools, then the project's, then config toolDirs; the first definition of an id wins):\n  hello: ${theirs} lost to ${mine}`);
+
+    const called = await toolhost("call", "hello", '{"name":"Ada"}');
+    expect(called.code).toBe(0);
+    expect(JSON.parse(called.stdout).data).toEqual({ tag: "profile", hello: "Ada" });
+
+    expect((await toolhost("trust", "--revoke")).stdout).toContain(`No longer trusted: ${project}`);
+    expect(JSON.parse((await toolhost("tools", "--json")).stdout).trusted).toBe(false);
+  });
+});
+
+describe("toolhost doctor", () => {
+  it("exits 0 with nothing wrong, 1 listing every config, profile and extension problem", async () => {
+    const clean = await toolhost("doctor");
+    expect(clean.code).toBe(0);
+    expect(clean.stdout).toContain("No problems found.");
+    expect(clean.stdout).toMatch(/profile: default \(shipped, .*profiles\/default\)/);
+    expect(clean.stdout).toMatch(/types for extension files: .*dist\/index\.d\.ts/);
+
+    await put(path.join(home, "config.json"), JSON.stringify({ toolDirs: ["extra"], colour: "blue" }));
+    const broken = await put(path.join(home, "profiles/default/tools/broken.ts"), "export default {");
+    await put(path.join(home, "profiles/default/tools/locked.ts"), toolFile("bash"));
+    const result = await toolhost("doctor");
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain("problems (3):");
+    expect(result.stdout).toMatch(/config\.json: .*Unrecognized key: "colour"/);
+    expect(result.stdout).toContain(`${broken}: failed to import`);
+    expect(result.stdout).toContain('"bash" is a locked tool id: an extension cannot take it');
+
+    const profile = await toolhost("doctor", "--profile", "nope");
+    expect(profile.code).toBe(1);
+    expect(profile.stdout).toMatch(/no profile named "nope"/);
+  });
+});
+
+describe("extension code cannot hold the CLI open", () => {
+  it("exits after listing even when a tool file leaves a timer running", async () => {
+    await put(path.join(home, "profiles/default/tools/timer.ts"), `setInterval(() => {}, 1000);\n${toolFile("ticker")}`);
+    const result = await toolhost("tools");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^ticker\s+read/m);
+  });
+
+  it("lists the profile's tools and what it disables", async () => {
+    const result = await toolhost("tools", "--profile", "read-only");
+    expect(result.stdout).not.toMatch(/^bash\s/m);
+    expect(result.stdout).toContain("disabled by the profile:\n  write: the read-only profile disables it");
+  });
+});

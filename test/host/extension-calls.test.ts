@@ -1,0 +1,174 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { invoke } from "../../src/host/invoke.js";
+import { buildToolset, type Toolset } from "../../src/host/toolset.js";
+import { RuntimeSession } from "../../src/runtime/session.js";
+import { errorOf, output, tempDir } from "../helpers.js";
+import { useTempHome } from "./extension-fixtures.js";
+
+// Extension tools go through the same pipeline as the locked ones: validation, capability
+// check, cancellation, timeouts, truncation and the envelope.
+const TOOLS = `import { defineTool, ToolError, z } from "toolhost";
+
+export const tools = [
+  defineTool({
+    id: "big_output",
+    description: "Returns a lot of text",
+    kind: "read",
+    parameters: z.object({ kb: z.number().int() }),
+    requires: {},
+    execute: async ({ kb }) => "x".repeat(kb * 1024),
+  }),
+  defineTool({
+    id: "peek_hostname",
+    description: "Reads /etc/hostname without declaring it",
+    kind: "read",
+    parameters: z.object({}),
+    requires: { fs: { read: ["{workspace}/**"] } },
+    execute: async (_args, ctx) => new TextDecoder().decode(await ctx.fs.readFile("/etc/hostname")),
+  }),
+  defineTool({
+    id: "read_notes",
+    description: "Reads a workspace file it declared",
+    kind: "read",
+    parameters: z.object({ path: z.string() }),
+    requires: { fs: { read: ["{workspace}/**"] } },
+    execute: async ({ path }, ctx) => new TextDecoder().decode(await ctx.fs.readFile(path)),
+  }),
+  defineTool({
+    id: "run_undeclared",
+    description: "Runs a command it did not declare",
+    kind: "execute",
+    parameters: z.object({}),
+    requires: { fs: { read: ["{workspace}/**"] } },
+    execute: async (_args, ctx) => ctx.shell.exec("id", []),
+  }),
+  defineTool({
+    id: "hang",
+    description: "Never finishes and ignores its signal",
+    kind: "other",
+    parameters: z.object({}),
+    requires: {},
+    timeoutMs: 1000,
+    execute: () => new Promise(() => {}),
+  }),
+  defineTool({
+    id: "wait_for_cancel",
+    description: "Waits until its signal aborts",
+    kind: "other",
+    parameters: z.object({}),
+    requires: {},
+    execute: (_args, ctx) =>
+      new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(new ToolError("aborted", "saw the abort")))),
+  }),
+  defineTool({
+    id: "fails",
+    description: "Throws",
+    kind: "other",
+    parameters: z.object({ expected: z.boolean() }),
+    requires: {},
+    execute: async ({ expected }) => {
+      if (expected) throw new ToolError("not_found", "no such widget");
+      throw new RangeError("widget index out of range");
+    },
+  }),
+  defineTool({
+    id: "json_args",
+    description: "Declares a plain JSON Schema",
+    kind: "think",
+    parameters: { type: "object", properties: { count: { type: "integer", minimum: 1 } }, required: ["count"], additionalProperties: false },
+    requires: {},
+    execute: async (args) => ({ doubled: (args.count as number) * 2 }),
+  }),
+];
+`;
+
+let toolset: Toolset;
+let workspace: string;
+const sessions: RuntimeSession[] = [];
+const session = () => {
+  const s = new RuntimeSession({ workspace });
+  sessions.push(s);
+  return s;
+};
+const call = (id: string, args: unknown, options: { signal?: AbortSignal; s?: RuntimeSession } = {}) =>
+  invoke(toolset.registry, id, args, { session: options.s ?? session(), manifest: toolset.manifest, signal: options.signal });
+
+beforeAll(async () => {
+  const home = await useTempHome();
+  workspace = await tempDir({ "notes.md": "remember the milk\n", ".toolhost/tools/everything.ts": TOOLS });
+  await fsp.writeFile(path.join(home, "config.json"), "{}");
+  toolset = await buildToolset({ cwd: workspace, trusted: true });
+  expect(toolset.report.errors).toEqual([]);
+});
+afterEach(async () => {
+  await Promise.all(sessions.splice(0).map((s) => s.close()));
+});
+
+describe("extension tools through invoke", () => {
+  it("caps an oversized output on the host side and writes the whole of it to a sidecar", async () => {
+    const envelope = await call("big_output", { kb: 200 });
+    expect(envelope.metadata).toMatchObject({ truncated: true });
+    const sidecar = envelope.metadata.output_path!;
+    expect((await fsp.stat(sidecar)).size).toBe(200 * 1024);
+    expect(JSON.stringify(output(envelope)).length).toBeLessThan(60 * 1024);
+  });
+
+  it("refuses what the tool's requires do not cover: a path outside the workspace, an undeclared command", async () => {
+    expect(errorOf(await call("peek_hostname", {}), "outside_root")).toMatch(/etc\/hostname/);
+    expect(errorOf(await call("read_notes", { path: "../../etc/hostname" }), "outside_root")).toBeTruthy();
+    expect(output(await call("read_notes", { path: "notes.md" }))).toBe("remember the milk\n");
+    expect(errorOf(await call("run_undeclared", {}), "capability_denied")).toMatch(/`id`/);
+  });
+
+  it("abandons a hanging tool at its timeout while other calls keep working", async () => {
+    let settled = false;
+    const hanging = call("hang", {}).finally(() => (settled = true));
+    // Another session works while the first call hangs.
+    const other = await call("read_notes", { path: "notes.md" });
+    expect(output(other)).toBe("remember the milk\n");
+    expect(settled).toBe(false);
+    const envelope = await hanging;
+    expect(errorOf(envelope, "timeout")).toBe("The hang tool did not finish within 1 s and was abandoned");
+    expect(envelope.metadata.duration_ms).toBeGreaterThanOrEqual(990);
+    expect(envelope.metadata.duration_ms).toBeLessThan(3000);
+  });
+
+  it("passes the abort signal to extension code on cancel", async () => {
+    const controller = new AbortController();
+    const running = call("wait_for_cancel", {}, { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error("user cancelled")), 50);
+    expect(errorOf(await running, "aborted")).toBe("saw the abort");
+  });
+
+  it("turns throws into error envelopes: a ToolError keeps its code, anything else is execution_failed", async () => {
+    expect(errorOf(await call("fails", { expected: true }), "not_found")).toBe("no such widget");
+    expect(errorOf(await call("fails", { expected: false }), "execution_failed")).toMatch(/widget index out of range/);
+  });
+
+  it("validates arguments against a plain JSON Schema before execute", async () => {
+    expect(output(await call("json_args", { count: 3 }))).toEqual({ doubled: 6 });
+    for (const bad of [{}, { count: 0 }, { count: "3" }, { count: 1, more: true }]) {
+      expect(errorOf(await call("json_args", bad), "invalid_arguments")).toMatch(/json_args tool was called with invalid arguments/);
+    }
+  });
+});
+
+describe("an extension declaring an undefined {variable}", () => {
+  it("is a load error for that tool only", async () => {
+    const dir = await tempDir({
+      ".toolhost/tools/typo.ts": `import { defineTool, z } from "toolhost";
+export const tools = [
+  defineTool({ id: "typo", description: "d", kind: "read", parameters: z.object({}), requires: { fs: { read: ["{worksapce}/**"] } }, execute: async () => 1 }),
+  defineTool({ id: "fine", description: "d", kind: "read", parameters: z.object({}), requires: { fs: { read: ["{user-data}/notes/**"] } }, execute: async () => 1 }),
+];`,
+    });
+    const { registry, report } = await buildToolset({ cwd: dir, trusted: true });
+    expect(registry.has("typo")).toBe(false);
+    expect(registry.has("fine")).toBe(true);
+    expect(report.errors).toEqual([
+      expect.objectContaining({ id: "typo", message: expect.stringMatching(/Undefined variable \{worksapce\}/) }),
+    ]);
+  });
+});
