@@ -27,8 +27,26 @@ function modelOption(model: ModelOptionState): SessionConfigOption {
   };
 }
 
-/** The `mode` config option (the forward path; v2 drops session modes), then `model` when given. */
-export function configOptions(mode: ModeId, model?: ModelOptionState): SessionConfigOption[] {
+/** Which profile the session runs, among the shipped and the user's profiles. */
+export interface ProfileOptionState {
+  current: string;
+  names: string[];
+}
+
+function profileOption(profile: ProfileOptionState): SessionConfigOption {
+  const names = profile.names.includes(profile.current) ? profile.names : [profile.current, ...profile.names];
+  return {
+    id: "profile",
+    name: "Profile",
+    description: "Prompt, tools and permissions (profiles/ and ~/.toolhost/profiles/)",
+    type: "select",
+    currentValue: profile.current,
+    options: names.map((name) => ({ value: name, name })),
+  };
+}
+
+/** The `mode` config option (the forward path; v2 drops session modes), then `model` and `profile` when given. */
+export function configOptions(mode: ModeId, model?: ModelOptionState, profile?: ProfileOptionState): SessionConfigOption[] {
   const options: SessionConfigOption[] = [
     {
       id: "mode",
@@ -41,5 +59,6 @@ export function configOptions(mode: ModeId, model?: ModelOptionState): SessionCo
     },
   ];
   if (model) options.push(modelOption(model));
+  if (profile) options.push(profileOption(profile));
   return options;
 }

@@ -9,18 +9,13 @@ import {
   type ClientCapabilities,
   type InitializeResponse,
 } from "@agentclientprotocol/sdk";
-import { modelOptionState } from "../agent/model-config.js";
-import type { ToolRegistry } from "../host/registry.js";
+import { modelOptionState, peekUserConfig } from "../agent/model-config.js";
 import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { version } from "../version.js";
 import { configOptions, modeState } from "./modes.js";
 import type { AcpSession } from "./session.js";
 
-export interface AgentOptions {
-  /** The tools of a new session (default: the built-in locked tools). */
-  registry?: () => ToolRegistry | Promise<ToolRegistry>;
-}
 
 /**
  * A session as the connection knows it. The tools and runtime load right after session/new
@@ -38,19 +33,34 @@ async function loadSession(
   mcpServers: AcpSession["mcpServers"],
   client: AgentContext,
   clientCapabilities: ClientCapabilities,
-  registry: AgentOptions["registry"],
 ): Promise<AcpSession> {
-  const [{ AcpSession }, tools] = await Promise.all([
+  const [{ AcpSession }, { SessionTools }, { listProfiles }] = await Promise.all([
     import("./session.js"),
-    registry ? registry() : import("../host/builtins.js").then((m) => m.builtinRegistry()),
+    import("../agent/session-tools.js"),
+    import("../host/profiles.js"),
   ]);
-  const session = new AcpSession({ id: handle.id, mode: handle.mode, cwd, mcpServers, client, clientCapabilities, registry: tools });
-  await session.announceCommands();
+  const [tools, listed] = await Promise.all([SessionTools.create(cwd), listProfiles()]);
+  const profile = tools.toolset.profile;
+  const session = new AcpSession({
+    id: handle.id,
+    mode: handle.mode,
+    cwd,
+    mcpServers,
+    client,
+    clientCapabilities,
+    tools,
+    profiles: listed.profiles.map((p) => p.name),
+    // A profile's model sits below TOOLHOST_MODEL (the user's explicit choice for this run).
+    model: process.env.TOOLHOST_MODEL ? undefined : profile.model,
+  });
+  await session.announceStart();
+  // The option's full profile list and the profile's model are known only now.
+  await session.update({ sessionUpdate: "config_option_update", configOptions: session.configOptions() });
   return session;
 }
 
 /** The toolhost ACP agent: one instance per connection. */
-export function createAgent(options: AgentOptions = {}) {
+export function createAgent() {
   const sessions = new Map<string, SessionHandle>();
   let clientCapabilities: ClientCapabilities = {};
 
@@ -90,11 +100,14 @@ export function createAgent(options: AgentOptions = {}) {
       const caps = clientCapabilities;
       // Started after the response goes out, so the answer does not wait for the tools to load.
       h.ready = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
-        loadSession(h, path.resolve(params.cwd), params.mcpServers ?? [], client, caps, options.registry),
+        loadSession(h, path.resolve(params.cwd), params.mcpServers ?? [], client, caps),
       );
       h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
       sessions.set(h.id, h);
-      return { sessionId: h.id, modes: modeState(h.mode), configOptions: configOptions(h.mode, modelOptionState(undefined)) };
+      // The profile as selectProfileName picks it (env, config, default); its full list follows once loaded.
+      const profile = process.env.TOOLHOST_PROFILE?.trim() || peekUserConfig().profile || "default";
+      const options = configOptions(h.mode, modelOptionState(undefined), { current: profile, names: [profile] });
+      return { sessionId: h.id, modes: modeState(h.mode), configOptions: options };
     })
     .onRequest("session/set_mode", async ({ params }) => {
       const h = handle(params.sessionId);
@@ -105,8 +118,14 @@ export function createAgent(options: AgentOptions = {}) {
     })
     .onRequest("session/set_config_option", async ({ params }) => {
       const h = handle(params.sessionId);
-      if ((params.configId !== "mode" && params.configId !== "model") || typeof params.value !== "string") {
+      if (!["mode", "model", "profile"].includes(params.configId) || typeof params.value !== "string") {
         throw RequestError.invalidParams({ configId: params.configId }, `Unknown config option ${params.configId}`);
+      }
+      if (params.configId === "profile") {
+        const session = await h.ready;
+        const problem = await session.setProfile(params.value);
+        if (problem) throw RequestError.invalidParams({ value: params.value }, problem);
+        return { configOptions: session.configOptions() };
       }
       if (params.configId === "model") {
         const session = await h.ready;
@@ -142,6 +161,8 @@ export function createAgent(options: AgentOptions = {}) {
 
 /** Serves ACP on stdin/stdout until stdin closes or SIGTERM; then kills what it started and exits 0. */
 export async function serveStdio(): Promise<void> {
+  // stdout carries ACP only: a stray console.log (an extension tool's, say) goes to stderr.
+  for (const method of ["log", "info", "debug"] as const) console[method] = (...args: unknown[]) => console.error(...args);
   const { app, shutdown } = createAgent();
   const stream = ndJsonStream(
     Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,

@@ -16,6 +16,7 @@ import { modelInfo } from "../agent/models.js";
 import { sessionAuthorizer } from "../agent/permissions.js";
 import { runToolCall, type ToolCallInfo, type ToolCallObserver, type ToolRunContext } from "../agent/tool-runner.js";
 import type { ToolRegistry } from "../host/registry.js";
+import type { SessionTools, TrustAnswer } from "../agent/session-tools.js";
 import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
 import { SessionRules } from "../policy/session-rules.js";
 import { NodeFs } from "../runtime/fs/node.js";
@@ -47,11 +48,12 @@ export interface AcpSessionOptions {
   mcpServers: McpServer[];
   client: AgentContext;
   clientCapabilities: ClientCapabilities;
-  registry: ToolRegistry;
+  /** The session's tools (profile, project, config folders), rebuilt on /reload. */
+  tools: SessionTools;
+  /** Profile names for the `profile` option. */
+  profiles?: string[];
   /** The session's model (`provider/model`), over env and config file. */
   model?: string;
-  /** The active profile's system prompt, in place of the default one. */
-  profilePrompt?: string;
 }
 
 function inside(abs: string, roots: readonly string[]): boolean {
@@ -65,7 +67,9 @@ export class AcpSession {
   readonly mcpServers: McpServer[];
   readonly runtime: RuntimeSession;
   private readonly client: AgentContext;
-  private readonly registry: ToolRegistry;
+  private readonly tools: SessionTools;
+  private readonly profiles: string[];
+  private trustSeq = 0;
   private readonly rules: SessionRules;
   private mode: ModeId = DEFAULT_MODE;
   private turn: AbortController | null = null;
@@ -75,7 +79,6 @@ export class AcpSession {
   private readonly history = new History();
   private readonly meter: CostMeter = { amount: 0 };
   private model: string | undefined;
-  private readonly profilePrompt: string | undefined;
 
   constructor(options: AcpSessionOptions) {
     this.id = options.id;
@@ -83,10 +86,10 @@ export class AcpSession {
     this.cwd = options.cwd;
     this.mcpServers = options.mcpServers;
     this.client = options.client;
-    this.registry = options.registry;
+    this.tools = options.tools;
+    this.profiles = options.profiles ?? [options.tools.toolset.profile.name];
     this.rules = new SessionRules(options.cwd);
     this.model = options.model;
-    this.profilePrompt = options.profilePrompt;
     const caps = options.clientCapabilities;
     const local = new NodeFs();
     const canRead = caps.fs?.readTextFile === true;
@@ -106,8 +109,30 @@ export class AcpSession {
     return this.mode;
   }
 
+  private get registry(): ToolRegistry {
+    return this.tools.registry;
+  }
+
   configOptions() {
-    return configOptions(this.mode, modelOptionState(this.model));
+    return configOptions(this.mode, modelOptionState(this.model), { current: this.tools.toolset.profile.name, names: this.profiles });
+  }
+
+  /** Switches the profile: rebuilds the tools and tells the user what changed. */
+  async setProfile(name: string): Promise<string | null> {
+    if (!this.profiles.includes(name)) return `Unknown profile ${name}; profiles: ${this.profiles.join(", ")}`;
+    const change = await this.tools.reload({ profile: name });
+    const loaded = this.tools.toolset.profile;
+    await this.say(`Profile ${loaded.name}${loaded.origin === "fallback" ? " (could not be loaded: read-only tools only)" : ""}. ${change}`);
+    await this.announceCommands();
+    await this.update({ sessionUpdate: "config_option_update", configOptions: this.configOptions() });
+    return null;
+  }
+
+  /** Session start: the commands, and load problems once. */
+  async announceStart(): Promise<void> {
+    await this.announceCommands();
+    const problems = this.tools.startMessage();
+    if (problems) await this.say(problems);
   }
 
   modeState() {
@@ -178,6 +203,8 @@ export class AcpSession {
         .map((b) => b.text)
         .join("\n")
         .trim();
+      const pending = this.tools.pendingTrust();
+      if (pending.length) await this.askProjectTrust(pending, controller.signal);
       const slash = parseSlash(text, this.registry);
       if (!slash) return stop(await this.modelTurn(blocks, controller.signal));
       switch (slash.type) {
@@ -186,6 +213,10 @@ export class AcpSession {
           return stop("end_turn");
         case "tools":
           await this.say(toolsText(this.registry));
+          return stop("end_turn");
+        case "reload":
+          await this.say(`Tools reloaded. ${await this.tools.reload()}`);
+          await this.announceCommands();
           return stop("end_turn");
         case "invalid":
           await this.say(slash.message);
@@ -203,6 +234,45 @@ export class AcpSession {
     } finally {
       if (this.turn === controller) this.turn = null;
     }
+  }
+
+  /**
+   * The first prompt in an untrusted project that has its own tools asks once whether to load
+   * them (importing a file runs its code). Shown as a tool call of kind `other` listing the files.
+   */
+  private async askProjectTrust(files: string[], signal: AbortSignal): Promise<void> {
+    const toolCallId = `trust_${++this.trustSeq}`;
+    const title = `Load this project's own tools (${files.length} file${files.length === 1 ? "" : "s"})?`;
+    const content = [textContent(`Importing these files runs their code:\n${files.map((f) => `- ${f}`).join("\n")}`)];
+    await this.update({ sessionUpdate: "tool_call", toolCallId, title, kind: "other", status: "pending", content });
+    let answer: TrustAnswer = "reject";
+    try {
+      const response = await this.client.request(
+        "session/request_permission",
+        {
+          sessionId: this.id,
+          toolCall: { toolCallId, title, kind: "other", status: "pending", content },
+          options: [
+            { optionId: "session", name: "Load them for this session", kind: "allow_once" },
+            { optionId: "always", name: "Trust this project (always load its tools)", kind: "allow_always" },
+            { optionId: "reject", name: "Don't load them", kind: "reject_once" },
+          ],
+        },
+        { cancellationSignal: signal, stopWaitingOnCancel: true },
+      );
+      const choice = response.outcome.outcome === "selected" ? response.outcome.optionId : "reject";
+      answer = choice === "session" || choice === "always" ? choice : "reject";
+    } catch {
+      answer = "reject";
+    }
+    const change = await this.tools.decideTrust(answer);
+    await this.update({
+      sessionUpdate: "tool_call_update",
+      toolCallId,
+      status: answer === "reject" ? "failed" : "completed",
+      content: [textContent(answer === "reject" ? "The project's tools were not loaded." : `The project's tools were loaded. ${change ?? ""}`)],
+    });
+    if (answer !== "reject") await this.announceCommands();
   }
 
   /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
@@ -224,7 +294,7 @@ export class AcpSession {
         tools: this.toolContext(signal),
         nextCallId: () => this.nextCallId(),
         meter: this.meter,
-        profilePrompt: this.profilePrompt,
+        profilePrompt: this.tools.toolset.profile.prompt || undefined,
       },
       this.turnObserver(),
     );
@@ -272,7 +342,7 @@ export class AcpSession {
         );
       },
     });
-    return { registry: this.registry, session: this.runtime, authorize, signal };
+    return { registry: this.registry, manifest: this.tools.manifest, session: this.runtime, authorize, signal };
   }
 
   private turnObserver(): TurnObserver {

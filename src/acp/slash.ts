@@ -5,11 +5,13 @@ export type SlashCommand =
   | { type: "tool"; toolId: string; args: unknown }
   | { type: "help" }
   | { type: "tools" }
+  | { type: "reload" }
   | { type: "invalid"; message: string };
 
 /** The commands that are not tools. */
 const BUILTIN_COMMANDS: AvailableCommand[] = [
   { name: "tools", description: "List the tools of this session with their kinds", input: null },
+  { name: "reload", description: "Re-scan the tool folders and re-import extension tools", input: null },
   { name: "help", description: "How slash commands run tools directly", input: null },
 ];
 
@@ -51,6 +53,7 @@ export function parseSlash(text: string, registry: ToolRegistry): SlashCommand |
   const rest = (match[2] ?? "").trim();
   if (name === "help") return { type: "help" };
   if (name === "tools") return { type: "tools" };
+  if (name === "reload") return { type: "reload" };
   const tool = registry.get(name);
   if (!tool) return { type: "invalid", message: `Unknown command /${name}. ${helpText(registry)}` };
   if (rest.startsWith("{")) {
@@ -73,7 +76,7 @@ export function helpText(registry: ToolRegistry): string {
     "",
     "- `/<tool> {json}` — any tool with a JSON object of arguments, e.g. `/edit {\"path\":\"a.ts\",\"old_string\":\"x\",\"new_string\":\"y\"}`",
     "- `/read src/a.ts:10-40`, `/grep TODO`, `/glob **/*.ts`, `/bash ls -la` — plain-text shorthands",
-    "- `/tools` — the tools of this session; `/help` — this text",
+    "- `/tools` — the tools of this session; `/reload` — re-scan and re-import tool files; `/help` — this text",
     "",
     `Tools: ${registry.ids().join(", ")}`,
   ].join("\n");

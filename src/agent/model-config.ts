@@ -44,6 +44,8 @@ export function isModelSpec(value: ModelSpec | { error: string }): value is Mode
 /** What session/new and the no-model message need from the config file, without validating it. */
 export interface ConfigPeek {
   model?: string;
+  /** The default profile name, when the file sets one. */
+  profile?: string;
   /** Providers that have an API key in the file. */
   keyed: string[];
   path: string;
@@ -59,10 +61,11 @@ export function peekUserConfig(home = toolhostHome()): ConfigPeek {
     return { keyed: [], path: file };
   }
   try {
-    const json = JSON.parse(text) as { model?: unknown; providers?: Record<string, { apiKey?: unknown } | undefined> };
+    const json = JSON.parse(text) as { model?: unknown; profile?: unknown; providers?: Record<string, { apiKey?: unknown } | undefined> };
     const providers = json.providers && typeof json.providers === "object" ? json.providers : {};
     return {
       model: typeof json.model === "string" && json.model.trim() !== "" ? json.model : undefined,
+      profile: typeof json.profile === "string" && json.profile.trim() !== "" ? json.profile.trim() : undefined,
       keyed: Object.entries(providers)
         .filter(([, p]) => typeof p?.apiKey === "string" && p.apiKey !== "")
         .map(([name]) => name),

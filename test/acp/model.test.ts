@@ -220,6 +220,7 @@ describe("a prompt answered by a model", () => {
     expect(options.map((o) => [o.id, o.category, o.currentValue])).toEqual([
       ["mode", "mode", "ask"],
       ["model", "model", "openai-compatible/fake"],
+      ["profile", undefined, "default"],
     ]);
     const set = await h.agent.request("session/set_config_option", { sessionId, configId: "model", value: "openai-compatible/other" });
     expect(set.configOptions.find((o) => o.id === "model")).toMatchObject({ currentValue: "openai-compatible/other" });

@@ -1,0 +1,69 @@
+import type { ToolRegistry } from "../host/registry.js";
+import { buildToolset, type Toolset } from "../host/toolset.js";
+import { diffToolsets, formatDiff, formatLoadProblems } from "../host/toolset-report.js";
+import { trust } from "../host/trust.js";
+import type { RequirementSet } from "../tool/requirements.js";
+
+/** The user's answer about an untrusted project's tools. */
+export type TrustAnswer = "session" | "always" | "reject";
+
+/**
+ * A session's tool set over time: built at session start, rebuilt on /reload, on a profile
+ * change and when the user lets an untrusted project's tools load. Knows nothing of ACP.
+ */
+export class SessionTools {
+  private trustDecided = false;
+
+  private constructor(
+    private readonly cwd: string,
+    private current: Toolset,
+    private trustedForSession: boolean | undefined,
+  ) {}
+
+  static async create(cwd: string, profile?: string): Promise<SessionTools> {
+    return new SessionTools(cwd, await buildToolset({ cwd, profile }), undefined);
+  }
+
+  get registry(): ToolRegistry {
+    return this.current.registry;
+  }
+
+  get manifest(): RequirementSet {
+    return this.current.manifest;
+  }
+
+  get toolset(): Toolset {
+    return this.current;
+  }
+
+  /** Load problems worth one message at session start (untrusted files are asked about instead). */
+  startMessage(): string | null {
+    return formatLoadProblems({ ...this.current.report, skipped: [] });
+  }
+
+  /** Project tool files that wait for the user's trust; empty once asked. */
+  pendingTrust(): string[] {
+    if (this.trustDecided || this.current.report.trusted) return [];
+    return this.current.report.skipped.map((s) => s.file);
+  }
+
+  /** Rebuilds from disk (fresh imports) and says what changed. */
+  async reload(changes: { profile?: string } = {}): Promise<string> {
+    const before = this.current;
+    this.current = await buildToolset({
+      cwd: this.cwd,
+      profile: changes.profile ?? before.profile.name,
+      trusted: this.trustedForSession,
+    });
+    return formatDiff(diffToolsets(before.report, this.current.report));
+  }
+
+  /** Applies the user's answer about the project's tools; returns what changed, or null. */
+  async decideTrust(answer: TrustAnswer): Promise<string | null> {
+    this.trustDecided = true;
+    if (answer === "reject") return null;
+    if (answer === "always") await trust(this.cwd);
+    this.trustedForSession = true;
+    return this.reload();
+  }
+}

@@ -1,0 +1,166 @@
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import * as fsp from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { SessionUpdate } from "@agentclientprotocol/sdk";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { tempDir } from "../helpers.js";
+import { Harness, selected, type PermissionHandler } from "./harness.js";
+
+type ToolCallUpdate = Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>;
+
+let home: string;
+let ws: string;
+let marker: string;
+let h: Harness | undefined;
+
+/** A drop-in tool file as a user writes it: no node_modules beside it. */
+function helloTool(greeting: string): string {
+  return `import { defineTool, z } from "toolhost";
+export default defineTool({
+  id: "hello",
+  description: "Says hello",
+  kind: "other",
+  parameters: z.object({ name: z.string().default("world") }),
+  requires: {},
+  title: (args) => \`Say hello to \${args.name}\`,
+  async execute(args) {
+    return { greeting: \`${greeting}, \${args.name}\` };
+  },
+});
+`;
+}
+
+beforeEach(async () => {
+  home = mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
+  ws = await tempDir({ "src/a.ts": "export const a = 1;\n" });
+  marker = path.join(ws, "imported.marker");
+  await fsp.mkdir(path.join(home, "profiles/default/tools"), { recursive: true });
+  await fsp.writeFile(path.join(home, "profiles/default/tools/hello.ts"), helloTool("hello from the profile"));
+  await fsp.mkdir(path.join(ws, ".toolhost/tools"), { recursive: true });
+  // Project files: one shadowed by the profile's hello, one of its own that records being imported.
+  await fsp.writeFile(path.join(ws, ".toolhost/tools/hello.ts"), helloTool("hello from the project"));
+  await fsp.writeFile(
+    path.join(ws, ".toolhost/tools/project_only.ts"),
+    `import { writeFileSync } from "node:fs";
+import { defineTool, z } from "toolhost";
+writeFileSync(${JSON.stringify(marker)}, "imported");
+export default defineTool({ id: "project_only", description: "A project tool", kind: "read", parameters: z.object({}), requires: {},
+  async execute() { return "project tool ran"; } });
+`,
+  );
+});
+
+afterEach(async () => {
+  if (h) {
+    expect(await h.close()).toBe(0);
+    expect(h.checker.problems).toEqual([]);
+    h = undefined;
+  }
+  await fsp.rm(ws, { recursive: true, force: true });
+  await fsp.rm(home, { recursive: true, force: true });
+});
+
+async function start(permission?: PermissionHandler) {
+  h = new Harness({ env: { TOOLHOST_HOME: home }, permission });
+  await h.initialize();
+  const sessionId = await h.newSession(ws);
+  await h.waitFor(() => h!.updatesOf(sessionId, "available_commands_update").length > 0);
+  return { h, sessionId };
+}
+
+const prompt = (h: Harness, sessionId: string, text: string) => h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+
+function lastUpdate(h: Harness, sessionId: string, callId: string): ToolCallUpdate {
+  return h.updatesOf(sessionId, "tool_call_update").filter((u) => u.toolCallId === callId).at(-1)!;
+}
+
+function messages(h: Harness, sessionId: string): string {
+  return h.updatesOf(sessionId, "agent_message_chunk").map((u) => (u.content.type === "text" ? u.content.text : "")).join("\n");
+}
+
+function commands(h: Harness, sessionId: string): string[] {
+  return h.updatesOf(sessionId, "available_commands_update").at(-1)!.availableCommands.map((c) => c.name);
+}
+
+describe("extension tools in the editor", () => {
+  it("a profile's drop-in tool is a command and a tool call with its own kind and title", async () => {
+    const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "reject" : "allow_once"));
+    expect(commands(h, sessionId)).toContain("hello");
+    await prompt(h, sessionId, "/hello");
+    const call = h.updatesOf(sessionId, "tool_call").find((c) => c.name === "hello")!;
+    expect(call).toMatchObject({ kind: "other", title: "Say hello to world" });
+    const done = lastUpdate(h, sessionId, call.toolCallId);
+    expect(done.status).toBe("completed");
+    expect(done.rawOutput).toMatchObject({ type: "output", data: { greeting: "hello from the profile, world" } });
+  });
+
+  it("an untrusted project's tools are not imported until the user allows them, asked once", async () => {
+    const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "reject" : "allow_once"));
+    expect(existsSync(marker)).toBe(false);
+    await prompt(h, sessionId, "/project_only");
+    const ask = h.permissionRequests[0]!;
+    expect(ask.toolCall).toMatchObject({ kind: "other" });
+    expect(JSON.stringify(ask.toolCall.content)).toContain("project_only.ts");
+    expect(ask.options.map((o) => o.kind)).toEqual(["allow_once", "allow_always", "reject_once"]);
+    expect(existsSync(marker)).toBe(false);
+    expect(messages(h, sessionId)).toMatch(/Unknown command \/project_only/);
+    await prompt(h, sessionId, "/tools");
+    expect(h.permissionRequests).toHaveLength(1);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("'for this session' loads them; the profile's hello still wins and the shadow is reported", async () => {
+    const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "session" : "allow_once"));
+    await prompt(h, sessionId, "/project_only");
+    expect(existsSync(marker)).toBe(true);
+    const run = h.updatesOf(sessionId, "tool_call").find((c) => c.name === "project_only")!;
+    expect(lastUpdate(h, sessionId, run.toolCallId).status).toBe("completed");
+    const trustCall = lastUpdate(h, sessionId, "trust_1");
+    expect(trustCall.status).toBe("completed");
+    expect(JSON.stringify(trustCall.content)).toMatch(/project_only/);
+    expect(commands(h, sessionId)).toContain("project_only");
+    await prompt(h, sessionId, "/hello");
+    const hello = h.updatesOf(sessionId, "tool_call").filter((c) => c.name === "hello").at(-1)!;
+    expect(lastUpdate(h, sessionId, hello.toolCallId).rawOutput).toMatchObject({ data: { greeting: "hello from the profile, world" } });
+    await prompt(h, sessionId, "/reload");
+    expect(messages(h, sessionId)).toMatch(/Tools reloaded/);
+    expect(existsSync(path.join(home, "trusted.json")) && readFileSync(path.join(home, "trusted.json"), "utf8").includes(ws)).toBe(false);
+  });
+
+  it("'always' trusts the project: the next session loads its tools without asking", async () => {
+    const first = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "always" : "allow_once"));
+    await prompt(first.h, first.sessionId, "/tools");
+    expect(first.h.permissionRequests).toHaveLength(1);
+    const second = await first.h.newSession(ws);
+    await first.h.waitFor(() => first.h.updatesOf(second, "available_commands_update").length > 0);
+    expect(commands(first.h, second)).toContain("project_only");
+    await prompt(first.h, second, "/tools");
+    expect(first.h.permissionRequests).toHaveLength(1);
+  });
+
+  it("/reload picks up an edited file and sends fresh commands", async () => {
+    const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "reject" : "allow_once"));
+    await fsp.writeFile(path.join(home, "profiles/default/tools/hello.ts"), helloTool("edited hello"));
+    const before = h.updatesOf(sessionId, "available_commands_update").length;
+    await prompt(h, sessionId, "/reload");
+    expect(h.updatesOf(sessionId, "available_commands_update").length).toBeGreaterThan(before);
+    await prompt(h, sessionId, "/hello");
+    const hello = h.updatesOf(sessionId, "tool_call").filter((c) => c.name === "hello").at(-1)!;
+    expect(lastUpdate(h, sessionId, hello.toolCallId).rawOutput).toMatchObject({ data: { greeting: "edited hello, world" } });
+  });
+
+  it("shows load problems once at session start, and switches profiles through the config option", async () => {
+    await fsp.writeFile(path.join(home, "profiles/default/tools/broken.ts"), "export default defineTool({ this is not typescript");
+    const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "reject" : "allow_once"));
+    await h.waitFor(() => /broken\.ts/.test(messages(h, sessionId)));
+    expect(commands(h, sessionId)).toEqual(expect.arrayContaining(["write", "edit", "bash", "hello"]));
+    const set = await h.agent.request("session/set_config_option", { sessionId, configId: "profile", value: "read-only" });
+    expect(set.configOptions.find((o) => o.id === "profile")).toMatchObject({ currentValue: "read-only" });
+    const after = commands(h, sessionId);
+    expect(after).not.toContain("write");
+    expect(after).not.toContain("bash");
+    expect(after).toContain("read");
+    await expect(h.agent.request("session/set_config_option", { sessionId, configId: "profile", value: "nope" })).rejects.toMatchObject({ code: -32602 });
+  });
+});
