@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import type { SessionUpdate } from "@agentclientprotocol/sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
 import { Harness, selected, type PermissionHandler } from "./harness.js";
 
@@ -61,8 +62,8 @@ afterEach(async () => {
   await fsp.rm(home, { recursive: true, force: true });
 });
 
-async function start(permission?: PermissionHandler) {
-  h = new Harness({ env: { TOOLHOST_HOME: home }, permission });
+async function start(permission?: PermissionHandler, env: Record<string, string> = {}) {
+  h = new Harness({ env: { TOOLHOST_HOME: home, ...env }, permission });
   await h.initialize();
   const sessionId = await h.newSession(ws);
   await h.waitFor(() => h!.updatesOf(sessionId, "available_commands_update").length > 0);
@@ -162,5 +163,27 @@ describe("extension tools in the editor", () => {
     expect(after).not.toContain("bash");
     expect(after).toContain("read");
     await expect(h.agent.request("session/set_config_option", { sessionId, configId: "profile", value: "nope" })).rejects.toMatchObject({ code: -32602 });
+  });
+
+  it("the model sees the drop-in tool and calls it like a locked one", async () => {
+    const fake = await startFakeOpenAI({
+      script: [{ toolCalls: [{ name: "hello", arguments: { name: "model" } }] }, { text: "It said hello." }],
+    });
+    try {
+      const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "reject" : "allow_once"), {
+        TOOLHOST_MODEL: "openai-compatible/fake",
+        TOOLHOST_BASE_URL: fake.url,
+      });
+      const response = await prompt(h, sessionId, "greet the model");
+      expect(response.stopReason).toBe("end_turn");
+      const declared = (fake.requests[0]!.body as { tools?: { function: { name: string } }[] }).tools?.map((t) => t.function.name);
+      expect(declared).toContain("hello");
+      const call = h.updatesOf(sessionId, "tool_call").find((c) => c.name === "hello")!;
+      expect(call.kind).toBe("other");
+      expect(lastUpdate(h, sessionId, call.toolCallId).rawOutput).toMatchObject({ data: { greeting: "hello from the profile, model" } });
+      expect(JSON.stringify((fake.requests[1]!.body as { messages: unknown[] }).messages)).toContain("hello from the profile, model");
+    } finally {
+      await fake.close();
+    }
   });
 });
