@@ -1,5 +1,4 @@
-import { readFileSync } from "node:fs";
-import path from "node:path";
+import { readConfigFile } from "../host/config-file.js";
 import { toolhostHome } from "../host/home.js";
 
 // Light on purpose: session/new reads the configured model from here, so nothing heavy (zod,
@@ -53,27 +52,18 @@ export interface ConfigPeek {
 }
 
 export function peekUserConfig(home = toolhostHome()): ConfigPeek {
-  const file = path.join(home, "config.json");
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    return { keyed: [], path: file };
-  }
-  try {
-    const json = JSON.parse(text) as { model?: unknown; profile?: unknown; providers?: Record<string, { apiKey?: unknown } | undefined> };
-    const providers = json.providers && typeof json.providers === "object" ? json.providers : {};
-    return {
-      model: typeof json.model === "string" && json.model.trim() !== "" ? json.model : undefined,
-      profile: typeof json.profile === "string" && json.profile.trim() !== "" ? json.profile.trim() : undefined,
-      keyed: Object.entries(providers)
-        .filter(([, p]) => typeof p?.apiKey === "string" && p.apiKey !== "")
-        .map(([name]) => name),
-      path: file,
-    };
-  } catch (err) {
-    return { keyed: [], path: file, error: `${file} is not valid JSON (${(err as Error).message})` };
-  }
+  const raw = readConfigFile(home);
+  if (raw.error || typeof raw.json !== "object" || raw.json === null) return { keyed: [], path: raw.path, error: raw.error };
+  const json = raw.json as { model?: unknown; profile?: unknown; providers?: Record<string, { apiKey?: unknown } | undefined> };
+  const providers = json.providers && typeof json.providers === "object" ? json.providers : {};
+  return {
+    model: typeof json.model === "string" && json.model.trim() !== "" ? json.model : undefined,
+    profile: typeof json.profile === "string" && json.profile.trim() !== "" ? json.profile.trim() : undefined,
+    keyed: Object.entries(providers)
+      .filter(([, p]) => typeof p?.apiKey === "string" && p.apiKey !== "")
+      .map(([name]) => name),
+    path: raw.path,
+  };
 }
 
 type Env = Record<string, string | undefined>;

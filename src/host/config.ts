@@ -1,6 +1,5 @@
-import { readFileSync } from "node:fs";
-import path from "node:path";
 import * as z from "zod";
+import { readConfigFile } from "./config-file.js";
 import { toolhostHome } from "./home.js";
 
 const ProviderSettings = z
@@ -38,18 +37,10 @@ export interface LoadedConfig {
 
 /** Reads the user config. A missing file is an empty config; a broken one is reported, never fatal. */
 export function loadUserConfig(home = toolhostHome()): LoadedConfig {
-  const file = path.join(home, "config.json");
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    return { config: {}, path: file };
-  }
-  try {
-    const parsed = UserConfigSchema.safeParse(JSON.parse(text));
-    if (parsed.success) return { config: parsed.data, path: file };
-    return { config: {}, path: file, error: `${file}: ${z.prettifyError(parsed.error)}` };
-  } catch (err) {
-    return { config: {}, path: file, error: `${file}: not valid JSON (${(err as Error).message})` };
-  }
+  const raw = readConfigFile(home);
+  if (raw.error) return { config: {}, path: raw.path, error: raw.error };
+  if (raw.json === undefined) return { config: {}, path: raw.path };
+  const parsed = UserConfigSchema.safeParse(raw.json);
+  if (parsed.success) return { config: parsed.data, path: raw.path };
+  return { config: {}, path: raw.path, error: `${raw.path}: ${z.prettifyError(parsed.error)}` };
 }
