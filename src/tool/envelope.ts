@@ -46,11 +46,31 @@ export function isSelfTruncated(value: unknown): value is SelfTruncated<unknown>
   return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[SELF_TRUNCATED] === true;
 }
 
-/** Compact text of an envelope for a model's context: the data (or error) plus the truncation hint. */
+/** A field that reads best as a raw block: file content, command output, diffs. */
+function isBlock(value: unknown): value is string {
+  return typeof value === "string" && (value.includes("\n") || value.includes("\t") || value.length > 200);
+}
+
+/**
+ * Compact text of an envelope for a model's context. Long or multi-line strings (file content,
+ * stdout, diffs) stay raw, never JSON-escaped, so what the model quotes back in an edit matches
+ * the file; lists go one compact entry per line; everything else is `key: value`.
+ */
 export function envelopeToText(envelope: Envelope): string {
   if (envelope.type === "error") {
     return `Error${envelope.metadata.error_code ? ` (${envelope.metadata.error_code})` : ""}: ${envelope.error_text}`;
   }
   const data = envelope.data;
-  return typeof data === "string" ? data : JSON.stringify(data, null, 2);
+  if (typeof data === "string") return data;
+  if (typeof data !== "object" || data === null || Array.isArray(data)) return JSON.stringify(data) ?? "";
+  const fields: string[] = [];
+  const blocks: string[] = [];
+  for (const [key, value] of Object.entries(data)) {
+    if (value === undefined) continue;
+    if (isBlock(value)) blocks.push(`${key}:\n${value}`);
+    else if (Array.isArray(value) && value.some((item) => typeof item === "object" && item !== null)) {
+      blocks.push(value.length ? `${key}:\n${value.map((item) => JSON.stringify(item)).join("\n")}` : `${key}: []`);
+    } else fields.push(`${key}: ${typeof value === "string" ? value : JSON.stringify(value)}`);
+  }
+  return [...fields, ...blocks].join("\n");
 }

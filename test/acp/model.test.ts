@@ -159,9 +159,10 @@ describe("a prompt answered by a model", () => {
     expect(first.messages?.[0]!.content).toContain("# Project instructions (AGENTS.md)\n\nAlways answer in one sentence.");
     expect(first.tools?.map((t) => t.function.name)).toEqual(expect.arrayContaining(["read", "grep", "edit", "bash"]));
     const grepResult = fake.requests[1]!.body.messages!.find((m) => m.role === "tool" && m.tool_call_id === "call_grep");
-    expect(JSON.parse(String(grepResult!.content))).toMatchObject({ matches: [{ path: "src/a.ts", line: 1 }] });
+    expect(String(grepResult!.content)).toContain('matches:\n{"path":"src/a.ts","line":1,');
     const editResult = fake.requests[3]!.body.messages!.find((m) => m.role === "tool" && m.tool_call_id === "call_edit");
-    expect(JSON.parse(String(editResult!.content))).toMatchObject({ replacements: 1, first_changed_line: 1 });
+    expect(String(editResult!.content)).toMatch(/^replacements: 1$/m);
+    expect(String(editResult!.content)).toMatch(/^first_changed_line: 1$/m);
   });
 
   it("a cancel in the middle of a streamed answer stops the stream and answers cancelled once", async () => {

@@ -154,7 +154,10 @@ describe("the model turn loop", () => {
     expect(observer.log).toEqual(["pending call_1 read streaming", "describe call_1 Read src/a.ts", "running call_1", "done call_1 output"]);
     const [result] = toolResultsIn(model.doStreamCalls[1]!);
     expect(result).toContain("export const a = 1; // TODO");
-    expect(JSON.parse(result!)).toMatchObject({ path: "/ws/src/a.ts", start_line: 1 });
+    // Raw file content (never JSON-escaped) after the scalar fields.
+    expect(result).toMatch(/^path: \/ws\/src\/a\.ts$/m);
+    expect(result).toMatch(/^start_line: 1$/m);
+    expect(result).toContain("content:\n1\texport const a = 1; // TODO");
     expect(opts.history.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(observer.usages).toHaveLength(2);
   });
