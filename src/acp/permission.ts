@@ -1,4 +1,4 @@
-import type { AgentContext, PermissionOption, ToolCallContent, ToolCallUpdate } from "@agentclientprotocol/sdk";
+import type { AgentContext, PermissionOption, ToolCallUpdate } from "@agentclientprotocol/sdk";
 import type { ApprovalAnswer, ApprovalRequest } from "../agent/permissions.js";
 
 /** How long an approval may stay unanswered before it counts as a reject (a silent client must not hang a turn). */
@@ -20,9 +20,32 @@ export function permissionOptions(request: ApprovalRequest): PermissionOption[] 
 const ANSWERS = new Set<ApprovalAnswer>(["allow_once", "allow_always", "reject_once", "reject_always"]);
 
 /**
- * Sends session/request_permission with the call (its diff or exact command) and maps the
- * outcome. Errors, an unknown option, a timeout and cancellation all come back as "cancelled".
+ * One session/request_permission round trip: the id of the option the user picked, or null for
+ * anything else (an error, a cancelled outcome, cancellation, or no answer within the timeout,
+ * so a client without a permission UI cannot hang a turn).
  */
+export async function askClient(
+  client: AgentContext,
+  sessionId: string,
+  toolCall: ToolCallUpdate,
+  options: PermissionOption[],
+  signal: AbortSignal,
+): Promise<string | null> {
+  if (signal.aborted) return null;
+  const cancellationSignal = AbortSignal.any([signal, AbortSignal.timeout(approvalTimeoutMs())]);
+  try {
+    const { outcome } = await client.request(
+      "session/request_permission",
+      { sessionId, toolCall, options },
+      { cancellationSignal, stopWaitingOnCancel: true },
+    );
+    return outcome.outcome === "selected" ? outcome.optionId : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Asks about a tool call (its diff or exact command); anything but one of the four answers is "cancelled". */
 export async function requestPermission(
   client: AgentContext,
   sessionId: string,
@@ -30,21 +53,6 @@ export async function requestPermission(
   request: ApprovalRequest,
   signal: AbortSignal,
 ): Promise<ApprovalAnswer> {
-  if (signal.aborted) return "cancelled";
-  const timeout = AbortSignal.timeout(approvalTimeoutMs());
-  const cancellationSignal = AbortSignal.any([signal, timeout]);
-  try {
-    const response = await client.request(
-      "session/request_permission",
-      { sessionId, toolCall, options: permissionOptions(request) },
-      { cancellationSignal, stopWaitingOnCancel: true },
-    );
-    const outcome = response.outcome;
-    if (outcome.outcome !== "selected") return "cancelled";
-    return ANSWERS.has(outcome.optionId as ApprovalAnswer) ? (outcome.optionId as ApprovalAnswer) : "cancelled";
-  } catch {
-    return "cancelled";
-  }
+  const choice = await askClient(client, sessionId, toolCall, permissionOptions(request), signal);
+  return choice !== null && ANSWERS.has(choice as ApprovalAnswer) ? (choice as ApprovalAnswer) : "cancelled";
 }
-
-export type { ToolCallContent };

@@ -10,6 +10,7 @@ import {
   type InitializeResponse,
 } from "@agentclientprotocol/sdk";
 import { modelOptionState, peekUserConfig } from "../agent/model-config.js";
+import { selectProfileName } from "../host/profile-name.js";
 import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { version } from "../version.js";
@@ -104,9 +105,10 @@ export function createAgent() {
       );
       h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
       sessions.set(h.id, h);
-      // The profile as selectProfileName picks it (env, config, default); its full list follows once loaded.
-      const profile = process.env.TOOLHOST_PROFILE?.trim() || peekUserConfig().profile || "default";
-      const options = configOptions(h.mode, modelOptionState(undefined), { current: profile, names: [profile] });
+      // One read of config.json for both options; the full profile list follows once loaded.
+      const peek = peekUserConfig();
+      const profile = selectProfileName({ config: peek });
+      const options = configOptions(h.mode, modelOptionState(undefined, process.env, peek), { current: profile, names: [profile] });
       return { sessionId: h.id, modes: modeState(h.mode), configOptions: options };
     })
     .onRequest("session/set_mode", async ({ params }) => {

@@ -26,7 +26,7 @@ import type { ToolEvent } from "../tool/context.js";
 import { boundedJson, diffContent, fenced, resultContent, textContent } from "./content.js";
 import { EditorFs } from "./editor-fs.js";
 import { configOptions, modeState } from "./modes.js";
-import { requestPermission } from "./permission.js";
+import { askClient, requestPermission } from "./permission.js";
 import { promptContent } from "./prompt.js";
 import { availableCommands, helpText, parseSlash, toolsText } from "./slash.js";
 import { TerminalShell } from "./terminal-shell.js";
@@ -245,26 +245,18 @@ export class AcpSession {
     const title = `Load this project's own tools (${files.length} file${files.length === 1 ? "" : "s"})?`;
     const content = [textContent(`Importing these files runs their code:\n${files.map((f) => `- ${f}`).join("\n")}`)];
     await this.update({ sessionUpdate: "tool_call", toolCallId, title, kind: "other", status: "pending", content });
-    let answer: TrustAnswer = "reject";
-    try {
-      const response = await this.client.request(
-        "session/request_permission",
-        {
-          sessionId: this.id,
-          toolCall: { toolCallId, title, kind: "other", status: "pending", content },
-          options: [
-            { optionId: "session", name: "Load them for this session", kind: "allow_once" },
-            { optionId: "always", name: "Trust this project (always load its tools)", kind: "allow_always" },
-            { optionId: "reject", name: "Don't load them", kind: "reject_once" },
-          ],
-        },
-        { cancellationSignal: signal, stopWaitingOnCancel: true },
-      );
-      const choice = response.outcome.outcome === "selected" ? response.outcome.optionId : "reject";
-      answer = choice === "session" || choice === "always" ? choice : "reject";
-    } catch {
-      answer = "reject";
-    }
+    const choice = await askClient(
+      this.client,
+      this.id,
+      { toolCallId, title, kind: "other", status: "pending", content },
+      [
+        { optionId: "session", name: "Load them for this session", kind: "allow_once" },
+        { optionId: "always", name: "Trust this project (always load its tools)", kind: "allow_always" },
+        { optionId: "reject", name: "Don't load them", kind: "reject_once" },
+      ],
+      signal,
+    );
+    const answer: TrustAnswer = choice === "session" || choice === "always" ? choice : "reject";
     const change = await this.tools.decideTrust(answer);
     await this.update({
       sessionUpdate: "tool_call_update",

@@ -1,5 +1,4 @@
 import path from "node:path";
-import { toolhostHome } from "../host/home.js";
 import { invoke } from "../host/invoke.js";
 import { buildToolset } from "../host/toolset.js";
 import { formatLoadProblems } from "../host/toolset-report.js";
@@ -24,7 +23,7 @@ export async function runCall(options: CallOptions): Promise<number> {
     const problems = formatLoadProblems(toolset.report);
     if (problems) process.stderr.write(`${problems}\n`);
   }
-  const session = new RuntimeSession({ workspace, userData: toolhostHome() });
+  const session = new RuntimeSession({ workspace });
   const controller = new AbortController();
   const onSignal = () => controller.abort(new Error("Interrupted"));
   process.once("SIGINT", onSignal);

@@ -2,24 +2,36 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-let cached: string | undefined;
+interface PackageInfo {
+  dir: string;
+  version: string;
+}
+
+let cached: PackageInfo | null | undefined;
 
 /**
- * The toolhost package folder (shipped `profiles/`, `extensions/`, `dist/`): the nearest
- * package.json named toolhost above this module, whether it runs from src/, dist/ or a bundle chunk.
+ * The toolhost package: the nearest package.json named toolhost above this module, whether it
+ * runs from src/, dist/ or a bundle chunk. Null when there is none (a copied-out file).
  */
-export function packageRoot(): string {
-  if (cached) return cached;
+export function packageInfo(): PackageInfo | null {
+  if (cached !== undefined) return cached;
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { name?: string };
-      if (pkg.name === "toolhost") return (cached = dir);
+      const pkg = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "toolhost") return (cached = { dir, version: pkg.version ?? "0.0.0" });
     } catch {
       // not here; keep climbing
     }
     const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`toolhost: no package.json named toolhost above ${fileURLToPath(import.meta.url)}`);
+    if (parent === dir) return (cached = null);
     dir = parent;
   }
+}
+
+/** The package folder (shipped `profiles/`, `extensions/`, `dist/`). */
+export function packageRoot(): string {
+  const info = packageInfo();
+  if (!info) throw new Error(`toolhost: no package.json named toolhost above ${fileURLToPath(import.meta.url)}`);
+  return info.dir;
 }

@@ -3,13 +3,14 @@ import path from "node:path";
 import * as z from "zod";
 import { READ_ONLY_KINDS, TOOL_KINDS, type ToolKind } from "../tool/kinds.js";
 import { RequirementSetSchema, type RequirementSet } from "../tool/requirements.js";
-import type { UserConfig } from "./config.js";
 import { requirementProblems } from "./extension-check.js";
 import { toolhostHome } from "./home.js";
 import type { LoadProblem } from "./loader.js";
 import { packageRoot } from "./package-root.js";
+import { DEFAULT_PROFILE, selectProfileName } from "./profile-name.js";
 
-export const DEFAULT_PROFILE = "default";
+export { DEFAULT_PROFILE, selectProfileName };
+
 export const PROFILE_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 /** A permission rule (RFC): stored with the profile; the permissions layer evaluates it. */
@@ -73,15 +74,6 @@ export interface ProfileResult {
 export interface ProfileLocations {
   home?: string;
   root?: string;
-}
-
-/**
- * The profile name in force: the client's choice (ACP option), then TOOLHOST_PROFILE, then the
- * config file, then `default`.
- */
-export function selectProfileName(sources: { requested?: string; env?: NodeJS.ProcessEnv; config?: UserConfig } = {}): string {
-  const env = sources.env ?? process.env;
-  return sources.requested?.trim() || env.TOOLHOST_PROFILE?.trim() || sources.config?.profile?.trim() || DEFAULT_PROFILE;
 }
 
 /** Used when the selected profile is missing or invalid: read-only kinds only, nothing of its own (fail closed). */

@@ -1,7 +1,8 @@
-import { randomUUID } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import * as z from "zod";
+import { NodeFs } from "../runtime/fs/node.js";
+import { fileLocks } from "../runtime/locks.js";
 import { toolhostHome } from "./home.js";
 
 /**
@@ -53,25 +54,17 @@ export async function isTrusted(dir: string, home = toolhostHome()): Promise<boo
   return Object.hasOwn(store.projects, key);
 }
 
-// Read-modify-write of the store, one at a time within this process.
-let queue: Promise<unknown> = Promise.resolve();
+const disk = new NodeFs();
 
+/** Read-modify-write of the store, one at a time, replaced atomically: a crash never leaves half a file. */
 async function update(home: string, change: (projects: TrustStore["projects"]) => void): Promise<void> {
-  const run = queue.then(async () => {
+  await fileLocks.run(trustFile(home), async () => {
     const store = await readTrust(home);
     if (store.error) throw new Error(`${store.error}\nFix or delete the file, then try again.`);
     change(store.projects);
-    await fsp.mkdir(home, { recursive: true });
-    // Write a temporary file and rename it over the store: a crash never leaves half a file.
-    const temp = `${store.file}.${process.pid}.${randomUUID()}.tmp`;
-    await fsp.writeFile(temp, `${JSON.stringify({ version: 1, projects: store.projects }, null, 2)}\n`, { mode: 0o600 });
-    await fsp.rename(temp, store.file).catch(async (err: unknown) => {
-      await fsp.rm(temp, { force: true });
-      throw err;
-    });
+    const text = `${JSON.stringify({ version: 1, projects: store.projects }, null, 2)}\n`;
+    await disk.writeFileAtomic(store.file, Buffer.from(text), { newFileMode: 0o600 });
   });
-  queue = run.catch(() => {});
-  return run;
 }
 
 /** Trusts a project folder (by its real path). `already` says it was trusted before. */

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { realpathSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import type { SessionState } from "../tool/context.js";
 import type { RequirementSet } from "../tool/requirements.js";
@@ -10,6 +9,7 @@ import { compileScope, type CompiledScope, type ScopeVariables } from "./scope.j
 import { LocalShell } from "./shell/local.js";
 import type { ShellBackend } from "./shell/backend.js";
 import { SessionSidecars, sidecarRoot } from "./sidecars.js";
+import { toolhostHome } from "./user-data.js";
 
 export interface RuntimeSessionOptions {
   id?: string;
@@ -19,7 +19,7 @@ export interface RuntimeSessionOptions {
   additionalRoots?: string[];
   /** Directories of open ad-hoc files (`{ad-hoc}`). */
   adHoc?: string[];
-  /** The per-user data directory (`{user-data}`), default TOOLHOST_HOME or ~/.toolhost (as host/home.ts). */
+  /** The per-user data directory (`{user-data}`), default toolhostHome(). */
   userData?: string;
   /** Storage for the file tools (default: the real disk). */
   fs?: FsBackend;
@@ -74,7 +74,7 @@ export class RuntimeSession implements SessionState {
     this.vars = {
       workspace: withReal(this.roots),
       "ad-hoc": withReal(options.adHoc ?? []),
-      "user-data": withReal([options.userData ?? process.env.TOOLHOST_HOME ?? path.join(os.homedir(), ".toolhost")]),
+      "user-data": withReal([options.userData ?? toolhostHome()]),
     };
   }
 

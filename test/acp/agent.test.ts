@@ -3,7 +3,7 @@ import path from "node:path";
 import type { SessionUpdate } from "@agentclientprotocol/sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { survivors, tempDir } from "../helpers.js";
-import { Harness, selected } from "./harness.js";
+import { Harness, selected, closeAndCheck } from "./harness.js";
 
 type ToolCallUpdate = Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>;
 
@@ -18,12 +18,8 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  if (h) {
-    const code = await h.close();
-    expect(code).toBe(0);
-    expect(h.checker.problems).toEqual([]);
-    h = undefined;
-  }
+  await closeAndCheck(h);
+  h = undefined;
   await fsp.rm(ws, { recursive: true, force: true });
 });
 

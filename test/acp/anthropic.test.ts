@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeAnthropic, type FakeAnthropic } from "../fixtures/fake-anthropic.mjs";
 import { tempDir } from "../helpers.js";
-import { Harness } from "./harness.js";
+import { Harness, closeAndCheck } from "./harness.js";
 
 // The real @ai-sdk/anthropic provider, configured as a user would (model id + key in
 // ~/.toolhost/config.json), against a local server speaking the Messages API's SSE stream.
@@ -14,11 +14,8 @@ let h: Harness | undefined;
 const dirs: string[] = [];
 
 afterEach(async () => {
-  if (h) {
-    expect(await h.close()).toBe(0);
-    expect(h.checker.problems).toEqual([]);
-    h = undefined;
-  }
+  await closeAndCheck(h);
+  h = undefined;
   await fake?.close();
   fake = undefined;
   await Promise.all(dirs.splice(0).map((d) => fsp.rm(d, { recursive: true, force: true })));

@@ -6,7 +6,7 @@ import type { SessionUpdate } from "@agentclientprotocol/sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
-import { Harness, selected, type PermissionHandler } from "./harness.js";
+import { Harness, selected, type PermissionHandler, closeAndCheck } from "./harness.js";
 
 type ToolCallUpdate = Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>;
 
@@ -53,11 +53,8 @@ export default defineTool({ id: "project_only", description: "A project tool", k
 });
 
 afterEach(async () => {
-  if (h) {
-    expect(await h.close()).toBe(0);
-    expect(h.checker.problems).toEqual([]);
-    h = undefined;
-  }
+  await closeAndCheck(h);
+  h = undefined;
   await fsp.rm(ws, { recursive: true, force: true });
   await fsp.rm(home, { recursive: true, force: true });
 });

@@ -15,6 +15,7 @@ import {
   type SessionNotification,
   type SessionUpdate,
 } from "@agentclientprotocol/sdk";
+import { expect } from "vitest";
 import { WireChecker } from "./wire.js";
 
 export const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
@@ -258,4 +259,11 @@ function killGroup(child: ChildProcess): void {
 
 export function selected(optionId: string): RequestPermissionResponse {
   return { outcome: { outcome: "selected", optionId } };
+}
+
+/** The end of every wire test: the agent exits 0 on stdin EOF and no line broke the ACP schema. */
+export async function closeAndCheck(h: Harness | undefined): Promise<void> {
+  if (!h) return;
+  expect(await h.close()).toBe(0);
+  expect(h.checker.problems).toEqual([]);
 }

@@ -4,7 +4,7 @@ import type { SessionUpdate } from "@agentclientprotocol/sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
-import { Harness, selected, type HarnessOptions } from "./harness.js";
+import { Harness, selected, type HarnessOptions, closeAndCheck } from "./harness.js";
 
 // The agent over real stdio, its model a local OpenAI-compatible server streaming scripted SSE.
 
@@ -20,11 +20,8 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  if (h) {
-    expect(await h.close()).toBe(0);
-    expect(h.checker.problems).toEqual([]);
-    h = undefined;
-  }
+  await closeAndCheck(h);
+  h = undefined;
   await fake?.close();
   fake = undefined;
   await fsp.rm(ws, { recursive: true, force: true });

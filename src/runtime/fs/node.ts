@@ -59,7 +59,8 @@ export class NodeFs implements FsBackend {
     return entries.map((e) => ({ name: e.name, type: entryType(e) }));
   }
 
-  async writeFileAtomic(abs: string, data: Uint8Array): Promise<void> {
+  /** `newFileMode` applies only when the file does not exist yet; an existing file keeps its mode. */
+  async writeFileAtomic(abs: string, data: Uint8Array, options: { newFileMode?: number } = {}): Promise<void> {
     let target = abs;
     let mode: number | undefined;
     let linked = false;
@@ -81,7 +82,7 @@ export class NodeFs implements FsBackend {
     }
     const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString("hex")}.tmp`);
     try {
-      const handle = await fsp.open(temp, "wx", mode ?? 0o666);
+      const handle = await fsp.open(temp, "wx", mode ?? options.newFileMode ?? 0o666);
       try {
         await handle.writeFile(data);
         await handle.sync();
