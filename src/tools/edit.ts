@@ -1,7 +1,6 @@
-import path from "node:path";
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchHunk } from "diff";
 import * as z from "zod";
-import { absolutize } from "../runtime/fs/scoped.js";
+import { absolutize, displayPath } from "../tool/paths.js";
 import type { ToolContext, ToolEvent } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
@@ -139,10 +138,6 @@ export function editDiff(name: string, oldText: string, newText: string, chosen:
   return capDiff(text, complete);
 }
 
-function displayPath(ctx: ToolContext, abs: string): string {
-  const rel = path.relative(ctx.workspace, abs);
-  return rel && !rel.startsWith("..") && !path.isAbsolute(rel) ? rel : abs;
-}
 
 function refusePlaceholders(previous: string | null, next: string): void {
   const found = newPlaceholders(previous, next);
@@ -279,7 +274,7 @@ export default defineTool({
           replacements: 1,
           first_changed_line: 1,
           match: "exact",
-          diff: unifiedDiff(displayPath(ctx, abs), "", plan.newText),
+          diff: unifiedDiff(displayPath(abs, ctx.workspace), "", plan.newText),
           version: written.version,
         };
       }
@@ -293,7 +288,7 @@ export default defineTool({
         replacements: chosen.length,
         first_changed_line: changed ? firstChangedLine(oldText, changed) : 1,
         match: tier,
-        diff: editDiff(displayPath(ctx, abs), oldText, newText, chosen),
+        diff: editDiff(displayPath(abs, ctx.workspace), oldText, newText, chosen),
         version: written.version,
         ...(tier === "exact"
           ? {}

@@ -4,6 +4,7 @@ import * as z from "zod";
 import type { ToolContext } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
+import { absolutize, displayPath, isInside } from "../tool/paths.js";
 import { fileNameGlob } from "../runtime/search/ripgrep.js";
 
 /** RFC default: the 1001st entry triggers truncation (the host writes the sidecar). */
@@ -33,17 +34,6 @@ interface GlobData {
   notice?: string;
 }
 
-/** Workspace-relative when inside the workspace, absolute otherwise. */
-function display(abs: string, workspace: string): string {
-  const rel = path.relative(workspace, abs);
-  if (rel === "") return ".";
-  return rel.startsWith("..") || path.isAbsolute(rel) ? abs : rel.split(path.sep).join("/");
-}
-
-function isInside(abs: string, dir: string): boolean {
-  const rel = path.relative(dir, abs);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
-}
 
 /** Lists `dir` (absolute) and keeps the paths, relative to `root`, that match `pattern`. */
 async function matchUnder(ctx: ToolContext, root: string, pattern: string) {
@@ -78,7 +68,7 @@ export default defineTool({
   requires: { fs: { read: ["{workspace}/**", "{ad-hoc}/**"] } },
   output: { field: "files", maxItems: GLOB_MAX_SHOWN, formatItem: (f) => String(f) },
   title: (args) => `glob ${JSON.stringify(args.pattern)}${args.path ? ` in ${args.path.replace(/\/?$/, "/")}` : ""}`,
-  locations: (args, { workspace }) => (args.path ? [{ path: path.resolve(workspace, args.path) }] : []),
+  locations: (args, { workspace }) => (args.path ? [{ path: absolutize(args.path, workspace) }] : []),
   shorthand: (text) => ({ pattern: text.trim() }),
   async execute(args: Args, ctx): Promise<GlobData> {
     let root = await ctx.fs.resolve(args.path ?? ".", "read");
@@ -107,18 +97,18 @@ export default defineTool({
 
     const info = await ctx.fs.stat(root);
     if (!info) {
-      throw new ToolError("not_found", `Directory not found: ${display(root, ctx.workspace)}. Check the path, or glob from the workspace root.`);
+      throw new ToolError("not_found", `Directory not found: ${displayPath(root, ctx.workspace)}. Check the path, or glob from the workspace root.`);
     }
     if (info.type !== "directory") {
       throw new ToolError(
         "invalid_arguments",
-        `${display(root, ctx.workspace)} is a file; glob lists the files below a directory. Use read to open a file.`,
+        `${displayPath(root, ctx.workspace)} is a file; glob lists the files below a directory. Use read to open a file.`,
       );
     }
 
     let result = await matchUnder(ctx, root, pattern);
     // "src/**/*.ts" with path "src": the model repeated the directory; try the pattern without it.
-    const rootRel = display(root, ctx.workspace);
+    const rootRel = displayPath(root, ctx.workspace);
     if (!result.matched.length && rootRel !== "." && !path.isAbsolute(rootRel) && pattern.startsWith(`${rootRel}/`)) {
       const stripped = pattern.slice(rootRel.length + 1);
       const retry = await matchUnder(ctx, root, stripped);

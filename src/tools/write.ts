@@ -1,6 +1,6 @@
 import { diffLines } from "diff";
 import * as z from "zod";
-import { absolutize } from "../runtime/fs/scoped.js";
+import { absolutize } from "../tool/paths.js";
 import type { FileInfo, ToolContext, ToolEvent } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";

@@ -1,7 +1,7 @@
-import os from "node:os";
 import path from "node:path";
 import type { Access, DirEntry, FileInfo, ToolFs } from "../../tool/context.js";
 import { isToolError, ToolError } from "../../tool/errors.js";
+import { absolutize } from "../../tool/paths.js";
 import { fileLocks } from "../locks.js";
 import type { CompiledScope } from "../scope.js";
 import type { FsBackend } from "./backend.js";
@@ -15,12 +15,6 @@ export interface ScopedFsOptions {
   route: BackendRouter;
 }
 
-/** Model-given path → absolute path: strips a leading `@`, expands `~`, resolves against the workspace. */
-export function absolutize(raw: string, workspace: string): string {
-  let p = raw.trim();
-  if (p === "~" || p.startsWith("~/")) p = path.join(os.homedir(), p.slice(1));
-  return path.resolve(workspace, p);
-}
 
 function describeRoots(scope: CompiledScope, access: Access): string {
   const roots = (access === "read" ? scope.read : scope.write).roots;
