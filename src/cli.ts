@@ -7,12 +7,15 @@ const USAGE = `toolhost — an ACP agent and tool-plugin host
 Usage:
   toolhost                                       serve the Agent Client Protocol on stdin/stdout
   toolhost tools [--json] [--cwd DIR]            list a session's tools, where each came from, load problems
-  toolhost call <tool> '<json args>' [--cwd DIR] run one tool call, print its envelope
+  toolhost call <tool> '<json args>' [--cwd DIR] [--mode MODE]
+                                                 run one tool call through the session's policy, print its envelope
   toolhost trust [DIR] [--revoke]                let a project's .toolhost/tools/ load (they run code)
   toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
   toolhost --version | --help
 
 tools, call and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
+call runs in mode full (typing the command approves that one call) unless --mode says read-only,
+ask or accept-edits; what the policy denies stays denied, and a call that needs approval is refused.
 Exit codes of call: 0 output envelope, 1 error envelope, 2 bad usage.`;
 
 function fail(message: string): never {
@@ -50,7 +53,7 @@ async function main(argv: string[]): Promise<number> {
       return thenExit(runTools({ json: values.json ?? false, cwd: values.cwd, profile: values.profile }));
     }
     case "call": {
-      const parsed = parse(rest, SESSION_OPTIONS, 2);
+      const parsed = parse(rest, { ...SESSION_OPTIONS, mode: { type: "string" } }, 2);
       const [id, json] = parsed.positionals;
       if (!id) fail("call needs a tool id");
       let args: unknown = {};
@@ -61,8 +64,10 @@ async function main(argv: string[]): Promise<number> {
           fail(`the arguments are not valid JSON: ${(err as Error).message}`);
         }
       }
+      const mode = parsed.values.mode ?? "full";
+      if (!["read-only", "ask", "accept-edits", "full"].includes(mode)) fail(`unknown mode ${JSON.stringify(mode)}; modes: read-only, ask, accept-edits, full`);
       const { runCall } = await import("./commands/call.js");
-      return thenExit(runCall({ id, args, cwd: parsed.values.cwd, profile: parsed.values.profile }));
+      return thenExit(runCall({ id, args, cwd: parsed.values.cwd, profile: parsed.values.profile, mode }));
     }
     case "trust": {
       const parsed = parse(rest, { revoke: { type: "boolean" } }, 1);

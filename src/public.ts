@@ -4,13 +4,15 @@
  * code the SDK uses (a re-exported `z` namespace would pull in all of zod).
  */
 export * from "./tool/index.js";
-export { invoke, type InvokeOptions, type Authorize, type Decision, type ToolCallRequest } from "./host/invoke.js";
+export { invoke, prepareCall, runPreparedCall, type CallOptions, type InvokeOptions, type PreparedCall, type ToolCallInfo } from "./host/invoke.js";
+export type { Authorize, Decision, PolicyCall, ToolCallRequest } from "./policy/call.js";
 export { ToolRegistry, type RegisteredTool, type ToolSource } from "./host/registry.js";
 export { LOCKED_TOOL_IDS, isLockedId } from "./host/locked.js";
 export { BUILTIN_TOOLS, builtinRegistry } from "./host/builtins.js";
 export { buildToolset, projectToolDir, type Toolset, type ToolsetOptions } from "./host/toolset.js";
 export * from "./host/toolset-report.js";
-export { loadProfile, listProfiles, selectProfileName, type Profile, type PermissionRule } from "./host/profiles.js";
+export { loadProfile, listProfiles, selectProfileName, type Profile } from "./host/profiles.js";
+export type { PermissionRule } from "./policy/rules.js";
 export { isTrusted, trust, untrust } from "./host/trust.js";
 export type { LoadProblem } from "./host/loader.js";
 export { RuntimeSession, type RuntimeSessionOptions } from "./runtime/session.js";

@@ -1,5 +1,5 @@
 import type { AgentContext, PermissionOption, ToolCallUpdate } from "@agentclientprotocol/sdk";
-import type { ApprovalAnswer, ApprovalRequest } from "../agent/permissions.js";
+import type { ApprovalAnswer, ApprovalRequest } from "../policy/authorizer.js";
 
 /** How long an approval may stay unanswered before it counts as a reject (a silent client must not hang a turn). */
 export function approvalTimeoutMs(): number {

@@ -11,7 +11,7 @@ import {
 } from "@agentclientprotocol/sdk";
 import { modelOptionState, peekUserConfig } from "../agent/model-config.js";
 import { selectProfileName } from "../host/profile-name.js";
-import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
+import { DEFAULT_MODE, isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { version } from "../version.js";
 import { configOptions, modeState } from "./modes.js";
@@ -24,12 +24,11 @@ import type { AcpSession } from "./session.js";
  */
 interface SessionHandle {
   id: string;
-  mode: ModeId;
   ready: Promise<AcpSession>;
 }
 
 async function loadSession(
-  handle: SessionHandle,
+  id: string,
   cwd: string,
   mcpServers: AcpSession["mcpServers"],
   client: AgentContext,
@@ -43,8 +42,7 @@ async function loadSession(
   const [tools, listed] = await Promise.all([SessionTools.create(cwd), listProfiles()]);
   const profile = tools.toolset.profile;
   const session = new AcpSession({
-    id: handle.id,
-    mode: handle.mode,
+    id,
     cwd,
     mcpServers,
     client,
@@ -71,10 +69,11 @@ export function createAgent() {
     return found;
   };
 
-  const setMode = async (h: SessionHandle, mode: string): Promise<void> => {
+  const setMode = async (h: SessionHandle, mode: string): Promise<AcpSession> => {
     if (!isModeId(mode)) throw RequestError.invalidParams({ mode }, `Unknown mode ${mode}; modes: read-only, ask, accept-edits, full`);
-    h.mode = mode;
-    (await h.ready).setMode(mode);
+    const session = await h.ready;
+    session.setMode(mode);
+    return session;
   };
 
   const app = agent({ name: "toolhost" })
@@ -97,24 +96,25 @@ export function createAgent() {
       if (!path.isAbsolute(params.cwd)) {
         throw RequestError.invalidParams({ cwd: params.cwd }, `cwd must be an absolute path, got ${JSON.stringify(params.cwd)}`);
       }
-      const h: SessionHandle = { id: randomUUID(), mode: DEFAULT_MODE, ready: undefined as unknown as Promise<AcpSession> };
+      const id = randomUUID();
       const caps = clientCapabilities;
       // Started after the response goes out, so the answer does not wait for the tools to load.
-      h.ready = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
-        loadSession(h, path.resolve(params.cwd), params.mcpServers ?? [], client, caps),
-      );
+      const h: SessionHandle = {
+        id,
+        ready: new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
+          loadSession(id, path.resolve(params.cwd), params.mcpServers ?? [], client, caps),
+        ),
+      };
       h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
       sessions.set(h.id, h);
       // One read of config.json for both options; the full profile list follows once loaded.
       const peek = peekUserConfig();
       const profile = selectProfileName({ config: peek });
-      const options = configOptions(h.mode, modelOptionState(undefined, process.env, peek), { current: profile, names: [profile] });
-      return { sessionId: h.id, modes: modeState(h.mode), configOptions: options };
+      const options = configOptions(DEFAULT_MODE, modelOptionState(undefined, process.env, peek), { current: profile, names: [profile] });
+      return { sessionId: h.id, modes: modeState(DEFAULT_MODE), configOptions: options };
     })
     .onRequest("session/set_mode", async ({ params }) => {
-      const h = handle(params.sessionId);
-      await setMode(h, params.modeId);
-      const session = await h.ready;
+      const session = await setMode(handle(params.sessionId), params.modeId);
       await session.update({ sessionUpdate: "config_option_update", configOptions: session.configOptions() });
       return {};
     })
@@ -135,9 +135,8 @@ export function createAgent() {
         if (problem) throw RequestError.invalidParams({ value: params.value }, problem);
         return { configOptions: session.configOptions() };
       }
-      await setMode(h, params.value);
-      const session = await h.ready;
-      await session.update({ sessionUpdate: "current_mode_update", currentModeId: h.mode });
+      const session = await setMode(h, params.value);
+      await session.update({ sessionUpdate: "current_mode_update", currentModeId: session.agent.mode });
       return { configOptions: session.configOptions() };
     })
     .onRequest("session/prompt", async ({ params }) => (await handle(params.sessionId).ready).prompt(params.prompt))

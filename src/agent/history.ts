@@ -34,6 +34,20 @@ export class History {
     if (results.length) this.list.push({ role: "tool", content: results });
   }
 
+  /** The text of the last assistant message, when it has any (a subagent's answer). */
+  lastAssistantText(): string | undefined {
+    const last = this.list[this.list.length - 1];
+    if (last?.role !== "assistant") return undefined;
+    const text =
+      typeof last.content === "string"
+        ? last.content
+        : last.content
+            .filter((part): part is Extract<typeof part, { type: "text" }> => part.type === "text")
+            .map((part) => part.text)
+            .join("");
+    return text.trim() ? text : undefined;
+  }
+
   /** A rough token count (about four characters a token) for providers that report no usage. */
   estimateTokens(system: string): number {
     return Math.ceil((system.length + JSON.stringify(this.list).length) / 4);

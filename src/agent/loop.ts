@@ -1,63 +1,19 @@
-import type { FinishReason, LanguageModel, LanguageModelUsage, ToolResultPart, UserContent } from "ai";
+import type { FinishReason, LanguageModelUsage, ToolResultPart } from "ai";
 import { envelopeToText, errorEnvelope, type Envelope } from "../tool/envelope.js";
 import type { ErrorCode } from "../tool/errors.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
-import type { History } from "./history.js";
-import { stepCost, type ModelInfo } from "./models.js";
+import { stepCost } from "./models.js";
 import { classifyProviderError, providerErrorMessage } from "./provider-errors.js";
-import { declareTools, requestStep, type RetryPolicy, type Step, type StepCall } from "./step.js";
-import { runToolCall, type ToolCallObserver, type ToolRunContext } from "./tool-runner.js";
+import { declareTools, requestStep, type Step, type StepCall } from "./step.js";
+import { runToolCall } from "./tool-runner.js";
+import type { TurnObserver, TurnOptions, TurnResult, TurnStopReason, UsageReport } from "./turn-types.js";
+
+export type { TurnObserver, TurnOptions, TurnResult, TurnStopReason, UsageReport };
 
 // The model turn: one model request at a time, tools declared without `execute`, every call
 // run by us through runToolCall → invoke, so approvals, ordering and reporting stay ours.
 
-export type TurnStopReason = "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
-
-export interface UsageReport {
-  /** Tokens in the context after the last request. */
-  used: number;
-  /** The model's context window. */
-  size: number;
-  /** The session's running cost, when the model's price is known. */
-  cost?: { amount: number; currency: string };
-}
-
-/** What the editor sees of a turn: streamed text and reasoning, tool calls, usage. */
-export interface TurnObserver extends ToolCallObserver {
-  text(delta: string): void | Promise<void>;
-  thought(delta: string): void | Promise<void>;
-  usage(report: UsageReport): void | Promise<void>;
-}
-
 export const DEFAULT_MAX_REQUESTS = 50;
-
-/** The session's running cost, carried from turn to turn. */
-export interface CostMeter {
-  amount: number;
-}
-
-export interface TurnOptions {
-  model: LanguageModel;
-  modelId: string;
-  info: ModelInfo;
-  system: string;
-  history: History;
-  prompt: UserContent;
-  /** Registry, runtime, approvals and the turn's abort signal. */
-  tools: ToolRunContext;
-  nextCallId(): string;
-  /** Where this provider's key is set, for a 401 message. */
-  keyHint: string;
-  maxRequests?: number;
-  retry?: RetryPolicy;
-  meter?: CostMeter;
-}
-
-export interface TurnResult {
-  stopReason: TurnStopReason;
-  /** A provider failure, stated for the user; the turn then ends with `end_turn`. */
-  error?: string;
-}
 
 /** The compact text a model gets back: the data or the error, plus where the full output is. */
 export function resultText(envelope: Envelope): string {
@@ -146,7 +102,7 @@ function stopReasonOf(finish: FinishReason | undefined): TurnStopReason {
 export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): Promise<TurnResult> {
   const signal = opts.tools.signal;
   const maxRequests = opts.maxRequests ?? DEFAULT_MAX_REQUESTS;
-  const tools = declareTools(opts.tools.registry);
+  const tools = declareTools(opts.declarations ?? opts.tools.registry.list().map(({ tool }) => tool));
   opts.history.addUser(opts.prompt);
   for (let request = 1; ; request++) {
     const step = await requestStep(opts, observer, tools);

@@ -8,19 +8,12 @@ import {
   type ModelMessage,
   type ToolSet,
 } from "ai";
-import type { ToolRegistry } from "../host/registry.js";
-import type { TurnObserver, TurnOptions } from "./loop.js";
+import type { RetryPolicy, ToolDeclaration, TurnObserver, TurnOptions } from "./turn-types.js";
 import { classifyProviderError } from "./provider-errors.js";
 import { announceToolCall, type ToolCallInfo } from "./tool-runner.js";
 
 // One model request: streamed to the observer as it arrives, retried while nothing reached the editor.
 
-export interface RetryPolicy {
-  /** Retries after the first attempt, for 429, 5xx and network errors before anything streamed. */
-  retries: number;
-  baseDelayMs: number;
-  maxDelayMs: number;
-}
 
 export const DEFAULT_RETRY: RetryPolicy = { retries: 3, baseDelayMs: 1000, maxDelayMs: 30_000 };
 
@@ -46,10 +39,10 @@ export interface Step {
   error?: unknown;
 }
 
-/** The registry's tools as the model sees them: name, description, JSON Schema, no execute. */
-export function declareTools(registry: ToolRegistry): ToolSet {
+/** Tools as the model sees them: name, description, JSON Schema, no execute. */
+export function declareTools(tools: readonly ToolDeclaration[]): ToolSet {
   const set: ToolSet = {};
-  for (const { tool } of registry.list()) {
+  for (const tool of tools) {
     set[tool.id] = { description: tool.description, inputSchema: jsonSchema(tool.inputSchema as JSONSchema7) };
   }
   return set;

@@ -1,23 +1,16 @@
 import type { ToolEvent } from "../tool/context.js";
-import type { AnyTool, ToolLocation } from "../tool/define.js";
 import { errorEnvelope, type Envelope } from "../tool/envelope.js";
 import type { ToolKind } from "../tool/kinds.js";
 import type { RequirementSet } from "../tool/requirements.js";
-import { invoke, type Authorize } from "../host/invoke.js";
+import type { HostServices } from "../tool/services.js";
+import type { Authorize } from "../policy/call.js";
+import { discardPreparedCall, prepareCall, runPreparedCall, type ToolCallInfo } from "../host/invoke.js";
 import type { ToolRegistry } from "../host/registry.js";
 import type { RuntimeSession } from "../runtime/session.js";
 
-/** What the editor needs to show a call before it runs. */
-export interface ToolCallInfo {
-  callId: string;
-  toolId: string;
-  kind: ToolKind;
-  title: string;
-  locations: ToolLocation[];
-  args: unknown;
-}
+export type { ToolCallInfo };
 
-/** Follows one call through its life; the ACP adapter maps these onto session/update. */
+/** Follows one call through its life; a front end maps these onto its own updates. */
 export interface ToolCallObserver {
   /** The call is known (a model may still be streaming its arguments; then `args` is undefined). */
   pending(info: ToolCallInfo): void | Promise<void>;
@@ -34,25 +27,9 @@ export interface ToolRunContext {
   session: RuntimeSession;
   manifest?: RequirementSet;
   hostCapabilities?: ReadonlySet<string>;
+  host?: HostServices;
   authorize: Authorize;
   signal: AbortSignal;
-}
-
-/** Title and locations of a call, from the tool's own hooks when its arguments are valid. */
-export function describeCall(tool: AnyTool | undefined, toolId: string, args: unknown, workspace: string) {
-  const fallback = { kind: (tool?.kind ?? "other") as ToolKind, title: toolId, locations: [] as ToolLocation[] };
-  if (!tool) return fallback;
-  const parsed = tool.parameters.safeParse(args ?? {});
-  if (!parsed.success) return fallback;
-  try {
-    return {
-      kind: tool.kind,
-      title: tool.title?.(parsed.data) ?? toolId,
-      locations: tool.locations?.(parsed.data, { workspace }) ?? [],
-    };
-  } catch {
-    return fallback;
-  }
 }
 
 /** Reports a call a model has started to stream, before its arguments are complete. */
@@ -61,7 +38,7 @@ export async function announceToolCall(
   call: { callId: string; toolId: string },
   observer: ToolCallObserver,
 ): Promise<ToolCallInfo> {
-  const kind = (registry.get(call.toolId)?.kind ?? "other") as ToolKind;
+  const kind: ToolKind = registry.get(call.toolId)?.kind ?? "other";
   const info: ToolCallInfo = { ...call, kind, title: call.toolId, locations: [], args: undefined };
   await observer.pending(info);
   return info;
@@ -78,33 +55,12 @@ export interface ToolCallInput {
 }
 
 /**
- * Runs one call through `invoke` and reports each step. Model calls and slash commands both
- * come through here, so they are validated, approved and reported the same way.
+ * Runs one call and reports each step: prepared once (lookup, validation, title), announced,
+ * then run (preview → approval → execute). Model calls and slash commands both come through
+ * here, so they are validated, approved and reported the same way.
  */
-export async function runToolCall(
-  ctx: ToolRunContext,
-  call: ToolCallInput,
-  observer: ToolCallObserver,
-): Promise<Envelope> {
-  const tool = ctx.registry.get(call.toolId);
-  const info: ToolCallInfo = {
-    callId: call.callId,
-    toolId: call.toolId,
-    args: call.args,
-    ...describeCall(tool, call.toolId, call.args, ctx.session.workspace),
-  };
-  if (call.announced) await observer.describe?.(info);
-  else await observer.pending(info);
-  const early = call.inputError
-    ? errorEnvelope("invalid_arguments", call.inputError, 0)
-    : ctx.signal.aborted
-      ? errorEnvelope("aborted", "The call was cancelled before it started", 0)
-      : undefined;
-  if (early) {
-    await observer.done(call.callId, early, info);
-    return early;
-  }
-  // Events may arrive from synchronous tool code: chain them so the editor sees them in order.
+export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, observer: ToolCallObserver): Promise<Envelope> {
+  // Events may arrive from synchronous tool code: chain them so the front end sees them in order.
   let chain: Promise<void> = Promise.resolve();
   const queue = (fn: () => void | Promise<void>) => {
     chain = chain.then(fn).catch((err: unknown) => {
@@ -112,21 +68,42 @@ export async function runToolCall(
     });
     return chain;
   };
-  const envelope = await invoke(ctx.registry, call.toolId, call.args, {
+  const report = (info: ToolCallInfo) => (call.announced ? observer.describe?.(info) : observer.pending(info));
+  const finish = async (envelope: Envelope, info: ToolCallInfo) => {
+    await chain;
+    await observer.done(call.callId, envelope, info);
+    return envelope;
+  };
+
+  if (call.inputError) {
+    const info: ToolCallInfo = { callId: call.callId, toolId: call.toolId, kind: ctx.registry.get(call.toolId)?.kind ?? "other", title: call.toolId, locations: [], args: call.args };
+    await report(info);
+    return finish(errorEnvelope("invalid_arguments", call.inputError, 0), info);
+  }
+  const prepared = prepareCall(ctx.registry, call.toolId, call.args, {
     session: ctx.session,
     callId: call.callId,
     signal: ctx.signal,
     manifest: ctx.manifest,
     hostCapabilities: ctx.hostCapabilities,
+    host: ctx.host,
     emit: (event) => void queue(() => observer.event(call.callId, event)),
-    authorize: async (request, signal) => {
-      await chain; // the preview's diff reaches the editor before the approval request
-      const decision = await ctx.authorize(request, signal);
-      if (decision.outcome === "allow") await queue(() => observer.running(call.callId));
-      return decision;
-    },
   });
-  await chain;
-  await observer.done(call.callId, envelope, info);
-  return envelope;
+  if (!prepared.ok) {
+    await report(prepared.info);
+    return finish(prepared.envelope, prepared.info);
+  }
+  const { info } = prepared.call;
+  await report(info);
+  if (ctx.signal.aborted) {
+    discardPreparedCall(prepared.call);
+    return finish(errorEnvelope("aborted", "The call was cancelled before it started", 0), info);
+  }
+  const envelope = await runPreparedCall(prepared.call, async (request, signal) => {
+    await chain; // the preview's diff reaches the editor before the approval request
+    const decision = await ctx.authorize(request, signal);
+    if (decision.outcome === "allow") await queue(() => observer.running(call.callId));
+    return decision;
+  });
+  return finish(envelope, info);
 }

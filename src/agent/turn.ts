@@ -1,13 +1,14 @@
 import type { UserContent } from "ai";
 import { loadUserConfig } from "../host/config.js";
 import type { History } from "./history.js";
-import { runModelTurn, type CostMeter, type TurnObserver, type TurnResult } from "./loop.js";
+import { runModelTurn } from "./loop.js";
 import type { ModelSpec } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import { keyHint } from "./provider-errors.js";
 import { createLanguageModel, ModelSetupError } from "./providers.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import type { ToolRunContext } from "./tool-runner.js";
+import type { CostMeter, ToolDeclaration, TurnObserver, TurnResult } from "./turn-types.js";
 
 // The entry the ACP session loads with `import()` on the first model turn: everything that
 // pulls in the AI SDK hangs off this module.
@@ -18,6 +19,8 @@ export interface PromptTurn {
   history: History;
   prompt: UserContent;
   tools: ToolRunContext;
+  /** The tools the model is offered. */
+  declarations?: ToolDeclaration[];
   nextCallId(): string;
   meter: CostMeter;
   /** The active profile's prompt, when a profile brings one. */
@@ -45,6 +48,7 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
       history: turn.history,
       prompt: turn.prompt,
       tools: turn.tools,
+      declarations: turn.declarations,
       nextCallId: turn.nextCallId,
       keyHint: keyHint(turn.spec.provider, loaded.path),
       meter: turn.meter,

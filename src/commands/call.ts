@@ -1,8 +1,7 @@
 import path from "node:path";
-import { invoke } from "../host/invoke.js";
-import { buildToolset } from "../host/toolset.js";
+import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
+import { SessionTools } from "../agent/session-tools.js";
 import { formatLoadProblems } from "../host/toolset-report.js";
-import { RuntimeSession } from "../runtime/session.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 
 export interface CallOptions {
@@ -10,30 +9,44 @@ export interface CallOptions {
   args: unknown;
   cwd?: string;
   profile?: string;
+  /** The session mode the call runs in (default `full`: typing the command approves this one call). */
+  mode?: string;
 }
 
+/** Headless: nothing to show along the way, and nobody to ask, so a call that needs approval is refused. */
+const headless: SessionFrontEnd = {
+  pending: () => {},
+  event: () => {},
+  running: () => {},
+  done: () => {},
+  text: () => {},
+  thought: () => {},
+  usage: () => {},
+  say: (text) => {
+    process.stderr.write(`${text}\n`);
+  },
+};
+
 /**
- * `toolhost call`: one call through the same toolset and invoke pipeline the agent uses. The
- * sidecar folder is kept after the call so a printed output_path stays readable (swept after 7 days).
+ * `toolhost call`: one call through the same session machinery the editor uses — toolset,
+ * policy, pipeline. The sidecar folder is kept after the call so a printed output_path stays
+ * readable (swept after 7 days).
  */
 export async function runCall(options: CallOptions): Promise<number> {
   const workspace = path.resolve(options.cwd ?? process.cwd());
-  const toolset = await buildToolset({ cwd: workspace, profile: options.profile });
-  if (!toolset.registry.has(options.id)) {
-    const problems = formatLoadProblems(toolset.report);
+  const tools = await SessionTools.create(workspace, options.profile);
+  if (!tools.registry.has(options.id)) {
+    const problems = formatLoadProblems(tools.toolset.report);
     if (problems) process.stderr.write(`${problems}\n`);
   }
-  const session = new RuntimeSession({ workspace });
+  const session = new AgentSession({ cwd: workspace, tools, frontEnd: headless });
+  if (!session.setMode(options.mode ?? "full")) throw new Error(`Unknown mode ${options.mode}`);
   const controller = new AbortController();
   const onSignal = () => controller.abort(new Error("Interrupted"));
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   void sweepStaleSidecars().catch(() => {});
-  const envelope = await invoke(toolset.registry, options.id, options.args, {
-    session,
-    signal: controller.signal,
-    manifest: toolset.manifest,
-  });
+  const envelope = await session.callTool(options.id, options.args, controller.signal);
   process.off("SIGINT", onSignal);
   process.off("SIGTERM", onSignal);
   process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`); // stdout-ok: the CLI prints the envelope

@@ -3,6 +3,7 @@ import path from "node:path";
 import * as z from "zod";
 import { READ_ONLY_KINDS, TOOL_KINDS, type ToolKind } from "../tool/kinds.js";
 import { RequirementSetSchema, type RequirementSet } from "../tool/requirements.js";
+import { PermissionRuleSchema, type PermissionRule } from "../policy/rules.js";
 import { requirementProblems } from "./extension-check.js";
 import { toolhostHome } from "./home.js";
 import type { LoadProblem } from "./loader.js";
@@ -13,17 +14,6 @@ export { DEFAULT_PROFILE, selectProfileName };
 
 export const PROFILE_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
-/** A permission rule (RFC): stored with the profile; the permissions layer evaluates it. */
-export const PermissionRuleSchema = z
-  .object({
-    /** A tool id (`bash`), a capability (`fs.write`) or `*`. */
-    permission: z.string().min(1),
-    /** What the rule matches in the call: a command pattern, a path glob, a host; `*` for all. */
-    pattern: z.string().min(1).default("*"),
-    action: z.enum(["allow", "deny", "ask"]),
-  })
-  .strict();
-export type PermissionRule = z.infer<typeof PermissionRuleSchema>;
 
 export const ProfileFileSchema = z
   .object({

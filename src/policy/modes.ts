@@ -1,6 +1,7 @@
-import path from "node:path";
 import type { ToolKind } from "../tool/kinds.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
+import { isInsideAny } from "../tool/paths.js";
+import type { PolicyCall } from "./call.js";
 
 export const MODE_IDS = ["read-only", "ask", "accept-edits", "full"] as const;
 export type ModeId = (typeof MODE_IDS)[number];
@@ -23,27 +24,15 @@ export function isModeId(value: string): value is ModeId {
   return (MODE_IDS as readonly string[]).includes(value);
 }
 
-/** What a call looks like to the policy (no host types: policy sits below host). */
-export interface PolicyCall {
-  tool: { id: string; kind: ToolKind };
-  args: Record<string, unknown>;
-}
-
 export type PolicyAction = "allow" | "deny" | "ask";
 
-/** The path a file-editing call targets, when it has one. */
-export function targetPath(call: PolicyCall, workspace: string): string | null {
-  const raw = call.args.path;
-  return typeof raw === "string" && raw !== "" ? path.resolve(workspace, raw) : null;
-}
-
-function insideWorkspace(abs: string, workspace: string): boolean {
-  const rel = path.relative(workspace, abs);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+/** Whether the model is offered tools of this kind in this mode: read-only mode hides what it would refuse. */
+export function isKindVisible(mode: ModeId, kind: ToolKind): boolean {
+  return mode !== "read-only" || isReadOnlyKind(kind);
 }
 
 /** The session mode's verdict on a call, before remembered answers are consulted. */
-export function modeAction(mode: ModeId, call: PolicyCall, workspace: string): PolicyAction {
+export function modeAction(mode: ModeId, call: PolicyCall, roots: readonly string[]): PolicyAction {
   if (isReadOnlyKind(call.tool.kind)) return "allow";
   switch (mode) {
     case "read-only":
@@ -51,9 +40,9 @@ export function modeAction(mode: ModeId, call: PolicyCall, workspace: string): P
     case "ask":
       return "ask";
     case "accept-edits": {
-      if (call.tool.kind !== "edit") return "ask";
-      const target = targetPath(call, workspace);
-      return target !== null && insideWorkspace(target, workspace) ? "allow" : "ask";
+      // Only an edit that says which files it changes, all of them inside the workspace.
+      if (call.tool.kind !== "edit" || call.targets.paths.length === 0) return "ask";
+      return call.targets.paths.every((p) => isInsideAny(p, roots)) ? "allow" : "ask";
     }
     case "full":
       return "allow";

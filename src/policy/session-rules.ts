@@ -1,5 +1,6 @@
+import type { PolicyCall } from "./call.js";
+import { displayPath } from "../tool/paths.js";
 import { commandPrefix, matchesPrefix } from "./command-prefix.js";
-import { targetPath, type PolicyCall } from "./modes.js";
 
 /** What an "always" answer covers. Narrow on purpose: never all of bash. */
 export type RuleScope =
@@ -14,20 +15,21 @@ export interface SessionRule {
   action: "allow" | "deny";
 }
 
+/** The one command line a call runs, when it runs exactly one. */
 function commandOf(call: PolicyCall): string | null {
-  return typeof call.args.command === "string" ? call.args.command : null;
+  return call.targets.commands.length === 1 ? (call.targets.commands[0] as string) : null;
 }
 
 /** The scope an "always" answer to this call would remember. */
-export function alwaysScope(call: PolicyCall, workspace: string): RuleScope {
+export function alwaysScope(call: PolicyCall): RuleScope {
   const command = commandOf(call);
   if (command !== null && call.tool.kind === "execute") {
     const prefix = commandPrefix(command);
     return prefix ? { kind: "command_prefix", prefix } : { kind: "exact_command", command: command.trim() };
   }
   if (call.tool.kind === "edit" || call.tool.kind === "delete" || call.tool.kind === "move") {
-    const target = targetPath(call, workspace);
-    if (target) return { kind: "path", path: target };
+    const [only, ...more] = call.targets.paths;
+    if (only !== undefined && more.length === 0) return { kind: "path", path: only };
   }
   return { kind: "tool" };
 }
@@ -42,15 +44,14 @@ export function describeScope(toolId: string, scope: RuleScope, workspace: strin
       return `exactly \`${shown}\``;
     }
     case "path": {
-      const rel = scope.path.startsWith(workspace + "/") ? scope.path.slice(workspace.length + 1) : scope.path;
-      return `${toolId} on ${rel}`;
+      return `${toolId} on ${displayPath(scope.path, workspace)}`;
     }
     case "tool":
       return `the ${toolId} tool`;
   }
 }
 
-function covers(rule: SessionRule, call: PolicyCall, workspace: string): boolean {
+function covers(rule: SessionRule, call: PolicyCall): boolean {
   if (rule.toolId !== call.tool.id) return false;
   const { scope } = rule;
   switch (scope.kind) {
@@ -61,7 +62,7 @@ function covers(rule: SessionRule, call: PolicyCall, workspace: string): boolean
     case "exact_command":
       return commandOf(call)?.trim() === scope.command;
     case "path":
-      return targetPath(call, workspace) === scope.path;
+      return call.targets.paths.length > 0 && call.targets.paths.every((p) => p === scope.path);
     case "tool":
       return true;
   }
@@ -71,16 +72,14 @@ function covers(rule: SessionRule, call: PolicyCall, workspace: string): boolean
 export class SessionRules {
   private readonly rules: SessionRule[] = [];
 
-  constructor(private readonly workspace: string) {}
-
   remember(call: PolicyCall, action: "allow" | "deny"): SessionRule {
-    const rule: SessionRule = { toolId: call.tool.id, scope: alwaysScope(call, this.workspace), action };
+    const rule: SessionRule = { toolId: call.tool.id, scope: alwaysScope(call), action };
     this.rules.push(rule);
     return rule;
   }
 
   lookup(call: PolicyCall): "allow" | "deny" | null {
-    const matching = this.rules.filter((r) => covers(r, call, this.workspace));
+    const matching = this.rules.filter((r) => covers(r, call));
     if (matching.some((r) => r.action === "deny")) return "deny";
     return matching.length ? "allow" : null;
   }

@@ -1,5 +1,6 @@
 import type { ToolContext, ToolEvent } from "../tool/context.js";
 import type { RequirementSet } from "../tool/requirements.js";
+import type { HostServices } from "../tool/services.js";
 import { ScopedFs } from "./fs/scoped.js";
 import { ScopedNet } from "./net.js";
 import { ScopedSearch } from "./search/scoped.js";
@@ -14,6 +15,8 @@ export interface ToolContextOptions {
   requires: RequirementSet;
   signal: AbortSignal;
   emit?: (event: ToolEvent) => void;
+  /** The agent's services for this call (none for a bare runtime). */
+  host?: HostServices;
 }
 
 /** Builds the capability surface for one call. Throws ScopeError when the requirements do not compile. */
@@ -43,6 +46,7 @@ export function createToolContext(options: ToolContextOptions): ToolContext {
     search: new ScopedSearch(fs, session.route, session.workspace, signal),
     net: new ScopedNet(scope, signal),
     sidecars: session.sidecars,
+    host: options.host ?? {},
     emit,
   };
 }

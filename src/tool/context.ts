@@ -5,6 +5,8 @@
  * the network themselves.
  */
 
+import type { HostServices } from "./services.js";
+
 export type EntryType = "file" | "directory" | "symlink" | "other";
 
 export interface FileInfo {
@@ -168,6 +170,12 @@ export type ToolEvent =
   /** Live output of a running command (bash), for a progress view when there is no editor terminal. */
   | { type: "output"; stream: "stdout" | "stderr"; chunk: string };
 
+/** What a call's preview produced: the events the editor was shown, and the tool's own plan. */
+export interface ToolPreview {
+  events: ToolEvent[];
+  plan?: unknown;
+}
+
 export interface ToolContext {
   readonly toolId: string;
   readonly callId: string;
@@ -181,5 +189,9 @@ export interface ToolContext {
   readonly search: ToolSearch;
   readonly net: ToolNet;
   readonly sidecars: Sidecars;
+  /** The agent's services (questions to the user, subagents, the tool and skill indexes). */
+  readonly host: HostServices;
+  /** In `execute`: what this call's `preview` returned, when the tool has one. */
+  readonly preview?: ToolPreview;
   emit(event: ToolEvent): void;
 }

@@ -1,8 +1,10 @@
 import * as z from "zod";
-import type { ToolContext, ToolEvent } from "./context.js";
+import type { ToolContext, ToolEvent, ToolPreview } from "./context.js";
 import type { SelfTruncated } from "./envelope.js";
 import type { ToolKind } from "./kinds.js";
 import type { RequirementSet } from "./requirements.js";
+import type { DescribeContext } from "./services.js";
+import type { CallTargets } from "./targets.js";
 
 /**
  * How the host caps a tool's output. `field` names the part of `data` that is capped
@@ -63,8 +65,21 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, T = unknown> {
    * A read-only look at what the call would do, run after validation and before approval:
    * edit and write return the diff so the editor can show it in the permission request.
    * Throwing a ToolError fails the call before anyone is asked. Must not change anything.
+   * It may return a `plan` with its events: `execute` finds the whole preview in `ctx.preview`,
+   * so work done here (and the diff the editor already has) need not be repeated.
    */
-  preview?(args: z.output<S>, ctx: ToolContext): Promise<ToolEvent[]>;
+  preview?(args: z.output<S>, ctx: ToolContext): Promise<ToolEvent[] | ToolPreview>;
+  /**
+   * What the call touches — resolved paths (through `ctx.fs.resolve`), command lines, hosts —
+   * asked after validation and before the policy decides. Without it the host derives the
+   * targets from a `path` argument (see `defaultTargets`).
+   */
+  targets?(args: z.output<S>, ctx: ToolContext): Partial<CallTargets> | Promise<Partial<CallTargets>>;
+  /**
+   * The description for this session, when it lists what only the session knows (the agents of
+   * `task`, the skills of `skill`, the tools of `tool_search`). Falls back to `description`.
+   */
+  describe?(context: DescribeContext): string;
   /** The plain-text shorthand of a slash command (`/grep TODO`) → arguments. */
   shorthand?(text: string): Record<string, unknown>;
   /** Asked once when a session's tools are assembled; false leaves the tool out of that session. */

@@ -5,3 +5,6 @@ export * from "./envelope.js";
 export * from "./context.js";
 export * from "./define.js";
 export * from "./truncate.js";
+export * from "./paths.js";
+export * from "./services.js";
+export * from "./targets.js";

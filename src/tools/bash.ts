@@ -86,6 +86,10 @@ export default defineTool({
   output: { field: "stdout", maxBytes: BASH_OUTPUT_BYTES, keep: "head_tail" },
   title: (args) => bashTitle(args.command),
   shorthand: (text) => ({ command: text }),
+  // The command line, and the directory it runs in, resolved as the shell will resolve it.
+  async targets(args, ctx) {
+    return { commands: [args.command], paths: [await ctx.fs.resolve(args.workdir ?? ctx.workspace, "read")] };
+  },
   async execute(args, ctx) {
     const timeoutMs = args.timeout_ms ?? BASH_DEFAULT_TIMEOUT_MS;
     const result: BashResult = await ctx.shell.run(args.command, {

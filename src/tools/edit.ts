@@ -154,8 +154,18 @@ type EditArgs = z.output<typeof parameters>;
 
 /** What an edit will do, worked out without writing anything (shared by preview and execute). */
 type EditPlan =
-  | { kind: "create"; abs: string; newText: string }
-  | { kind: "replace"; abs: string; oldText: string; newText: string; encoding: TextEncoding; tier: MatchTier; chosen: Candidate[] };
+  | { kind: "create"; abs: string; newText: string; version: null }
+  | {
+      kind: "replace";
+      abs: string;
+      oldText: string;
+      newText: string;
+      encoding: TextEncoding;
+      tier: MatchTier;
+      chosen: Candidate[];
+      /** The file's version the plan was made from. */
+      version: string;
+    };
 
 async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
   const abs = await ctx.fs.resolve(args.path, "write");
@@ -164,7 +174,7 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
     if (args.old_string !== "") throw await missingFileError(ctx, args.path, abs);
     // Like Claude Code: an empty old_string on a missing file creates it.
     refusePlaceholders(null, args.new_string);
-    return { kind: "create", abs, newText: args.new_string };
+    return { kind: "create", abs, newText: args.new_string, version: null };
   }
   if (info.type === "directory") throw new ToolError("is_directory", `${args.path} is a directory; edit changes files.`);
   if (info.type !== "file") throw new ToolError("not_a_file", `${args.path} is not a regular file (${info.type}).`);
@@ -223,18 +233,23 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
   if (newText === text) {
     throw new ToolError("no_change", `The edit would not change ${args.path}: line ${chosen[0]?.line} already reads like new_string.`);
   }
-  return { kind: "replace", abs, oldText: text, newText, encoding: decoded.encoding, tier, chosen };
+  return { kind: "replace", abs, oldText: text, newText, encoding: decoded.encoding, tier, chosen, version: info.version };
 }
 
 function diffEvent(plan: EditPlan): ToolEvent {
   return { type: "diff", path: plan.abs, oldText: plan.kind === "create" ? null : plan.oldText, newText: plan.newText };
 }
 
-// The diff a call's preview already showed, so execute does not send the same one again.
-const previewed = new WeakMap<ToolContext, ToolEvent>();
-
-function emitDiff(ctx: ToolContext, event: ToolEvent): void {
-  if (JSON.stringify(previewed.get(ctx)) !== JSON.stringify(event)) ctx.emit(event);
+/**
+ * The plan to carry out, under the file's lock: the preview's own when the file has not changed
+ * since (the editor already shows its diff), else a new one whose diff is sent.
+ */
+async function currentPlan(args: EditArgs, ctx: ToolContext, abs: string): Promise<EditPlan> {
+  const previewed = ctx.preview?.plan as EditPlan | undefined;
+  if (previewed && previewed.abs === abs && previewed.version === ((await ctx.fs.stat(abs))?.version ?? null)) return previewed;
+  const plan = await planEdit(args, ctx);
+  ctx.emit(diffEvent(plan));
+  return plan;
 }
 
 /** edit: string replacement with strict ambiguity, a careful fallback ladder and byte-exact splicing. */
@@ -255,19 +270,16 @@ export default defineTool({
   title: (args) => `Edit ${args.path}`,
   locations: (args, { workspace }) => [{ path: absolutize(args.path, workspace) }],
   async preview(args, ctx) {
-    const event = diffEvent(await planEdit(args, ctx));
-    previewed.set(ctx, event);
-    return [event];
+    const plan = await planEdit(args, ctx);
+    return { events: [diffEvent(plan)], plan };
   },
   async execute(args, ctx): Promise<EditResult> {
     const abs = await ctx.fs.resolve(args.path, "write");
     return ctx.fs.withLock(abs, async () => {
-      // Planned again under the lock: the file may have changed since the preview.
-      const plan = await planEdit(args, ctx);
+      const plan = await currentPlan(args, ctx, abs);
       if (plan.kind === "create") {
         const written = await ctx.fs.writeFile(abs, plan.newText);
         ctx.session.readStamps.set(abs, written.version);
-        emitDiff(ctx, diffEvent(plan));
         return {
           path: abs,
           created: true,
@@ -281,7 +293,6 @@ export default defineTool({
       const { oldText, newText, tier, chosen } = plan;
       const written = await ctx.fs.writeFile(abs, encodeText(newText, plan.encoding));
       ctx.session.readStamps.set(abs, written.version);
-      emitDiff(ctx, diffEvent(plan));
       const changed = chosen.find((c) => oldText.slice(c.start, c.end) !== c.replacement) ?? chosen[0];
       return {
         path: abs,

@@ -139,8 +139,18 @@ function diffEvent(plan: WritePlan): ToolEvent {
   return { type: "diff", path: plan.abs, oldText: plan.old?.text ?? null, newText: plan.text };
 }
 
-// The diff a call's preview already showed, so execute does not send the same one again.
-const previewed = new WeakMap<ToolContext, ToolEvent>();
+/**
+ * The plan to carry out, under the file's lock: the preview's own when the file has not changed
+ * since (the editor already shows its diff), else a new one whose diff is sent.
+ */
+async function currentPlan(args: WriteArgs, ctx: ToolContext, abs: string): Promise<WritePlan> {
+  const previewed = ctx.preview?.plan as WritePlan | undefined;
+  const now = await ctx.fs.stat(abs);
+  if (previewed && previewed.abs === abs && (previewed.info?.version ?? null) === (now?.version ?? null)) return previewed;
+  const plan = await planWrite(args, ctx);
+  if (!unchanged(plan)) ctx.emit(diffEvent(plan));
+  return plan;
+}
 
 /** write: a whole-file create or replace, atomic, keeping the old file's encoding, BOM and CRLF. */
 export default defineTool({
@@ -158,16 +168,12 @@ export default defineTool({
   locations: (args, { workspace }) => [{ path: absolutize(args.path, workspace), line: 1 }],
   async preview(args, ctx) {
     const plan = await planWrite(args, ctx);
-    if (unchanged(plan)) return [];
-    const event = diffEvent(plan);
-    previewed.set(ctx, event);
-    return [event];
+    return { events: unchanged(plan) ? [] : [diffEvent(plan)], plan };
   },
   async execute(args, ctx) {
     const abs = await ctx.fs.resolve(args.path, "write");
     return ctx.fs.withLock(abs, async () => {
-      // Planned again under the lock: the file may have changed since the preview.
-      const plan = await planWrite(args, ctx);
+      const plan = await currentPlan(args, ctx, abs);
       const { info, old, text, encoding, notes } = plan;
       const bytes = encodeText(text, encoding);
       const lines = countLines(text);
@@ -186,8 +192,6 @@ export default defineTool({
       }
       const written = await ctx.fs.writeFile(abs, bytes);
       ctx.session.readStamps.set(abs, written.version);
-      const event = diffEvent(plan);
-      if (JSON.stringify(previewed.get(ctx)) !== JSON.stringify(event)) ctx.emit(event);
       const changes = old ? lineChanges(old.text, text) : { additions: lines, deletions: info ? null : 0 };
       return {
         path: abs,

@@ -6,7 +6,7 @@ import * as z from "zod";
 import { History } from "../../src/agent/history.js";
 import { batches, resultText, runModelTurn, type TurnObserver, type TurnOptions, type UsageReport } from "../../src/agent/loop.js";
 import { modelInfo } from "../../src/agent/models.js";
-import type { Authorize } from "../../src/host/invoke.js";
+import type { Authorize } from "../../src/policy/call.js";
 import { builtinRegistry } from "../../src/host/builtins.js";
 import type { ToolRegistry } from "../../src/host/registry.js";
 import { defineTool } from "../../src/tool/define.js";

@@ -1,11 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { commandPrefix, matchesPrefix, simpleCommandWords } from "../../src/policy/command-prefix.js";
-import { modeAction, type PolicyCall } from "../../src/policy/modes.js";
+import path from "node:path";
+import type { PolicyCall } from "../../src/policy/call.js";
+import { isKindVisible, modeAction } from "../../src/policy/modes.js";
 import { SessionRules, alwaysScope, describeScope } from "../../src/policy/session-rules.js";
 
-const bash = (command: string): PolicyCall => ({ tool: { id: "bash", kind: "execute" }, args: { command } });
-const edit = (path: string): PolicyCall => ({ tool: { id: "edit", kind: "edit" }, args: { path } });
-const read = (path: string): PolicyCall => ({ tool: { id: "read", kind: "read" }, args: { path } });
+// The policy sees targets as the runtime resolved them (here: against /ws).
+const targets = (t: Partial<PolicyCall["targets"]>): PolicyCall["targets"] => ({ paths: [], commands: [], hosts: [], ...t });
+const bash = (command: string): PolicyCall => ({ tool: { id: "bash", kind: "execute" }, targets: targets({ commands: [command] }) });
+const edit = (p: string): PolicyCall => ({ tool: { id: "edit", kind: "edit" }, targets: targets({ paths: [path.resolve("/ws", p)] }) });
+const read = (p: string): PolicyCall => ({ tool: { id: "read", kind: "read" }, targets: targets({ paths: [path.resolve("/ws", p)] }) });
 
 describe("command prefixes for 'always'", () => {
   it("takes the command and its subcommand", () => {
@@ -48,7 +52,7 @@ describe("command prefixes for 'always'", () => {
 });
 
 describe("modes", () => {
-  const ws = "/ws";
+  const ws = ["/ws"];
   it("lets read-only kinds run in every mode", () => {
     for (const mode of ["read-only", "ask", "accept-edits", "full"] as const) expect(modeAction(mode, read("a"), ws)).toBe("allow");
   });
@@ -60,11 +64,23 @@ describe("modes", () => {
     expect(modeAction("accept-edits", bash("ls"), ws)).toBe("ask");
     expect(modeAction("full", bash("rm -rf build"), ws)).toBe("allow");
   });
+  it("asks about an edit that names no file, or one outside every root", () => {
+    const noTarget: PolicyCall = { tool: { id: "edit", kind: "edit" }, targets: targets({}) };
+    expect(modeAction("accept-edits", noTarget, ws)).toBe("ask");
+    expect(modeAction("accept-edits", edit("/elsewhere/a.ts"), ["/ws", "/more"])).toBe("ask");
+    expect(modeAction("accept-edits", edit("/more/a.ts"), ["/ws", "/more"])).toBe("allow");
+  });
+  it("offers the model only what the mode would let run", () => {
+    expect(isKindVisible("read-only", "edit")).toBe(false);
+    expect(isKindVisible("read-only", "execute")).toBe(false);
+    expect(isKindVisible("read-only", "search")).toBe(true);
+    expect(isKindVisible("ask", "execute")).toBe(true);
+  });
 });
 
 describe("session rules", () => {
   it("remembers a narrow command prefix, never all of bash", () => {
-    const rules = new SessionRules("/ws");
+    const rules = new SessionRules();
     expect(rules.remember(bash("git status -s"), "allow").scope).toEqual({ kind: "command_prefix", prefix: ["git", "status"] });
     expect(rules.lookup(bash("git status"))).toBe("allow");
     expect(rules.lookup(bash("git push"))).toBeNull();
@@ -72,14 +88,14 @@ describe("session rules", () => {
   });
 
   it("remembers compound lines exactly", () => {
-    const rules = new SessionRules("/ws");
+    const rules = new SessionRules();
     expect(rules.remember(bash("make && make test"), "allow").scope).toEqual({ kind: "exact_command", command: "make && make test" });
     expect(rules.lookup(bash("make && make test"))).toBe("allow");
     expect(rules.lookup(bash("make && make install"))).toBeNull();
   });
 
   it("scopes file tools to the file and a reject wins", () => {
-    const rules = new SessionRules("/ws");
+    const rules = new SessionRules();
     rules.remember(edit("src/a.ts"), "allow");
     expect(rules.lookup(edit("/ws/src/a.ts"))).toBe("allow");
     expect(rules.lookup(edit("src/b.ts"))).toBeNull();
@@ -88,8 +104,8 @@ describe("session rules", () => {
   });
 
   it("labels scopes for the permission options", () => {
-    expect(describeScope("bash", alwaysScope(bash("git status"), "/ws"), "/ws")).toBe("`git status …` commands");
-    expect(describeScope("edit", alwaysScope(edit("src/a.ts"), "/ws"), "/ws")).toBe("edit on src/a.ts");
+    expect(describeScope("bash", alwaysScope(bash("git status")), "/ws")).toBe("`git status …` commands");
+    expect(describeScope("edit", alwaysScope(edit("src/a.ts")), "/ws")).toBe("edit on src/a.ts");
     expect(describeScope("x", { kind: "tool" }, "/ws")).toBe("the x tool");
   });
 });

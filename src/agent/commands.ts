@@ -1,5 +1,13 @@
-import type { AvailableCommand } from "@agentclientprotocol/sdk";
 import type { ToolRegistry } from "../host/registry.js";
+
+// The slash grammar and its meaning, shared by every front end: `/tool args`, `/help`, `/tools`, `/reload`.
+
+/** The commands that are not tools, with what they do. */
+export const BUILTIN_COMMANDS: readonly { name: string; description: string }[] = [
+  { name: "tools", description: "List the tools of this session with their kinds" },
+  { name: "reload", description: "Re-scan the tool folders and re-import extension tools" },
+  { name: "help", description: "How slash commands run tools directly" },
+];
 
 export type SlashCommand =
   | { type: "tool"; toolId: string; args: unknown }
@@ -8,41 +16,9 @@ export type SlashCommand =
   | { type: "reload" }
   | { type: "invalid"; message: string };
 
-/** The commands that are not tools. */
-const BUILTIN_COMMANDS: AvailableCommand[] = [
-  { name: "tools", description: "List the tools of this session with their kinds", input: null },
-  { name: "reload", description: "Re-scan the tool folders and re-import extension tools", input: null },
-  { name: "help", description: "How slash commands run tools directly", input: null },
-];
-
-/** Every tool is a command: `/<tool> <json>` or the tool's plain-text shorthand. */
-export function availableCommands(registry: ToolRegistry): AvailableCommand[] {
-  const tools = registry.list().map(({ tool }) => ({
-    name: tool.id,
-    description: firstSentence(tool.description),
-    input: { hint: tool.shorthand ? `${shorthandHint(tool.id)} or a JSON object` : "a JSON object of arguments" },
-  }));
-  return [...tools, ...BUILTIN_COMMANDS];
-}
-
-function firstSentence(text: string): string {
+export function firstSentence(text: string): string {
   const sentence = text.split(/(?<=[.!?])\s/)[0] ?? text;
   return sentence.length > 160 ? `${sentence.slice(0, 157)}…` : sentence;
-}
-
-function shorthandHint(id: string): string {
-  switch (id) {
-    case "read":
-      return "a path (src/a.ts or src/a.ts:10-40)";
-    case "grep":
-      return "a pattern";
-    case "glob":
-      return "a glob pattern";
-    case "bash":
-      return "a command line";
-    default:
-      return "text";
-  }
 }
 
 /** Parses `/name rest`; null when the text is not a slash command. */

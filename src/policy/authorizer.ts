@@ -1,6 +1,6 @@
-import type { Authorize, Decision, ToolCallRequest } from "../host/invoke.js";
-import { modeAction, type ModeId } from "../policy/modes.js";
-import { alwaysScope, describeScope, type RuleScope, type SessionRules } from "../policy/session-rules.js";
+import type { Authorize, Decision, ToolCallRequest } from "./call.js";
+import { modeAction, type ModeId } from "./modes.js";
+import { alwaysScope, describeScope, type RuleScope, type SessionRules } from "./session-rules.js";
 
 /** The user's answer to an approval request. Anything but an allow is a reject (fail closed). */
 export type ApprovalAnswer = "allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancelled";
@@ -16,7 +16,8 @@ export interface ApprovalRequest {
 export type AskUser = (request: ApprovalRequest, signal: AbortSignal) => Promise<ApprovalAnswer>;
 
 export interface PermissionOptions {
-  workspace: string;
+  /** The workspace roots: "accept edits" allows edits inside them. */
+  roots: readonly string[];
   mode: () => ModeId;
   rules: SessionRules;
   ask?: AskUser;
@@ -28,7 +29,7 @@ export interface PermissionOptions {
  */
 export function sessionAuthorizer(options: PermissionOptions): Authorize {
   return async (call, signal): Promise<Decision> => {
-    const action = modeAction(options.mode(), call, options.workspace);
+    const action = modeAction(options.mode(), call, options.roots);
     if (action === "deny") {
       return {
         outcome: "deny",
@@ -45,10 +46,10 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
     if (!options.ask) {
       return { outcome: "deny", code: "permission_denied", reason: `The ${call.tool.id} call needs approval and nobody can answer here, so it was refused.` };
     }
-    const scope = alwaysScope(call, options.workspace);
+    const scope = alwaysScope(call);
     let answer: ApprovalAnswer;
     try {
-      answer = await options.ask({ call, scope, scopeLabel: describeScope(call.tool.id, scope, options.workspace) }, signal);
+      answer = await options.ask({ call, scope, scopeLabel: describeScope(call.tool.id, scope, options.roots[0] ?? "") }, signal);
     } catch {
       answer = "cancelled";
     }

@@ -1,0 +1,127 @@
+import path from "node:path";
+import type { SessionUpdate, ToolCallContent } from "@agentclientprotocol/sdk";
+import type { ToolEvent } from "../tool/context.js";
+import type { Envelope } from "../tool/envelope.js";
+import type { ToolCallInfo } from "../agent/tool-runner.js";
+import { boundedJson, diffContent, fenced, resultContent, textContent } from "./content.js";
+
+const LIVE_OUTPUT_INTERVAL_MS = 250;
+const LIVE_TAIL_CHARS = 8 * 1024;
+
+interface CallView {
+  info: ToolCallInfo;
+  diffs: ToolCallContent[];
+  terminal: ToolCallContent | null;
+  liveTail: string;
+  liveTimer: NodeJS.Timeout | null;
+}
+
+/**
+ * The editor's view of the session's tool calls: tool_call → diffs, terminal or live output →
+ * in_progress → completed / failed, each as a session/update.
+ */
+export class ToolCallViews {
+  private readonly calls = new Map<string, CallView>();
+
+  constructor(private readonly update: (update: SessionUpdate) => Promise<void>) {}
+
+  async pending(info: ToolCallInfo): Promise<void> {
+    this.calls.set(info.callId, { info, diffs: [], terminal: null, liveTail: "", liveTimer: null });
+    await this.update({
+      sessionUpdate: "tool_call",
+      toolCallId: info.callId,
+      name: info.toolId,
+      title: info.title,
+      kind: info.kind,
+      status: "pending",
+      locations: info.locations,
+      ...(info.args === undefined ? {} : { rawInput: boundedJson(info.args) }),
+    });
+  }
+
+  async describe(info: ToolCallInfo): Promise<void> {
+    const view = this.calls.get(info.callId);
+    if (view) view.info = info;
+    await this.update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: info.callId,
+      title: info.title,
+      locations: info.locations,
+      rawInput: boundedJson(info.args),
+    });
+  }
+
+  async running(callId: string): Promise<void> {
+    await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, status: "in_progress" });
+  }
+
+  async done(callId: string, envelope: Envelope): Promise<void> {
+    const view = this.calls.get(callId);
+    this.calls.delete(callId);
+    if (view?.liveTimer) clearTimeout(view.liveTimer);
+    const content = [...(view?.diffs ?? []), ...(view?.terminal ? [view.terminal] : [])];
+    // A terminal already shows the output; a diff already shows the change.
+    if (!view?.terminal && !(view?.diffs.length && envelope.type === "output")) content.push(...resultContent(envelope));
+    await this.update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: callId,
+      status: envelope.type === "output" ? "completed" : "failed",
+      content,
+      ...(resultLocations(envelope) ?? {}),
+      rawOutput: boundedJson(envelope),
+    });
+  }
+
+  async event(callId: string, event: ToolEvent): Promise<void> {
+    const view = this.calls.get(callId);
+    switch (event.type) {
+      case "plan":
+        await this.update({
+          sessionUpdate: "plan",
+          entries: event.entries.map((e) => ({ content: e.content, status: e.status, priority: e.priority })),
+        });
+        return;
+      case "diff": {
+        if (!view) return;
+        view.diffs.push(diffContent(event.path, event.oldText, event.newText));
+        await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, content: view.diffs });
+        return;
+      }
+      case "terminal": {
+        if (!view) return;
+        view.terminal = { type: "terminal", terminalId: event.terminalId };
+        await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, content: [view.terminal] });
+        return;
+      }
+      case "location":
+        await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, locations: [{ path: event.path, line: event.line ?? null }] });
+        return;
+      case "output": {
+        if (!view) return;
+        // Live output without an editor terminal: a throttled, bounded tail.
+        view.liveTail = (view.liveTail + event.chunk).slice(-LIVE_TAIL_CHARS);
+        view.liveTimer ??= setTimeout(() => {
+          view.liveTimer = null;
+          if (!this.calls.has(callId)) return;
+          void this.update({
+            sessionUpdate: "tool_call_update",
+            toolCallId: callId,
+            content: [textContent(fenced(view.liveTail, "console"))],
+          }).catch(() => {});
+        }, LIVE_OUTPUT_INTERVAL_MS);
+        return;
+      }
+    }
+  }
+}
+
+/** Where a finished call points the editor: the first changed line of an edit, the matches of a search. */
+function resultLocations(envelope: Envelope): { locations: { path: string; line?: number | null }[] } | null {
+  if (envelope.type !== "output" || typeof envelope.data !== "object" || envelope.data === null) return null;
+  const data = envelope.data as { path?: unknown; first_changed_line?: unknown; start_line?: unknown };
+  if (typeof data.path === "string" && path.isAbsolute(data.path)) {
+    const line = typeof data.first_changed_line === "number" ? data.first_changed_line : typeof data.start_line === "number" ? data.start_line : null;
+    return { locations: [{ path: data.path, line }] };
+  }
+  return null;
+}

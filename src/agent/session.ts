@@ -1,0 +1,361 @@
+import type { UserContent } from "ai";
+import type { Envelope } from "../tool/envelope.js";
+import { isReadOnlyKind } from "../tool/kinds.js";
+import type { HostServices, Subagents, SubagentRequest, SubagentResult, ToolIndex, UserQuestions } from "../tool/services.js";
+import { sessionAuthorizer, type AskUser } from "../policy/authorizer.js";
+import { DEFAULT_MODE, isKindVisible, isModeId, type ModeId } from "../policy/modes.js";
+import { SessionRules } from "../policy/session-rules.js";
+import type { ToolRegistry } from "../host/registry.js";
+import type { FsBackend } from "../runtime/fs/backend.js";
+import { RuntimeSession } from "../runtime/session.js";
+import type { ShellBackend } from "../runtime/shell/backend.js";
+import { helpText, parseSlash, toolsText } from "./commands.js";
+import { History } from "./history.js";
+import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, peekUserConfig, resolveModel } from "./model-config.js";
+import { modelInfo } from "./models.js";
+import type { SessionTools, TrustAnswer } from "./session-tools.js";
+import { registryIndex } from "./tool-index.js";
+import { runToolCall, type ToolRunContext } from "./tool-runner.js";
+import type { CostMeter, ToolDeclaration, TurnObserver, TurnStopReason } from "./turn-types.js";
+
+/** How deep subagents may nest (a subagent's own subagents count one more). */
+export const MAX_SUBAGENT_DEPTH = 2;
+
+/**
+ * What a front end (the ACP adapter, the CLI, a parent session) does for its session: it sees
+ * the turn (text, tool calls, usage) and answers what only a person can answer.
+ */
+export interface SessionFrontEnd extends TurnObserver {
+  /** A message of the agent's own (help, problems, results of commands): not model text. */
+  say(text: string): void | Promise<void>;
+  /** The slash commands changed (a reload, a profile, trusted project tools). */
+  commandsChanged?(): void | Promise<void>;
+  /** Asks whether to approve a call. Absent (headless): every ask is a deny. */
+  approve?: AskUser;
+  /** Asks the user a question with choices. Absent: the question tool is unavailable. */
+  questions?: UserQuestions;
+  /**
+   * The first prompt in an untrusted project with its own tools asks whether to load them
+   * (importing runs their code). `decide` applies the answer and says what changed.
+   */
+  askTrust?(files: string[], signal: AbortSignal, decide: (answer: TrustAnswer) => Promise<string | null>): Promise<void>;
+}
+
+/** A prompt as the session needs it: its text (for slash commands) and its content for a model. */
+export interface PromptInput {
+  text: string;
+  /** The user message for a model that takes images or not. */
+  content(model: { images: boolean; modelId: string }): UserContent;
+}
+
+export interface RuntimeBackends {
+  fs?: FsBackend;
+  /** Picks the backend per path (the editor's buffers inside the workspace, the disk elsewhere). */
+  route?: (abs: string, fallback: FsBackend) => FsBackend;
+  shell?: ShellBackend;
+}
+
+export interface AgentSessionOptions {
+  id?: string;
+  /** The workspace root (absolute). */
+  cwd: string;
+  tools: SessionTools;
+  frontEnd: SessionFrontEnd;
+  backends?: RuntimeBackends;
+  mode?: ModeId;
+  /** The session's model (`provider/model`), over env and config file. */
+  model?: string;
+  /** For a subagent: the parent's runtime, rules and call ids, and how deep it is. */
+  parent?: { runtime: RuntimeSession; rules: SessionRules; nextCallId: () => string; depth: number; mode: () => ModeId };
+  /** Tool ids this session may use (a subagent's narrower set); default all. */
+  allowedTools?: ReadonlySet<string>;
+}
+
+/**
+ * One agent session, whatever drives it: its runtime, tools, rules and approvals, history and
+ * cost, model and mode; turns run one after another and a cancel stops the running one.
+ */
+export class AgentSession {
+  readonly id: string;
+  readonly cwd: string;
+  readonly runtime: RuntimeSession;
+  readonly tools: SessionTools;
+  readonly rules: SessionRules;
+  readonly history = new History();
+  readonly meter: CostMeter = { amount: 0 };
+  private readonly frontEnd: SessionFrontEnd;
+  private readonly parent: AgentSessionOptions["parent"];
+  private readonly allowedTools: ReadonlySet<string> | undefined;
+  private ownMode: ModeId;
+  private modelId: string | undefined;
+  private turn: AbortController | null = null;
+  private turnDone: Promise<unknown> = Promise.resolve();
+  private callSeq = 0;
+
+  constructor(options: AgentSessionOptions) {
+    this.cwd = options.cwd;
+    this.tools = options.tools;
+    this.frontEnd = options.frontEnd;
+    this.parent = options.parent;
+    this.allowedTools = options.allowedTools;
+    this.ownMode = options.mode ?? DEFAULT_MODE;
+    this.modelId = options.model;
+    this.rules = options.parent?.rules ?? new SessionRules();
+    this.runtime =
+      options.parent?.runtime ??
+      new RuntimeSession({ id: options.id, workspace: options.cwd, fs: options.backends?.fs, route: options.backends?.route, shell: options.backends?.shell });
+    this.id = this.runtime.id;
+  }
+
+  get registry(): ToolRegistry {
+    return this.tools.registry;
+  }
+
+  /** A subagent follows its parent's mode. */
+  get mode(): ModeId {
+    return this.parent ? this.parent.mode() : this.ownMode;
+  }
+
+  get model(): string | undefined {
+    return this.modelId;
+  }
+
+  /** Changes the mode; false for an unknown mode id. */
+  setMode(modeId: string): boolean {
+    if (!isModeId(modeId)) return false;
+    this.ownMode = modeId;
+    return true;
+  }
+
+  /** Picks the session's model; an error message for an id that is not `provider/model`. */
+  setModel(value: string): string | null {
+    if (value === NO_MODEL) {
+      this.modelId = undefined;
+      return null;
+    }
+    const spec = parseModelId(value);
+    if (!isModelSpec(spec)) return spec.error;
+    this.modelId = spec.id;
+    return null;
+  }
+
+  /** Switches the profile: the tools are rebuilt; returns what changed. */
+  async setProfile(name: string): Promise<string> {
+    const change = await this.tools.reload({ profile: name });
+    await this.frontEnd.commandsChanged?.();
+    return change;
+  }
+
+  nextCallId(): string {
+    if (this.parent) return this.parent.nextCallId();
+    this.callSeq += 1;
+    return `call_${this.callSeq}`;
+  }
+
+  /** Runs one prompt: a slash command or a model turn. Turns of one session run one after another. */
+  prompt(input: PromptInput): Promise<TurnStopReason> {
+    const run = this.turnDone.then(() => this.runTurn(input));
+    this.turnDone = run.catch(() => {});
+    return run;
+  }
+
+  /** Aborts the running turn (tools, pending approvals); it ends `cancelled`. */
+  cancel(): void {
+    this.turn?.abort(new Error("Cancelled by the user"));
+  }
+
+  /** Cancels the turn and removes the session's files (a subagent leaves its parent's runtime alone). */
+  async close(): Promise<void> {
+    this.cancel();
+    await this.turnDone;
+    if (!this.parent) await this.runtime.close();
+  }
+
+  /** One tool call with its whole life reported to the front end. */
+  callTool(toolId: string, args: unknown, signal: AbortSignal, callId = this.nextCallId()): Promise<Envelope> {
+    return runToolCall(this.toolContext(signal), { callId, toolId, args }, this.frontEnd);
+  }
+
+  /** The tools the model is offered: the mode's visible kinds, this session's allowed ids, each tool's own description. */
+  declarations(): ToolDeclaration[] {
+    const host = this.services();
+    return this.registry
+      .list()
+      .filter(({ tool }) => isKindVisible(this.mode, tool.kind) && (!this.allowedTools || this.allowedTools.has(tool.id)))
+      .map(({ tool }) => {
+        let description = tool.description;
+        try {
+          description = tool.describe?.({ host }) ?? tool.description;
+        } catch (err) {
+          process.stderr.write(`toolhost: ${tool.id}'s describe failed: ${String(err)}\n`);
+        }
+        return { id: tool.id, description, inputSchema: tool.inputSchema };
+      });
+  }
+
+  private async runTurn(input: PromptInput): Promise<TurnStopReason> {
+    const controller = new AbortController();
+    this.turn = controller;
+    const { signal } = controller;
+    const stop = (reason: TurnStopReason): TurnStopReason => (signal.aborted ? "cancelled" : reason);
+    try {
+      const pending = this.tools.pendingTrust();
+      if (pending.length) {
+        let loaded = false;
+        const decide = (answer: TrustAnswer) => {
+          loaded = answer !== "reject";
+          return this.tools.decideTrust(answer);
+        };
+        // Headless, nobody can consent: the project's code stays unloaded.
+        await (this.frontEnd.askTrust ? this.frontEnd.askTrust(pending, signal, decide) : decide("reject"));
+        if (loaded) await this.frontEnd.commandsChanged?.();
+      }
+      const slash = parseSlash(input.text, this.registry);
+      if (!slash) return stop(await this.modelTurn(input, signal));
+      switch (slash.type) {
+        case "help":
+          await this.frontEnd.say(helpText(this.registry));
+          break;
+        case "tools":
+          await this.frontEnd.say(toolsText(this.registry));
+          break;
+        case "reload":
+          await this.frontEnd.say(`Tools reloaded. ${await this.tools.reload()}`);
+          await this.frontEnd.commandsChanged?.();
+          break;
+        case "invalid":
+          await this.frontEnd.say(slash.message);
+          break;
+        case "tool":
+          // A slash command's result is shown, not added to the model's history: the user ran it, not the model.
+          await this.callTool(slash.toolId, slash.args, signal);
+          break;
+      }
+      return stop("end_turn");
+    } catch (err) {
+      if (signal.aborted) return "cancelled";
+      process.stderr.write(`toolhost: turn failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+      await Promise.resolve(this.frontEnd.say(`The turn failed: ${(err as Error).message}`)).catch(() => {});
+      return stop("end_turn");
+    } finally {
+      if (this.turn === controller) this.turn = null;
+    }
+  }
+
+  /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
+  private async modelTurn(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason> {
+    const result = await this.askModel(input, signal, this.frontEnd);
+    if (result.error && !signal.aborted) await this.frontEnd.say(result.error);
+    return result.stopReason;
+  }
+
+  private async askModel(input: PromptInput, signal: AbortSignal, observer: TurnObserver): Promise<{ stopReason: TurnStopReason; error?: string }> {
+    const peek = peekUserConfig();
+    const choice = resolveModel(this.modelId, process.env, peek);
+    if (!choice || "error" in choice) {
+      return { stopReason: "end_turn", error: noModelHelp(peek, choice ? `The configured model is not usable: ${choice.error}` : undefined) };
+    }
+    const { runPromptTurn } = await import("./turn.js");
+    const info = modelInfo(choice.spec);
+    return runPromptTurn(
+      {
+        spec: choice.spec,
+        cwd: this.cwd,
+        history: this.history,
+        prompt: input.content({ images: info.images, modelId: choice.spec.id }),
+        tools: this.toolContext(signal),
+        declarations: this.declarations(),
+        nextCallId: () => this.nextCallId(),
+        meter: this.meter,
+        profilePrompt: this.tools.toolset.profile.prompt || undefined,
+      },
+      observer,
+    );
+  }
+
+  /** Tools, runtime, services and approvals for one turn. */
+  private toolContext(signal: AbortSignal): ToolRunContext {
+    const authorize = sessionAuthorizer({
+      roots: this.runtime.roots,
+      mode: () => this.mode,
+      rules: this.rules,
+      ask: this.frontEnd.approve,
+    });
+    const allowed = this.allowedTools;
+    return {
+      registry: this.registry,
+      manifest: this.tools.manifest,
+      session: this.runtime,
+      host: this.services(),
+      signal,
+      // A subagent's narrower tool set is enforced here too, not only by what it is offered.
+      authorize: allowed
+        ? async (call, s) =>
+            allowed.has(call.tool.id)
+              ? authorize(call, s)
+              : { outcome: "deny", code: "permission_denied", reason: `The ${call.tool.id} tool is not available to this subagent.` }
+        : authorize,
+    };
+  }
+
+  /** The services tools reach through `ctx.host`. */
+  services(): HostServices {
+    const depth = this.parent?.depth ?? 0;
+    return {
+      questions: this.frontEnd.questions,
+      tools: this.toolIndex(),
+      subagents: depth < MAX_SUBAGENT_DEPTH ? this.subagents(depth) : undefined,
+    };
+  }
+
+  private toolIndex(): ToolIndex {
+    return registryIndex(this.registry, (tool) => isKindVisible(this.mode, tool.kind) && (!this.allowedTools || this.allowedTools.has(tool.id)));
+  }
+
+  /** Subagents: child sessions sharing this runtime and its rules, with their own history. */
+  private subagents(depth: number): Subagents {
+    return {
+      run: (request, signal) => this.runSubagent(request, signal, depth),
+    };
+  }
+
+  private async runSubagent(request: SubagentRequest, signal: AbortSignal, depth: number): Promise<SubagentResult> {
+    const readOnly = this.registry
+      .list()
+      .filter(({ tool }) => isReadOnlyKind(tool.kind))
+      .map(({ tool }) => tool.id);
+    const wanted = request.tools ?? readOnly;
+    const parentAllowed = this.allowedTools;
+    const allowed = new Set(wanted.filter((id) => this.registry.has(id) && (!parentAllowed || parentAllowed.has(id))));
+    let text = "";
+    const parentEnd = this.frontEnd;
+    const frontEnd: SessionFrontEnd = {
+      // The child's calls show in the parent's view; its text becomes the result.
+      pending: (info) => parentEnd.pending(info),
+      describe: (info) => parentEnd.describe?.(info),
+      event: (callId, event) => parentEnd.event(callId, event),
+      running: (callId) => parentEnd.running(callId),
+      done: (callId, envelope, info) => parentEnd.done(callId, envelope, info),
+      text: (delta) => {
+        text += delta;
+      },
+      thought: () => {},
+      usage: () => {},
+      say: () => {},
+      approve: parentEnd.approve,
+      questions: parentEnd.questions,
+    };
+    const child = new AgentSession({
+      cwd: this.cwd,
+      tools: this.tools,
+      frontEnd,
+      model: this.modelId,
+      allowedTools: allowed,
+      parent: { runtime: this.runtime, rules: this.rules, nextCallId: () => this.nextCallId(), depth: depth + 1, mode: () => this.mode },
+    });
+    const result = await child.askModel({ text: request.prompt, content: () => request.prompt }, signal, frontEnd);
+    // A subagent's turn ends with its last message: text of earlier requests was narration.
+    const last = child.history.lastAssistantText();
+    return { text: last ?? text, stopReason: signal.aborted ? "cancelled" : result.stopReason, ...(result.error ? { error: result.error } : {}) };
+  }
+}

@@ -1,0 +1,68 @@
+import type { LanguageModel, UserContent } from "ai";
+import type { History } from "./history.js";
+import type { ModelInfo } from "./models.js";
+import type { ToolCallObserver, ToolRunContext } from "./tool-runner.js";
+
+// The vocabulary of a model turn, shared by the loop and the step (which would otherwise import each other).
+
+export type TurnStopReason = "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
+
+export interface UsageReport {
+  /** Tokens in the context after the last request. */
+  used: number;
+  /** The model's context window. */
+  size: number;
+  /** The session's running cost, when the model's price is known. */
+  cost?: { amount: number; currency: string };
+}
+
+/** What the editor sees of a turn: streamed text and reasoning, tool calls, usage. */
+export interface TurnObserver extends ToolCallObserver {
+  text(delta: string): void | Promise<void>;
+  thought(delta: string): void | Promise<void>;
+  usage(report: UsageReport): void | Promise<void>;
+}
+
+/** The session's running cost, carried from turn to turn. */
+export interface CostMeter {
+  amount: number;
+}
+
+/** A tool as the model is offered it this turn. */
+export interface ToolDeclaration {
+  id: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+export interface TurnOptions {
+  model: LanguageModel;
+  modelId: string;
+  info: ModelInfo;
+  system: string;
+  history: History;
+  prompt: UserContent;
+  /** Registry, runtime, approvals and the turn's abort signal. */
+  tools: ToolRunContext;
+  /** The tools the model is offered (the session's visible set); default: every registry tool. */
+  declarations?: ToolDeclaration[];
+  nextCallId(): string;
+  /** Where this provider's key is set, for a 401 message. */
+  keyHint: string;
+  maxRequests?: number;
+  retry?: RetryPolicy;
+  meter?: CostMeter;
+}
+
+export interface TurnResult {
+  stopReason: TurnStopReason;
+  /** A provider failure, stated for the user; the turn then ends with `end_turn`. */
+  error?: string;
+}
+
+export interface RetryPolicy {
+  /** Retries after the first attempt, for 429, 5xx and network errors before anything streamed. */
+  retries: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}

@@ -1,3 +1,0 @@
-export * from "./modes.js";
-export * from "./command-prefix.js";
-export * from "./session-rules.js";

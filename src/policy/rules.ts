@@ -1,0 +1,16 @@
+import * as z from "zod";
+
+/**
+ * A permission rule (RFC): stored with a profile today; the ruleset (issue 11) evaluates it
+ * against a call's targets.
+ */
+export const PermissionRuleSchema = z
+  .object({
+    /** A tool id (`bash`), a capability (`fs.write`) or `*`. */
+    permission: z.string().min(1),
+    /** What the rule matches in the call: a command pattern, a path glob, a host; `*` for all. */
+    pattern: z.string().min(1).default("*"),
+    action: z.enum(["allow", "deny", "ask"]),
+  })
+  .strict();
+export type PermissionRule = z.infer<typeof PermissionRuleSchema>;

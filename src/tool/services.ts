@@ -1,0 +1,88 @@
+import type { ToolKind } from "./kinds.js";
+
+// Services of the agent that tools reach through `ctx.host`: interfaces here, implemented above
+// (the agent session, the front end). A service a host cannot offer is absent, and a tool that
+// needs it says so (`unavailable`) instead of guessing.
+
+/** One choice of a question to the user. */
+export interface QuestionOption {
+  id: string;
+  label: string;
+  description?: string;
+}
+
+export interface Question {
+  /** A short title, shown as the request's heading. */
+  title: string;
+  /** The question itself. */
+  prompt: string;
+  /** The choices; the user picks one. */
+  options: QuestionOption[];
+}
+
+/** The user's answer: the chosen option's id, or null when nobody answered (cancelled, dismissed). */
+export interface UserQuestions {
+  ask(question: Question, signal: AbortSignal): Promise<{ optionId: string } | null>;
+}
+
+/** A subagent run: a child session with its own history, the parent's rules and fewer tools. */
+export interface SubagentRequest {
+  /** What the subagent is asked to do (its first prompt). */
+  prompt: string;
+  /** A few words for the editor's title. */
+  description: string;
+  /** Tool ids the subagent may use (default: the parent's read-only tools). */
+  tools?: string[];
+}
+
+export interface SubagentResult {
+  /** The subagent's final answer. */
+  text: string;
+  stopReason: "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
+  /** A failure stated for the user (no model, a provider error). */
+  error?: string;
+}
+
+export interface Subagents {
+  run(request: SubagentRequest, signal: AbortSignal): Promise<SubagentResult>;
+}
+
+/** A tool as the tool index lists it. */
+export interface IndexedTool {
+  id: string;
+  kind: ToolKind;
+  description: string;
+  /** `builtin` or the file (or server) that defined it. */
+  source: string;
+}
+
+/** The session's tools, for tools that list or search them (tool_search). */
+export interface ToolIndex {
+  list(): IndexedTool[];
+  /** Tools whose id or description match the words of `query`, best first. */
+  search(query: string, limit?: number): IndexedTool[];
+}
+
+/** A skill as the skill index lists it. */
+export interface SkillInfo {
+  name: string;
+  description: string;
+  /** The skill's SKILL.md. */
+  path: string;
+}
+
+export interface SkillIndex {
+  list(): SkillInfo[];
+}
+
+export interface HostServices {
+  readonly questions?: UserQuestions;
+  readonly subagents?: Subagents;
+  readonly tools?: ToolIndex;
+  readonly skills?: SkillIndex;
+}
+
+/** What a tool's `describe` hook sees: the session's services, to list agents, skills or tools. */
+export interface DescribeContext {
+  readonly host: HostServices;
+}

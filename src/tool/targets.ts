@@ -1,0 +1,40 @@
+import type { ToolContext } from "./context.js";
+import { isReadOnlyKind, type ToolKind } from "./kinds.js";
+import type { RequirementSet } from "./requirements.js";
+
+/**
+ * What a call touches, resolved the way the runtime will touch it: the permission policy
+ * matches on these and never guesses from argument names.
+ */
+export interface CallTargets {
+  /** Absolute paths, resolved through `ctx.fs.resolve` (so `~`, `@` and relative paths agree with the runtime). */
+  paths: string[];
+  /** Command lines the call runs. */
+  commands: string[];
+  /** Network hosts the call reaches. */
+  hosts: string[];
+}
+
+export const NO_TARGETS: CallTargets = Object.freeze({ paths: [], commands: [], hosts: [] }) as CallTargets;
+
+/** Fills the lists a tool's `targets` hook left out. */
+export function completeTargets(partial: Partial<CallTargets> | undefined): CallTargets {
+  return { paths: [...(partial?.paths ?? [])], commands: [...(partial?.commands ?? [])], hosts: [...(partial?.hosts ?? [])] };
+}
+
+/**
+ * The targets of a tool without its own hook: a string `path` argument of a tool that declares
+ * file access, resolved for writing when the tool's kind changes things, for reading otherwise.
+ * A path the tool's scope refuses throws here, before anyone is asked about it.
+ */
+export async function defaultTargets(
+  tool: { kind: ToolKind; requires: RequirementSet },
+  args: Record<string, unknown>,
+  ctx: Pick<ToolContext, "fs">,
+): Promise<CallTargets> {
+  const raw = args.path;
+  const declaresFs = (tool.requires.fs?.read?.length ?? 0) > 0 || (tool.requires.fs?.write?.length ?? 0) > 0;
+  if (typeof raw !== "string" || raw.trim() === "" || !declaresFs) return completeTargets(undefined);
+  const writes = !isReadOnlyKind(tool.kind) && (tool.requires.fs?.write?.length ?? 0) > 0;
+  return completeTargets({ paths: [await ctx.fs.resolve(raw, writes ? "write" : "read")] });
+}
