@@ -1,6 +1,6 @@
-import path from "node:path";
 import type { SessionUpdate, ToolCallContent } from "@agentclientprotocol/sdk";
 import type { ToolEvent } from "../tool/context.js";
+import type { ToolDisplay } from "../tool/define.js";
 import type { Envelope } from "../tool/envelope.js";
 import type { ToolCallInfo } from "../agent/tool-runner.js";
 import { boundedJson, diffContent, fenced, resultContent, textContent } from "./content.js";
@@ -55,19 +55,20 @@ export class ToolCallViews {
     await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, status: "in_progress" });
   }
 
-  async done(callId: string, envelope: Envelope): Promise<void> {
+  async done(callId: string, envelope: Envelope, display?: ToolDisplay): Promise<void> {
     const view = this.calls.get(callId);
     this.calls.delete(callId);
     if (view?.liveTimer) clearTimeout(view.liveTimer);
     const content = [...(view?.diffs ?? []), ...(view?.terminal ? [view.terminal] : [])];
     // A terminal already shows the output; a diff already shows the change.
-    if (!view?.terminal && !(view?.diffs.length && envelope.type === "output")) content.push(...resultContent(envelope));
+    if (!view?.terminal && !(view?.diffs.length && envelope.type === "output")) content.push(...resultContent(envelope, display));
+    const locations = display?.locations?.map((l) => ({ path: l.path, line: l.line ?? null }));
     await this.update({
       sessionUpdate: "tool_call_update",
       toolCallId: callId,
       status: envelope.type === "output" ? "completed" : "failed",
       content,
-      ...(resultLocations(envelope) ?? {}),
+      ...(locations?.length ? { locations } : {}),
       rawOutput: boundedJson(envelope),
     });
   }
@@ -93,9 +94,6 @@ export class ToolCallViews {
         await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, content: [view.terminal] });
         return;
       }
-      case "location":
-        await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, locations: [{ path: event.path, line: event.line ?? null }] });
-        return;
       case "output": {
         if (!view) return;
         // Live output without an editor terminal: a throttled, bounded tail.
@@ -113,15 +111,4 @@ export class ToolCallViews {
       }
     }
   }
-}
-
-/** Where a finished call points the editor: the first changed line of an edit, the matches of a search. */
-function resultLocations(envelope: Envelope): { locations: { path: string; line?: number | null }[] } | null {
-  if (envelope.type !== "output" || typeof envelope.data !== "object" || envelope.data === null) return null;
-  const data = envelope.data as { path?: unknown; first_changed_line?: unknown; start_line?: unknown };
-  if (typeof data.path === "string" && path.isAbsolute(data.path)) {
-    const line = typeof data.first_changed_line === "number" ? data.first_changed_line : typeof data.start_line === "number" ? data.start_line : null;
-    return { locations: [{ path: data.path, line }] };
-  }
-  return null;
 }

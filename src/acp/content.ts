@@ -1,4 +1,5 @@
 import type { ToolCallContent } from "@agentclientprotocol/sdk";
+import type { ToolDisplay } from "../tool/define.js";
 import type { Envelope } from "../tool/envelope.js";
 import { utf8Head } from "../tool/truncate.js";
 
@@ -26,53 +27,22 @@ export function textContent(text: string): ToolCallContent {
   return { type: "content", content: { type: "text", text } };
 }
 
-interface DataShapes {
-  content?: string;
-  matches?: { path: string; line?: number; text?: string; count?: number; context?: boolean }[];
-  files?: string[];
-  stdout?: string;
-  stderr?: string;
-  exit_code?: number | null;
-  signal?: string | null;
-  timed_out?: boolean;
-  notice?: string;
-  summary?: string;
-  diff?: string;
-}
-
-function readableText(data: unknown): string {
-  if (typeof data === "string") return data;
-  if (typeof data !== "object" || data === null) return JSON.stringify(data);
-  const d = data as DataShapes;
-  if (typeof d.stdout === "string" || typeof d.stderr === "string") {
-    const parts = [d.stdout ?? ""];
-    if (d.stderr) parts.push(d.stderr);
-    const status = d.timed_out ? "timed out" : d.signal ? `killed by ${d.signal}` : `exit code ${d.exit_code}`;
-    parts.push(`[${status}]`);
-    return parts.filter(Boolean).join(parts[0]?.endsWith("\n") ? "" : "\n");
-  }
-  if (typeof d.content === "string") return d.content;
-  if (Array.isArray(d.matches)) {
-    const lines = d.matches.map((m) =>
-      m.count !== undefined ? `${m.path}: ${m.count}` : m.line !== undefined ? `${m.path}:${m.line}${m.context ? "-" : ":"} ${m.text ?? ""}` : m.path,
-    );
-    return [...lines, d.notice].filter(Boolean).join("\n") || "(no matches)";
-  }
-  if (Array.isArray(d.files)) return [...d.files, d.notice].filter(Boolean).join("\n") || "(no files)";
-  if (typeof d.diff === "string") return d.diff;
-  if (typeof d.summary === "string") return d.summary;
-  return JSON.stringify(data, null, 2);
-}
-
-/** The text block shown for a finished call (diffs and terminals are sent separately). */
-export function resultContent(envelope: Envelope): ToolCallContent[] {
+/** What a finished call shows: the error text, or the tool's display as ACP content. */
+export function resultContent(envelope: Envelope, display: ToolDisplay = {}): ToolCallContent[] {
   const hint = envelope.metadata.output_path
     ? `full output in ${envelope.metadata.output_path}`
     : "output shortened for display; the model received it whole";
   if (envelope.type === "error") return [textContent(capForFrame(envelope.error_text, hint))];
-  const text = readableText(envelope.data);
-  if (text.trim() === "") return [];
-  return [textContent(fenced(capForFrame(text, hint)))];
+  const content: ToolCallContent[] = (display.diffs ?? []).map((d) => diffContent(d.path, d.oldText, d.newText));
+  const text = display.text ?? "";
+  if (text.trim() !== "") {
+    const capped = capForFrame(text, hint);
+    content.push(textContent(display.markdown ? capped : fenced(capped, display.language)));
+  }
+  for (const image of display.images ?? []) {
+    content.push({ type: "content", content: { type: "image", data: image.data, mimeType: image.mimeType } });
+  }
+  return content;
 }
 
 /** A bounded copy of a JSON value for rawInput / rawOutput: long strings are cut. */

@@ -155,7 +155,7 @@ export class AcpSession implements SessionFrontEnd {
   describe: SessionFrontEnd["describe"] = (info) => this.views.describe(info);
   event: SessionFrontEnd["event"] = (callId, event) => this.views.event(callId, event);
   running: SessionFrontEnd["running"] = (callId) => this.views.running(callId);
-  done: SessionFrontEnd["done"] = (callId, envelope) => this.views.done(callId, envelope);
+  done: SessionFrontEnd["done"] = (callId, envelope, _info, display) => this.views.done(callId, envelope, display);
 
   /** Approval of a call through session/request_permission, with the preview's diff or the exact command. */
   approve = (request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer> => {

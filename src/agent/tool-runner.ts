@@ -1,4 +1,6 @@
 import type { ToolEvent } from "../tool/context.js";
+import type { ToolDisplay } from "../tool/define.js";
+import { displayResult } from "../tool/display.js";
 import { errorEnvelope, type Envelope } from "../tool/envelope.js";
 import type { ToolKind } from "../tool/kinds.js";
 import type { RequirementSet } from "../tool/requirements.js";
@@ -19,7 +21,8 @@ export interface ToolCallObserver {
   /** Events the tool emits (diff, plan, terminal, live output), in order, before and during the run. */
   event(callId: string, event: ToolEvent): void | Promise<void>;
   running(callId: string): void | Promise<void>;
-  done(callId: string, envelope: Envelope, info: ToolCallInfo): void | Promise<void>;
+  /** The call ended; `display` is what the tool says to show of a successful result. */
+  done(callId: string, envelope: Envelope, info: ToolCallInfo, display?: ToolDisplay): void | Promise<void>;
 }
 
 export interface ToolRunContext {
@@ -69,9 +72,9 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
     return chain;
   };
   const report = (info: ToolCallInfo) => (call.announced ? observer.describe?.(info) : observer.pending(info));
-  const finish = async (envelope: Envelope, info: ToolCallInfo) => {
+  const finish = async (envelope: Envelope, info: ToolCallInfo, display?: ToolDisplay) => {
     await chain;
-    await observer.done(call.callId, envelope, info);
+    await observer.done(call.callId, envelope, info, display);
     return envelope;
   };
 
@@ -105,5 +108,6 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
     if (decision.outcome === "allow") await queue(() => observer.running(call.callId));
     return decision;
   });
-  return finish(envelope, info);
+  const { tool, args } = prepared.call;
+  return finish(envelope, info, envelope.type === "output" ? displayResult(tool, envelope.data, args) : undefined);
 }

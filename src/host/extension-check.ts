@@ -11,7 +11,7 @@ const MAX_TIMEOUT_MS = 60 * 60_000;
 // Only the names matter here: a pattern using any other variable is a load error.
 const KNOWN_VARIABLES: ScopeVariables = { workspace: ["/w"], "ad-hoc": ["/a"], "user-data": ["/u"] };
 
-const OPTIONAL_FUNCTIONS = ["title", "locations", "preview", "shorthand", "isAvailable"] as const;
+const OPTIONAL_FUNCTIONS = ["title", "locations", "display", "preview", "shorthand", "isAvailable"] as const;
 
 export type CheckResult = { ok: true; tool: AnyTool } | { ok: false; id?: string; problems: string[] };
 
@@ -79,6 +79,8 @@ function checkOptional(value: Record<string, unknown>, problems: string[]) {
   for (const name of OPTIONAL_FUNCTIONS) {
     if (value[name] !== undefined && typeof value[name] !== "function") problems.push(`${name} must be a function`);
   }
+  const hint = value.shorthandHint;
+  if (hint !== undefined && !(typeof hint === "string" && hint.trim() !== "")) problems.push("shorthandHint must be a non-empty string");
   if (value.output !== undefined && !isPlainObject(value.output)) problems.push("output must be an object ({ maxBytes } or { maxItems })");
   const t = value.timeoutMs;
   if (t !== undefined && !(typeof t === "number" && Number.isInteger(t) && t > 0 && t <= MAX_TIMEOUT_MS)) {

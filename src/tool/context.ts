@@ -165,7 +165,6 @@ export interface PlanEntry {
 export type ToolEvent =
   | { type: "plan"; entries: PlanEntry[] }
   | { type: "diff"; path: string; oldText: string | null; newText: string }
-  | { type: "location"; path: string; line?: number }
   | { type: "terminal"; terminalId: string }
   /** Live output of a running command (bash), for a progress view when there is no editor terminal. */
   | { type: "output"; stream: "stdout" | "stderr"; chunk: string };

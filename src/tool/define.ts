@@ -33,6 +33,40 @@ export interface ToolLocation {
 
 export type ToolResultValue<T> = T | SelfTruncated<T>;
 
+/** A file change shown as a diff. `oldText` is null for a new file. */
+export interface DisplayDiff {
+  /** Absolute path. */
+  path: string;
+  oldText: string | null;
+  newText: string;
+}
+
+/** An image shown with a result (an MCP tool's screenshot): base64 data and its MIME type. */
+export interface DisplayImage {
+  data: string;
+  mimeType: string;
+}
+
+/**
+ * What the editor shows of a successful result. Every field is optional: `{}` shows nothing
+ * beyond what the call's events already showed (its diff, its terminal). The model never sees
+ * this; it gets the data.
+ */
+export interface ToolDisplay {
+  /** The result as text. Shown as code in a fence unless `markdown` is set. */
+  text?: string;
+  /** The fence language of `text`: `"console"` for command output, `"diff"` for a patch. */
+  language?: string;
+  /** `text` is markdown to render as it is (a fetched page, a subagent's answer), not code. */
+  markdown?: boolean;
+  /** Changes to show as diffs, for a tool that did not emit them as `diff` events while it ran. */
+  diffs?: DisplayDiff[];
+  /** Images shown after the text. */
+  images?: DisplayImage[];
+  /** Files the result points at (absolute paths), for the editor to follow. */
+  locations?: ToolLocation[];
+}
+
 /** What `isAvailable` sees when a session's tools are assembled. */
 export interface AvailabilityContext {
   /** The session's workspace root. */
@@ -62,6 +96,13 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, T = unknown> {
   /** Follow-along locations for the editor, known before the call runs. */
   locations?(args: z.output<S>, ctx: { workspace: string }): ToolLocation[];
   /**
+   * What the editor shows of a successful result (text, locations, diffs). Without it the
+   * editor shows a string result as it is and anything else as JSON. Runs after the host's
+   * output cap, so `data` may be shortened; a hook that throws falls back the same way.
+   * Declare it after `execute`: TypeScript types `data` from execute's result in source order.
+   */
+  display?(data: T, args: z.output<S>): ToolDisplay;
+  /**
    * A read-only look at what the call would do, run after validation and before approval:
    * edit and write return the diff so the editor can show it in the permission request.
    * Throwing a ToolError fails the call before anyone is asked. Must not change anything.
@@ -82,6 +123,8 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, T = unknown> {
   describe?(context: DescribeContext): string;
   /** The plain-text shorthand of a slash command (`/grep TODO`) → arguments. */
   shorthand?(text: string): Record<string, unknown>;
+  /** What the shorthand takes, for the editor's command hint: `"a pattern"`, `"a command line"`. */
+  shorthandHint?: string;
   /** Asked once when a session's tools are assembled; false leaves the tool out of that session. */
   isAvailable?(context: AvailabilityContext): boolean | Promise<boolean>;
   /**

@@ -86,6 +86,7 @@ export default defineTool({
   output: { field: "stdout", maxBytes: BASH_OUTPUT_BYTES, keep: "head_tail" },
   title: (args) => bashTitle(args.command),
   shorthand: (text) => ({ command: text }),
+  shorthandHint: "a command line",
   // The command line, and the directory it runs in, resolved as the shell will resolve it.
   async targets(args, ctx) {
     return { commands: [args.command], paths: [await ctx.fs.resolve(args.workdir ?? ctx.workspace, "read")] };
@@ -105,5 +106,12 @@ export default defineTool({
       result.notice = "Command was cancelled and killed; its output is incomplete";
     }
     return selfTruncated(result, { truncated: result.truncated, output_path: result.output_path });
+  },
+  display(data) {
+    // stdout, stderr and how the command ended, each starting on its own line.
+    const status = data.timed_out ? "timed out" : data.signal ? `killed by ${data.signal}` : `exit code ${data.exit_code}`;
+    const parts = [data.stdout, data.stderr, `[${status}]`].filter(Boolean);
+    const text = parts.reduce((shown, part) => (shown === "" || shown.endsWith("\n") ? shown + part : `${shown}\n${part}`), "");
+    return { text, language: "console" };
   },
 });

@@ -307,4 +307,5 @@ export default defineTool({
       };
     });
   },
+  display: (data) => ({ text: data.diff, language: "diff", locations: [{ path: data.path, line: data.first_changed_line }] }),
 });

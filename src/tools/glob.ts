@@ -70,6 +70,7 @@ export default defineTool({
   title: (args) => `glob ${JSON.stringify(args.pattern)}${args.path ? ` in ${args.path.replace(/\/?$/, "/")}` : ""}`,
   locations: (args, { workspace }) => (args.path ? [{ path: absolutize(args.path, workspace) }] : []),
   shorthand: (text) => ({ pattern: text.trim() }),
+  shorthandHint: "a glob pattern",
   async execute(args: Args, ctx): Promise<GlobData> {
     let root = await ctx.fs.resolve(args.path ?? ".", "read");
     let pattern = args.pattern.replace(/^\.\//, "");
@@ -141,4 +142,5 @@ export default defineTool({
     if (notices.length) data.notice = notices.join(" ");
     return data;
   },
+  display: (data) => ({ text: [...data.files, data.notice].filter(Boolean).join("\n") || "(no files)" }),
 });

@@ -94,6 +94,7 @@ export default defineTool({
   output: { field: "matches", maxItems: GREP_MAX_SHOWN, formatItem: formatMatch },
   title: (args) => `grep ${JSON.stringify(args.pattern)}${args.path ? ` in ${args.path}` : ""}`,
   shorthand: (text) => ({ pattern: text.trim() }),
+  shorthandHint: "a pattern",
   async execute(args: Args, ctx): Promise<GrepData> {
     const mode = args.output_mode ?? "content";
     const where = args.path ?? ".";
@@ -131,5 +132,11 @@ export default defineTool({
       data.notice = noMatchNotice(args, where, outcome.searched);
     }
     return data;
+  },
+  display(data) {
+    const lines = data.matches.map((m) =>
+      "count" in m ? `${m.path}: ${m.count}` : "line" in m ? `${m.path}:${m.line}${m.context ? "-" : ":"} ${m.text}` : m.path,
+    );
+    return { text: [...lines, data.notice].filter(Boolean).join("\n") || "(no matches)" };
   },
 });

@@ -344,6 +344,7 @@ export default defineTool({
   },
   locations: (args, { workspace }) => [{ path: absolutize(args.path, workspace), line: args.offset ?? 1 }],
   shorthand: parseShorthand,
+  shorthandHint: "a path (src/a.ts or src/a.ts:10-40)",
   async execute(args, ctx) {
     const abs = await ctx.fs.resolve(args.path, "read");
     const info = await ctx.fs.stat(abs);
@@ -374,4 +375,9 @@ export default defineTool({
     ctx.session.readStamps.set(abs, info.version);
     return result;
   },
+  display: (data) => ({
+    text: data.content,
+    // A directory or a byte range has no line to point at.
+    locations: [{ path: data.path, ...("start_line" in data ? { line: data.start_line } : {}) }],
+  }),
 });

@@ -51,4 +51,5 @@ export default defineTool({
       summary: `${entries.length} todos: ${count("completed")} completed, ${count("in_progress")} in progress, ${count("pending")} pending`,
     };
   },
+  display: (data) => ({ text: data.summary }),
 });

@@ -205,4 +205,16 @@ export default defineTool({
       };
     });
   },
+  // Shown when there was no diff (the file already had this content): a line, not the result's JSON.
+  display(data, args) {
+    const size = `${data.lines} line${data.lines === 1 ? "" : "s"}, ${data.bytes} bytes`;
+    const headline = data.created
+      ? `Created ${args.path} (${size})`
+      : data.deletions === null
+        ? `Wrote ${args.path} (${size})`
+        : data.additions === 0 && data.deletions === 0
+          ? `${args.path} unchanged (${size})`
+          : `Wrote ${args.path}: +${data.additions} -${data.deletions} lines (${size})`;
+    return { text: [headline, data.notice].filter(Boolean).join("\n"), locations: [{ path: data.path }] };
+  },
 });
