@@ -88,6 +88,27 @@ describe("toolhost call", () => {
     expect(await fsp.readFile(path.join(ws, "notes/new.md"), "utf8")).toBe("hello\n");
   });
 
+  it("goes through the session's policy: full by default, --mode to choose, an unanswerable ask is a deny", async () => {
+    const touch = (name: string, ...flags: string[]) =>
+      toolhost(["call", "bash", JSON.stringify({ command: `touch ${name}` }), "--cwd", ws, ...flags]);
+    const made = (name: string) => fsp.access(path.join(ws, name)).then(() => true, () => false);
+
+    expect((await touch("by-default")).code).toBe(0);
+    expect(await made("by-default")).toBe(true);
+
+    for (const mode of ["ask", "accept-edits", "read-only"]) {
+      const refused = await touch(`in-${mode}`, "--mode", mode);
+      expect({ mode, code: refused.code }).toEqual({ mode, code: 1 });
+      expect(JSON.parse(refused.stdout).metadata.error_code).toBe("permission_denied");
+      expect(await made(`in-${mode}`)).toBe(false);
+    }
+    // accept-edits lets an edit inside the workspace run without asking.
+    const edited = await toolhost(["call", "write", JSON.stringify({ path: "notes/mode.md", content: "x\n" }), "--cwd", ws, "--mode", "accept-edits"]);
+    expect(edited.code).toBe(0);
+    expect((await toolhost(["call", "read", '{"path":"src/a.ts"}', "--cwd", ws, "--mode", "read-only"])).code).toBe(0);
+    expect((await toolhost(["call", "read", '{"path":"src/a.ts"}', "--cwd", ws, "--mode", "sideways"])).code).toBe(2);
+  });
+
   it("exits 1 with an error envelope, 2 on bad usage", async () => {
     const missing = await toolhost(["call", "read", '{"path":"nope.ts"}', "--cwd", ws]);
     expect(missing.code).toBe(1);
