@@ -11,7 +11,8 @@ import type {
 } from "@agentclientprotocol/sdk";
 import { History } from "../agent/history.js";
 import type { CostMeter, TurnObserver } from "../agent/loop.js";
-import { isModelSpec, modelOptionState, noModelHelp, NO_MODEL, parseModelId, peekUserConfig, resolveModel } from "../agent/model-config.js";
+import { isModelSpec, modelOptionState, noModelHelp, NO_MODEL, parseModelId, resolveModel } from "../agent/model-config.js";
+import { peekUserConfig } from "../config/file.js";
 import { modelInfo } from "../agent/models.js";
 import { sessionAuthorizer } from "../agent/permissions.js";
 import { runToolCall, type ToolCallInfo, type ToolCallObserver, type ToolRunContext } from "../agent/tool-runner.js";

@@ -1,5 +1,5 @@
 import type { UserContent } from "ai";
-import { loadUserConfig } from "../host/config.js";
+import { loadUserConfig } from "../config/schema.js";
 import type { History } from "./history.js";
 import { runModelTurn, type CostMeter, type TurnObserver, type TurnResult } from "./loop.js";
 import type { ModelSpec } from "./model-config.js";

@@ -1,9 +1,7 @@
 import path from "node:path";
-import { loadUserConfig } from "../host/config.js";
-import { toolhostHome } from "../host/home.js";
-import { packageRoot } from "../host/package-root.js";
+import { packageRoot, toolhostHome, version } from "../config/paths.js";
+import { loadUserConfig } from "../config/schema.js";
 import { buildToolset } from "../host/toolset.js";
-import { version } from "../version.js";
 
 export interface DoctorOptions {
   cwd?: string;

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { AnyTool } from "../tool/define.js";
 import { checkExtensionTool } from "./extension-check.js";
 import { loadExtensionZod } from "./extension-zod.js";
-import { toolhostHome } from "./home.js";
+import { toolhostHome } from "../config/paths.js";
 
 /** A problem with a file, a folder or a profile: reported, never thrown. */
 export interface LoadProblem {

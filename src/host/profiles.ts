@@ -3,13 +3,9 @@ import path from "node:path";
 import * as z from "zod";
 import { READ_ONLY_KINDS, TOOL_KINDS, type ToolKind } from "../tool/kinds.js";
 import { RequirementSetSchema, type RequirementSet } from "../tool/requirements.js";
+import { packageRoot, toolhostHome } from "../config/paths.js";
 import { requirementProblems } from "./extension-check.js";
-import { toolhostHome } from "./home.js";
 import type { LoadProblem } from "./loader.js";
-import { packageRoot } from "./package-root.js";
-import { DEFAULT_PROFILE, selectProfileName } from "./profile-name.js";
-
-export { DEFAULT_PROFILE, selectProfileName };
 
 export const PROFILE_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
