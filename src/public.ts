@@ -8,7 +8,8 @@ export { invoke, type InvokeOptions, type Authorize, type Decision, type ToolCal
 export { ToolRegistry, type RegisteredTool, type ToolSource } from "./host/registry.js";
 export { LOCKED_TOOL_IDS, isLockedId } from "./host/locked.js";
 export { BUILTIN_TOOLS, builtinRegistry } from "./host/builtins.js";
-export { buildToolset, projectToolDir, type Toolset, type ToolsetOptions } from "./host/toolset.js";
+export { projectToolDir } from "./host/discovery.js";
+export type { Toolset } from "./host/toolset.js";
 export * from "./host/toolset-report.js";
 export { selectProfileName } from "./config/profile-name.js";
 export { loadProfile, listProfiles, type Profile, type PermissionRule } from "./host/profiles.js";

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { extensionLoader } from "../agent/extension-loader.js";
 import { invoke } from "../host/invoke.js";
 import { buildToolset } from "../host/toolset.js";
 import { formatLoadProblems } from "../host/toolset-report.js";
@@ -18,7 +19,7 @@ export interface CallOptions {
  */
 export async function runCall(options: CallOptions): Promise<number> {
   const workspace = path.resolve(options.cwd ?? process.cwd());
-  const toolset = await buildToolset({ cwd: workspace, profile: options.profile });
+  const toolset = await buildToolset({ cwd: workspace, profile: options.profile, loader: extensionLoader() });
   if (!toolset.registry.has(options.id)) {
     const problems = formatLoadProblems(toolset.report);
     if (problems) process.stderr.write(`${problems}\n`);

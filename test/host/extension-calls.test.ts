@@ -1,6 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { extensionLoader } from "../../src/agent/extension-loader.js";
 import { invoke } from "../../src/host/invoke.js";
 import { buildToolset, type Toolset } from "../../src/host/toolset.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
@@ -99,7 +100,7 @@ beforeAll(async () => {
   const home = await useTempHome();
   workspace = await tempDir({ "notes.md": "remember the milk\n", ".toolhost/tools/everything.ts": TOOLS });
   await fsp.writeFile(path.join(home, "config.json"), "{}");
-  toolset = await buildToolset({ cwd: workspace, trusted: true });
+  toolset = await buildToolset({ loader: extensionLoader(), cwd: workspace, trusted: true });
   expect(toolset.report.errors).toEqual([]);
 });
 afterEach(async () => {
@@ -164,7 +165,7 @@ export const tools = [
   defineTool({ id: "fine", description: "d", kind: "read", parameters: z.object({}), requires: { fs: { read: ["{user-data}/notes/**"] } }, execute: async () => 1 }),
 ];`,
     });
-    const { registry, report } = await buildToolset({ cwd: dir, trusted: true });
+    const { registry, report } = await buildToolset({ loader: extensionLoader(), cwd: dir, trusted: true });
     expect(registry.has("typo")).toBe(false);
     expect(registry.has("fine")).toBe(true);
     expect(report.errors).toEqual([
