@@ -42,6 +42,7 @@ export const ProfileFileSchema = z
       .optional(),
     /** The manifest's RequirementSet, joined with each tool's own on every call. */
     requires: RequirementSetSchema.optional(),
+    /** Stored, not yet enforced: the permission ruleset (issue 11) reads them. */
     permissions: z.array(PermissionRuleSchema).optional(),
   })
   .strict();
@@ -53,12 +54,14 @@ export interface Profile {
   model?: string;
   tools: { enable?: string[]; disable: string[]; kinds?: ToolKind[] };
   requires: RequirementSet;
+  /** Stored, not yet enforced: the permission ruleset (issue 11) reads them. */
   permissions: PermissionRule[];
   /** Where its profile.json is; null for the fallback used when a profile cannot be loaded. */
   dir: string | null;
   origin: "user" | "shipped" | "fallback";
   /** Tool folders, in discovery order (the user's before the shipped one). */
   toolDirs: string[];
+  /** Skill folders, in discovery order. Stored, not yet read: the `skill` tool (issue 12) reads them. */
   skillDirs: string[];
 }
 
