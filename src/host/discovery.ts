@@ -54,7 +54,7 @@ export function availabilityContext(cwd: string, profile: Profile): Availability
 }
 
 /** Asks a tool whether it fits this workspace; a throw or a hang is a problem, not a crash. */
-export async function availability(tool: AnyTool, context: AvailabilityContext): Promise<boolean | Error> {
+async function availability(tool: AnyTool, context: AvailabilityContext): Promise<boolean | Error> {
   if (!tool.isAvailable) return true;
   let timer: NodeJS.Timeout | undefined;
   try {
