@@ -1,8 +1,8 @@
 // Bundles the CLI into a few files so start-up reads and links one module graph instead of
 // hundreds of small files (module loading was two thirds of start-up). The library entry
 // (dist/index.js) stays tsc's output for embedders; extension files loaded by the CLI get the
-// bundle's own copy of the public entry (src/host/loader.ts), so there is one ToolError, and
-// all of zod from dist/zod.js, built below.
+// bundle's own copy of the public entry (src/agent/extension-loader.ts hands it to the loader),
+// so there is one ToolError, and all of zod from dist/zod.js, built below.
 import { build } from "esbuild";
 
 await build({

@@ -81,7 +81,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case "--version":
     case "-v": {
-      const { version } = await import("./version.js");
+      const { version } = await import("./config/paths.js");
       process.stdout.write(`${version}\n`); // stdout-ok
       return 0;
     }

@@ -9,9 +9,11 @@ export type { Authorize, Decision, PolicyCall, ToolCallRequest } from "./policy/
 export { ToolRegistry, type RegisteredTool, type ToolSource } from "./host/registry.js";
 export { LOCKED_TOOL_IDS, isLockedId } from "./host/locked.js";
 export { BUILTIN_TOOLS, builtinRegistry } from "./host/builtins.js";
-export { buildToolset, projectToolDir, type Toolset, type ToolsetOptions } from "./host/toolset.js";
+export { projectToolDir } from "./host/discovery.js";
+export type { Toolset } from "./host/toolset.js";
 export * from "./host/toolset-report.js";
-export { loadProfile, listProfiles, selectProfileName, type Profile } from "./host/profiles.js";
+export { selectProfileName } from "./config/profile-name.js";
+export { loadProfile, listProfiles, type Profile } from "./host/profiles.js";
 export type { PermissionRule } from "./policy/rules.js";
 export { isTrusted, trust, untrust } from "./host/trust.js";
 export type { LoadProblem } from "./host/loader.js";

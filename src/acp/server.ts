@@ -9,11 +9,12 @@ import {
   type ClientCapabilities,
   type InitializeResponse,
 } from "@agentclientprotocol/sdk";
-import { modelOptionState, peekUserConfig } from "../agent/model-config.js";
-import { selectProfileName } from "../host/profile-name.js";
+import { modelOptionState } from "../agent/model-config.js";
+import { peekUserConfig } from "../config/file.js";
+import { version } from "../config/paths.js";
+import { selectProfileName } from "../config/profile-name.js";
 import { DEFAULT_MODE, isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
-import { version } from "../version.js";
 import { configOptions, modeState } from "./modes.js";
 import type { AcpSession } from "./session.js";
 

@@ -1,11 +1,7 @@
-import { readConfigFile } from "../host/config-file.js";
-import { toolhostHome } from "../host/home.js";
+import { peekUserConfig, type ConfigPeek } from "../config/file.js";
 
 // Light on purpose: session/new reads the configured model from here, so nothing heavy (zod,
 // the AI SDK) may load with it. The full config validation runs on the first model turn.
-
-/** Providers with built-in support; any other name needs a `baseURL` in the config file. */
-export const KNOWN_PROVIDERS = ["anthropic", "openai", "ollama", "openai-compatible"] as const;
 
 /** A model id split into its provider and the provider's own model name (which may hold slashes). */
 export interface ModelSpec {
@@ -38,32 +34,6 @@ export function parseModelId(raw: string): ModelSpec | { error: string } {
 
 export function isModelSpec(value: ModelSpec | { error: string }): value is ModelSpec {
   return !("error" in value);
-}
-
-/** What session/new and the no-model message need from the config file, without validating it. */
-export interface ConfigPeek {
-  model?: string;
-  /** The default profile name, when the file sets one. */
-  profile?: string;
-  /** Providers that have an API key in the file. */
-  keyed: string[];
-  path: string;
-  error?: string;
-}
-
-export function peekUserConfig(home = toolhostHome()): ConfigPeek {
-  const raw = readConfigFile(home);
-  if (raw.error || typeof raw.json !== "object" || raw.json === null) return { keyed: [], path: raw.path, error: raw.error };
-  const json = raw.json as { model?: unknown; profile?: unknown; providers?: Record<string, { apiKey?: unknown } | undefined> };
-  const providers = json.providers && typeof json.providers === "object" ? json.providers : {};
-  return {
-    model: typeof json.model === "string" && json.model.trim() !== "" ? json.model : undefined,
-    profile: typeof json.profile === "string" && json.profile.trim() !== "" ? json.profile.trim() : undefined,
-    keyed: Object.entries(providers)
-      .filter(([, p]) => typeof p?.apiKey === "string" && p.apiKey !== "")
-      .map(([name]) => name),
-    path: raw.path,
-  };
 }
 
 type Env = Record<string, string | undefined>;

@@ -1,27 +1,31 @@
+import type { LoadFile } from "../host/loader.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { buildToolset, type Toolset } from "../host/toolset.js";
 import { diffToolsets, formatDiff, formatLoadProblems } from "../host/toolset-report.js";
 import { trust } from "../host/trust.js";
 import type { RequirementSet } from "../tool/requirements.js";
+import { extensionLoader } from "./extension-loader.js";
 
 /** The user's answer about an untrusted project's tools. */
 export type TrustAnswer = "session" | "always" | "reject";
 
 /**
  * A session's tool set over time: built at session start, rebuilt on /reload, on a profile
- * change and when the user lets an untrusted project's tools load. Knows nothing of ACP.
+ * change and when the user lets an untrusted project's tools load. One extension loader serves
+ * every build (jiti stays loaded; its imports stay fresh). Knows nothing of ACP.
  */
 export class SessionTools {
   private trustDecided = false;
+  private trustedForSession: boolean | undefined;
 
   private constructor(
     private readonly cwd: string,
+    private readonly loader: LoadFile,
     private current: Toolset,
-    private trustedForSession: boolean | undefined,
   ) {}
 
-  static async create(cwd: string, profile?: string): Promise<SessionTools> {
-    return new SessionTools(cwd, await buildToolset({ cwd, profile }), undefined);
+  static async create(cwd: string, profile?: string, loader: LoadFile = extensionLoader()): Promise<SessionTools> {
+    return new SessionTools(cwd, loader, await buildToolset({ cwd, profile, loader }));
   }
 
   get registry(): ToolRegistry {
@@ -54,6 +58,7 @@ export class SessionTools {
       cwd: this.cwd,
       profile: changes.profile ?? before.profile.name,
       trusted: this.trustedForSession,
+      loader: this.loader,
     });
     return formatDiff(diffToolsets(before.report, this.current.report));
   }

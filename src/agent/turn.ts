@@ -1,5 +1,5 @@
 import type { UserContent } from "ai";
-import { loadUserConfig } from "../host/config.js";
+import { loadUserConfig } from "../config/schema.js";
 import type { History } from "./history.js";
 import { runModelTurn } from "./loop.js";
 import type { ModelSpec } from "./model-config.js";

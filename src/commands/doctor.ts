@@ -1,9 +1,8 @@
 import path from "node:path";
-import { loadUserConfig } from "../host/config.js";
-import { toolhostHome } from "../host/home.js";
-import { packageRoot } from "../host/package-root.js";
+import { extensionLoader } from "../agent/extension-loader.js";
+import { packageRoot, toolhostHome, version } from "../config/paths.js";
+import { loadUserConfig } from "../config/schema.js";
 import { buildToolset } from "../host/toolset.js";
-import { version } from "../version.js";
 
 export interface DoctorOptions {
   cwd?: string;
@@ -17,7 +16,7 @@ export interface DoctorOptions {
 export async function runDoctor(options: DoctorOptions): Promise<number> {
   const home = toolhostHome();
   const config = loadUserConfig(home);
-  const { profile, report } = await buildToolset({ cwd: options.cwd ?? process.cwd(), profile: options.profile, config, home });
+  const { profile, report } = await buildToolset({ cwd: options.cwd ?? process.cwd(), profile: options.profile, config, home, loader: extensionLoader() });
   const lines = [
     `toolhost ${version} on Node ${process.versions.node}`,
     `home:    ${home}`,

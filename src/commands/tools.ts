@@ -1,3 +1,4 @@
+import { extensionLoader } from "../agent/extension-loader.js";
 import { buildToolset } from "../host/toolset.js";
 import type { ToolsetReport } from "../host/toolset-report.js";
 
@@ -29,7 +30,7 @@ function reportSections(report: ToolsetReport): string[] {
 
 /** `toolhost tools`: the tools of a session in this folder, with where each came from and what went wrong. */
 export async function runTools(options: ToolsOptions): Promise<number> {
-  const { registry, report } = await buildToolset({ cwd: options.cwd ?? process.cwd(), profile: options.profile });
+  const { registry, report } = await buildToolset({ cwd: options.cwd ?? process.cwd(), profile: options.profile, loader: extensionLoader() });
   const tools = registry.list().map(({ tool, source }) => ({
     id: tool.id,
     kind: tool.kind,

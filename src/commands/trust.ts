@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
+import { projectToolDir } from "../host/discovery.js";
 import { listToolFiles } from "../host/loader.js";
-import { projectToolDir } from "../host/toolset.js";
 import { trust, untrust } from "../host/trust.js";
 
 export interface TrustOptions {

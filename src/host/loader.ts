@@ -3,7 +3,7 @@ import path from "node:path";
 import type { AnyTool } from "../tool/define.js";
 import { checkExtensionTool } from "./extension-check.js";
 import { loadExtensionZod } from "./extension-zod.js";
-import { toolhostHome } from "./home.js";
+import { toolhostHome } from "../config/paths.js";
 
 /** A problem with a file, a folder or a profile: reported, never thrown. */
 export interface LoadProblem {
@@ -22,7 +22,15 @@ export interface LoadedFile {
 
 export type LoadFile = (file: string) => Promise<LoadedFile>;
 
+/** What an extension file gets when it imports "toolhost": the host's public entry, without `z`. */
+export type ExtensionApi = Record<string, unknown>;
+
 export interface LoaderOptions {
+  /**
+   * The "toolhost" module, handed in by the front end (the host sits below the public entry, so
+   * it cannot import it). Called once, with the first file; the loader adds all of zod as `z`.
+   */
+  api: () => Promise<ExtensionApi>;
   /** jiti's transpile cache (content-addressed); default `~/.toolhost/cache/jiti`, false for none. */
   cacheDir?: string | false;
   /** An import that has not settled by then is reported and skipped (default 10 s). */
@@ -91,27 +99,42 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
   return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
-/**
- * An extension loader: jiti imports each file fresh (no module cache, so a reload sees edits,
- * also in the files it imports), and `toolhost` resolves to the running toolhost's own public
- * entry, so a drop-in file needs no node_modules and shares this process's zod and ToolError.
- */
-export async function createExtensionLoader(options: LoaderOptions = {}): Promise<LoadFile> {
-  const [{ createJiti }, api, zod] = await Promise.all([import("jiti"), import("../public.js"), loadExtensionZod()]);
-  const entry = { ...api, z: zod.z ?? zod };
+type Importer = (file: string) => Promise<Record<string, unknown>>;
+
+/** jiti with `toolhost` mapped to the handed-in API plus all of zod. */
+async function createImporter(options: LoaderOptions): Promise<Importer> {
+  const [{ createJiti }, api, zod] = await Promise.all([import("jiti"), options.api(), loadExtensionZod()]);
   const jiti = createJiti(import.meta.url, {
     moduleCache: false,
     fsCache: options.cacheDir ?? path.join(toolhostHome(), "cache", "jiti"),
     interopDefault: false,
-    virtualModules: { toolhost: entry },
+    virtualModules: { toolhost: { ...api, z: zod.z ?? zod } },
   });
+  return (file) => jiti.import<Record<string, unknown>>(file);
+}
+
+/**
+ * An extension loader: jiti imports each file fresh (no module cache, so a reload sees edits,
+ * also in the files it imports), and `toolhost` resolves to the API the front end hands in (the
+ * running toolhost's own public entry), so a drop-in file needs no node_modules and shares this
+ * process's zod and ToolError. jiti, the API and zod load with the first file: a session
+ * without extension files never pays for them, and one loader serves every rebuild.
+ */
+export function createExtensionLoader(options: LoaderOptions): LoadFile {
+  let importer: Promise<Importer> | undefined;
+  const ready = () =>
+    (importer ??= createImporter(options).catch((err: unknown) => {
+      importer = undefined; // let the next build try again
+      throw err;
+    }));
   const timeoutMs = options.importTimeoutMs ?? 10_000;
 
   return async (file: string): Promise<LoadedFile> => {
+    const importFile = await ready(); // a broken install throws, as before: no file is to blame
     const loaded: LoadedFile = { file, tools: [], problems: [] };
     let mod: Record<string, unknown>;
     try {
-      mod = await withTimeout(jiti.import<Record<string, unknown>>(file), timeoutMs, "the import");
+      mod = await withTimeout(importFile(file), timeoutMs, "the import");
     } catch (err) {
       loaded.problems.push({ file, message: `failed to import: ${describeImportError(err)}` });
       return loaded;

@@ -4,13 +4,9 @@ import * as z from "zod";
 import { READ_ONLY_KINDS, TOOL_KINDS, type ToolKind } from "../tool/kinds.js";
 import { RequirementSetSchema, type RequirementSet } from "../tool/requirements.js";
 import { PermissionRuleSchema, type PermissionRule } from "../policy/rules.js";
+import { packageRoot, toolhostHome } from "../config/paths.js";
 import { requirementProblems } from "./extension-check.js";
-import { toolhostHome } from "./home.js";
 import type { LoadProblem } from "./loader.js";
-import { packageRoot } from "./package-root.js";
-import { DEFAULT_PROFILE, selectProfileName } from "./profile-name.js";
-
-export { DEFAULT_PROFILE, selectProfileName };
 
 export const PROFILE_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
@@ -36,6 +32,7 @@ export const ProfileFileSchema = z
       .optional(),
     /** The manifest's RequirementSet, joined with each tool's own on every call. */
     requires: RequirementSetSchema.optional(),
+    /** Stored, not yet enforced: the permission ruleset (issue 11) reads them. */
     permissions: z.array(PermissionRuleSchema).optional(),
   })
   .strict();
@@ -47,12 +44,14 @@ export interface Profile {
   model?: string;
   tools: { enable?: string[]; disable: string[]; kinds?: ToolKind[] };
   requires: RequirementSet;
+  /** Stored, not yet enforced: the permission ruleset (issue 11) reads them. */
   permissions: PermissionRule[];
   /** Where its profile.json is; null for the fallback used when a profile cannot be loaded. */
   dir: string | null;
   origin: "user" | "shipped" | "fallback";
   /** Tool folders, in discovery order (the user's before the shipped one). */
   toolDirs: string[];
+  /** Skill folders, in discovery order. Stored, not yet read: the `skill` tool (issue 12) reads them. */
   skillDirs: string[];
 }
 

@@ -3,7 +3,7 @@ import path from "node:path";
 import * as z from "zod";
 import { NodeFs } from "../runtime/fs/node.js";
 import { fileLocks } from "../runtime/locks.js";
-import { toolhostHome } from "./home.js";
+import { toolhostHome } from "../config/paths.js";
 
 /**
  * Project trust. Importing a project's `.toolhost/tools/*.ts` runs its code, so those files load

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { realpathSync } from "node:fs";
 import path from "node:path";
+import { toolhostHome } from "../config/paths.js";
 import type { SessionState } from "../tool/context.js";
 import type { RequirementSet } from "../tool/requirements.js";
 import type { FsBackend } from "./fs/backend.js";
@@ -9,7 +10,6 @@ import { compileScope, type CompiledScope, type ScopeVariables } from "./scope.j
 import { LocalShell } from "./shell/local.js";
 import type { ShellBackend } from "./shell/backend.js";
 import { SessionSidecars, sidecarRoot } from "./sidecars.js";
-import { toolhostHome } from "./user-data.js";
 
 export interface RuntimeSessionOptions {
   id?: string;

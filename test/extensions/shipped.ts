@@ -2,13 +2,13 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { createExtensionLoader } from "../../src/host/loader.js";
+import { extensionLoader } from "../../src/agent/extension-loader.js";
 import type { AnyTool } from "../../src/tool/define.js";
 import { useTempHome } from "../host/extension-fixtures.js";
 
 export async function loadShipped(rel: string): Promise<AnyTool> {
   await useTempHome();
-  const load = await createExtensionLoader();
+  const load = extensionLoader();
   const loaded = await load(fileURLToPath(new URL(`../../${rel}`, import.meta.url)));
   if (loaded.problems.length || loaded.tools.length !== 1) throw new Error(`${rel}: ${JSON.stringify(loaded.problems)}`);
   return loaded.tools[0]!;

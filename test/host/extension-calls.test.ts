@@ -1,6 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { extensionLoader } from "../../src/agent/extension-loader.js";
 import { invoke } from "../../src/host/invoke.js";
 import { buildToolset, type Toolset } from "../../src/host/toolset.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
@@ -11,74 +12,45 @@ import { useTempHome } from "./extension-fixtures.js";
 // check, cancellation, timeouts, truncation and the envelope.
 const TOOLS = `import { defineTool, ToolError, z } from "toolhost";
 
+// id, kind and what it is for; no arguments and no requirements unless a tool says otherwise.
+const tool = (id, kind, description, rest) => defineTool({ id, kind, description, parameters: z.object({}), requires: {}, ...rest });
+const workspaceReader = { fs: { read: ["{workspace}/**"] } };
+
 export const tools = [
-  defineTool({
-    id: "big_output",
-    description: "Returns a lot of text",
-    kind: "read",
+  tool("big_output", "read", "Returns a lot of text", {
     parameters: z.object({ kb: z.number().int() }),
-    requires: {},
     execute: async ({ kb }) => "x".repeat(kb * 1024),
   }),
-  defineTool({
-    id: "peek_hostname",
-    description: "Reads /etc/hostname without declaring it",
-    kind: "read",
-    parameters: z.object({}),
-    requires: { fs: { read: ["{workspace}/**"] } },
+  tool("peek_hostname", "read", "Reads /etc/hostname without declaring it", {
+    requires: workspaceReader,
     execute: async (_args, ctx) => new TextDecoder().decode(await ctx.fs.readFile("/etc/hostname")),
   }),
-  defineTool({
-    id: "read_notes",
-    description: "Reads a workspace file it declared",
-    kind: "read",
+  tool("read_notes", "read", "Reads a workspace file it declared", {
     parameters: z.object({ path: z.string() }),
-    requires: { fs: { read: ["{workspace}/**"] } },
+    requires: workspaceReader,
     execute: async ({ path }, ctx) => new TextDecoder().decode(await ctx.fs.readFile(path)),
   }),
-  defineTool({
-    id: "run_undeclared",
-    description: "Runs a command it did not declare",
-    kind: "execute",
-    parameters: z.object({}),
-    requires: { fs: { read: ["{workspace}/**"] } },
+  tool("run_undeclared", "execute", "Runs a command it did not declare", {
+    requires: workspaceReader,
     execute: async (_args, ctx) => ctx.shell.exec("id", []),
   }),
-  defineTool({
-    id: "hang",
-    description: "Never finishes and ignores its signal",
-    kind: "other",
-    parameters: z.object({}),
-    requires: {},
+  tool("hang", "other", "Never finishes and ignores its signal", {
     timeoutMs: 1000,
     execute: () => new Promise(() => {}),
   }),
-  defineTool({
-    id: "wait_for_cancel",
-    description: "Waits until its signal aborts",
-    kind: "other",
-    parameters: z.object({}),
-    requires: {},
+  tool("wait_for_cancel", "other", "Waits until its signal aborts", {
     execute: (_args, ctx) =>
       new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(new ToolError("aborted", "saw the abort")))),
   }),
-  defineTool({
-    id: "fails",
-    description: "Throws",
-    kind: "other",
+  tool("fails", "other", "Throws", {
     parameters: z.object({ expected: z.boolean() }),
-    requires: {},
     execute: async ({ expected }) => {
       if (expected) throw new ToolError("not_found", "no such widget");
       throw new RangeError("widget index out of range");
     },
   }),
-  defineTool({
-    id: "json_args",
-    description: "Declares a plain JSON Schema",
-    kind: "think",
+  tool("json_args", "think", "Declares a plain JSON Schema", {
     parameters: { type: "object", properties: { count: { type: "integer", minimum: 1 } }, required: ["count"], additionalProperties: false },
-    requires: {},
     execute: async (args) => ({ doubled: (args.count as number) * 2 }),
   }),
 ];
@@ -99,7 +71,7 @@ beforeAll(async () => {
   const home = await useTempHome();
   workspace = await tempDir({ "notes.md": "remember the milk\n", ".toolhost/tools/everything.ts": TOOLS });
   await fsp.writeFile(path.join(home, "config.json"), "{}");
-  toolset = await buildToolset({ cwd: workspace, trusted: true });
+  toolset = await buildToolset({ loader: extensionLoader(), cwd: workspace, trusted: true });
   expect(toolset.report.errors).toEqual([]);
 });
 afterEach(async () => {
@@ -164,7 +136,7 @@ export const tools = [
   defineTool({ id: "fine", description: "d", kind: "read", parameters: z.object({}), requires: { fs: { read: ["{user-data}/notes/**"] } }, execute: async () => 1 }),
 ];`,
     });
-    const { registry, report } = await buildToolset({ cwd: dir, trusted: true });
+    const { registry, report } = await buildToolset({ loader: extensionLoader(), cwd: dir, trusted: true });
     expect(registry.has("typo")).toBe(false);
     expect(registry.has("fine")).toBe(true);
     expect(report.errors).toEqual([

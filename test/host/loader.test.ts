@@ -8,10 +8,13 @@ import { isSelfTruncated, selfTruncated } from "../../src/tool/envelope.js";
 import { tempDir } from "../helpers.js";
 import { toolFile, useTempHome } from "./extension-fixtures.js";
 
+// The host cannot import the public entry (it sits above host/): the API is handed in, as the front ends do.
+const publicEntry = () => import("../../src/public.js");
+
 let load: LoadFile;
 beforeAll(async () => {
   await useTempHome();
-  load = await createExtensionLoader();
+  load = createExtensionLoader({ api: publicEntry });
 });
 
 async function loadSource(name: string, source: string) {
@@ -160,6 +163,40 @@ export default defineTool({
     expect(tool.parameters.safeParse({ n: 0 }).success).toBe(false);
     expect(tool.parameters.safeParse({ mode: "a" }).success).toBe(false);
     expect(tool.parameters.safeParse({ n: 1, extra: true }).success).toBe(false);
+  });
+
+  it("serves the handed-in API plus all of zod as `toolhost`, loading it once, with the first file", async () => {
+    let loads = 0;
+    const api = async () => {
+      loads++;
+      return { ...(await publicEntry()), greeting: "from the front end" };
+    };
+    const counted = createExtensionLoader({ api });
+    expect(loads).toBe(0);
+    const dir = await tempDir({
+      "a.ts": `import { defineTool, greeting, z } from "toolhost";
+export default defineTool({ id: "greets", description: greeting, kind: "read", parameters: z.object({ at: z.iso.datetime() }), requires: {}, execute: async () => 1 });`,
+      "b.ts": toolFile("second"),
+    });
+    const [first, second] = await Promise.all([counted(path.join(dir, "a.ts")), counted(path.join(dir, "b.ts"))]);
+    expect([...first.problems, ...second.problems]).toEqual([]);
+    expect(first.tools[0]!.description).toBe("from the front end");
+    expect(second.tools[0]!.id).toBe("second");
+    expect(loads).toBe(1);
+  });
+
+  it("throws when the API cannot load (no file is to blame), and tries again on the next file", async () => {
+    let attempts = 0;
+    const flaky = createExtensionLoader({
+      api: async () => {
+        if (++attempts === 1) throw new Error("the public entry is missing");
+        return publicEntry();
+      },
+    });
+    const dir = await tempDir({ "ok.ts": toolFile("ok") });
+    await expect(flaky(path.join(dir, "ok.ts"))).rejects.toThrow("the public entry is missing");
+    expect((await flaky(path.join(dir, "ok.ts"))).tools.map((t) => t.id)).toEqual(["ok"]);
+    expect(attempts).toBe(2);
   });
 
   it("recognises a ToolError and a self-truncated result from another copy of toolhost", async () => {

@@ -1,7 +1,8 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { listProfiles, loadProfile, selectProfileName } from "../../src/host/profiles.js";
+import { selectProfileName } from "../../src/config/profile-name.js";
+import { listProfiles, loadProfile } from "../../src/host/profiles.js";
 import { tempDir } from "../helpers.js";
 import { useTempHome } from "./extension-fixtures.js";
 

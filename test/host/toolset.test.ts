@@ -1,12 +1,17 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { buildToolset, projectToolDir } from "../../src/host/toolset.js";
+import { extensionLoader } from "../../src/agent/extension-loader.js";
+import { projectToolDir } from "../../src/host/discovery.js";
+import type { LoadFile } from "../../src/host/loader.js";
+import { buildToolset } from "../../src/host/toolset.js";
 import { diffToolsets, formatDiff, formatLoadProblems } from "../../src/host/toolset-report.js";
 import { isTrusted, trust } from "../../src/host/trust.js";
 import { tempDir } from "../helpers.js";
 import { toolFile, useTempHome } from "./extension-fixtures.js";
 
+// One loader for the file, as a session keeps one: every build must still import fresh.
+const loader = extensionLoader();
 const BUILTIN_IDS = ["read", "write", "edit", "glob", "grep", "bash", "todo"];
 
 let home: string;
@@ -28,7 +33,8 @@ const profileTools = (name = "default") => path.join(home, "profiles", name, "to
 
 describe("buildToolset", () => {
   it("has only the builtins when there are no extensions, and nothing to report", async () => {
-    const { registry, report, manifest, profile } = await buildToolset({ cwd: project });
+    const importsNothing: LoadFile = (file) => Promise.reject(new Error(`imported ${file}`));
+    const { registry, report, manifest, profile } = await buildToolset({ loader: importsNothing, cwd: project });
     expect(registry.ids()).toEqual(BUILTIN_IDS);
     expect(report).toMatchObject({ profile: "default", trusted: false, shadowed: [], errors: [], skipped: [], disabled: [] });
     expect(profile.origin).toBe("shipped");
@@ -44,7 +50,7 @@ describe("buildToolset", () => {
     const greetExtra = await write(path.join(extra, "greet.ts"), toolFile("greet", "extra"));
     await trust(project);
 
-    const { registry, report } = await buildToolset({ cwd: project });
+    const { registry, report } = await buildToolset({ loader, cwd: project });
     expect(registry.ids()).toEqual([...BUILTIN_IDS, "hello", "greet"]);
     expect(registry.entry("hello")!.source).toBe(inProfile);
     expect(await registry.get("hello")!.execute({ name: "x" }, {} as never)).toEqual({ tag: "profile", hello: "x" });
@@ -68,7 +74,7 @@ describe("buildToolset", () => {
   it("refuses a locked id with a visible error, and a builtin shadows nothing silently", async () => {
     const file = await write(path.join(extra, "read.ts"), toolFile("read"));
     const bashLike = await write(path.join(extra, "task.ts"), toolFile("task"));
-    const { registry, report } = await buildToolset({ cwd: project });
+    const { registry, report } = await buildToolset({ loader, cwd: project });
     expect(registry.entry("read")!.source).toBe("builtin");
     expect(registry.has("task")).toBe(false);
     expect(report.errors).toEqual([
@@ -82,7 +88,7 @@ describe("buildToolset", () => {
     const thrower = await write(path.join(extra, "b_thrower.ts"), `throw new Error("boom at import");`);
     const bad = await write(path.join(extra, "c_bad.ts"), `export default { id: "bad", description: "d" };`);
     await write(path.join(extra, "d_good.ts"), toolFile("good"));
-    const { registry, report } = await buildToolset({ cwd: project });
+    const { registry, report } = await buildToolset({ loader, cwd: project });
     expect(registry.has("good")).toBe(true);
     expect(report.errors.map((e) => e.file)).toEqual([broken, thrower, bad]);
     expect(report.errors[1]!.message).toContain("boom at import");
@@ -98,7 +104,7 @@ describe("buildToolset", () => {
 writeFileSync(${JSON.stringify(marker)}, "the file ran");
 ${toolFile("sneaky")}`,
     );
-    const untrusted = await buildToolset({ cwd: project });
+    const untrusted = await buildToolset({ loader, cwd: project });
     expect(untrusted.registry.has("sneaky")).toBe(false);
     expect(untrusted.report.trusted).toBe(false);
     expect(untrusted.report.skipped).toEqual([{ file, reason: "the project is not trusted (toolhost trust)" }]);
@@ -107,13 +113,13 @@ ${toolFile("sneaky")}`,
     await expect(fsp.access(marker)).rejects.toThrow();
 
     // "allow once" for a session: trusted without storing anything
-    const once = await buildToolset({ cwd: project, trusted: true });
+    const once = await buildToolset({ loader, cwd: project, trusted: true });
     expect(once.registry.has("sneaky")).toBe(true);
     expect(await isTrusted(project)).toBe(false);
     await fsp.rm(marker);
 
     await trust(project);
-    const trusted = await buildToolset({ cwd: project });
+    const trusted = await buildToolset({ loader, cwd: project });
     expect(trusted.report.trusted).toBe(true);
     expect(trusted.registry.entry("sneaky")!.source).toBe(file);
     expect(await fsp.readFile(marker, "utf8")).toBe("the file ran");
@@ -122,7 +128,7 @@ ${toolFile("sneaky")}`,
   it("reload re-imports edited files and reports added, removed, moved, shadowed and failed", async () => {
     const one = await write(path.join(extra, "one.ts"), toolFile("one", "v1"));
     await write(path.join(extra, "two.ts"), toolFile("two"));
-    const before = await buildToolset({ cwd: project });
+    const before = await buildToolset({ loader, cwd: project });
     expect(await before.registry.get("one")!.execute({}, {} as never)).toMatchObject({ tag: "v1" });
 
     await fsp.writeFile(one, toolFile("one", "v2"));
@@ -130,7 +136,7 @@ ${toolFile("sneaky")}`,
     await write(path.join(extra, "three.ts"), toolFile("three"));
     await write(path.join(extra, "four.ts"), "syntax error here (");
     const moved = await write(path.join(profileTools(), "one.ts"), toolFile("one", "profile"));
-    const after = await buildToolset({ cwd: project });
+    const after = await buildToolset({ loader, cwd: project });
 
     expect(await after.registry.get("one")!.execute({}, {} as never)).toMatchObject({ tag: "profile" });
     const diff = diffToolsets(before.report, after.report);
@@ -146,14 +152,14 @@ ${toolFile("sneaky")}`,
 
     await fsp.writeFile(one, toolFile("one", "v3"));
     await fsp.rm(moved);
-    const third = await buildToolset({ cwd: project });
+    const third = await buildToolset({ loader, cwd: project });
     expect(await third.registry.get("one")!.execute({}, {} as never)).toMatchObject({ tag: "v3" });
   });
 
   it("applies the profile: tools.disable, tools.kinds and tools.enable; unknown extension ids are reported", async () => {
     await write(path.join(extra, "shell_thing.ts"), toolFile("shell_thing").replace('kind: "read"', 'kind: "execute"'));
     await write(path.join(extra, "reader.ts"), toolFile("reader"));
-    const readOnly = await buildToolset({ cwd: project, profile: "read-only" });
+    const readOnly = await buildToolset({ loader, cwd: project, profile: "read-only" });
     expect(readOnly.registry.ids()).toEqual(["read", "glob", "grep", "todo", "reader"]);
     expect(readOnly.report.disabled.map((d) => [d.id, d.reason])).toEqual([
       ["write", "the read-only profile disables it"],
@@ -168,7 +174,7 @@ ${toolFile("sneaky")}`,
       path.join(home, "profiles", "narrow", "profile.json"),
       JSON.stringify({ name: "narrow", description: "Only two tools", tools: { enable: ["read", "reader", "missing_tool", "task"] } }),
     );
-    const narrow = await buildToolset({ cwd: project, profile: "narrow" });
+    const narrow = await buildToolset({ loader, cwd: project, profile: "narrow" });
     expect(narrow.registry.ids()).toEqual(["read", "reader"]);
     expect(narrow.report.errors).toEqual([
       {
@@ -182,13 +188,13 @@ ${toolFile("sneaky")}`,
     await write(path.join(profileTools(), "pkg.ts"), toolFile("pkg", "profile", `isAvailable: ({ exists }) => exists("package.json"),`));
     const fallback = await write(path.join(extra, "pkg.ts"), toolFile("pkg", "extra"));
     const broken = await write(path.join(extra, "flaky.ts"), toolFile("flaky", "x", `isAvailable: () => { throw new Error("no daemon"); },`));
-    const without = await buildToolset({ cwd: project });
+    const without = await buildToolset({ loader, cwd: project });
     expect(without.registry.entry("pkg")!.source).toBe(fallback);
     expect(without.report.unavailable).toEqual([{ id: "pkg", kind: "read", source: path.join(profileTools(), "pkg.ts") }]);
     expect(without.report.errors).toEqual([{ file: broken, id: "flaky", message: 'tool "flaky": no daemon' }]);
 
     await fsp.writeFile(path.join(project, "package.json"), "{}");
-    const withPackage = await buildToolset({ cwd: project });
+    const withPackage = await buildToolset({ loader, cwd: project });
     expect(withPackage.registry.entry("pkg")!.source).toBe(path.join(profileTools(), "pkg.ts"));
     expect(withPackage.report.shadowed).toEqual([{ id: "pkg", file: fallback, winner: path.join(profileTools(), "pkg.ts") }]);
   });
@@ -197,7 +203,7 @@ ${toolFile("sneaky")}`,
     await fsp.writeFile(path.join(home, "config.json"), `{"toolDirs": "not a list"}`);
     await fsp.writeFile(path.join(home, "trusted.json"), "{oops");
     await write(path.join(home, "profiles", "default", "profile.json"), JSON.stringify({ name: "default" }));
-    const { registry, report, profile } = await buildToolset({ cwd: project, trusted: undefined });
+    const { registry, report, profile } = await buildToolset({ loader, cwd: project, trusted: undefined });
     expect(report.errors.map((e) => path.basename(e.file))).toEqual(["config.json", "profile.json", "trusted.json"]);
     expect(report.errors[1]!.message).toMatch(/description/);
     expect(report.errors[2]!.message).toMatch(/no project counts as trusted/);

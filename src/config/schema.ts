@@ -1,6 +1,6 @@
 import * as z from "zod";
-import { readConfigFile } from "./config-file.js";
-import { toolhostHome } from "./home.js";
+import { readConfigFile } from "./file.js";
+import { toolhostHome } from "./paths.js";
 
 const ProviderSettings = z
   .object({
@@ -10,7 +10,8 @@ const ProviderSettings = z
   .strict();
 
 /**
- * `~/.toolhost/config.json`. Every field is optional; the most specific source wins elsewhere
+ * `~/.toolhost/config.json` (file.ts peeks at `model`, `profile` and `providers` without zod:
+ * keep the two in step). Every field is optional; the most specific source wins elsewhere
  * (ACP config option, then environment, then this file).
  */
 export const UserConfigSchema = z

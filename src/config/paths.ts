@@ -1,6 +1,15 @@
 import { readFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+
+// Where things live: the user's folder and the toolhost package. Node built-ins only, so every
+// layer (runtime included) and start-up may import it.
+
+/** The per-user folder (`{user-data}`): config, profiles, trusted projects. TOOLHOST_HOME overrides it (tests, portable installs). */
+export function toolhostHome(): string {
+  return process.env.TOOLHOST_HOME ?? path.join(os.homedir(), ".toolhost");
+}
 
 interface PackageInfo {
   dir: string;
@@ -35,3 +44,6 @@ export function packageRoot(): string {
   if (!info) throw new Error(`toolhost: no package.json named toolhost above ${fileURLToPath(import.meta.url)}`);
   return info.dir;
 }
+
+/** The package version, from the toolhost package.json above this module. */
+export const version: string = packageInfo()?.version ?? "0.0.0";

@@ -1,0 +1,165 @@
+import * as fsp from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { LoadedConfig } from "../config/schema.js";
+import type { AnyTool, AvailabilityContext } from "../tool/define.js";
+import { BUILTIN_TOOLS } from "./builtins.js";
+import { listToolFiles, type LoadFile, type LoadProblem } from "./loader.js";
+import { isLockedId } from "./locked.js";
+import type { Profile } from "./profiles.js";
+import type { FolderOrigin, FolderReport, ShadowEntry, SkippedFile, ToolEntry } from "./toolset-report.js";
+
+/** Where a project keeps its own tools. */
+export function projectToolDir(cwd: string): string {
+  return path.join(cwd, ".toolhost", "tools");
+}
+
+export interface ToolFolder {
+  dir: string;
+  origin: FolderOrigin;
+}
+
+function expandHome(dir: string, base: string): string {
+  if (dir === "~" || dir.startsWith("~/")) return path.join(os.homedir(), dir.slice(1));
+  return path.resolve(base, dir);
+}
+
+/** The folders to scan, in discovery order, each once (by real path). */
+export async function toolFolders(profile: Profile, cwd: string, config: LoadedConfig): Promise<ToolFolder[]> {
+  const candidates: ToolFolder[] = [
+    ...profile.toolDirs.map((dir) => ({ dir, origin: "profile" as const })),
+    { dir: projectToolDir(cwd), origin: "project" },
+    ...(config.config.toolDirs ?? []).map((dir) => ({ dir: expandHome(dir, path.dirname(config.path)), origin: "config" as const })),
+  ];
+  const seen = new Set<string>();
+  const folders: ToolFolder[] = [];
+  for (const folder of candidates) {
+    const key = await fsp.realpath(folder.dir).catch(() => path.resolve(folder.dir));
+    if (seen.has(key)) continue;
+    seen.add(key);
+    folders.push(folder);
+  }
+  return folders;
+}
+
+const AVAILABILITY_TIMEOUT_MS = 2000;
+
+/** What `isAvailable` is asked with: the workspace, the profile, and a file check inside the workspace. */
+export function availabilityContext(cwd: string, profile: Profile): AvailabilityContext {
+  return {
+    workspace: cwd,
+    profile: profile.name,
+    exists: (p) => fsp.access(path.resolve(cwd, p)).then(() => true, () => false),
+  };
+}
+
+/** Asks a tool whether it fits this workspace; a throw or a hang is a problem, not a crash. */
+async function availability(tool: AnyTool, context: AvailabilityContext): Promise<boolean | Error> {
+  if (!tool.isAvailable) return true;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const answer = await Promise.race([
+      Promise.resolve(tool.isAvailable(context)),
+      new Promise<never>((_, reject) => {
+        const late = () => reject(new Error(`isAvailable did not answer within ${AVAILABILITY_TIMEOUT_MS / 1000} s`));
+        timer = setTimeout(late, AVAILABILITY_TIMEOUT_MS);
+      }),
+    ]);
+    return answer !== false;
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A tool that won its id, and where it came from (`builtin` or its file). */
+export interface PlacedTool {
+  tool: AnyTool;
+  source: string;
+}
+
+/** What discovery found, before the profile has its say. */
+export interface Discovery {
+  /** The winners by id, in discovery order (builtins first). */
+  placed: Map<string, PlacedTool>;
+  /** Every id some file offered, loaded or not: the profile's lists may name any of them. */
+  offeredIds: Set<string>;
+  shadowed: ShadowEntry[];
+  skipped: SkippedFile[];
+  unavailable: ToolEntry[];
+  folders: FolderReport[];
+  errors: LoadProblem[];
+}
+
+export interface DiscoveryOptions {
+  /** Whether the project folder's files may be imported. */
+  trusted: boolean;
+  loader: LoadFile;
+  context: AvailabilityContext;
+}
+
+/**
+ * Builtins, then each folder's tool files in order: first found wins by id, every loser is
+ * reported, locked ids are refused, an unavailable tool leaves its id to the next definition,
+ * and an untrusted project's files are listed, never imported. Nothing here throws for a bad file.
+ */
+export async function discoverTools(folders: ToolFolder[], options: DiscoveryOptions): Promise<Discovery> {
+  const found: Discovery = {
+    placed: new Map(BUILTIN_TOOLS.map((tool) => [tool.id, { tool, source: "builtin" }])),
+    offeredIds: new Set(BUILTIN_TOOLS.map((tool) => tool.id)),
+    shadowed: [],
+    skipped: [],
+    unavailable: [],
+    folders: [],
+    errors: [],
+  };
+  for (const folder of folders) {
+    const files = await scanFolder(folder, options.trusted, found);
+    for (const file of files) await placeFile(file, options, found);
+  }
+  return found;
+}
+
+/** The folder's files to import (none when unreadable or untrusted), with its report entry added. */
+async function scanFolder(folder: ToolFolder, trusted: boolean, found: Discovery): Promise<string[]> {
+  let files: string[];
+  try {
+    files = await listToolFiles(folder.dir);
+  } catch (err) {
+    found.errors.push({ file: folder.dir, message: `cannot list the folder: ${(err as Error).message}` });
+    found.folders.push({ ...folder, status: "unreadable", files: 0 });
+    return [];
+  }
+  const exists = files.length > 0 || (await fsp.stat(folder.dir).then((s) => s.isDirectory(), () => false));
+  if (folder.origin === "project" && !trusted) {
+    for (const file of files) found.skipped.push({ file, reason: "the project is not trusted (toolhost trust)" });
+    found.folders.push({ ...folder, status: exists ? "untrusted" : "missing", files: files.length });
+    return [];
+  }
+  found.folders.push({ ...folder, status: exists ? "loaded" : "missing", files: files.length });
+  return files;
+}
+
+/** Imports one file and gives each of its tools the id it asks for, unless it is taken, locked or unavailable. */
+async function placeFile(file: string, options: DiscoveryOptions, found: Discovery): Promise<void> {
+  const loaded = await options.loader(file);
+  found.errors.push(...loaded.problems);
+  for (const problem of loaded.problems) if (problem.id) found.offeredIds.add(problem.id);
+  for (const tool of loaded.tools) {
+    found.offeredIds.add(tool.id);
+    if (isLockedId(tool.id)) {
+      found.errors.push({ file, id: tool.id, message: `"${tool.id}" is a locked tool id: an extension cannot take it` });
+      continue;
+    }
+    const winner = found.placed.get(tool.id);
+    if (winner) {
+      found.shadowed.push({ id: tool.id, file, winner: winner.source });
+      continue;
+    }
+    const answer = await availability(tool, options.context);
+    if (answer instanceof Error) found.errors.push({ file, id: tool.id, message: `tool "${tool.id}": ${answer.message}` });
+    else if (!answer) found.unavailable.push({ id: tool.id, kind: tool.kind, source: file });
+    else found.placed.set(tool.id, { tool, source: file });
+  }
+}
