@@ -6,14 +6,8 @@ import type { GrepQuery } from "../../src/tool/context.js";
 import { ToolError } from "../../src/tool/errors.js";
 import { MemoryFs } from "../../src/runtime/fs/memory.js";
 import { MemorySearch } from "../../src/runtime/search/memory.js";
-import {
-  MAX_LINE_CHARS,
-  RipgrepSearch,
-  cutLine,
-  fileNameGlob,
-  planGlob,
-  ripgrepPath,
-} from "../../src/runtime/search/ripgrep.js";
+import { MAX_LINE_CHARS, cutLine, fileNameGlob, listingNameGlob, planGlob } from "../../src/runtime/search/common.js";
+import { RipgrepSearch, ripgrepPath } from "../../src/runtime/search/ripgrep.js";
 import { tempDir } from "../helpers.js";
 
 const never = new AbortController().signal;
@@ -53,6 +47,12 @@ describe("glob helpers", () => {
     expect(fileNameGlob("dir/")).toBeUndefined();
   });
 
+  it("listingNameGlob derives the pre-filter from a listing's glob, or none", () => {
+    expect(listingNameGlob({ glob: "src/**/*.ts", timeoutMs: 1 })).toBe("*.ts");
+    expect(listingNameGlob({ glob: "src/**", timeoutMs: 1 })).toBeUndefined();
+    expect(listingNameGlob({ timeoutMs: 1 })).toBeUndefined();
+  });
+
   it("planGlob splits name globs from path globs", () => {
     expect(planGlob("*.ts")).toEqual({ name: "*.ts" });
     expect(planGlob("!*.min.js")).toEqual({ notName: "*.min.js" });
@@ -61,6 +61,30 @@ describe("glob helpers", () => {
     expect(plan.keep?.("src/a/b.ts", "a/b.ts")).toBe(true);
     expect(plan.keep?.("lib/b.ts", "b.ts")).toBe(false);
     expect(planGlob("!src/**").keep?.("src/x", "x")).toBe(false);
+  });
+});
+
+describe("a file listing given the caller's glob", () => {
+  const tree = { ".gitignore": "skip.ts\n", "a.ts": "", "b.js": "", "skip.ts": "", "src/c.ts": "", "src/d.md": "" };
+  let dir: string | undefined;
+  afterEach(async () => {
+    if (dir) await fsp.rm(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+
+  it("lists only files whose name can match, and never what .gitignore excludes, on both engines", async () => {
+    dir = await tempDir(tree);
+    const mem = new MemorySearch(new MemoryFs(Object.fromEntries(Object.entries(tree).map(([rel, text]) => [`/ws/${rel}`, text]))));
+    const engines = [
+      (glob?: string) => new RipgrepSearch().files(dir as string, { glob, timeoutMs: 10_000 }, never),
+      (glob?: string) => mem.files("/ws", { glob, timeoutMs: 10_000 }, never),
+    ];
+    for (const list of engines) {
+      expect((await list("**/*.ts")).files.sort()).toEqual(["a.ts", "src/c.ts"]);
+      // No safe name filter in "src/**": everything visible is listed, the caller filters.
+      expect((await list("src/**")).files.sort()).toEqual([".gitignore", "a.ts", "b.js", "src/c.ts", "src/d.md"]);
+      expect((await list()).files.sort()).toEqual([".gitignore", "a.ts", "b.js", "src/c.ts", "src/d.md"]);
+    }
   });
 });
 
