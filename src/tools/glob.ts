@@ -23,7 +23,7 @@ const parameters = z.object({
 
 type Args = z.output<typeof parameters>;
 
-interface GlobData {
+export interface GlobData {
   root: string;
   pattern: string;
   files: string[];
@@ -32,7 +32,6 @@ interface GlobData {
   limited?: true;
   notice?: string;
 }
-
 
 /** Lists `dir` (absolute) and keeps the paths, relative to `root`, that match `pattern`. */
 async function matchUnder(ctx: ToolContext, root: string, pattern: string) {

@@ -66,6 +66,18 @@ interface OldFile {
 
 type WriteArgs = z.output<typeof parameters>;
 
+export interface WriteResult {
+  path: string;
+  created: boolean;
+  bytes: number;
+  version: string;
+  lines: number;
+  additions: number;
+  /** Null when the old content was not text (a replaced binary file). */
+  deletions: number | null;
+  notice?: string;
+}
+
 /** What a write will do, worked out without writing anything (shared by preview and execute). */
 interface WritePlan {
   abs: string;
@@ -163,7 +175,7 @@ export default defineTool({
     previewed.set(ctx, event);
     return [event];
   },
-  async execute(args, ctx) {
+  async execute(args, ctx): Promise<WriteResult> {
     const abs = await ctx.fs.resolve(args.path, "write");
     return ctx.fs.withLock(abs, async () => {
       // Planned again under the lock: the file may have changed since the preview.
