@@ -1,10 +1,11 @@
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { afterEach } from "vitest";
+import { afterEach, expect } from "vitest";
 import type { ToolEvent } from "../src/tool/context.js";
 import type { AnyTool } from "../src/tool/define.js";
 import type { Envelope, OutputEnvelope } from "../src/tool/envelope.js";
+import { ToolError } from "../src/tool/errors.js";
 import { invoke, type InvokeOptions } from "../src/host/invoke.js";
 import { ToolRegistry } from "../src/host/registry.js";
 import { MemoryFs } from "../src/runtime/fs/memory.js";
@@ -146,6 +147,16 @@ export function errorOf(envelope: Envelope, code?: string): string {
     throw new Error(`Expected error_code ${code}, got ${envelope.metadata.error_code}: ${envelope.error_text}`);
   }
   return envelope.error_text;
+}
+
+/** The ToolError a promise rejects with; fails the test when it resolves or throws anything else. */
+export async function toolErrorOf(p: Promise<unknown>): Promise<ToolError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ToolError);
+  return err as ToolError;
 }
 
 /** A unique `sleep` argument, so a test can look for its own processes only. */

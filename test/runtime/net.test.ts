@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createToolContext } from "../../src/runtime/context.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import type { ToolNet } from "../../src/tool/context.js";
-import { ToolError } from "../../src/tool/errors.js";
+import { toolErrorOf } from "../helpers.js";
 
 interface Seen {
   method: string;
@@ -35,15 +35,6 @@ async function startServer(seen: Seen[]): Promise<{ server: Server; base: string
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-async function failure(p: Promise<unknown>): Promise<ToolError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ToolError);
-  return err as ToolError;
 }
 
 const seen: Seen[] = [];
@@ -80,12 +71,12 @@ describe("ScopedNet", () => {
   it("refuses another host, an empty scope, other protocols and bad URLs before connecting", async () => {
     seen.length = 0;
     const port = new URL(base).port;
-    const refused = await failure(netFor(["127.0.0.1"]).fetch(`http://localhost:${port}/x`));
+    const refused = await toolErrorOf(netFor(["127.0.0.1"]).fetch(`http://localhost:${port}/x`));
     expect(refused.code).toBe("capability_denied");
     expect(refused.message).toMatch(/Host localhost is outside this tool's net.hosts \(127\.0\.0\.1\)/);
-    expect((await failure(netFor([]).fetch(`${base}/x`))).message).toMatch(/net.hosts \(none\)/);
-    expect((await failure(netFor(["127.0.0.1"]).fetch("file:///etc/passwd"))).code).toBe("invalid_arguments");
-    expect((await failure(netFor(["127.0.0.1"]).fetch("not a url"))).code).toBe("invalid_arguments");
+    expect((await toolErrorOf(netFor([]).fetch(`${base}/x`))).message).toMatch(/net.hosts \(none\)/);
+    expect((await toolErrorOf(netFor(["127.0.0.1"]).fetch("file:///etc/passwd"))).code).toBe("invalid_arguments");
+    expect((await toolErrorOf(netFor(["127.0.0.1"]).fetch("not a url"))).code).toBe("invalid_arguments");
     expect(seen).toEqual([]);
   });
 
@@ -100,7 +91,7 @@ describe("ScopedNet", () => {
     seen.length = 0;
     const port = new URL(base).port;
     const to = encodeURIComponent(`http://localhost:${port}/secret`);
-    const err = await failure(netFor(["127.0.0.1"]).fetch(`${base}/redirect?to=${to}`));
+    const err = await toolErrorOf(netFor(["127.0.0.1"]).fetch(`${base}/redirect?to=${to}`));
     expect(err.code).toBe("capability_denied");
     expect(err.message).toMatch(/redirects to http:\/\/localhost:\d+\/secret: Host localhost is outside/);
     expect(paths()).toEqual(["/redirect"]);
@@ -133,7 +124,7 @@ describe("ScopedNet", () => {
   it("stops a redirect loop, and leaves redirect: manual to the caller", async () => {
     seen.length = 0;
     const net = netFor(["127.0.0.1"]);
-    expect((await failure(net.fetch(`${base}/loop`))).message).toMatch(/Too many redirects/);
+    expect((await toolErrorOf(net.fetch(`${base}/loop`))).message).toMatch(/Too many redirects/);
     expect(seen).toHaveLength(21);
     const manual = await net.fetch(`${base}/redirect?to=/target`, { redirect: "manual" });
     expect(manual.status).toBe(302);

@@ -6,9 +6,8 @@ import { RuntimeSession, type RuntimeSessionOptions } from "../../src/runtime/se
 import type { ShellBackend, ShellSpawnOptions } from "../../src/runtime/shell/backend.js";
 import type { SpawnContext, SpawnRequest, SpawnTransform } from "../../src/runtime/shell/scoped.js";
 import type { ShellResult } from "../../src/tool/context.js";
-import { ToolError } from "../../src/tool/errors.js";
 import type { RequirementSet } from "../../src/tool/requirements.js";
-import { tempDir } from "../helpers.js";
+import { tempDir, toolErrorOf } from "../helpers.js";
 
 let dir: string | undefined;
 let session: RuntimeSession | undefined;
@@ -23,13 +22,6 @@ async function shellFor(requires: RequirementSet, options: Omit<RuntimeSessionOp
   dir = await tempDir({ "sub/.keep": "" });
   session = new RuntimeSession({ workspace: dir, ...options });
   return createToolContext({ session, toolId: "t", callId: "c", requires, signal: new AbortController().signal }).shell;
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
-  return p.then(
-    () => undefined,
-    (err: unknown) => (err instanceof ToolError ? err.code : String(err)),
-  );
 }
 
 /** Wraps the command in `env SANDBOXED=1 …`, as a sandbox wraps it in its launcher. */
@@ -121,8 +113,8 @@ describe("a spawn transform over another backend", () => {
     await shell.exec("echo", ["ok"]);
     expect(backend.spawned.map((s) => [s.file, ...s.args])).toEqual([["not-in-scope", "echo", "ok"]]);
 
-    expect(await codeOf(shell.exec("ls", []))).toBe("capability_denied");
-    expect(await codeOf(shell.exec("echo", ["x"], { cwd: "/" }))).toBe("outside_root");
+    expect((await toolErrorOf(shell.exec("ls", []))).code).toBe("capability_denied");
+    expect((await toolErrorOf(shell.exec("echo", ["x"], { cwd: "/" }))).code).toBe("outside_root");
     expect(calls).toBe(1);
     expect(backend.spawned).toHaveLength(1);
   });

@@ -5,19 +5,7 @@ import { StringDecoder } from "node:string_decoder";
 import type { FileQuery, GrepHit, GrepOutcome, GrepQuery } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
 import type { SearchBackend } from "../fs/backend.js";
-import {
-  MAX_LINE_CHARS,
-  abortedError,
-  byPath,
-  cutLine,
-  dropLeadingContext,
-  invalidRegexError,
-  listingNameGlob,
-  planGlob,
-  searchTarget,
-  timeoutError,
-  type GlobPlan,
-} from "./common.js";
+import { MAX_LINE_CHARS, abortedError, byPath, cutLine, dropLeadingContext, invalidRegexError, listingNameGlob, planGlob, searchTarget, timeoutError, type GlobPlan } from "./common.js";
 
 let bundled: Promise<string> | undefined;
 
