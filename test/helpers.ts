@@ -1,9 +1,11 @@
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { afterEach, expect } from "vitest";
 import type { ToolEvent } from "../src/tool/context.js";
 import type { AnyTool } from "../src/tool/define.js";
 import type { Envelope, OutputEnvelope } from "../src/tool/envelope.js";
+import { ToolError } from "../src/tool/errors.js";
 import { invoke, type InvokeOptions } from "../src/host/invoke.js";
 import { ToolRegistry } from "../src/host/registry.js";
 import { MemoryFs } from "../src/runtime/fs/memory.js";
@@ -62,6 +64,45 @@ export async function memoryWorkspace(files: Record<string, string | Uint8Array>
   };
 }
 
+/** The per-test workspace fixture of useWorkspace(). */
+export interface WorkspaceFixture {
+  /** Makes `made` the current test's workspace, removed after the test, and returns it. */
+  use(made: Workspace | Promise<Workspace>): Promise<Workspace>;
+  /** The current test's workspace; throws when the test has made none. */
+  readonly current: Workspace;
+  /** Runs `cleanup` after the current test too (a directory made outside the workspace). */
+  defer(cleanup: () => Promise<unknown>): void;
+}
+
+/**
+ * Registers an afterEach that removes each test's workspace and whatever else the test
+ * deferred. Call it at the top of a test file (or of a describe block).
+ */
+export function useWorkspace(): WorkspaceFixture {
+  let current: Workspace | undefined;
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    const done = current;
+    current = undefined;
+    await done?.cleanup();
+    await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
+  });
+  return {
+    async use(made) {
+      // A second workspace in one test: the first is removed after the test too.
+      const earlier = current;
+      if (earlier) cleanups.push(() => earlier.cleanup());
+      current = await made;
+      return current;
+    },
+    get current() {
+      if (!current) throw new Error("This test has made no workspace: call use() first");
+      return current;
+    },
+    defer: (cleanup) => void cleanups.push(cleanup),
+  };
+}
+
 /** Both fs backends, for `describe.each(BACKENDS)`. */
 export const BACKENDS = [
   { name: "node", make: diskWorkspace },
@@ -106,6 +147,16 @@ export function errorOf(envelope: Envelope, code?: string): string {
     throw new Error(`Expected error_code ${code}, got ${envelope.metadata.error_code}: ${envelope.error_text}`);
   }
   return envelope.error_text;
+}
+
+/** The ToolError a promise rejects with; fails the test when it resolves or throws anything else. */
+export async function toolErrorOf(p: Promise<unknown>): Promise<ToolError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ToolError);
+  return err as ToolError;
 }
 
 /** A unique `sleep` argument, so a test can look for its own processes only. */

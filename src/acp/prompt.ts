@@ -1,5 +1,6 @@
 import type { ContentBlock } from "@agentclientprotocol/sdk";
 import type { UserContent } from "ai";
+import { utf8Head } from "../tool/truncate.js";
 
 type Part = Exclude<UserContent, string>[number];
 
@@ -8,7 +9,7 @@ const MAX_RESOURCE_BYTES = 200 * 1024;
 
 function resourceText(uri: string, text: string, mimeType?: string | null): string {
   const bytes = Buffer.byteLength(text, "utf8");
-  const body = bytes > MAX_RESOURCE_BYTES ? `${Buffer.from(text, "utf8").subarray(0, MAX_RESOURCE_BYTES).toString("utf8")}\n… [cut at ${MAX_RESOURCE_BYTES} of ${bytes} bytes]` : text;
+  const body = bytes > MAX_RESOURCE_BYTES ? `${utf8Head(text, MAX_RESOURCE_BYTES)}\n… [cut at ${MAX_RESOURCE_BYTES} of ${bytes} bytes]` : text;
   return `<context uri="${uri}"${mimeType ? ` type="${mimeType}"` : ""}>\n${body}\n</context>`;
 }
 

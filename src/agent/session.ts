@@ -9,6 +9,7 @@ import type { ToolRegistry } from "../host/registry.js";
 import type { FsBackend } from "../runtime/fs/backend.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { ShellBackend } from "../runtime/shell/backend.js";
+import type { SpawnTransform } from "../runtime/shell/scoped.js";
 import { helpText, parseSlash, toolsText } from "./commands.js";
 import { History } from "./history.js";
 import { peekUserConfig } from "../config/file.js";
@@ -54,6 +55,8 @@ export interface RuntimeBackends {
   /** Picks the backend per path (the editor's buffers inside the workspace, the disk elsewhere). */
   route?: (abs: string, fallback: FsBackend) => FsBackend;
   shell?: ShellBackend;
+  /** Rewrites what a command runs, before either shell backend (where an OS sandbox plugs in). */
+  spawnTransform?: SpawnTransform;
 }
 
 export interface AgentSessionOptions {
@@ -104,7 +107,7 @@ export class AgentSession {
     this.rules = options.parent?.rules ?? new SessionRules();
     this.runtime =
       options.parent?.runtime ??
-      new RuntimeSession({ id: options.id, workspace: options.cwd, fs: options.backends?.fs, route: options.backends?.route, shell: options.backends?.shell });
+      new RuntimeSession({ id: options.id, workspace: options.cwd, ...options.backends });
     this.id = this.runtime.id;
   }
 

@@ -1,5 +1,6 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
+import { utf8Head } from "../tool/truncate.js";
 
 /** Used when the active profile brings no prompt of its own. */
 export const DEFAULT_PROMPT = `You are toolhost, a coding agent working inside the user's editor on the project in the working directory.
@@ -38,7 +39,7 @@ export async function projectInstructions(cwd: string): Promise<{ file: string; 
     if (text === undefined) continue;
     const bytes = Buffer.byteLength(text, "utf8");
     if (bytes <= MAX_INSTRUCTIONS_BYTES) return { file: name, text };
-    const head = Buffer.from(text, "utf8").subarray(0, MAX_INSTRUCTIONS_BYTES).toString("utf8");
+    const head = utf8Head(text, MAX_INSTRUCTIONS_BYTES);
     return { file: name, text: `${head}\n… [cut at ${MAX_INSTRUCTIONS_BYTES} of ${bytes} bytes; read ${file} for the rest]` };
   }
   return undefined;

@@ -9,6 +9,7 @@ import { NodeFs } from "./fs/node.js";
 import { compileScope, type CompiledScope, type ScopeVariables } from "./scope.js";
 import { LocalShell } from "./shell/local.js";
 import type { ShellBackend } from "./shell/backend.js";
+import type { SpawnTransform } from "./shell/scoped.js";
 import { SessionSidecars, sidecarRoot } from "./sidecars.js";
 
 export interface RuntimeSessionOptions {
@@ -29,6 +30,8 @@ export interface RuntimeSessionOptions {
    */
   route?: (abs: string, fallback: FsBackend) => FsBackend;
   shell?: ShellBackend;
+  /** Rewrites what shell calls run, before either backend (an OS sandbox plugs in here). */
+  spawnTransform?: SpawnTransform;
 }
 
 const localDisk = new NodeFs();
@@ -54,10 +57,10 @@ export class RuntimeSession implements SessionState {
   readonly sidecars: SessionSidecars;
   readonly fs: FsBackend;
   readonly shell: ShellBackend;
+  readonly spawnTransform?: SpawnTransform;
   private readonly vars: ScopeVariables;
   private readonly router: (abs: string, fallback: FsBackend) => FsBackend;
   private readonly scopes = new Map<string, CompiledScope>();
-  private closed = false;
 
   constructor(options: RuntimeSessionOptions) {
     if (!path.isAbsolute(options.workspace)) throw new Error(`Workspace must be absolute: ${options.workspace}`);
@@ -66,6 +69,7 @@ export class RuntimeSession implements SessionState {
     this.roots = [this.workspace, ...(options.additionalRoots ?? []).map((r) => path.resolve(r))];
     this.fs = options.fs ?? localDisk;
     this.shell = options.shell ?? new LocalShell();
+    this.spawnTransform = options.spawnTransform;
     this.router = options.route ?? ((_abs, fallback) => fallback);
     this.sidecars = new SessionSidecars(path.join(sidecarRoot(), this.id.replace(/[^a-zA-Z0-9_-]/g, "_")));
     // On disk a root may sit behind a symlink (/tmp → /private/tmp): allow both spellings.
@@ -102,13 +106,8 @@ export class RuntimeSession implements SessionState {
     return scope;
   }
 
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
   /** Removes the session's sidecar files. */
   async close(): Promise<void> {
-    this.closed = true;
     await this.sidecars.remove();
   }
 }

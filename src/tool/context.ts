@@ -112,10 +112,11 @@ export interface FileQuery {
   /** Stop after this many files (the engine may be killed early). */
   maxResults?: number;
   /**
-   * A file-name glob (no slash, e.g. `*.ts`) as a pre-filter, so the engine lists less; it never
-   * overrides .gitignore. The caller still filters exactly.
+   * The glob the caller filters the listed files with (`src/**\/*.ts`). The engine may derive a
+   * file-name pre-filter from it (`*.ts`) so it lists less; that never overrides .gitignore and
+   * never drops a file the glob could match. The caller still filters exactly.
    */
-  nameGlob?: string;
+  glob?: string;
   timeoutMs: number;
 }
 

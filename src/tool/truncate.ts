@@ -1,21 +1,45 @@
 import type { OutputLimit } from "./define.js";
 
+// Every UTF-8 cut in toolhost goes through these two, so none can split a character.
+
+const isContinuation = (byte: number | undefined) => ((byte ?? 0) & 0xc0) === 0x80;
+
+/**
+ * `end` moved back so `bytes[0, end)` does not stop inside a UTF-8 character. Only the bytes
+ * before `end` are looked at, so it works on a window whose next byte is unknown; invalid
+ * input is cut as is (at most 3 bytes are stepped over).
+ */
+export function utf8HeadEnd(bytes: Uint8Array, end: number): number {
+  const stop = Math.max(0, Math.min(end, bytes.length));
+  // Back over the continuation bytes of the last sequence to its lead byte.
+  let lead = stop - 1;
+  while (lead >= 0 && stop - lead <= 3 && isContinuation(bytes[lead])) lead--;
+  if (lead < 0) return stop;
+  const b = bytes[lead] as number;
+  const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+  return stop - lead >= need ? stop : lead;
+}
+
+/** `start` moved forward past continuation bytes, so `bytes[start, …)` begins on a character. */
+export function utf8TailStart(bytes: Uint8Array, start: number): number {
+  const from = Math.max(0, start);
+  let s = from;
+  while (s < bytes.length && s - from < 3 && isContinuation(bytes[s])) s++;
+  return s;
+}
+
 /** The longest prefix of `text` that fits in `maxBytes` of UTF-8, never splitting a character. */
 export function utf8Head(text: string, maxBytes: number): string {
   const bytes = Buffer.from(text, "utf8");
   if (bytes.length <= maxBytes) return text;
-  let end = Math.max(0, maxBytes);
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
-  return bytes.subarray(0, end).toString("utf8");
+  return bytes.subarray(0, utf8HeadEnd(bytes, maxBytes)).toString("utf8");
 }
 
 /** The longest suffix of `text` that fits in `maxBytes` of UTF-8, never splitting a character. */
 export function utf8Tail(text: string, maxBytes: number): string {
   const bytes = Buffer.from(text, "utf8");
   if (bytes.length <= maxBytes) return text;
-  let start = bytes.length - Math.max(0, maxBytes);
-  while (start < bytes.length && ((bytes[start] ?? 0) & 0xc0) === 0x80) start++;
-  return bytes.subarray(start).toString("utf8");
+  return bytes.subarray(utf8TailStart(bytes, bytes.length - Math.max(0, maxBytes))).toString("utf8");
 }
 
 /** Cuts back to the last line break when one is near the end, so a head does not end mid-line. */

@@ -5,7 +5,6 @@ import type { ToolContext } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
 import { absolutize, displayPath, isInside } from "../tool/paths.js";
-import { fileNameGlob } from "../runtime/search/ripgrep.js";
 
 /** RFC default: the 1001st entry triggers truncation (the host writes the sidecar). */
 export const GLOB_MAX_SHOWN = 1000;
@@ -24,7 +23,7 @@ const parameters = z.object({
 
 type Args = z.output<typeof parameters>;
 
-interface GlobData {
+export interface GlobData {
   root: string;
   pattern: string;
   files: string[];
@@ -33,7 +32,6 @@ interface GlobData {
   limited?: true;
   notice?: string;
 }
-
 
 /** Lists `dir` (absolute) and keeps the paths, relative to `root`, that match `pattern`. */
 async function matchUnder(ctx: ToolContext, root: string, pattern: string) {
@@ -45,9 +43,8 @@ async function matchUnder(ctx: ToolContext, root: string, pattern: string) {
     const s = await ctx.fs.stat(dir);
     if (s?.type !== "directory") return { all: [] as string[], matched: [] as string[], limited: false };
   }
-  // And only files whose name can match ("*.ts" of "**/*.ts"), without crossing .gitignore.
-  const nameGlob = fileNameGlob(pattern);
-  const listing = await ctx.search.files({ path: dir, maxResults: LIST_CEILING, timeoutMs: TIMEOUT_MS, nameGlob });
+  // The pattern lets the engine list only files whose name can match ("*.ts" of "**/*.ts").
+  const listing = await ctx.search.files({ path: dir, maxResults: LIST_CEILING, timeoutMs: TIMEOUT_MS, glob: pattern });
   const prefix = base ? `${base.replace(/\/+$/, "")}/` : "";
   const all = listing.files.map((f) => prefix + f);
   const isMatch = picomatch(pattern, { dot: true });

@@ -31,15 +31,19 @@ const parameters = z.object({
 
 type Args = z.output<typeof parameters>;
 
-type Match =
-  | { path: string; line: number; text: string; context?: true }
-  | { path: string }
-  | { path: string; count: number };
+/** One result as the model sees it: a line (`context` marks a context line), a file, or a file's count. */
+export interface GrepMatch {
+  path: string;
+  line?: number;
+  text?: string;
+  context?: true;
+  count?: number;
+}
 
-interface GrepData {
+export interface GrepData {
   mode: "content" | "files" | "count";
   pattern: string;
-  matches: Match[];
+  matches: GrepMatch[];
   /** content: matching lines; files: matching files; count: the sum of the counts. A lower bound when limited. */
   total: number;
   /** The search stopped early: more results exist. */
@@ -48,7 +52,7 @@ interface GrepData {
   notice?: string;
 }
 
-function toMatch(hit: GrepHit): Match {
+function toMatch(hit: GrepHit): GrepMatch {
   switch (hit.type) {
     case "match":
       return { path: hit.path, line: hit.line, text: hit.text };
@@ -63,7 +67,7 @@ function toMatch(hit: GrepHit): Match {
 
 /** One sidecar line per entry, as rg prints them: `path:line: text`, context as `path-line- text`. */
 function formatMatch(item: unknown): string {
-  const m = item as Partial<{ path: string; line: number; text: string; context: true; count: number }>;
+  const m = item as GrepMatch;
   if (m.line !== undefined) return `${m.path}${m.context ? "-" : ":"}${m.line}${m.context ? "-" : ":"} ${m.text}`;
   if (m.count !== undefined) return `${m.path}:${m.count}`;
   return String(m.path);

@@ -4,7 +4,7 @@ import { absolutize } from "../tool/paths.js";
 import type { FileInfo, ToolContext } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
-import { utf8Head } from "../tool/truncate.js";
+import { utf8Head, utf8HeadEnd, utf8TailStart } from "../tool/truncate.js";
 import {
   SAMPLE_BYTES,
   binaryReason,
@@ -253,14 +253,8 @@ async function readBytes(ctx: ToolContext, args: ReadArgs, abs: string, info: Fi
     if (!atEof && len - skip >= 2 && unitAt(len - 2) >= 0xd800 && unitAt(len - 2) <= 0xdbff) len -= 2;
   } else {
     // Start and stop on character boundaries, never inside a multi-byte sequence.
-    while (skip < 3 && skip < len && ((bytes[skip] as number) & 0xc0) === 0x80) skip++;
-    if (!atEof) {
-      let lead = len - 1;
-      while (lead > skip && lead >= len - 4 && ((bytes[lead] as number) & 0xc0) === 0x80) lead--;
-      const b = bytes[lead] as number;
-      const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-      if (len - lead < need) len = lead;
-    }
+    skip = utf8TailStart(bytes, 0);
+    if (!atEof) len = skip + utf8HeadEnd(bytes.subarray(skip), len - skip);
   }
   let content = decodeBody(bytes.subarray(skip, len), encoding);
   if (utf16 && Buffer.byteLength(content, "utf8") > READ_MAX_BYTES) {

@@ -106,12 +106,6 @@ export function detectLineEnding(text: string): LineEnding {
   return lf === 0 ? "crlf" : "mixed";
 }
 
-/** Converts every bare LF to `eol` (CRLF pairs stay as they are). */
-export function withLineBreaks(text: string, eol: "\n" | "\r\n"): string {
-  const lf = text.replace(/\r\n/g, "\n");
-  return eol === "\n" ? lf : lf.replace(/\n/g, "\r\n");
-}
-
 // --- Omission placeholders ---------------------------------------------------------------
 
 const NOUN =

@@ -66,6 +66,18 @@ interface OldFile {
 
 type WriteArgs = z.output<typeof parameters>;
 
+export interface WriteResult {
+  path: string;
+  created: boolean;
+  bytes: number;
+  version: string;
+  lines: number;
+  additions: number;
+  /** Null when the old content was not text (a replaced binary file). */
+  deletions: number | null;
+  notice?: string;
+}
+
 /** What a write will do, worked out without writing anything (shared by preview and execute). */
 interface WritePlan {
   abs: string;
@@ -170,7 +182,7 @@ export default defineTool({
     const plan = await planWrite(args, ctx);
     return { events: unchanged(plan) ? [] : [diffEvent(plan)], plan };
   },
-  async execute(args, ctx) {
+  async execute(args, ctx): Promise<WriteResult> {
     const abs = await ctx.fs.resolve(args.path, "write");
     return ctx.fs.withLock(abs, async () => {
       const plan = await currentPlan(args, ctx, abs);

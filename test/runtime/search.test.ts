@@ -3,30 +3,14 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { GrepQuery } from "../../src/tool/context.js";
-import { ToolError } from "../../src/tool/errors.js";
 import { MemoryFs } from "../../src/runtime/fs/memory.js";
 import { MemorySearch } from "../../src/runtime/search/memory.js";
-import {
-  MAX_LINE_CHARS,
-  RipgrepSearch,
-  cutLine,
-  fileNameGlob,
-  planGlob,
-  ripgrepPath,
-} from "../../src/runtime/search/ripgrep.js";
-import { tempDir } from "../helpers.js";
+import { MAX_LINE_CHARS, cutLine, fileNameGlob, listingNameGlob, planGlob } from "../../src/runtime/search/common.js";
+import { RipgrepSearch, ripgrepPath } from "../../src/runtime/search/ripgrep.js";
+import { tempDir, toolErrorOf } from "../helpers.js";
 
 const never = new AbortController().signal;
 const query = (q: Partial<GrepQuery>): GrepQuery => ({ pattern: "x", mode: "content", maxResults: 10_000, timeoutMs: 30_000, ...q });
-
-async function rejection(p: Promise<unknown>): Promise<ToolError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ToolError);
-  return err as ToolError;
-}
 
 describe("cutLine", () => {
   it("leaves short lines alone and cuts long ones around the match", () => {
@@ -53,6 +37,12 @@ describe("glob helpers", () => {
     expect(fileNameGlob("dir/")).toBeUndefined();
   });
 
+  it("listingNameGlob derives the pre-filter from a listing's glob, or none", () => {
+    expect(listingNameGlob({ glob: "src/**/*.ts", timeoutMs: 1 })).toBe("*.ts");
+    expect(listingNameGlob({ glob: "src/**", timeoutMs: 1 })).toBeUndefined();
+    expect(listingNameGlob({ timeoutMs: 1 })).toBeUndefined();
+  });
+
   it("planGlob splits name globs from path globs", () => {
     expect(planGlob("*.ts")).toEqual({ name: "*.ts" });
     expect(planGlob("!*.min.js")).toEqual({ notName: "*.min.js" });
@@ -61,6 +51,30 @@ describe("glob helpers", () => {
     expect(plan.keep?.("src/a/b.ts", "a/b.ts")).toBe(true);
     expect(plan.keep?.("lib/b.ts", "b.ts")).toBe(false);
     expect(planGlob("!src/**").keep?.("src/x", "x")).toBe(false);
+  });
+});
+
+describe("a file listing given the caller's glob", () => {
+  const tree = { ".gitignore": "skip.ts\n", "a.ts": "", "b.js": "", "skip.ts": "", "src/c.ts": "", "src/d.md": "" };
+  let dir: string | undefined;
+  afterEach(async () => {
+    if (dir) await fsp.rm(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+
+  it("lists only files whose name can match, and never what .gitignore excludes, on both engines", async () => {
+    dir = await tempDir(tree);
+    const mem = new MemorySearch(new MemoryFs(Object.fromEntries(Object.entries(tree).map(([rel, text]) => [`/ws/${rel}`, text]))));
+    const engines = [
+      (glob?: string) => new RipgrepSearch().files(dir as string, { glob, timeoutMs: 10_000 }, never),
+      (glob?: string) => mem.files("/ws", { glob, timeoutMs: 10_000 }, never),
+    ];
+    for (const list of engines) {
+      expect((await list("**/*.ts")).files.sort()).toEqual(["a.ts", "src/c.ts"]);
+      // No safe name filter in "src/**": everything visible is listed, the caller filters.
+      expect((await list("src/**")).files.sort()).toEqual([".gitignore", "a.ts", "b.js", "src/c.ts", "src/d.md"]);
+      expect((await list()).files.sort()).toEqual([".gitignore", "a.ts", "b.js", "src/c.ts", "src/d.md"]);
+    }
   });
 });
 
@@ -115,7 +129,7 @@ describe("RipgrepSearch", () => {
     const name = `slow-${process.pid}-${Date.now()}.fifo`;
     execFileSync("mkfifo", [path.join(dir, name)]);
     const started = Date.now();
-    const err = await rejection(rg.grep(path.join(dir, name), dir, query({ timeoutMs: 300 }), never));
+    const err = await toolErrorOf(rg.grep(path.join(dir, name), dir, query({ timeoutMs: 300 }), never));
     expect(err.code).toBe("timeout");
     expect(err.message).toMatch(/narrow the path or pattern/);
     expect(Date.now() - started).toBeLessThan(3000);
@@ -124,23 +138,23 @@ describe("RipgrepSearch", () => {
 
   it("reports a bad regex with rg's message", async () => {
     dir = await tempDir({ "a.txt": "x\n" });
-    const err = await rejection(rg.grep(dir, dir, query({ pattern: "a[b" }), never));
+    const err = await toolErrorOf(rg.grep(dir, dir, query({ pattern: "a[b" }), never));
     expect(err.code).toBe("invalid_arguments");
     expect(err.message).toMatch(/unclosed character class/);
   });
 
   it("reports a missing root and a broken TOOLHOST_RG_PATH", async () => {
     dir = await tempDir({ "a.txt": "x\n" });
-    expect((await rejection(rg.grep(path.join(dir, "nope"), dir, query({}), never))).code).toBe("not_found");
+    expect((await toolErrorOf(rg.grep(path.join(dir, "nope"), dir, query({}), never))).code).toBe("not_found");
     process.env.TOOLHOST_RG_PATH = path.join(dir, "no-such-rg");
-    expect((await rejection(rg.grep(dir, dir, query({}), never))).code).toBe("unavailable");
+    expect((await toolErrorOf(rg.grep(dir, dir, query({}), never))).code).toBe("unavailable");
   });
 
   it("throws aborted when the signal is already aborted", async () => {
     dir = await tempDir({ "a.txt": "x\n" });
     const controller = new AbortController();
     controller.abort();
-    expect((await rejection(rg.files(dir, { timeoutMs: 1000 }, controller.signal))).code).toBe("aborted");
+    expect((await toolErrorOf(rg.files(dir, { timeoutMs: 1000 }, controller.signal))).code).toBe("aborted");
   });
 });
 
@@ -155,10 +169,10 @@ describe("MemorySearch", () => {
   it("times out and honours an aborted signal", async () => {
     const mem = new MemoryFs({ "/ws/a.txt": "x" });
     const search = new MemorySearch(mem);
-    expect((await rejection(search.grep("/ws", "/ws", query({ timeoutMs: 0 }), never))).code).toBe("timeout");
+    expect((await toolErrorOf(search.grep("/ws", "/ws", query({ timeoutMs: 0 }), never))).code).toBe("timeout");
     const controller = new AbortController();
     controller.abort();
-    expect((await rejection(search.grep("/ws", "/ws", query({}), controller.signal))).code).toBe("aborted");
+    expect((await toolErrorOf(search.grep("/ws", "/ws", query({}), controller.signal))).code).toBe("aborted");
   });
 
   it("skips binary files when walking a tree", async () => {

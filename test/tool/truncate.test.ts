@@ -1,6 +1,6 @@
 import * as fsp from "node:fs/promises";
 import { describe, expect, it } from "vitest";
-import { applyOutputLimit, utf8Head, utf8Tail } from "../../src/tool/truncate.js";
+import { applyOutputLimit, utf8Head, utf8HeadEnd, utf8Tail, utf8TailStart } from "../../src/tool/truncate.js";
 import { defineTool } from "../../src/tool/define.js";
 import { z } from "zod";
 import { tempDir } from "../helpers.js";
@@ -29,6 +29,37 @@ describe("utf8 cuts", () => {
       expect(Buffer.byteLength(tail)).toBeLessThanOrEqual(n);
       expect(text.endsWith(tail)).toBe(true);
     }
+  });
+});
+
+describe("utf8 byte offsets", () => {
+  const strict = new TextDecoder("utf-8", { fatal: true });
+  // 1-, 2-, 3- and 4-byte characters, each at every position relative to a cut.
+  const bytes = Buffer.from("aé€😀bé😀€a", "utf8");
+
+  it("never cut a multi-byte character, at any offset", () => {
+    for (let at = 0; at <= bytes.length; at++) {
+      const end = utf8HeadEnd(bytes, at);
+      const start = utf8TailStart(bytes, at);
+      expect(end).toBeLessThanOrEqual(at);
+      expect(at - end).toBeLessThan(4);
+      expect(start).toBeGreaterThanOrEqual(at);
+      expect(start - at).toBeLessThan(4);
+      // Both sides decode strictly: no half character on either side of the cut.
+      expect(() => strict.decode(bytes.subarray(0, end))).not.toThrow();
+      expect(() => strict.decode(bytes.subarray(start))).not.toThrow();
+      // On a character boundary both leave the offset alone, so head + tail lose nothing.
+      if (end === at) expect(start).toBe(at);
+    }
+  });
+
+  it("judges a head by the bytes before the cut alone (a window whose next byte is unknown)", () => {
+    const euro = Buffer.from("x€", "utf8");
+    expect(utf8HeadEnd(euro.subarray(0, 3), 3)).toBe(1);
+    expect(utf8HeadEnd(euro, 4)).toBe(4);
+    // Invalid input is cut as is rather than walked back without end.
+    expect(utf8HeadEnd(Buffer.from([0x80, 0x80, 0x80, 0x80, 0x80]), 5)).toBe(5);
+    expect(utf8TailStart(Buffer.from([0x80, 0x80, 0x80, 0x80, 0x41]), 0)).toBe(3);
   });
 });
 

@@ -1,21 +1,18 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import bash, { BASH_LIVE_OUTPUT_CHARS, bashTitle, type BashResult } from "../../src/tools/bash.js";
 import type { ToolEvent } from "../../src/tool/context.js";
-import { call, diskWorkspace, errorOf, output, sleepMarker, survivors, type Workspace } from "../helpers.js";
+import { call, diskWorkspace, errorOf, output, sleepMarker, survivors, useWorkspace } from "../helpers.js";
 
-let ws: Workspace;
-afterEach(async () => ws?.cleanup());
-
-
+const workspaces = useWorkspace();
 
 const outputEvents = (events: ToolEvent[]) =>
   events.filter((e): e is Extract<ToolEvent, { type: "output" }> => e.type === "output");
 
 describe("bash", () => {
   it("returns the honest result shape; a non-zero exit is output", async () => {
-    ws = await diskWorkspace();
+    const ws = await workspaces.use(diskWorkspace());
     const { envelope } = await call(bash, { command: "echo out; echo err >&2; exit 7", description: "Test" }, ws.session);
     expect(envelope.type).toBe("output");
     const data = output<BashResult>(envelope);
@@ -26,7 +23,7 @@ describe("bash", () => {
   });
 
   it("streams progress events", async () => {
-    ws = await diskWorkspace();
+    const ws = await workspaces.use(diskWorkspace());
     const { envelope, events } = await call(bash, { command: "echo one; sleep 0.1; echo two; echo three >&2" }, ws.session);
     const data = output<BashResult>(envelope);
     const live = outputEvents(events);
@@ -35,7 +32,7 @@ describe("bash", () => {
   });
 
   it("stops live output at its budget but keeps the result whole", async () => {
-    ws = await diskWorkspace();
+    const ws = await workspaces.use(diskWorkspace());
     const { envelope, events } = await call(bash, { command: "head -c 3000000 /dev/zero | tr '\\0' x" }, ws.session);
     const live = outputEvents(events);
     const chars = live.reduce((n, e) => n + e.chunk.length, 0);
@@ -45,13 +42,13 @@ describe("bash", () => {
   });
 
   it("closes stdin", async () => {
-    ws = await diskWorkspace();
+    const ws = await workspaces.use(diskWorkspace());
     const data = output<BashResult>((await call(bash, { command: "cat; read -r x; echo \"read=$?\"" }, ws.session)).envelope);
     expect(data.stdout).toBe("read=1\n");
   });
 
   it("runs in a relative workdir and refuses one outside the workspace", async () => {
-    ws = await diskWorkspace({ "pkg/a.txt": "A" });
+    const ws = await workspaces.use(diskWorkspace({ "pkg/a.txt": "A" }));
     const data = output<BashResult>((await call(bash, { command: "pwd; ls", workdir: "pkg" }, ws.session)).envelope);
     expect(data.stdout).toBe(`${path.join(ws.root, "pkg")}\na.txt\n`);
     errorOf((await call(bash, { command: "pwd", workdir: "/" }, ws.session)).envelope, "outside_root");
@@ -60,7 +57,7 @@ describe("bash", () => {
   });
 
   it("rejects bad arguments with error envelopes", async () => {
-    ws = await diskWorkspace();
+    const ws = await workspaces.use(diskWorkspace());
     errorOf((await call(bash, { command: "true", timeout_ms: 600_001 }, ws.session)).envelope, "invalid_arguments");
     errorOf((await call(bash, { command: "true", timeout_ms: 0 }, ws.session)).envelope, "invalid_arguments");
     errorOf((await call(bash, {}, ws.session)).envelope, "invalid_arguments");
@@ -71,7 +68,7 @@ describe("bash", () => {
   });
 
   it("kills the whole tree on timeout and says how to retry", async () => {
-    ws = await diskWorkspace();
+    const ws = await workspaces.use(diskWorkspace());
     const m = sleepMarker();
     const { envelope } = await call(bash, { command: `sleep ${m} & sleep ${m}; wait`, timeout_ms: 400 }, ws.session);
     const data = output<BashResult>(envelope);
@@ -81,7 +78,7 @@ describe("bash", () => {
   });
 
   it("abort leaves no process behind", async () => {
-    ws = await diskWorkspace();
+    const ws = await workspaces.use(diskWorkspace());
     const m = sleepMarker();
     const ac = new AbortController();
     const pending = call(bash, { command: `bash -c 'sleep ${m} & sleep ${m}; wait'` }, ws.session, { signal: ac.signal });
@@ -97,7 +94,7 @@ describe("bash", () => {
   });
 
   it("does not hang when a background child keeps the output open", async () => {
-    ws = await diskWorkspace();
+    const ws = await workspaces.use(diskWorkspace());
     const m = sleepMarker();
     const started = Date.now();
     const data = output<BashResult>((await call(bash, { command: `sleep ${m} & echo started` }, ws.session)).envelope);
@@ -107,7 +104,7 @@ describe("bash", () => {
   });
 
   it("keeps head and tail of a large output and the whole of it in the sidecar", async () => {
-    ws = await diskWorkspace();
+    const ws = await workspaces.use(diskWorkspace());
     const lines = 600_000; // ~4.5 MB
     const { envelope } = await call(bash, { command: `seq 1 ${lines}; echo done >&2` }, ws.session);
     const data = output<BashResult>(envelope);

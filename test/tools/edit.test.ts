@@ -1,40 +1,22 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import edit, { EDIT_DIFF_BYTES, editDiff, unifiedDiff } from "../../src/tools/edit.js";
+import { describe, expect, it } from "vitest";
+import edit, { EDIT_DIFF_BYTES, editDiff, unifiedDiff, type EditResult } from "../../src/tools/edit.js";
 import { applyCandidates, findMatches, nonOverlapping } from "../../src/tools/edit-match.js";
 import read from "../../src/tools/read.js";
 import { encodeText } from "../../src/tools/text.js";
-import { BACKENDS, call, errorOf, hex, output, tempDir, type Workspace } from "../helpers.js";
+import { BACKENDS, call, errorOf, hex, output, tempDir, useWorkspace } from "../helpers.js";
 
-interface EditData {
-  path: string;
-  created?: boolean;
-  replacements: number;
-  first_changed_line: number;
-  match: string;
-  diff: string;
-  version: string;
-  notice?: string;
-}
-
-let ws: Workspace | undefined;
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await ws?.cleanup();
-  ws = undefined;
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
-
+const workspaces = useWorkspace();
 
 describe.each(BACKENDS)("edit on $name", ({ make }) => {
-  const run = async (args: unknown) => call(edit, args, (ws as Workspace).session);
-  const ok = async (args: unknown) => output<EditData>((await run(args)).envelope);
+  const run = async (args: unknown) => call(edit, args, workspaces.current.session);
+  const ok = async (args: unknown) => output<EditResult>((await run(args)).envelope);
 
   it("replaces a unique exact match and returns a unified diff", async () => {
-    ws = await make({ "src/a.ts": "one\ntwo\nthree\nfour\nfive\nsix\nseven\n" });
+    const ws = await workspaces.use(make({ "src/a.ts": "one\ntwo\nthree\nfour\nfive\nsix\nseven\n" }));
     const { envelope, events } = await run({ path: "src/a.ts", old_string: "four", new_string: "FOUR" });
-    const data = output<EditData>(envelope);
+    const data = output<EditResult>(envelope);
     const abs = path.join(ws.root, "src/a.ts");
     expect(data).toMatchObject({ path: abs, replacements: 1, first_changed_line: 4, match: "exact" });
     expect(data.diff).toBe(
@@ -49,7 +31,7 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("turns schema failures into invalid_arguments envelopes", async () => {
-    ws = await make({ "a.txt": "x" });
+    await workspaces.use(make({ "a.txt": "x" }));
     expect(errorOf((await run({ path: "a.txt", new_string: "y" })).envelope, "invalid_arguments")).toMatch(/old_string/);
     expect(errorOf((await run({ path: "a.txt", old_string: "x", new_string: "y", replace_all: "yes" })).envelope, "invalid_arguments")).toMatch(
       /replace_all/,
@@ -57,7 +39,7 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("refuses an ambiguous match with the count and lines, and replace_all changes every one", async () => {
-    ws = await make({ "a.ts": "x = 1;\ny = 2;\nx = 1;\nz = 3;\nx = 1;\n" });
+    const ws = await workspaces.use(make({ "a.ts": "x = 1;\ny = 2;\nx = 1;\nz = 3;\nx = 1;\n" }));
     const text = errorOf((await run({ path: "a.ts", old_string: "x = 1;", new_string: "x = 9;" })).envelope, "ambiguous_match");
     expect(text).toMatch(/matches 3 places in a\.ts: lines 1, 3, 5\. Add surrounding lines .* or set replace_all: true/);
     expect(await ws.text("a.ts")).toBe("x = 1;\ny = 2;\nx = 1;\nz = 3;\nx = 1;\n");
@@ -67,19 +49,19 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("keeps $ patterns in new_string literal, also with replace_all", async () => {
-    ws = await make({ "a.js": "a = X;\nb = X;\n" });
+    const ws = await workspaces.use(make({ "a.js": "a = X;\nb = X;\n" }));
     await ok({ path: "a.js", old_string: "a = X", new_string: "a = $&$1$$" });
     await ok({ path: "a.js", old_string: "X", new_string: "$'", replace_all: true });
     expect(await ws.text("a.js")).toBe("a = $&$1$$;\nb = $';\n");
   });
 
   it("falls back through the fuzzy tiers and rewrites only the matched bytes", async () => {
-    ws = await make({
+    const ws = await workspaces.use(make({
       "quotes.py": "msg = \u201chello\u201d  \nother = \u2018x\u2019 \u2014 y\n",
       "trail.txt": "keep   \nalpha  \nbeta\t\nkeep2   \n",
       "indent.ts": "function f() {\n\tif (a) {\n\t\tb();\n\t}\n}\n",
       "esc.js": 'print("a")\nprint("it\'s")\n',
-    });
+    }));
     const uni = await ok({ path: "quotes.py", old_string: 'msg = "hello"', new_string: 'msg = "bye"' });
     expect(uni.match).toBe("unicode");
     expect(uni.notice).toMatch(/folding unicode/);
@@ -100,13 +82,13 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("says where a failed match differs and what to do", async () => {
-    ws = await make({ "a.ts": "function f() {\n  return 1;\n}\n" });
+    await workspaces.use(make({ "a.ts": "function f() {\n  return 1;\n}\n" }));
     const text = errorOf((await run({ path: "a.ts", old_string: "function f() {\n  return 2;\n}", new_string: "x" })).envelope, "no_match");
     expect(text).toMatch(/not found in a\.ts\. .*line 2 differs: the file has "  return 1;".*Read the file again/);
   });
 
   it("refuses no-op edits", async () => {
-    ws = await make({ "a.txt": "same  \n" });
+    const ws = await workspaces.use(make({ "a.txt": "same  \n" }));
     expect(errorOf((await run({ path: "a.txt", old_string: "same", new_string: "same" })).envelope, "no_change")).toMatch(/identical/);
     // Matches only after ignoring trailing whitespace, and the replacement equals what is there.
     expect(errorOf((await run({ path: "a.txt", old_string: "same \n", new_string: "same  \n" })).envelope, "no_change")).toMatch(/would not change/);
@@ -114,10 +96,10 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("refuses an empty old_string on an existing file, and creates a missing file with it", async () => {
-    ws = await make({ "a.txt": "x\n" });
+    const ws = await workspaces.use(make({ "a.txt": "x\n" }));
     expect(errorOf((await run({ path: "a.txt", old_string: "", new_string: "y" })).envelope, "invalid_arguments")).toMatch(/use write/);
     const { envelope, events } = await run({ path: "new/b.txt", old_string: "", new_string: "hello $&\n" });
-    const data = output<EditData>(envelope);
+    const data = output<EditResult>(envelope);
     expect(data).toMatchObject({ created: true, first_changed_line: 1 });
     expect(data.diff).toContain("+hello $&");
     expect(await ws.text("new/b.txt")).toBe("hello $&\n");
@@ -125,20 +107,20 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("reports a missing file with near names", async () => {
-    ws = await make({ "src/config.ts": "x" });
+    await workspaces.use(make({ "src/config.ts": "x" }));
     const text = errorOf((await run({ path: "src/confg.ts", old_string: "x", new_string: "y" })).envelope, "not_found");
     expect(text).toMatch(/Did you mean src\/config\.ts\?/);
   });
 
   it("refuses binary files and text it cannot decode losslessly", async () => {
-    ws = await make({ "a.bin2": new Uint8Array([0x61, 0, 0x62]), "latin1.txt": new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x0a]) });
+    const ws = await workspaces.use(make({ "a.bin2": new Uint8Array([0x61, 0, 0x62]), "latin1.txt": new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x0a]) }));
     expect(errorOf((await run({ path: "a.bin2", old_string: "a", new_string: "b" })).envelope, "binary_file")).toMatch(/binary file/);
     expect(errorOf((await run({ path: "latin1.txt", old_string: "caf", new_string: "CAF" })).envelope, "binary_file")).toMatch(/not valid UTF-8/);
     expect(hex(await ws.bytes("latin1.txt"))).toBe("636166e90a");
   });
 
   it("refuses an edit of a file changed since the session read it", async () => {
-    ws = await make({ "a.txt": "alpha\nbeta\n" });
+    const ws = await workspaces.use(make({ "a.txt": "alpha\nbeta\n" }));
     await call(read, { path: "a.txt" }, ws.session);
     const abs = path.join(ws.root, "a.txt");
     await ws.session.fs.writeFileAtomic(abs, Buffer.from("alpha\nbeta\ngamma\n"));
@@ -153,12 +135,12 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("keeps CRLF, the BOM and UTF-16 byte for byte", async () => {
-    ws = await make({
+    const ws = await workspaces.use(make({
       "crlf.txt": "\uFEFFa\r\nb\r\nc\r\n",
       "mixed.txt": "a\r\nb\nc\r\n",
       "le.txt": encodeText("x\r\ny\r\n", "utf-16le"),
       "be.txt": encodeText("x\ny\n", "utf-16be"),
-    });
+    }));
     await ok({ path: "crlf.txt", old_string: "b\nc\n", new_string: "B\nC\nD\n" });
     expect(hex(await ws.bytes("crlf.txt"))).toBe("efbbbf" + Buffer.from("a\r\nB\r\nC\r\nD\r\n").toString("hex"));
     await ok({ path: "mixed.txt", old_string: "b", new_string: "b1\nb2" });
@@ -170,7 +152,7 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("refuses new omission placeholders in new_string", async () => {
-    ws = await make({ "a.ts": "function f() {\n  a();\n  b();\n}\n" });
+    await workspaces.use(make({ "a.ts": "function f() {\n  a();\n  b();\n}\n" }));
     const text = errorOf(
       (await run({ path: "a.ts", old_string: "  a();\n  b();", new_string: "  a();\n  // ... existing code ...\n  c();" })).envelope,
       "invalid_arguments",
@@ -179,7 +161,7 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("serialises concurrent edits of one file", async () => {
-    ws = await make({ "a.txt": Array.from({ length: 10 }, (_, i) => `line ${i}`).join("\n") + "\n" });
+    const ws = await workspaces.use(make({ "a.txt": Array.from({ length: 10 }, (_, i) => `line ${i}`).join("\n") + "\n" }));
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) => run({ path: "a.txt", old_string: `line ${i}\n`, new_string: `LINE ${i}\n` })),
     );
@@ -188,18 +170,18 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("refuses paths outside the workspace", async () => {
-    ws = await make({});
+    await workspaces.use(make({}));
     expect(errorOf((await run({ path: "../x.txt", old_string: "", new_string: "x" })).envelope, "outside_root")).toBeTruthy();
     expect(errorOf((await run({ path: "/etc/hosts", old_string: "a", new_string: "b" })).envelope, "outside_root")).toBeTruthy();
   });
 
   it("refuses directories", async () => {
-    ws = await make({ "d/x": "x" });
+    await workspaces.use(make({ "d/x": "x" }));
     expect(errorOf((await run({ path: "d", old_string: "a", new_string: "b" })).envelope, "is_directory")).toBeTruthy();
   });
 
   it("previews the diff before approval; a refused edit writes nothing and a failing one asks nobody", async () => {
-    ws = await make({ "a.ts": "a = 1;\nb = 2;\n" });
+    const ws = await workspaces.use(make({ "a.ts": "a = 1;\nb = 2;\n" }));
     const asked: string[] = [];
     const deny = async () => {
       asked.push("asked");
@@ -215,7 +197,7 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("plans again at execution: a change made while approval was pending is kept", async () => {
-    ws = await make({ "a.ts": "a = 1;\nb = 2;\n" });
+    const ws = await workspaces.use(make({ "a.ts": "a = 1;\nb = 2;\n" }));
     const abs = path.join(ws.root, "a.ts");
     const session = ws.session;
     const { envelope, events } = await call(edit, { path: "a.ts", old_string: "b = 2", new_string: "b = 3" }, session, {
@@ -237,7 +219,7 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
 
 describe("edit on disk only", () => {
   it("keeps the file mode and leaves no temp files", async () => {
-    ws = await BACKENDS[0].make({ "run.sh": "#!/bin/sh\necho old\n" });
+    const ws = await workspaces.use(BACKENDS[0].make({ "run.sh": "#!/bin/sh\necho old\n" }));
     await fsp.chmod(path.join(ws.root, "run.sh"), 0o755);
     output((await call(edit, { path: "run.sh", old_string: "old", new_string: "new" }, ws.session)).envelope);
     expect((await fsp.stat(path.join(ws.root, "run.sh"))).mode & 0o777).toBe(0o755);
@@ -246,9 +228,9 @@ describe("edit on disk only", () => {
   });
 
   it("refuses symlinks that lead outside, for existing and new files", async () => {
-    ws = await BACKENDS[0].make({});
+    const ws = await workspaces.use(BACKENDS[0].make({}));
     const outside = await tempDir({ "t.txt": "outside\n" });
-    cleanups.push(() => fsp.rm(outside, { recursive: true, force: true }));
+    workspaces.defer(() => fsp.rm(outside, { recursive: true, force: true }));
     await fsp.symlink(outside, path.join(ws.root, "link"));
     const s = ws.session;
     expect(errorOf((await call(edit, { path: "link/t.txt", old_string: "outside", new_string: "x" }, s)).envelope, "outside_root")).toBeTruthy();
@@ -294,9 +276,9 @@ describe("edit diffs", () => {
   });
 
   it("stays fast and capped for a replace_all over thousands of lines", async () => {
-    ws = await BACKENDS[1].make({ "big.txt": lines(20_000) });
+    const ws = await workspaces.use(BACKENDS[1].make({ "big.txt": lines(20_000) }));
     const started = performance.now();
-    const data = output<EditData>((await call(edit, { path: "big.txt", old_string: "line", new_string: "LINE", replace_all: true }, ws.session)).envelope);
+    const data = output<EditResult>((await call(edit, { path: "big.txt", old_string: "line", new_string: "LINE", replace_all: true }, ws.session)).envelope);
     expect(performance.now() - started).toBeLessThan(3000);
     expect(data.replacements).toBe(20_000);
     expect(Buffer.byteLength(data.diff)).toBeLessThan(EDIT_DIFF_BYTES + 200);

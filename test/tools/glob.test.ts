@@ -1,18 +1,11 @@
 import { readFileSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import glob from "../../src/tools/glob.js";
-import { BACKENDS, call, diskWorkspace, errorOf, output, tempDir, type Workspace } from "../helpers.js";
+import { describe, expect, it } from "vitest";
+import glob, { type GlobData } from "../../src/tools/glob.js";
+import { BACKENDS, call, diskWorkspace, errorOf, output, tempDir, useWorkspace } from "../helpers.js";
 
-interface GlobData {
-  root: string;
-  pattern: string;
-  files: string[];
-  total: number;
-  limited?: true;
-  notice?: string;
-}
+const workspaces = useWorkspace();
 
 const TREE = {
   "a.ts": "a",
@@ -26,13 +19,10 @@ const TREE = {
 };
 
 describe.each(BACKENDS)("glob on $name", ({ make }) => {
-  let ws: Workspace;
-  afterEach(async () => ws?.cleanup());
-
-  const run = async (args: Record<string, unknown>) => (await call(glob, args, ws.session)).envelope;
+  const run = async (args: Record<string, unknown>) => (await call(glob, args, workspaces.current.session)).envelope;
 
   it("*.ts matches only the top level, dot files included", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const data = output<GlobData>(await run({ pattern: "*.ts" }));
     expect(data.files).toEqual([".env.ts", "a.ts"]);
     expect(data.total).toBe(2);
@@ -40,13 +30,13 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
   });
 
   it("**/*.ts matches any depth, sorted by path", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const data = output<GlobData>(await run({ pattern: "**/*.ts" }));
     expect(data.files).toEqual([".env.ts", "a.ts", "src/c.ts", "src/deep/e.ts", "test/f.ts"]);
   });
 
   it("supports braces and a literal base directory", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     expect(output<GlobData>(await run({ pattern: "{src,test}/*.{ts,tsx}" })).files).toEqual([
       "src/c.ts",
       "src/d.tsx",
@@ -57,7 +47,7 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
   });
 
   it("matches relative to path and returns workspace-relative files", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const data = output<GlobData>(await run({ pattern: "*.ts", path: "src" }));
     expect(data.files).toEqual(["src/c.ts"]);
     expect(data.root).toBe("src");
@@ -66,7 +56,7 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
   });
 
   it("accepts a pattern that repeats the path or is absolute", async () => {
-    ws = await make(TREE);
+    const ws = await workspaces.use(make(TREE));
     expect(output<GlobData>(await run({ pattern: "src/**/*.ts", path: "src" })).files).toEqual(["src/c.ts", "src/deep/e.ts"]);
     const abs = output<GlobData>(await run({ pattern: path.join(ws.root, "src/**/*.ts") }));
     expect(abs.files).toEqual(["src/c.ts", "src/deep/e.ts"]);
@@ -78,7 +68,7 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
   });
 
   it("says when nothing matches at the top level but something deeper does", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const data = output<GlobData>(await run({ pattern: "*.tsx" }));
     expect(data.files).toEqual([]);
     expect(data.total).toBe(0);
@@ -86,7 +76,7 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
   });
 
   it("respects .gitignore (also nested) and skips .git", async () => {
-    ws = await make({
+    await workspaces.use(make({
       ...TREE,
       ".gitignore": "build/\n*.log\n!keep.log\n",
       "build/out.ts": "x",
@@ -95,7 +85,7 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
       "src/.gitignore": "deep/\n",
       ".git/config": "[core]",
       ".git/hooks/pre.ts": "x",
-    });
+    }));
     const data = output<GlobData>(await run({ pattern: "**" }));
     // The memory workspace holds a .keep marker.
     expect(data.files.filter((f) => f !== ".keep")).toEqual([
@@ -116,7 +106,7 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
   });
 
   it("limit lowers what is shown, with the total and a notice", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const env = await run({ pattern: "**/*.ts", limit: 2 });
     const data = output<GlobData>(env);
     expect(data.files).toEqual([".env.ts", "a.ts"]);
@@ -128,7 +118,7 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
   it("caps at 1000 entries with a readable sidecar holding all of them", async () => {
     const files: Record<string, string> = {};
     for (let i = 0; i < 1200; i++) files[`many/f${String(i).padStart(4, "0")}.txt`] = "";
-    ws = await make(files);
+    await workspaces.use(make(files));
     const env = await run({ pattern: "many/*.txt" });
     const data = output<GlobData>(env);
     expect(data.files).toHaveLength(1000);
@@ -142,31 +132,28 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
   });
 
   it("refuses a path outside the workspace", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     errorOf(await run({ pattern: "*", path: "../.." }), "outside_root");
     errorOf(await run({ pattern: "/etc/*" }), "outside_root");
   });
 
   it("reports a missing directory and a file path", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     expect(errorOf(await run({ pattern: "*", path: "nope" }), "not_found")).toContain("nope");
     expect(errorOf(await run({ pattern: "*", path: "a.ts" }), "invalid_arguments")).toContain("read");
   });
 
   it("rejects bad arguments with a schema error", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     errorOf(await run({ pattern: "" }), "invalid_arguments");
     errorOf(await run({ pattern: "*", limit: 5000 }), "invalid_arguments");
   });
 });
 
 describe("glob on disk", () => {
-  let ws: Workspace | undefined;
-  afterEach(async () => ws?.cleanup());
-
   it("does not follow symbolic links out of the workspace", async () => {
     const outside = await tempDir({ "secret.ts": "s" });
-    ws = await diskWorkspace({ "a.ts": "a" });
+    const ws = await workspaces.use(diskWorkspace({ "a.ts": "a" }));
     await fsp.symlink(outside, path.join(ws.root, "link"));
     expect(output<GlobData>((await call(glob, { pattern: "**/*.ts" }, ws.session)).envelope).files).toEqual(["a.ts"]);
     errorOf((await call(glob, { pattern: "*", path: "link" }, ws.session)).envelope, "outside_root");

@@ -1,26 +1,11 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import grep from "../../src/tools/grep.js";
-import { BACKENDS, call, diskWorkspace, errorOf, output, type Workspace } from "../helpers.js";
+import { describe, expect, it } from "vitest";
+import grep, { type GrepData } from "../../src/tools/grep.js";
+import { BACKENDS, call, diskWorkspace, errorOf, output, useWorkspace } from "../helpers.js";
 
-interface Match {
-  path: string;
-  line?: number;
-  text?: string;
-  context?: true;
-  count?: number;
-}
-interface GrepData {
-  mode: string;
-  pattern: string;
-  matches: Match[];
-  total: number;
-  limited?: true;
-  files_searched?: number;
-  notice?: string;
-}
+const workspaces = useWorkspace();
 
 const TREE = {
   "a.ts": "const a = 1;\n// TODO: first\nexport { a };\n",
@@ -30,13 +15,10 @@ const TREE = {
 };
 
 describe.each(BACKENDS)("grep on $name", ({ make }) => {
-  let ws: Workspace;
-  afterEach(async () => ws?.cleanup());
-
-  const run = async (args: Record<string, unknown>) => (await call(grep, args, ws.session)).envelope;
+  const run = async (args: Record<string, unknown>) => (await call(grep, args, workspaces.current.session)).envelope;
 
   it("finds regex matches as {path, line, text}, sorted by path", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const data = output<GrepData>(await run({ pattern: "TODO\\b" }));
     expect(data.mode).toBe("content");
     expect(data.matches).toEqual([
@@ -50,7 +32,7 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
   });
 
   it("ignore_case widens the match", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const data = output<GrepData>(await run({ pattern: "todo", path: "src", ignore_case: true }));
     expect(data.matches.map((m) => m.line)).toEqual([2, 3]);
     expect(output<GrepData>(await run({ pattern: "todo", path: "src" })).matches).toEqual([
@@ -59,7 +41,7 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
   });
 
   it("literal searches the text as written; the same text as a regex is an error", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const data = output<GrepData>(await run({ pattern: "foo(bar", literal: true }));
     expect(data.matches).toEqual([{ path: "src/b.ts", line: 4, text: "foo(bar)" }]);
     const text = errorOf(await run({ pattern: "foo(bar" }), "invalid_arguments");
@@ -72,7 +54,7 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
   });
 
   it("includes flagged context lines", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const data = output<GrepData>(await run({ pattern: "TODO", path: "docs", context: 1 }));
     expect(data.matches).toEqual([
       { path: "docs/notes.txt", line: 2, text: "two", context: true },
@@ -86,7 +68,7 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
   });
 
   it("files and count modes", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const files = output<GrepData>(await run({ pattern: "TODO", output_mode: "files" }));
     expect(files.matches).toEqual([{ path: "a.ts" }, { path: "docs/notes.txt" }, { path: "src/b.ts" }]);
     expect(files.total).toBe(3);
@@ -100,7 +82,7 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
   });
 
   it("filters files with a glob", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     expect(output<GrepData>(await run({ pattern: "TODO", glob: "*.ts", output_mode: "files" })).matches).toEqual([
       { path: "a.ts" },
       { path: "src/b.ts" },
@@ -111,7 +93,7 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
   });
 
   it("a glob never brings back ignored files; a glob with a slash matches the path", async () => {
-    ws = await make({ ...TREE, ".gitignore": "gen.ts\nout/\n", "gen.ts": "TODO", "out/o.ts": "TODO", "src/deep/d.ts": "TODO" });
+    await workspaces.use(make({ ...TREE, ".gitignore": "gen.ts\nout/\n", "gen.ts": "TODO", "out/o.ts": "TODO", "src/deep/d.ts": "TODO" }));
     const files = (args: Record<string, unknown>) =>
       run({ pattern: "TODO", output_mode: "files", ...args }).then((env) => output<GrepData>(env).matches.map((m) => m.path));
     expect(await files({ glob: "*.ts" })).toEqual(["a.ts", "src/b.ts", "src/deep/d.ts"]);
@@ -126,13 +108,13 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
   });
 
   it("searches a single file", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const data = output<GrepData>(await run({ pattern: "TODO", path: "src/b.ts", output_mode: "count" }));
     expect(data.matches).toEqual([{ path: "src/b.ts", count: 1 }]);
   });
 
   it("no match is an output with a notice", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     const env = await run({ pattern: "absent_word" });
     const data = output<GrepData>(env);
     expect(data.matches).toEqual([]);
@@ -142,7 +124,7 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
   });
 
   it("cuts long lines at 500 characters, keeping the match in view", async () => {
-    ws = await make({ "long.txt": `${"x".repeat(2000)}NEEDLE${"y".repeat(2000)}\nshort NEEDLE\n` });
+    await workspaces.use(make({ "long.txt": `${"x".repeat(2000)}NEEDLE${"y".repeat(2000)}\nshort NEEDLE\n` }));
     const data = output<GrepData>(await run({ pattern: "NEEDLE" }));
     const [long, short] = data.matches;
     expect(long?.text?.length).toBeLessThan(560);
@@ -152,14 +134,14 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
   });
 
   it("respects .gitignore and skips .git", async () => {
-    ws = await make({ ...TREE, ".gitignore": "gen/\n", "gen/x.ts": "TODO gen", ".git/HEAD": "TODO git" });
+    await workspaces.use(make({ ...TREE, ".gitignore": "gen/\n", "gen/x.ts": "TODO gen", ".git/HEAD": "TODO git" }));
     const data = output<GrepData>(await run({ pattern: "TODO", output_mode: "files" }));
     expect(data.matches.map((m) => m.path)).toEqual(["a.ts", "docs/notes.txt", "src/b.ts"]);
   });
 
   it("caps at 200 matches with a sidecar of all of them", async () => {
     const lines = Array.from({ length: 150 }, (_, i) => `hit ${i}`).join("\n");
-    ws = await make({ "one.txt": lines, "two.txt": lines });
+    await workspaces.use(make({ "one.txt": lines, "two.txt": lines }));
     const env = await run({ pattern: "^hit" });
     const data = output<GrepData>(env);
     expect(data.matches).toHaveLength(200);
@@ -174,7 +156,7 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
 
   it("limit stops the search early and says so", async () => {
     const lines = Array.from({ length: 50 }, (_, i) => `hit ${i}`).join("\n");
-    ws = await make({ "one.txt": lines });
+    await workspaces.use(make({ "one.txt": lines }));
     const env = await run({ pattern: "hit", limit: 10, context: 1 });
     const data = output<GrepData>(env);
     expect(data.matches.filter((m) => !m.context)).toHaveLength(10);
@@ -185,14 +167,14 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
   });
 
   it("refuses paths outside the workspace and reports missing ones", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     errorOf(await run({ pattern: "x", path: "/etc" }), "outside_root");
     errorOf(await run({ pattern: "x", path: "../../.." }), "outside_root");
     expect(errorOf(await run({ pattern: "x", path: "missing/dir" }), "not_found")).toContain("missing/dir");
   });
 
   it("rejects bad arguments with a schema error", async () => {
-    ws = await make(TREE);
+    await workspaces.use(make(TREE));
     errorOf(await run({ pattern: "" }), "invalid_arguments");
     errorOf(await run({ pattern: "x", output_mode: "lines" }), "invalid_arguments");
     errorOf(await run({ pattern: "x", limit: 0 }), "invalid_arguments");
@@ -200,14 +182,11 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
 });
 
 describe("grep on disk", () => {
-  let ws: Workspace | undefined;
-  afterEach(async () => ws?.cleanup());
-
   it("reports files searched and decodes non-UTF-8 lines", async () => {
-    ws = await diskWorkspace({
+    const ws = await workspaces.use(diskWorkspace({
       "a.txt": "TODO\n",
       "latin1.txt": Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0x54, 0x4f, 0x44, 0x4f, 0x0a]),
-    });
+    }));
     const data = output<GrepData>((await call(grep, { pattern: "TODO" }, ws.session)).envelope);
     expect(data.files_searched).toBe(2);
     expect(data.matches.map((m) => m.path)).toEqual(["a.txt", "latin1.txt"]);
@@ -215,7 +194,7 @@ describe("grep on disk", () => {
   });
 
   it("abort stops the search and kills rg", async () => {
-    ws = await diskWorkspace({ "a.txt": "x\n" });
+    const ws = await workspaces.use(diskWorkspace({ "a.txt": "x\n" }));
     // A FIFO nobody writes to: rg blocks reading it until it is killed.
     const name = `blocked-${process.pid}-${Date.now()}.fifo`;
     const fifo = path.join(ws.root, name);

@@ -1,9 +1,9 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import read from "../../src/tools/read.js";
 import { binaryReason, decodeText, detectLineEnding, encodeText, nearNames } from "../../src/tools/text.js";
-import { BACKENDS, call, errorOf, output, tempDir, type Workspace } from "../helpers.js";
+import { BACKENDS, call, errorOf, output, tempDir, useWorkspace } from "../helpers.js";
 
 interface FileData {
   path: string;
@@ -36,19 +36,13 @@ interface DirData {
 
 const numbered = (n: number, prefix = "line") => Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}`).join("\n") + "\n";
 
-let ws: Workspace | undefined;
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await ws?.cleanup();
-  ws = undefined;
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
+const workspaces = useWorkspace();
 
 describe.each(BACKENDS)("read on $name", ({ name, make }) => {
-  const run = async (args: unknown) => (await call(read, args, (ws as Workspace).session)).envelope;
+  const run = async (args: unknown) => (await call(read, args, workspaces.current.session)).envelope;
 
   it("numbers lines, reports the end of file and records a read stamp", async () => {
-    ws = await make({ "src/a.ts": "const a = 1;\nconst b = 2;\n" });
+    const ws = await workspaces.use(make({ "src/a.ts": "const a = 1;\nconst b = 2;\n" }));
     const env = await run({ path: "src/a.ts" });
     const data = output<FileData>(env);
     expect(data.content).toBe("1\tconst a = 1;\n2\tconst b = 2;");
@@ -62,14 +56,14 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
   });
 
   it("counts a last line without a line break and right-aligns the numbers", async () => {
-    ws = await make({ "a.txt": numbered(12).trimEnd() });
+    await workspaces.use(make({ "a.txt": numbered(12).trimEnd() }));
     const data = output<FileData>(await run({ path: "a.txt", offset: 8 }));
     expect(data.content.split("\n")).toEqual([" 8\tline 8", " 9\tline 9", "10\tline 10", "11\tline 11", "12\tline 12"]);
     expect(data.total_lines).toBe(12);
   });
 
   it("turns schema failures into invalid_arguments envelopes", async () => {
-    ws = await make({ "a.txt": "x\n" });
+    await workspaces.use(make({ "a.txt": "x\n" }));
     expect(errorOf(await run({}), "invalid_arguments")).toMatch(/path/);
     expect(errorOf(await run({ path: 5 }), "invalid_arguments")).toMatch(/path/);
     expect(errorOf(await run({ path: "a.txt", offset: 0 }), "invalid_arguments")).toMatch(/offset/);
@@ -78,7 +72,7 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
   });
 
   it("suggests near names for a missing file", async () => {
-    ws = await make({ "src/index.ts": "", "src/Index.tsx": "", "src/other.ts": "", "src/util.ts": "" });
+    await workspaces.use(make({ "src/index.ts": "", "src/Index.tsx": "", "src/other.ts": "", "src/util.ts": "" }));
     const text = errorOf(await run({ path: "src/indx.ts" }), "not_found");
     expect(text).toContain("Did you mean");
     expect(text).toContain("src/index.ts");
@@ -88,14 +82,14 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
   });
 
   it("refuses binary files by content and by extension", async () => {
-    ws = await make({ "blob.bin2": new Uint8Array([0x41, 0x00, 0x42]), "img.png": "not really a png", "ctl.txt": new Uint8Array(100).fill(1) });
+    await workspaces.use(make({ "blob.bin2": new Uint8Array([0x41, 0x00, 0x42]), "img.png": "not really a png", "ctl.txt": new Uint8Array(100).fill(1) }));
     expect(errorOf(await run({ path: "blob.bin2" }), "binary_file")).toMatch(/binary file \(it contains NUL bytes\); it cannot be read as text/);
     expect(errorOf(await run({ path: "img.png" }), "binary_file")).toMatch(/\.png/);
     expect(errorOf(await run({ path: "ctl.txt" }), "binary_file")).toMatch(/control characters/);
   });
 
   it("lists a directory sorted, with / after directories, paged by offset/limit", async () => {
-    ws = await make({ "d/b.ts": "", "d/a.ts": "", "d/sub/x": "", "d/c/y": "" });
+    await workspaces.use(make({ "d/b.ts": "", "d/a.ts": "", "d/sub/x": "", "d/c/y": "" }));
     const all = output<DirData>(await run({ path: "d" }));
     expect(all.entries).toEqual(["a.ts", "b.ts", "c/", "sub/"]);
     expect(all).toMatchObject({ type: "directory", total: 4, content: "a.ts\nb.ts\nc/\nsub/", next_offset: null });
@@ -107,19 +101,19 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
   });
 
   it("refuses paths outside the workspace", async () => {
-    ws = await make({ "a.txt": "x\n" });
+    await workspaces.use(make({ "a.txt": "x\n" }));
     expect(errorOf(await run({ path: "../outside.txt" }), "outside_root")).toMatch(/outside/);
     expect(errorOf(await run({ path: "sub/../../x" }), "outside_root")).toMatch(/outside/);
     expect(errorOf(await run({ path: "/etc/passwd" }), "outside_root")).toMatch(/outside/);
   });
 
   it("shows CRLF as one line break, strips a UTF-8 BOM and decodes UTF-16", async () => {
-    ws = await make({
+    await workspaces.use(make({
       "crlf.txt": "one\r\ntwo\r\n",
       "bom.txt": "\uFEFFhello\nworld",
       "le.txt": encodeText("héllo\nwörld ✓\n", "utf-16le"),
       "be.txt": encodeText("héllo\r\nwörld 😀", "utf-16be"),
-    });
+    }));
     expect(output<FileData>(await run({ path: "crlf.txt" })).content).toBe("1\tone\n2\ttwo");
     const bom = output<FileData>(await run({ path: "bom.txt" }));
     expect(bom.content).toBe("1\thello\n2\tworld");
@@ -134,7 +128,7 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
   });
 
   it("says when a file is empty, and refuses an offset past the end", async () => {
-    ws = await make({ "empty.txt": "", "three.txt": "a\nb\nc\n" });
+    await workspaces.use(make({ "empty.txt": "", "three.txt": "a\nb\nc\n" }));
     const empty = output<FileData>(await run({ path: "empty.txt" }));
     expect(empty).toMatchObject({ content: "", total_lines: 0, next_offset: null });
     expect(empty.notice).toMatch(/empty/);
@@ -143,7 +137,7 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
   });
 
   it("pages through a long file with offset and limit", async () => {
-    ws = await make({ "long.txt": numbered(5000) });
+    await workspaces.use(make({ "long.txt": numbered(5000) }));
     const first = output<FileData>(await run({ path: "long.txt" }));
     expect(first).toMatchObject({ start_line: 1, end_line: 2000, next_offset: 2001, total_lines: null });
     expect(first.notice).toBe("Showing lines 1-2000. Continue with offset=2001.");
@@ -159,7 +153,7 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
 
   it("stops the window below 200 KB at a line boundary, so the host never truncates", async () => {
     const line = "x".repeat(199);
-    ws = await make({ "wide.txt": Array.from({ length: 2000 }, () => line).join("\n") });
+    await workspaces.use(make({ "wide.txt": Array.from({ length: 2000 }, () => line).join("\n") }));
     const env = await run({ path: "wide.txt" });
     const data = output<FileData>(env);
     expect(env.metadata.truncated).toBeUndefined();
@@ -170,9 +164,18 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
     expect(data.notice).toMatch(/capped at 200 KB\)\. Continue with offset=/);
   });
 
+  it("starts and stops a UTF-8 byte window on whole characters", async () => {
+    // x (1 byte) € (bytes 1-3) 😀 (bytes 4-7) y (byte 8)
+    await workspaces.use(make({ "u.txt": "x€😀y" }));
+    // From inside €, through all of 😀: the window moves to 😀's first byte.
+    expect(output<ByteData>(await run({ path: "u.txt", byte_offset: 2, byte_limit: 6 }))).toMatchObject({ content: "😀", byte_offset: 4, byte_end: 8, next_byte_offset: 8 });
+    // Ending inside 😀: the window stops before it, and the next one starts there.
+    expect(output<ByteData>(await run({ path: "u.txt", byte_offset: 1, byte_limit: 5 }))).toMatchObject({ content: "€", byte_offset: 1, byte_end: 4, next_byte_offset: 4 });
+  });
+
   it("cuts long lines and reads them whole with byte_offset/byte_limit", async () => {
     const long = "é" + "a".repeat(4999);
-    ws = await make({ "min.js": `short\n${long}\nend\n` });
+    await workspaces.use(make({ "min.js": `short\n${long}\nend\n` }));
     const data = output<FileData>(await run({ path: "min.js" }));
     const [, second] = data.content.split("\n");
     expect(second).toMatch(/^2\té(a){1999}… \(line truncated to 2000 chars; it is 5001 bytes from byte 6: use byte_offset\/byte_limit/);
@@ -202,12 +205,12 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
     );
     const text = lines.map((l, i) => l + (i % 7 === 0 ? "\r\n" : "\n")).join("") + "tail";
     const expected = text.split("\n").map((l) => l.replace(/\r$/, ""));
-    ws = await make({
+    await workspaces.use(make({
       "u8.txt": text,
       "le.txt": encodeText(text, "utf-16le"),
       "be.txt": encodeText(text, "utf-16be"),
       "bom.txt": encodeText(text, "utf-8-bom"),
-    });
+    }));
     for (const file of ["u8.txt", "le.txt", "be.txt", "bom.txt"]) {
       for (let k = 0; k < 6; k++) {
         const offset = 1 + rand(expected.length);
@@ -236,9 +239,9 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
 
 describe("read on disk only", () => {
   it("refuses a symlink that leads outside the workspace", async () => {
-    ws = await BACKENDS[0].make({ "a.txt": "x\n" });
+    const ws = await workspaces.use(BACKENDS[0].make({ "a.txt": "x\n" }));
     const outside = await tempDir({ "secret.txt": "secret\n" });
-    cleanups.push(() => fsp.rm(outside, { recursive: true, force: true }));
+    workspaces.defer(() => fsp.rm(outside, { recursive: true, force: true }));
     await fsp.symlink(path.join(outside, "secret.txt"), path.join(ws.root, "link.txt"));
     await fsp.symlink(outside, path.join(ws.root, "dirlink"));
     expect(errorOf((await call(read, { path: "link.txt" }, ws.session)).envelope, "outside_root")).toMatch(/symbolic link/);
@@ -246,7 +249,7 @@ describe("read on disk only", () => {
   });
 
   it("reads lines 1-2000 of a 1 GiB file without reading the whole file", async () => {
-    ws = await BACKENDS[0].make({});
+    const ws = await workspaces.use(BACKENDS[0].make({}));
     const file = path.join(ws.root, "huge.log");
     await fsp.writeFile(file, numbered(3000, "log entry"));
     await fsp.truncate(file, 1024 ** 3); // the rest is a sparse hole
@@ -259,7 +262,7 @@ describe("read on disk only", () => {
   });
 
   it("reads a 50 MB generated file window quickly", async () => {
-    ws = await BACKENDS[0].make({});
+    const ws = await workspaces.use(BACKENDS[0].make({}));
     const file = path.join(ws.root, "big.txt");
     const block = numbered(10_000, "generated line with some padding text");
     const handle = await fsp.open(file, "w");

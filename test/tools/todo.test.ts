@@ -1,13 +1,12 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import todo, { TODO_STORE_KEY } from "../../src/tools/todo.js";
-import { call, errorOf, memoryWorkspace, output, type Workspace } from "../helpers.js";
+import { call, errorOf, memoryWorkspace, output, useWorkspace } from "../helpers.js";
 
-let ws: Workspace;
-afterEach(async () => ws?.cleanup());
+const workspaces = useWorkspace();
 
 describe("todo", () => {
   it("replaces the whole list and emits a plan with every entry", async () => {
-    ws = await memoryWorkspace();
+    const ws = await workspaces.use(memoryWorkspace());
     await call(todo, { todos: [{ content: "Old", status: "pending" }] }, ws.session);
     const { envelope, events } = await call(
       todo,
@@ -36,7 +35,7 @@ describe("todo", () => {
   });
 
   it("allows at most one item in progress", async () => {
-    ws = await memoryWorkspace();
+    const ws = await workspaces.use(memoryWorkspace());
     const { envelope, events } = await call(
       todo,
       { todos: [{ content: "A", status: "in_progress" }, { content: "B", status: "in_progress" }] },
@@ -47,13 +46,13 @@ describe("todo", () => {
   });
 
   it("rejects unknown statuses as an error envelope", async () => {
-    ws = await memoryWorkspace();
+    const ws = await workspaces.use(memoryWorkspace());
     const { envelope } = await call(todo, { todos: [{ content: "A", status: "done" }] }, ws.session);
     expect(errorOf(envelope, "invalid_arguments")).toMatch(/status/);
   });
 
   it("accepts an empty list (clears the plan)", async () => {
-    ws = await memoryWorkspace();
+    const ws = await workspaces.use(memoryWorkspace());
     const { events } = await call(todo, { todos: [] }, ws.session);
     expect(events).toEqual([{ type: "plan", entries: [] }]);
   });

@@ -1,38 +1,20 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import read from "../../src/tools/read.js";
 import { detectPlaceholders, encodeText, newPlaceholders, placeholderOf } from "../../src/tools/text.js";
-import write, { lineChanges } from "../../src/tools/write.js";
-import { BACKENDS, call, errorOf, hex, output, tempDir, type Workspace } from "../helpers.js";
+import write, { lineChanges, type WriteResult } from "../../src/tools/write.js";
+import { BACKENDS, call, errorOf, hex, output, tempDir, useWorkspace } from "../helpers.js";
 
-interface WriteData {
-  path: string;
-  created: boolean;
-  bytes: number;
-  version: string;
-  lines: number;
-  additions: number | null;
-  deletions: number | null;
-  notice?: string;
-}
-
-let ws: Workspace | undefined;
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await ws?.cleanup();
-  ws = undefined;
-  await Promise.all(cleanups.splice(0).map((c) => c()));
-});
-
+const workspaces = useWorkspace();
 
 describe.each(BACKENDS)("write on $name", ({ make }) => {
-  const run = async (args: unknown) => call(write, args, (ws as Workspace).session);
+  const run = async (args: unknown) => call(write, args, workspaces.current.session);
 
   it("creates a file and its parent directories, exactly as given", async () => {
-    ws = await make({});
+    const ws = await workspaces.use(make({}));
     const { envelope, events } = await run({ path: "deep/er/new.txt", content: "one\ntwo\n" });
-    const data = output<WriteData>(envelope);
+    const data = output<WriteResult>(envelope);
     const abs = path.join(ws.root, "deep/er/new.txt");
     expect(data).toMatchObject({ path: abs, created: true, bytes: 8, lines: 2, additions: 2, deletions: 0 });
     expect(await ws.text("deep/er/new.txt")).toBe("one\ntwo\n");
@@ -42,22 +24,22 @@ describe.each(BACKENDS)("write on $name", ({ make }) => {
   });
 
   it("overwrites a file, reporting the old and new text and the line changes", async () => {
-    ws = await make({ "a.txt": "keep\nold\n" });
+    const ws = await workspaces.use(make({ "a.txt": "keep\nold\n" }));
     const { envelope, events } = await run({ path: "a.txt", content: "keep\nnew\nmore\n" });
-    expect(output<WriteData>(envelope)).toMatchObject({ created: false, additions: 2, deletions: 1, lines: 3 });
+    expect(output<WriteResult>(envelope)).toMatchObject({ created: false, additions: 2, deletions: 1, lines: 3 });
     expect(events).toEqual([{ type: "diff", path: path.join(ws.root, "a.txt"), oldText: "keep\nold\n", newText: "keep\nnew\nmore\n" }]);
     expect(await ws.text("a.txt")).toBe("keep\nnew\nmore\n");
   });
 
   it("turns schema failures into invalid_arguments envelopes", async () => {
-    ws = await make({});
+    await workspaces.use(make({}));
     expect(errorOf((await run({ path: "a.txt" })).envelope, "invalid_arguments")).toMatch(/content/);
     expect(errorOf((await run({ path: "", content: "x" })).envelope, "invalid_arguments")).toMatch(/path/);
     expect(errorOf((await run({ path: "a.txt", content: 1 })).envelope, "invalid_arguments")).toMatch(/content/);
   });
 
   it("refuses a stale version and accepts the current one", async () => {
-    ws = await make({ "a.txt": "v1\n" });
+    const ws = await workspaces.use(make({ "a.txt": "v1\n" }));
     const version = output<{ version: string }>((await call(read, { path: "a.txt" }, ws.session)).envelope).version;
     const abs = path.join(ws.root, "a.txt");
     await ws.session.fs.writeFileAtomic(abs, Buffer.from("v2 from someone else\n"));
@@ -72,19 +54,19 @@ describe.each(BACKENDS)("write on $name", ({ make }) => {
   });
 
   it("refuses to write onto a directory, or below a file", async () => {
-    ws = await make({ "d/x.txt": "x" });
+    await workspaces.use(make({ "d/x.txt": "x" }));
     expect(errorOf((await run({ path: "d", content: "x" })).envelope, "is_directory")).toMatch(/directory/);
     expect(errorOf((await run({ path: "d/x.txt/y.txt", content: "x" })).envelope, "not_found")).toMatch(/not a directory/);
   });
 
   it("keeps CRLF, a UTF-8 BOM and UTF-16, byte for byte", async () => {
-    ws = await make({
+    const ws = await workspaces.use(make({
       "crlf.txt": "a\r\nb\r\n",
       "bom.txt": "\uFEFFa\n",
       "le.txt": encodeText("a\r\n", "utf-16le"),
       "mixed.txt": "a\r\nb\n",
-    });
-    const crlf = output<WriteData>((await run({ path: "crlf.txt", content: "x\ny\nz\n" })).envelope);
+    }));
+    const crlf = output<WriteResult>((await run({ path: "crlf.txt", content: "x\ny\nz\n" })).envelope);
     expect(await ws.text("crlf.txt")).toBe("x\r\ny\r\nz\r\n");
     expect(crlf.notice).toMatch(/CRLF/);
     await run({ path: "bom.txt", content: "é\n" });
@@ -102,13 +84,13 @@ describe.each(BACKENDS)("write on $name", ({ make }) => {
   });
 
   it("writes a new file as given: no BOM, LF", async () => {
-    ws = await make({});
+    const ws = await workspaces.use(make({}));
     await run({ path: "n.txt", content: "a\nb" });
     expect(hex(await ws.bytes("n.txt"))).toBe(Buffer.from("a\nb").toString("hex"));
   });
 
   it("refuses new omission placeholders but not ones the file already had", async () => {
-    ws = await make({ "doc.md": "Intro\n(rest of code ...)\n" });
+    const ws = await workspaces.use(make({ "doc.md": "Intro\n(rest of code ...)\n" }));
     const text = errorOf(
       (await run({ path: "a.ts", content: "class A {\n  // ... rest of the code ...\n}\n" })).envelope,
       "invalid_arguments",
@@ -119,38 +101,38 @@ describe.each(BACKENDS)("write on $name", ({ make }) => {
   });
 
   it("replaces a binary file whole without diffing it", async () => {
-    ws = await make({ "blob.bin": new Uint8Array([0, 1, 2, 3]) });
+    const ws = await workspaces.use(make({ "blob.bin": new Uint8Array([0, 1, 2, 3]) }));
     const { envelope, events } = await run({ path: "blob.bin", content: "text now\n" });
-    expect(output<WriteData>(envelope)).toMatchObject({ created: false, notice: "Replaced a binary file." });
+    expect(output<WriteResult>(envelope)).toMatchObject({ created: false, notice: "Replaced a binary file." });
     expect(events).toEqual([{ type: "diff", path: path.join(ws.root, "blob.bin"), oldText: null, newText: "text now\n" }]);
     expect(await ws.text("blob.bin")).toBe("text now\n");
   });
 
   it("does not rewrite identical content", async () => {
-    ws = await make({ "a.txt": "same\n" });
+    const ws = await workspaces.use(make({ "a.txt": "same\n" }));
     const before = (await ws.session.fs.stat(path.join(ws.root, "a.txt")))?.version;
     const { envelope, events } = await run({ path: "a.txt", content: "same\n" });
-    const data = output<WriteData>(envelope);
+    const data = output<WriteResult>(envelope);
     expect(events).toEqual([]);
     expect(data.version).toBe(before);
     expect(data.notice).toMatch(/nothing was written/);
   });
 
   it("refuses paths outside the workspace", async () => {
-    ws = await make({});
+    await workspaces.use(make({}));
     expect(errorOf((await run({ path: "../evil.txt", content: "x" })).envelope, "outside_root")).toBeTruthy();
     expect(errorOf((await run({ path: "/tmp/evil-toolhost.txt", content: "x" })).envelope, "outside_root")).toBeTruthy();
   });
 
   it("serialises concurrent writes of one file", async () => {
-    ws = await make({});
+    const ws = await workspaces.use(make({}));
     await Promise.all(Array.from({ length: 8 }, (_, i) => run({ path: "c.txt", content: `${i}\n`.repeat(1000) })));
     const text = (await ws.text("c.txt")) ?? "";
     expect(new Set(text.trim().split("\n")).size).toBe(1);
   });
 
   it("previews the diff before approval and writes nothing when refused", async () => {
-    ws = await make({ "a.txt": "old\n" });
+    const ws = await workspaces.use(make({ "a.txt": "old\n" }));
     const { envelope, events } = await call(write, { path: "a.txt", content: "new\n" }, ws.session, {
       authorize: async () => ({ outcome: "deny", reason: "no" }),
     });
@@ -167,7 +149,7 @@ describe.each(BACKENDS)("write on $name", ({ make }) => {
 
 describe("write on disk only", () => {
   it("keeps the file mode and leaves no temp files", async () => {
-    ws = await BACKENDS[0].make({ "run.sh": "#!/bin/sh\necho old\n" });
+    const ws = await workspaces.use(BACKENDS[0].make({ "run.sh": "#!/bin/sh\necho old\n" }));
     const file = path.join(ws.root, "run.sh");
     await fsp.chmod(file, 0o755);
     output((await call(write, { path: "run.sh", content: "#!/bin/sh\necho new\n" }, ws.session)).envelope);
@@ -176,9 +158,9 @@ describe("write on disk only", () => {
   });
 
   it("refuses symlinks that lead outside, for existing and new files", async () => {
-    ws = await BACKENDS[0].make({});
+    const ws = await workspaces.use(BACKENDS[0].make({}));
     const outside = await tempDir({ "target.txt": "outside\n" });
-    cleanups.push(() => fsp.rm(outside, { recursive: true, force: true }));
+    workspaces.defer(() => fsp.rm(outside, { recursive: true, force: true }));
     await fsp.symlink(outside, path.join(ws.root, "link"));
     await fsp.symlink(path.join(outside, "target.txt"), path.join(ws.root, "file-link.txt"));
     const session = ws.session;
@@ -190,7 +172,7 @@ describe("write on disk only", () => {
   });
 
   it("writes through a symlink inside the workspace, keeping the link", async () => {
-    ws = await BACKENDS[0].make({ "real.txt": "old\n" });
+    const ws = await workspaces.use(BACKENDS[0].make({ "real.txt": "old\n" }));
     await fsp.symlink(path.join(ws.root, "real.txt"), path.join(ws.root, "alias.txt"));
     output((await call(write, { path: "alias.txt", content: "new\n" }, ws.session)).envelope);
     expect((await fsp.lstat(path.join(ws.root, "alias.txt"))).isSymbolicLink()).toBe(true);

@@ -19,6 +19,19 @@ export interface SearchBackend {
 }
 
 /**
+ * A store whose whole tree can be walked in process: what the in-memory search engine needs
+ * of the in-memory fs (and nothing more, so neither imports the other).
+ */
+export interface WalkableFs {
+  /** Every path below a directory, depth-first in name order. */
+  walk(dir: string): Iterable<{ path: string; type: "file" | "directory" }>;
+  /** The text of a file, undefined when there is none (read synchronously, for .gitignore files). */
+  text(abs: string): string | undefined;
+  readFile(abs: string): Promise<Uint8Array>;
+  stat(abs: string): Promise<BackendStat | null>;
+}
+
+/**
  * Storage under the file tools. Paths are absolute and already checked by the scoped layer;
  * a backend never decides what is allowed. Errors carry Node-style codes (ENOENT, EISDIR …).
  */

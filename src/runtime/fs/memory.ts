@@ -1,7 +1,7 @@
 import path from "node:path/posix";
 import type { DirEntry } from "../../tool/context.js";
 import { MemorySearch } from "../search/memory.js";
-import { fsError, type BackendStat, type FsBackend, type SearchBackend } from "./backend.js";
+import { fsError, type BackendStat, type FsBackend, type SearchBackend, type WalkableFs } from "./backend.js";
 
 interface MemoryFile {
   type: "file";
@@ -19,7 +19,7 @@ type MemoryNode = MemoryFile | MemoryDir;
 let generations = 0;
 
 /** An in-process filesystem (tests, scratch documents). POSIX absolute paths; no symlinks. */
-export class MemoryFs implements FsBackend {
+export class MemoryFs implements FsBackend, WalkableFs {
   readonly kind = "memory";
   readonly search: SearchBackend = new MemorySearch(this);
   private readonly nodes = new Map<string, MemoryNode>([["/", { type: "directory", mtimeMs: Date.now() }]]);

@@ -2,19 +2,8 @@ import path from "node:path/posix";
 import picomatch from "picomatch";
 import type { FileQuery, GrepHit, GrepOutcome, GrepQuery } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
-import type { SearchBackend } from "../fs/backend.js";
-import type { MemoryFs } from "../fs/memory.js";
-import {
-  MAX_LINE_CHARS,
-  abortedError,
-  byPath,
-  cutLine,
-  dropLeadingContext,
-  invalidRegexError,
-  planGlob,
-  searchTarget,
-  timeoutError,
-} from "./ripgrep.js";
+import type { SearchBackend, WalkableFs } from "../fs/backend.js";
+import { MAX_LINE_CHARS, abortedError, byPath, cutLine, dropLeadingContext, invalidRegexError, listingNameGlob, planGlob, searchTarget, timeoutError } from "./common.js";
 
 interface IgnoreRule {
   negate: boolean;
@@ -60,9 +49,9 @@ function isBinary(data: Uint8Array): boolean {
 
 const decoder = new TextDecoder();
 
-/** Search over a MemoryFs with JS regular expressions, shaped like the ripgrep backend's results. */
+/** Search over an in-memory store with JS regular expressions, shaped like the ripgrep backend's results. */
 export class MemorySearch implements SearchBackend {
-  constructor(private readonly mem: MemoryFs) {}
+  constructor(private readonly mem: WalkableFs) {}
 
   async files(root: string, query: FileQuery, signal: AbortSignal): Promise<{ files: string[]; limited: boolean }> {
     const kind = await this.kindOf(root);
@@ -70,7 +59,8 @@ export class MemorySearch implements SearchBackend {
     const max = query.maxResults ?? Number.POSITIVE_INFINITY;
     const deadline = Date.now() + query.timeoutMs;
     const files: string[] = [];
-    const name = query.nameGlob ? picomatch(query.nameGlob, { dot: true }) : undefined;
+    const nameGlob = listingNameGlob(query);
+    const name = nameGlob ? picomatch(nameGlob, { dot: true }) : undefined;
     for (const abs of this.visibleFiles(root)) {
       if (signal.aborted) throw abortedError();
       if (Date.now() > deadline) throw timeoutError(query.timeoutMs);

@@ -2,44 +2,10 @@ import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
-import picomatch from "picomatch";
 import type { FileQuery, GrepHit, GrepOutcome, GrepQuery } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
 import type { SearchBackend } from "../fs/backend.js";
-
-/** Longest line text a grep hit carries; the rest is cut with a marker (pi's number). */
-export const MAX_LINE_CHARS = 500;
-
-/**
- * Cuts a long line to MAX_LINE_CHARS. When the match sits past the cut, the window moves
- * so the match stays visible. `matchAt` is a character index into `text`.
- */
-export function cutLine(text: string, matchAt = 0): string {
-  if (text.length <= MAX_LINE_CHARS) return text;
-  const start = matchAt + 100 > MAX_LINE_CHARS ? Math.max(0, Math.min(matchAt - 100, text.length - MAX_LINE_CHARS)) : 0;
-  const end = start + MAX_LINE_CHARS;
-  const head = start > 0 ? "…" : "";
-  return `${head}${text.slice(start, end)}… [line cut: ${text.length} chars]`;
-}
-
-/** An error message for a search that could not finish in time. */
-export function timeoutError(timeoutMs: number): ToolError {
-  return new ToolError(
-    "timeout",
-    `The search was stopped after ${Math.round(timeoutMs / 1000)} s; narrow the path or pattern (or add a glob filter) and try again.`,
-  );
-}
-
-export function abortedError(): ToolError {
-  return new ToolError("aborted", "The search was cancelled");
-}
-
-export function invalidRegexError(message: string): ToolError {
-  return new ToolError(
-    "invalid_arguments",
-    `Invalid regex: ${message.trim()}\nEscape special characters such as ( [ { . * + ? | with a backslash, or pass literal: true to search for the text as written.`,
-  );
-}
+import { MAX_LINE_CHARS, abortedError, byPath, cutLine, dropLeadingContext, invalidRegexError, listingNameGlob, planGlob, searchTarget, timeoutError, type GlobPlan } from "./common.js";
 
 let bundled: Promise<string> | undefined;
 
@@ -69,41 +35,6 @@ export function ripgrepPath(): Promise<string> {
 const COMMON_ARGS = ["--no-config", "--hidden", "--no-require-git", "--no-messages"];
 // Last, because a later rg glob wins over an earlier one.
 const SKIP_GIT = ["--glob", "!.git"];
-
-/**
- * How a grep glob filters files. Without a slash it matches the file name at any depth; with one,
- * the path relative to the workspace or to the searched directory; a leading `!` excludes.
- */
-export interface GlobPlan {
-  /** A positive file-name glob. */
-  name?: string;
-  /** A negative file-name glob (without its `!`). */
-  notName?: string;
-  /** For globs with a slash: decides on the workspace-relative (or absolute) and root-relative paths. */
-  keep?: (shown: string, fromRoot: string) => boolean;
-}
-
-export function planGlob(glob: string | undefined): GlobPlan {
-  if (!glob) return {};
-  const negate = glob.startsWith("!");
-  const body = negate ? glob.slice(1) : glob;
-  if (!body.includes("/")) return negate ? { notName: body } : { name: body };
-  const match = picomatch(body.replace(/^\.?\//, ""), { dot: true });
-  const name = negate ? undefined : fileNameGlob(body);
-  return { ...(name ? { name } : {}), keep: (shown, fromRoot) => (match(shown) || match(fromRoot)) !== negate };
-}
-
-/**
- * The last segment of a path glob when every file it can match must have a name matching that
- * segment in rg's syntax too ("src/**\/*.{ts,tsx}" → "*.{ts,tsx}"); undefined when unsure.
- */
-export function fileNameGlob(pattern: string): string | undefined {
-  const segment = pattern.slice(pattern.lastIndexOf("/") + 1);
-  if (!segment || segment.includes("**") || segment.includes("..") || !/^[\w.*?{},[\]-]+$/.test(segment)) return undefined;
-  // A brace that spans a slash leaves an unmatched "}" in the segment.
-  if (segment.split("{").length !== segment.split("}").length) return undefined;
-  return segment;
-}
 
 /**
  * rg arguments for a file-name filter. A positive rg --glob would override .gitignore (it
@@ -244,20 +175,8 @@ async function checkRoot(root: string): Promise<"file" | "directory"> {
   return s.isDirectory() ? "directory" : "file";
 }
 
-/** The path rg is given: relative to cwd when inside it, so results come back workspace-relative. */
-export function searchTarget(root: string, cwd: string): string {
-  const rel = path.relative(cwd, root);
-  if (rel === "") return ".";
-  if (rel.startsWith("..") || path.isAbsolute(rel)) return root;
-  return rel;
-}
-
 function cleanPath(p: string): string {
   return p.startsWith("./") ? p.slice(2) : p;
-}
-
-export function byPath(a: { path: string }, b: { path: string }): number {
-  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
 }
 
 function failed(run: RunResult): void {
@@ -277,7 +196,7 @@ export class RipgrepSearch implements SearchBackend {
     let limited = false;
     // No path argument: rg lists the cwd and prints paths without a "./" prefix.
     const run = await runRipgrep({
-      args: [...COMMON_ARGS, ...nameFilterArgs({ name: query.nameGlob }), ...SKIP_GIT, "--files"],
+      args: [...COMMON_ARGS, ...nameFilterArgs({ name: listingNameGlob(query) }), ...SKIP_GIT, "--files"],
       cwd: root,
       signal,
       timeoutMs: query.timeoutMs,
@@ -381,18 +300,4 @@ export class RipgrepSearch implements SearchBackend {
     hits.sort(byPath);
     return { hits, limited };
   }
-}
-
-/** After an early stop, context lines past the last kept match belong to the next (dropped) match. */
-export function dropLeadingContext(hits: GrepHit[], context: number): void {
-  let last = hits.length - 1;
-  while (last >= 0 && hits[last]?.type !== "match") last--;
-  const anchor = hits[last];
-  let keep = last + 1;
-  while (keep < hits.length) {
-    const h = hits[keep];
-    if (!anchor || !h || h.path !== anchor.path || !("line" in h) || !("line" in anchor) || h.line > anchor.line + context) break;
-    keep++;
-  }
-  hits.length = keep;
 }

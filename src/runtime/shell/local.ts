@@ -5,6 +5,7 @@ import type { ResultPromise } from "execa";
 import treeKill from "tree-kill";
 import type { ShellResult, SidecarWriter } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
+import { utf8HeadEnd, utf8TailStart } from "../../tool/truncate.js";
 import type { ShellBackend, ShellSpawnOptions } from "./backend.js";
 
 export interface LocalShellOptions {
@@ -20,26 +21,6 @@ export interface LocalShellOptions {
 }
 
 type StreamName = "stdout" | "stderr";
-
-const CONTINUATION = 0b1000_0000;
-
-/** Length of `buf[0, end)` cut back so it does not end inside a UTF-8 sequence. */
-function utf8HeadEnd(buf: Buffer, end: number): number {
-  // Walk back over at most 3 continuation bytes to the lead byte of the last sequence.
-  let lead = end - 1;
-  while (lead >= 0 && end - lead <= 3 && (buf[lead]! & 0xc0) === CONTINUATION) lead--;
-  if (lead < 0) return end;
-  const b = buf[lead]!;
-  const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-  return end - lead >= need ? end : lead;
-}
-
-/** Start of `buf[start, …)` moved past continuation bytes, so the tail begins on a character. */
-function utf8TailStart(buf: Buffer, start: number): number {
-  let s = start;
-  while (s < buf.length && s - start < 3 && (buf[s]! & 0xc0) === CONTINUATION) s++;
-  return s;
-}
 
 /**
  * What one stream keeps in memory: its first `headCap` bytes (copied) and at least the last
@@ -72,7 +53,10 @@ class StreamKeeper {
     this.tail.push(rest);
     this.tailLen += rest.length;
     // Drop whole chunks from the front while the rest still covers tailCap.
-    while (this.tailLen - this.tail[0]!.length >= this.tailCap) this.tailLen -= this.tail.shift()!.length;
+    for (let first = this.tail[0]; first && this.tailLen - first.length >= this.tailCap; first = this.tail[0]) {
+      this.tail.shift();
+      this.tailLen -= first.length;
+    }
   }
 
   /** The text kept within `budget` bytes: everything, or head + marker + tail. */
@@ -190,20 +174,22 @@ class Run {
     this.keepers[name].push(chunk);
     if (this.decoders) this.emit(this.decoders[name].write(chunk), name);
 
+    // `early` is there until the sidecar opens or fails.
     if (this.sidecarState === "none") {
-      this.early!.push(chunk);
+      this.early?.push(chunk);
       if (this.total > this.options.maxOutputBytes) this.openSidecar();
     } else if (this.sidecarState === "opening") {
-      this.early!.push(chunk);
+      this.early?.push(chunk);
     } else if (this.sidecarState === "open") {
       this.enqueue(chunk);
     }
   }
 
   private emit(text: string, name: StreamName): void {
-    if (text === "" || !this.decoders) return;
+    const listener = this.options.onOutput;
+    if (text === "" || !this.decoders || !listener) return;
     try {
-      if (this.options.onOutput!(text, name) === false) this.decoders = null;
+      if (listener(text, name) === false) this.decoders = null;
     } catch {
       // A failing progress listener must not break the command or lose its output.
     }
@@ -216,7 +202,7 @@ class Run {
       (writer) => {
         this.sidecar = writer;
         this.sidecarState = "open";
-        const early = this.early!;
+        const early = this.early ?? [];
         this.early = null;
         for (const chunk of early) this.enqueue(chunk);
         this.maybeResume();
@@ -248,12 +234,11 @@ class Run {
    */
   private async pump(): Promise<void> {
     try {
-      while (this.queue.length > 0 && this.sidecarState === "open") {
+      for (let writer = this.sidecar; writer && this.queue.length > 0 && this.sidecarState === "open"; writer = this.sidecar) {
         const batch = this.queue;
         this.queue = [];
         this.queued = 0;
         this.maybeResume();
-        const writer = this.sidecar!;
         await Promise.all(batch.map((chunk) => writer.write(chunk)));
       }
     } catch (err) {
@@ -345,10 +330,10 @@ class Run {
     if (this.finishing || this.exit === null || this.openStreams > 0) return;
     this.finishing = true;
     clearTimeout(this.drainTimer);
-    this.finish().then(this.settle.resolve, this.settle.reject);
+    this.finish(this.exit).then(this.settle.resolve, this.settle.reject);
   }
 
-  private async finish(): Promise<ShellResult> {
+  private async finish(exit: { code: number | null; signal: string | null }): Promise<ShellResult> {
     if (this.decoders) this.emit(this.decoders.stdout.end(), "stdout");
     if (this.decoders) this.emit(this.decoders.stderr.end(), "stderr");
     // A killed tree is reported once it is gone (or SIGKILL has had its moment), so the caller
@@ -376,8 +361,8 @@ class Run {
     return {
       stdout: stdout.render(budget.out, marker),
       stderr: stderr.render(budget.err, marker),
-      exit_code: this.exit!.code,
-      signal: this.exit!.signal,
+      exit_code: exit.code,
+      signal: exit.signal,
       timed_out: this.timedOut,
       truncated,
       duration_ms: Math.round(performance.now() - this.started),

@@ -14,15 +14,53 @@ export function shellPath(): string {
   return cachedShell;
 }
 
+/** What a shell call is about to run, after the scope check. */
+export interface SpawnRequest {
+  file: string;
+  args: string[];
+  /** Absolute, inside the read scope. */
+  cwd: string;
+  /** Added to the environment the backend starts from. */
+  env?: Record<string, string>;
+  /**
+   * Set when argv is `<shell> -c <line>`: an editor terminal may run the line as typed. A
+   * transform that changes argv drops it (or sets the line that now runs).
+   */
+  shellLine?: string;
+}
+
+/** What a sandbox needs to know about the call, besides the command. */
+export interface SpawnContext {
+  /** The call's compiled scope: read and write roots (`read.roots`, `write.roots`), net hosts (`hostPatterns`). */
+  scope: CompiledScope;
+  /** The session's workspace roots. */
+  roots: readonly string[];
+  /** The session's sidecar folder, where a truncated output is kept. */
+  sidecarDir: string;
+  toolId: string;
+  /** The backend that will run it: "local", "editor-terminal" … */
+  backend: string;
+}
+
+/**
+ * Rewrites what a shell call runs, between the scope check and the backend (local or editor
+ * terminal): where an OS sandbox wraps the command. The scope check has seen the original.
+ */
+export type SpawnTransform = (request: SpawnRequest, context: SpawnContext) => SpawnRequest | Promise<SpawnRequest>;
+
 export interface ScopedShellOptions {
   scope: CompiledScope;
   backend: ShellBackend;
   fs: ToolFs;
   workspace: string;
+  /** The session's roots and sidecar folder, for the transform. */
+  roots: readonly string[];
+  sidecarDir: string;
   signal: AbortSignal;
   sidecars: Sidecars;
   toolId: string;
   emit?: (event: ToolEvent) => void;
+  transform?: SpawnTransform;
 }
 
 /** The shell a tool sees: argv checked against the scope's shell requirements, cwd inside the read scope. */
@@ -38,7 +76,7 @@ export class ScopedShell implements ToolShell {
   }
 
   private async spawn(file: string, args: string[], options: ShellRunOptions, shellLine?: string): Promise<ShellResult> {
-    const { scope, backend, fs, workspace, signal, sidecars, toolId, emit } = this.options;
+    const { scope, backend, fs, workspace, signal, sidecars, toolId, emit, transform } = this.options;
     // A command line is checked as `bash -c <line>` whichever shell runs it.
     const checked = shellLine !== undefined ? "bash" : file;
     if (!shellAllowed(scope, checked, args)) {
@@ -46,16 +84,23 @@ export class ScopedShell implements ToolShell {
       throw new ToolError("capability_denied", `Running \`${shown}\` is outside this tool's shell requirements`);
     }
     const cwd = await fs.resolve(options.cwd ?? workspace, "read");
-    return backend.spawn(file, args, {
-      cwd,
-      env: options.env,
+    const request: SpawnRequest = { file, args, cwd, env: options.env, shellLine };
+    const run = transform ? await transform(request, this.spawnContext()) : request;
+    return backend.spawn(run.file, run.args, {
+      cwd: run.cwd,
+      env: run.env,
       timeoutMs: options.timeoutMs ?? DEFAULT_SHELL_TIMEOUT_MS,
       maxOutputBytes: options.maxOutputBytes ?? DEFAULT_SHELL_OUTPUT_BYTES,
       signal,
       onOutput: options.onOutput,
       openSidecar: () => sidecars.create(toolId),
       emit,
-      shellLine,
+      shellLine: run.shellLine,
     });
+  }
+
+  private spawnContext(): SpawnContext {
+    const { scope, roots, sidecarDir, toolId, backend } = this.options;
+    return { scope, roots, sidecarDir, toolId, backend: backend.kind };
   }
 }
