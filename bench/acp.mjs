@@ -1,5 +1,7 @@
 // Issue 3 target: spawn → initialize answered → session/new answered, and RSS after session/new,
 // next to bare `node -e 0`, median of interleaved runs. Run after `npm run build`: node bench/acp.mjs
+// With `--baseline DIR` (another built checkout, e.g. a worktree of the previous commit) its CLI
+// runs interleaved too, and the table gains this build's ratio to it.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import os from "node:os";
@@ -9,6 +11,8 @@ import { fmt, median, runProcess } from "./lib.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const cli = path.join(root, "dist", "cli.js");
+const baselineAt = process.argv.indexOf("--baseline");
+const baselineCli = baselineAt > 0 ? path.join(path.resolve(process.argv[baselineAt + 1]), "dist", "cli.js") : null;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 
 function rssMB(pid) {
@@ -16,10 +20,10 @@ function rssMB(pid) {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
 }
 
-function agentRun() {
+function agentRun(entry = cli) {
   return new Promise((resolve, reject) => {
     const start = performance.now();
-    const child = spawn(process.execPath, [cli], { stdio: ["pipe", "pipe", "inherit"] });
+    const child = spawn(process.execPath, [entry], { stdio: ["pipe", "pipe", "inherit"] });
     const result = {};
     let buffer = "";
     child.on("error", reject);
@@ -49,18 +53,34 @@ function agentRun() {
 
 const bare = [];
 const runs = [];
+const baseRuns = [];
 await agentRun(); // warm the OS file cache
+if (baselineCli) await agentRun(baselineCli);
 for (let i = 0; i < ROUNDS; i++) {
   bare.push((await runProcess(process.execPath, ["-e", "0"])).ms);
   runs.push(await agentRun());
+  if (baselineCli) baseRuns.push(await agentRun(baselineCli));
 }
 const node = median(bare);
-const init = median(runs.map((r) => r.initialize));
-const sessionNew = median(runs.map((r) => r.sessionNew));
-const rss = median(runs.map((r) => r.rss));
+const stats = (list) => ({
+  init: median(list.map((r) => r.initialize)),
+  sessionNew: median(list.map((r) => r.sessionNew)),
+  rss: median(list.map((r) => r.rss)),
+});
+const ours = stats(runs);
 console.log(`node ${process.version}, ${ROUNDS} interleaved rounds`);
-console.log("| measurement | median | vs bare node |\n|---|---|---|");
-console.log(`| bare \`node -e 0\` (spawn → exit) | ${fmt(node)} ms | 1.00× |`);
-console.log(`| spawn → initialize answered | ${fmt(init)} ms | ${fmt(init / node, 2)}× |`);
-console.log(`| spawn → session/new answered | ${fmt(sessionNew)} ms | ${fmt(sessionNew / node, 2)}× |`);
-console.log(`| RSS after session/new | ${fmt(rss)} MiB | |`);
+if (!baselineCli) {
+  console.log("| measurement | median | vs bare node |\n|---|---|---|");
+  console.log(`| bare \`node -e 0\` (spawn → exit) | ${fmt(node)} ms | 1.00× |`);
+  console.log(`| spawn → initialize answered | ${fmt(ours.init)} ms | ${fmt(ours.init / node, 2)}× |`);
+  console.log(`| spawn → session/new answered | ${fmt(ours.sessionNew)} ms | ${fmt(ours.sessionNew / node, 2)}× |`);
+  console.log(`| RSS after session/new | ${fmt(ours.rss)} MiB | |`);
+} else {
+  const base = stats(baseRuns);
+  console.log(`baseline: ${baselineCli}`);
+  console.log("| measurement | this build | baseline | this / baseline |\n|---|---|---|---|");
+  console.log(`| bare \`node -e 0\` (spawn → exit) | ${fmt(node)} ms | | |`);
+  console.log(`| spawn → initialize answered | ${fmt(ours.init)} ms | ${fmt(base.init)} ms | ${fmt(ours.init / base.init, 2)}× |`);
+  console.log(`| spawn → session/new answered | ${fmt(ours.sessionNew)} ms | ${fmt(base.sessionNew)} ms | ${fmt(ours.sessionNew / base.sessionNew, 2)}× |`);
+  console.log(`| RSS after session/new | ${fmt(ours.rss)} MiB | ${fmt(base.rss)} MiB | ${fmt(ours.rss / base.rss, 2)}× |`);
+}
