@@ -66,7 +66,7 @@ const STDOUT_WRITES = [
   },
 ];
 
-const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** One `no-restricted-imports` and one `no-restricted-syntax` entry for a folder's bans. */
 function folderRules(bans, { stdout }) {
@@ -76,7 +76,7 @@ function folderRules(bans, { stdout }) {
   const dynamic = bans.map((ban) => {
     const alternatives = [...(ban.names ?? []).map((name) => `${escapeRegExp(name)}$`), ...(ban.prefixes ?? []).map(escapeRegExp)];
     // esquery ends a regex at the first "/", so a slash is spelled \x2F inside it.
-    const source = `^(${alternatives.join("|")})`.replaceAll("\\/", "\\x2F").replaceAll("/", "\\x2F");
+    const source = `^(${alternatives.join("|")})`.replaceAll("/", "\\x2F");
     return { selector: `ImportExpression > Literal[value=/${source}/]`, message: ban.message };
   });
   return {
@@ -95,7 +95,7 @@ const FOLDERS = [
 const folderConfigs = [
   ...FOLDERS.map(({ files, bans, stdout }) => ({ files, rules: folderRules(bans, { stdout }) })),
   {
-    files: ["src/**"],
+    files: ["src/**/*.ts"],
     ignores: FOLDERS.flatMap((folder) => folder.files),
     rules: folderRules([ACP_SDK, AI_SDK], { stdout: false }),
   },
