@@ -69,6 +69,8 @@ describe("toolhost tools", () => {
 
 describe("toolhost call", () => {
   it("runs each tool through invoke and prints the envelope", async () => {
+    // The envelope's data as JSON gives it: each case reads the fields of its own tool.
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const cases: [string, unknown, (data: any) => void][] = [
       ["read", { path: "src/a.ts" }, (d) => expect(d.content).toContain("export const a = 1")],
       ["grep", { pattern: "TODO" }, (d) => expect(d.matches[0]).toMatchObject({ path: "src/a.ts", line: 1 })],

@@ -8,7 +8,6 @@ import { declareTools, requestStep, type Step, type StepCall } from "./step.js";
 import { runToolCall } from "./tool-runner.js";
 import type { TurnObserver, TurnOptions, TurnResult, TurnStopReason, UsageReport } from "./turn-types.js";
 
-export type { TurnObserver, TurnOptions, TurnResult, TurnStopReason, UsageReport };
 
 // The model turn: one model request at a time, tools declared without `execute`, every call
 // run by us through runToolCall → invoke, so approvals, ordering and reporting stay ours.

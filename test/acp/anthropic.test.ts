@@ -44,7 +44,7 @@ describe("anthropic/ models", () => {
     expect(fake.requests[0]!.url).toBe("/v1/messages");
     expect(fake.requests[0]!.headers["x-api-key"]).toBe("sk-ant-test");
     expect(fake.requests[0]!.body.model).toBe("claude-sonnet-4-5");
-    expect(fake.requests[0]!.body.tools.map((t: { name: string }) => t.name)).toContain("grep");
+    expect(fake.requests[0]!.body.tools?.map((t) => t.name)).toContain("grep");
     // The tool result goes back to the model as a tool_result block.
     const toolResult = (fake.requests[1]!.body.messages as { content: { type: string; content?: string }[] }[])
       .flatMap((m) => m.content)

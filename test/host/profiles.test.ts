@@ -68,7 +68,7 @@ describe("profiles", () => {
   it("explains what is wrong with a profile.json, and falls back to read-only tools", async () => {
     const cases: [unknown, RegExp][] = [
       ["{ not json", /is not valid JSON/],
-      [{ name: "bad", description: "d", tools: { disable: "bash" } }, /expected array, received string\n  → at tools\.disable/],
+      [{ name: "bad", description: "d", tools: { disable: "bash" } }, /expected array, received string\n {2}→ at tools\.disable/],
       [{ name: "bad", description: "d", permissions: [{ permission: "bash", action: "maybe" }] }, /permissions\[0\]\.action/],
       [{ name: "bad", description: "d", colour: "blue" }, /Unrecognized key: "colour"/],
       [{ name: "bad" }, /description/],

@@ -84,7 +84,7 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   it("says where a failed match differs and what to do", async () => {
     await workspaces.use(make({ "a.ts": "function f() {\n  return 1;\n}\n" }));
     const text = errorOf((await run({ path: "a.ts", old_string: "function f() {\n  return 2;\n}", new_string: "x" })).envelope, "no_match");
-    expect(text).toMatch(/not found in a\.ts\. .*line 2 differs: the file has "  return 1;".*Read the file again/);
+    expect(text).toMatch(/not found in a\.ts\. .*line 2 differs: the file has " {2}return 1;".*Read the file again/);
   });
 
   it("refuses no-op edits", async () => {
