@@ -35,7 +35,9 @@ function agentRun(entry = cli) {
         buffer = buffer.slice(nl + 1);
         if (msg.id === 1) {
           result.initialize = performance.now() - start;
-          child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: os.tmpdir(), mcpServers: [] } }) + "\n");
+          child.stdin.write(
+            JSON.stringify({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: os.tmpdir(), mcpServers: [] } }) + "\n",
+          );
         } else if (msg.id === 2) {
           result.sessionNew = performance.now() - start;
           // Let the post-response work (commands update) settle before reading memory.
@@ -47,7 +49,9 @@ function agentRun(entry = cli) {
       }
     });
     child.on("close", () => resolve(result));
-    child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } }) + "\n");
+    child.stdin.write(
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } }) + "\n",
+    );
   });
 }
 
@@ -81,6 +85,8 @@ if (!baselineCli) {
   console.log("| measurement | this build | baseline | this / baseline |\n|---|---|---|---|");
   console.log(`| bare \`node -e 0\` (spawn → exit) | ${fmt(node)} ms | | |`);
   console.log(`| spawn → initialize answered | ${fmt(ours.init)} ms | ${fmt(base.init)} ms | ${fmt(ours.init / base.init, 2)}× |`);
-  console.log(`| spawn → session/new answered | ${fmt(ours.sessionNew)} ms | ${fmt(base.sessionNew)} ms | ${fmt(ours.sessionNew / base.sessionNew, 2)}× |`);
+  console.log(
+    `| spawn → session/new answered | ${fmt(ours.sessionNew)} ms | ${fmt(base.sessionNew)} ms | ${fmt(ours.sessionNew / base.sessionNew, 2)}× |`,
+  );
   console.log(`| RSS after session/new | ${fmt(ours.rss)} MiB | ${fmt(base.rss)} MiB | ${fmt(ours.rss / base.rss, 2)}× |`);
 }

@@ -26,7 +26,10 @@ const project = path.join(base, "project");
 await fsp.mkdir(toolDir, { recursive: true });
 await fsp.mkdir(project, { recursive: true });
 await fsp.mkdir(emptyHome, { recursive: true });
-await fsp.writeFile(path.join(toolDir, "_shared.ts"), `export const clamp = (n: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, n));\n`);
+await fsp.writeFile(
+  path.join(toolDir, "_shared.ts"),
+  `export const clamp = (n: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, n));\n`,
+);
 for (let i = 0; i < FILES; i++) {
   await fsp.writeFile(
     path.join(toolDir, `tool_${String(i).padStart(2, "0")}.ts`),
@@ -70,9 +73,14 @@ if (first.report.errors.length) throw new Error(JSON.stringify(first.report.erro
 process.stdout.write(JSON.stringify({ build: t1 - t0, reload: t2 - t1, tools: first.registry.ids().length }));
 `;
 const measure = (h) =>
-  JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", child], { env: { ...process.env, TOOLHOST_HOME: h } }).toString());
+  JSON.parse(
+    execFileSync(process.execPath, ["--input-type=module", "-e", child], { env: { ...process.env, TOOLHOST_HOME: h } }).toString(),
+  );
 const clearCache = () => fsp.rm(path.join(home, "cache"), { recursive: true, force: true });
-const cli = (h) => runProcess(process.execPath, [path.join(root, "dist/cli.js"), "tools", "--json", "--cwd", project], { env: { ...process.env, TOOLHOST_HOME: h } });
+const cli = (h) =>
+  runProcess(process.execPath, [path.join(root, "dist/cli.js"), "tools", "--json", "--cwd", project], {
+    env: { ...process.env, TOOLHOST_HOME: h },
+  });
 
 const series = { cold: [], warm: [], reload: [], none: [], cliWarm: [], cliNone: [] };
 let tools = 0;

@@ -18,7 +18,10 @@ const session = new RuntimeSession({ workspace });
 const registry = builtinRegistry();
 // Warm-up on small calls (another file, a trivial command): a session's first call pays one-time
 // compilation (~25 ms) whatever the file size; the measurement is of the call itself.
-const warm = kind === "read" && !cold ? await invoke(registry, "read", { path: path.join(root, "package.json") }, { session: new RuntimeSession({ workspace: root }) }) : null;
+const warm =
+  kind === "read" && !cold
+    ? await invoke(registry, "read", { path: path.join(root, "package.json") }, { session: new RuntimeSession({ workspace: root }) })
+    : null;
 if (warm && warm.type !== "output") throw new Error(warm.error_text);
 if (!cold) await invoke(registry, "bash", { command: "true" }, { session });
 global.gc?.();

@@ -159,12 +159,18 @@ for (let i = 0; i < Math.min(ROUNDS, 5); i++) {
   rawRuns.push((await runProcess("bash", ["-c", `${cmd} > ${path.join(base, "raw-out.txt")}`])).ms);
 }
 await fsp.rm(path.join(base, "raw-out.txt"), { force: true });
-report("bash printing 500 MB (vs > file)", bashRuns.map((r) => r.ms), rawRuns);
+report(
+  "bash printing 500 MB (vs > file)",
+  bashRuns.map((r) => r.ms),
+  rawRuns,
+);
 const bashRss = median(bashRuns.map((r) => r.rssGrowthMB));
 console.log(`bash 500 MB peak RSS growth: ${fmt(bashRss)} MB`);
 rows[rows.length - 1].extra = `peak RSS +${fmt(bashRss)} MB`;
 
 console.log("\n| measurement | toolhost | baseline | ratio | memory |\n|---|---|---|---|---|");
 for (const r of rows) {
-  console.log(`| ${r.name} | ${fmt(r.ours)} ms | ${Number.isFinite(r.raw) ? `${fmt(r.raw)} ms` : "—"} | ${Number.isFinite(r.ratio) ? `${fmt(r.ratio, 2)}×` : "—"} | ${r.extra ?? ""} |`);
+  console.log(
+    `| ${r.name} | ${fmt(r.ours)} ms | ${Number.isFinite(r.raw) ? `${fmt(r.raw)} ms` : "—"} | ${Number.isFinite(r.ratio) ? `${fmt(r.ratio, 2)}×` : "—"} | ${r.extra ?? ""} |`,
+  );
 }

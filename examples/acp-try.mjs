@@ -39,7 +39,9 @@ const show = (update) => {
       line(`▶ [${update.kind}] ${update.title}`);
       break;
     case "usage_update":
-      line(`(context: ${update.used} of ${update.size} tokens${update.cost ? `, ${update.cost.amount.toFixed(4)} ${update.cost.currency}` : ""})`);
+      line(
+        `(context: ${update.used} of ${update.size} tokens${update.cost ? `, ${update.cost.amount.toFixed(4)} ${update.cost.currency}` : ""})`,
+      );
       break;
     case "tool_call_update":
       for (const c of update.content ?? []) {

@@ -46,7 +46,11 @@ export default defineTool({
     "Show what changed in the git repository: unstaged changes by default, staged ones with `staged`, or against a commit, branch or tag with `ref` (also `main...HEAD` for a branch's own changes). Returns added/removed line counts per file and the unified diff; `stat` skips the diff. Limit to some files with `paths`.",
   kind: "read",
   parameters: z.object({
-    ref: z.string().regex(REF, "a commit, branch, tag or range such as main...HEAD").optional().describe("Compare against this commit, branch, tag or range (default: the index, i.e. unstaged changes)"),
+    ref: z
+      .string()
+      .regex(REF, "a commit, branch, tag or range such as main...HEAD")
+      .optional()
+      .describe("Compare against this commit, branch, tag or range (default: the index, i.e. unstaged changes)"),
     staged: z.boolean().default(false).describe("Staged changes: the index against HEAD (or against ref)"),
     paths: z.array(z.string().min(1)).max(100).optional().describe("Only these files or folders, relative to the workspace"),
     stat: z.boolean().default(false).describe("Only the per-file counts, without the diff"),

@@ -38,12 +38,14 @@ export default defineTool({
     at: z.string().min(1).optional().describe("An instant to convert instead of now, ISO 8601 with an offset, e.g. 2025-03-01T15:00:00Z"),
   }),
   requires: {},
-  title: (args) => (args.at ? `${args.at} in ${args.timezone ?? "local time"}` : `Current time${args.timezone ? ` in ${args.timezone}` : ""}`),
+  title: (args) =>
+    args.at ? `${args.at} in ${args.timezone ?? "local time"}` : `Current time${args.timezone ? ` in ${args.timezone}` : ""}`,
 
   async execute({ timezone, at }) {
     const timeZone = timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
     const date = at === undefined ? new Date() : new Date(at);
-    if (Number.isNaN(date.getTime())) throw new ToolError("invalid_arguments", `"${at}" is not a date-time; use ISO 8601, e.g. 2025-03-01T15:00:00Z`);
+    if (Number.isNaN(date.getTime()))
+      throw new ToolError("invalid_arguments", `"${at}" is not a date-time; use ISO 8601, e.g. 2025-03-01T15:00:00Z`);
     try {
       return { iso: date.toISOString(), unix_ms: date.getTime(), timezone: timeZone, ...wallClock(date, timeZone) };
     } catch {

@@ -54,7 +54,11 @@ export default defineTool({
       .filter((entry): entry is [string, string] => typeof entry[1] === "string")
       .map(([name, command]) => ({ name, command, run: runLine(manager, name) }));
     const ws = pkg.workspaces;
-    const workspaces = Array.isArray(ws) ? ws : Array.isArray((ws as { packages?: unknown })?.packages) ? (ws as { packages: unknown[] }).packages : [];
+    const workspaces = Array.isArray(ws)
+      ? ws
+      : Array.isArray((ws as { packages?: unknown })?.packages)
+        ? (ws as { packages: unknown[] }).packages
+        : [];
     return {
       package: typeof pkg.name === "string" ? pkg.name : null,
       version: typeof pkg.version === "string" ? pkg.version : null,

@@ -65,7 +65,8 @@ async function main(argv: string[]): Promise<number> {
         }
       }
       const mode = parsed.values.mode ?? "full";
-      if (!["read-only", "ask", "accept-edits", "full"].includes(mode)) fail(`unknown mode ${JSON.stringify(mode)}; modes: read-only, ask, accept-edits, full`);
+      if (!["read-only", "ask", "accept-edits", "full"].includes(mode))
+        fail(`unknown mode ${JSON.stringify(mode)}; modes: read-only, ask, accept-edits, full`);
       const { runCall } = await import("./commands/call.js");
       return thenExit(runCall({ id, args, cwd: parsed.values.cwd, profile: parsed.values.profile, mode }));
     }

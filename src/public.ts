@@ -4,7 +4,15 @@
  * code the SDK uses (a re-exported `z` namespace would pull in all of zod).
  */
 export * from "./tool/index.js";
-export { invoke, prepareCall, runPreparedCall, type CallOptions, type InvokeOptions, type PreparedCall, type ToolCallInfo } from "./host/invoke.js";
+export {
+  invoke,
+  prepareCall,
+  runPreparedCall,
+  type CallOptions,
+  type InvokeOptions,
+  type PreparedCall,
+  type ToolCallInfo,
+} from "./host/invoke.js";
 export type { Authorize, Decision, PolicyCall, ToolCallRequest } from "./policy/call.js";
 export { ToolRegistry, type RegisteredTool, type ToolSource } from "./host/registry.js";
 export { LOCKED_TOOL_IDS, isLockedId } from "./host/locked.js";

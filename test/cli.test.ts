@@ -75,7 +75,11 @@ describe("toolhost call", () => {
       ["read", { path: "src/a.ts" }, (d) => expect(d.content).toContain("export const a = 1")],
       ["grep", { pattern: "TODO" }, (d) => expect(d.matches[0]).toMatchObject({ path: "src/a.ts", line: 1 })],
       ["glob", { pattern: "src/*.ts" }, (d) => expect(d.files).toEqual(["src/a.ts", "src/b.ts"])],
-      ["bash", { command: "echo hello; echo err >&2; exit 3" }, (d) => expect(d).toMatchObject({ stdout: "hello\n", stderr: "err\n", exit_code: 3 })],
+      [
+        "bash",
+        { command: "echo hello; echo err >&2; exit 3" },
+        (d) => expect(d).toMatchObject({ stdout: "hello\n", stderr: "err\n", exit_code: 3 }),
+      ],
       ["write", { path: "notes/new.md", content: "hi\n" }, (d) => expect(d.created).toBe(true)],
       ["edit", { path: "notes/new.md", old_string: "hi", new_string: "hello" }, (d) => expect(d.replacements).toBe(1)],
       ["todo", { todos: [{ content: "Ship it", status: "in_progress" }] }, (d) => expect(d.todos).toHaveLength(1)],
@@ -93,7 +97,11 @@ describe("toolhost call", () => {
   it("goes through the session's policy: full by default, --mode to choose, an unanswerable ask is a deny", async () => {
     const touch = (name: string, ...flags: string[]) =>
       toolhost(["call", "bash", JSON.stringify({ command: `touch ${name}` }), "--cwd", ws, ...flags]);
-    const made = (name: string) => fsp.access(path.join(ws, name)).then(() => true, () => false);
+    const made = (name: string) =>
+      fsp.access(path.join(ws, name)).then(
+        () => true,
+        () => false,
+      );
 
     expect((await touch("by-default")).code).toBe(0);
     expect(await made("by-default")).toBe(true);
@@ -105,7 +113,15 @@ describe("toolhost call", () => {
       expect(await made(`in-${mode}`)).toBe(false);
     }
     // accept-edits lets an edit inside the workspace run without asking.
-    const edited = await toolhost(["call", "write", JSON.stringify({ path: "notes/mode.md", content: "x\n" }), "--cwd", ws, "--mode", "accept-edits"]);
+    const edited = await toolhost([
+      "call",
+      "write",
+      JSON.stringify({ path: "notes/mode.md", content: "x\n" }),
+      "--cwd",
+      ws,
+      "--mode",
+      "accept-edits",
+    ]);
     expect(edited.code).toBe(0);
     expect((await toolhost(["call", "read", '{"path":"src/a.ts"}', "--cwd", ws, "--mode", "read-only"])).code).toBe(0);
     expect((await toolhost(["call", "read", '{"path":"src/a.ts"}', "--cwd", ws, "--mode", "sideways"])).code).toBe(2);

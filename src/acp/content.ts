@@ -51,7 +51,8 @@ export function boundedJson(value: unknown, maxBytes = FRAME_TEXT_BYTES): unknow
   if (json === undefined || Buffer.byteLength(json, "utf8") <= maxBytes) return value;
   const perString = Math.max(200, Math.floor(maxBytes / 8));
   const cut = (v: unknown, depth: number): unknown => {
-    if (typeof v === "string") return Buffer.byteLength(v, "utf8") > perString ? `${utf8Head(v, perString)}… (${Buffer.byteLength(v, "utf8")} bytes)` : v;
+    if (typeof v === "string")
+      return Buffer.byteLength(v, "utf8") > perString ? `${utf8Head(v, perString)}… (${Buffer.byteLength(v, "utf8")} bytes)` : v;
     if (Array.isArray(v)) {
       const items = v.slice(0, 20).map((x) => cut(x, depth + 1));
       return v.length > 20 ? [...items, `… ${v.length - 20} more`] : items;

@@ -21,7 +21,7 @@ function modelOption(model: ModelOptionState): SessionConfigOption {
     currentValue: model.current,
     options: model.values.map((value) =>
       value === NO_MODEL
-        ? { value, name: "No model configured", description: "Set TOOLHOST_MODEL, or \"model\" in ~/.toolhost/config.json" }
+        ? { value, name: "No model configured", description: 'Set TOOLHOST_MODEL, or "model" in ~/.toolhost/config.json' }
         : { value, name: value },
     ),
   };

@@ -9,7 +9,8 @@ const MAX_RESOURCE_BYTES = 200 * 1024;
 
 function resourceText(uri: string, text: string, mimeType?: string | null): string {
   const bytes = Buffer.byteLength(text, "utf8");
-  const body = bytes > MAX_RESOURCE_BYTES ? `${utf8Head(text, MAX_RESOURCE_BYTES)}\n… [cut at ${MAX_RESOURCE_BYTES} of ${bytes} bytes]` : text;
+  const body =
+    bytes > MAX_RESOURCE_BYTES ? `${utf8Head(text, MAX_RESOURCE_BYTES)}\n… [cut at ${MAX_RESOURCE_BYTES} of ${bytes} bytes]` : text;
   return `<context uri="${uri}"${mimeType ? ` type="${mimeType}"` : ""}>\n${body}\n</context>`;
 }
 

@@ -18,7 +18,6 @@ import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { configOptions, modeState } from "./modes.js";
 import type { AcpSession } from "./session.js";
 
-
 /**
  * A session as the connection knows it. The tools and runtime load right after session/new
  * is answered (they are most of start-up), and every later request awaits `ready`.

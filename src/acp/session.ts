@@ -93,7 +93,9 @@ export class AcpSession implements SessionFrontEnd {
     if (!this.profiles.includes(name)) return `Unknown profile ${name}; profiles: ${this.profiles.join(", ")}`;
     const change = await this.agent.setProfile(name);
     const loaded = this.agent.tools.toolset.profile;
-    await this.say(`Profile ${loaded.name}${loaded.origin === "fallback" ? " (could not be loaded: read-only tools only)" : ""}. ${change}`);
+    await this.say(
+      `Profile ${loaded.name}${loaded.origin === "fallback" ? " (could not be loaded: read-only tools only)" : ""}. ${change}`,
+    );
     await this.update({ sessionUpdate: "config_option_update", configOptions: this.configOptions() });
     return null;
   }
@@ -205,7 +207,9 @@ export class AcpSession implements SessionFrontEnd {
       sessionUpdate: "tool_call_update",
       toolCallId,
       status: answer === "reject" ? "failed" : "completed",
-      content: [textContent(answer === "reject" ? "The project's tools were not loaded." : `The project's tools were loaded. ${change ?? ""}`)],
+      content: [
+        textContent(answer === "reject" ? "The project's tools were not loaded." : `The project's tools were loaded. ${change ?? ""}`),
+      ],
     });
   };
 }

@@ -50,7 +50,7 @@ export function helpText(registry: ToolRegistry): string {
   return [
     "Slash commands run a tool directly, with no model, through the same validation, approval and reporting as a model's call:",
     "",
-    "- `/<tool> {json}` — any tool with a JSON object of arguments, e.g. `/edit {\"path\":\"a.ts\",\"old_string\":\"x\",\"new_string\":\"y\"}`",
+    '- `/<tool> {json}` — any tool with a JSON object of arguments, e.g. `/edit {"path":"a.ts","old_string":"x","new_string":"y"}`',
     "- `/read src/a.ts:10-40`, `/grep TODO`, `/glob **/*.ts`, `/bash ls -la` — plain-text shorthands",
     "- `/tools` — the tools of this session; `/reload` — re-scan and re-import tool files; `/help` — this text",
     "",

@@ -8,7 +8,6 @@ import { declareTools, requestStep, type Step, type StepCall } from "./step.js";
 import { runToolCall } from "./tool-runner.js";
 import type { TurnObserver, TurnOptions, TurnResult, TurnStopReason, UsageReport } from "./turn-types.js";
 
-
 // The model turn: one model request at a time, tools declared without `execute`, every call
 // run by us through runToolCall → invoke, so approvals, ordering and reporting stay ours.
 
@@ -80,7 +79,8 @@ async function reportUsage(opts: TurnOptions, observer: TurnObserver, usage: Lan
   const output = usage?.outputTokens ?? 0;
   const used = input !== undefined ? input + output : opts.history.estimateTokens(opts.system);
   const report: UsageReport = { used, size: opts.info.contextWindow };
-  const cost = input !== undefined ? stepCost(opts.info, { input, output, cachedInput: usage?.inputTokenDetails?.cacheReadTokens ?? 0 }) : undefined;
+  const cost =
+    input !== undefined ? stepCost(opts.info, { input, output, cachedInput: usage?.inputTokenDetails?.cacheReadTokens ?? 0 }) : undefined;
   if (cost !== undefined && opts.meter) {
     opts.meter.amount += cost;
     report.cost = { amount: Math.round(opts.meter.amount * 1e6) / 1e6, currency: "USD" };
@@ -114,14 +114,19 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
       await abandon(step, observer, "aborted", "The model request failed before the call ran");
       const failure = classifyProviderError(step.error);
       process.stderr.write(`toolhost: ${opts.modelId} request failed: ${failure.status ?? ""} ${failure.message}\n`);
-      return { stopReason: "end_turn", error: providerErrorMessage(failure, { modelId: opts.modelId, keyHint: opts.keyHint, attempts: step.attempts }) };
+      return {
+        stopReason: "end_turn",
+        error: providerErrorMessage(failure, { modelId: opts.modelId, keyHint: opts.keyHint, attempts: step.attempts }),
+      };
     }
     opts.history.addAssistant(step.messages ?? []);
     await reportUsage(opts, observer, step.usage);
     const stop = stopReasonOf(step.finishReason);
     if (step.calls.length === 0 || stop !== "end_turn") {
       // A response cut off by the token limit or a refusal: its calls are not run, but answered.
-      opts.history.addToolResults(await abandon(step, observer, "aborted", `Not run: the model's response ended with "${step.finishReason}".`));
+      opts.history.addToolResults(
+        await abandon(step, observer, "aborted", `Not run: the model's response ended with "${step.finishReason}".`),
+      );
       return { stopReason: stop };
     }
     await closeUnfinished(step, observer);

@@ -39,7 +39,10 @@ export function isModelSpec(value: ModelSpec | { error: string }): value is Mode
 type Env = Record<string, string | undefined>;
 
 /** The model without a session override: env TOOLHOST_MODEL, then the config file. */
-export function defaultModelId(env: Env = process.env, peek: ConfigPeek = peekUserConfig()): { id: string; source: ModelSource } | undefined {
+export function defaultModelId(
+  env: Env = process.env,
+  peek: ConfigPeek = peekUserConfig(),
+): { id: string; source: ModelSource } | undefined {
   const fromEnv = env.TOOLHOST_MODEL?.trim();
   if (fromEnv) return { id: fromEnv, source: "env" };
   if (peek.model) return { id: peek.model, source: "config" };
@@ -72,7 +75,11 @@ export interface ModelOptionState {
 }
 
 /** The `model` config option: the current model, the configured one, and suggestions for keyed providers. */
-export function modelOptionState(sessionChoice: string | undefined, env: Env = process.env, peek: ConfigPeek = peekUserConfig()): ModelOptionState {
+export function modelOptionState(
+  sessionChoice: string | undefined,
+  env: Env = process.env,
+  peek: ConfigPeek = peekUserConfig(),
+): ModelOptionState {
   const configured = defaultModelId(env, peek)?.id;
   const current = sessionChoice ?? configured ?? NO_MODEL;
   const values = [current, ...(configured ? [configured] : [])];

@@ -30,7 +30,12 @@ function first(...values: (string | undefined)[]): string | undefined {
 }
 
 /** Creates the language model for `provider/model`. Keys come from env first, then the config file. */
-export async function createLanguageModel(spec: ModelSpec, config: UserConfig, configPath: string, env: Env = process.env): Promise<LanguageModel> {
+export async function createLanguageModel(
+  spec: ModelSpec,
+  config: UserConfig,
+  configPath: string,
+  env: Env = process.env,
+): Promise<LanguageModel> {
   const settings = config.providers?.[spec.provider] ?? {};
   const needKey = (variable: string) =>
     new ModelSetupError(

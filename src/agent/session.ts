@@ -105,9 +105,7 @@ export class AgentSession {
     this.ownMode = options.mode ?? DEFAULT_MODE;
     this.modelId = options.model;
     this.rules = options.parent?.rules ?? new SessionRules();
-    this.runtime =
-      options.parent?.runtime ??
-      new RuntimeSession({ id: options.id, workspace: options.cwd, ...options.backends });
+    this.runtime = options.parent?.runtime ?? new RuntimeSession({ id: options.id, workspace: options.cwd, ...options.backends });
     this.id = this.runtime.id;
   }
 
@@ -253,11 +251,18 @@ export class AgentSession {
     return result.stopReason;
   }
 
-  private async askModel(input: PromptInput, signal: AbortSignal, observer: TurnObserver): Promise<{ stopReason: TurnStopReason; error?: string }> {
+  private async askModel(
+    input: PromptInput,
+    signal: AbortSignal,
+    observer: TurnObserver,
+  ): Promise<{ stopReason: TurnStopReason; error?: string }> {
     const peek = peekUserConfig();
     const choice = resolveModel(this.modelId, process.env, peek);
     if (!choice || "error" in choice) {
-      return { stopReason: "end_turn", error: noModelHelp(peek, choice ? `The configured model is not usable: ${choice.error}` : undefined) };
+      return {
+        stopReason: "end_turn",
+        error: noModelHelp(peek, choice ? `The configured model is not usable: ${choice.error}` : undefined),
+      };
     }
     const { runPromptTurn } = await import("./turn.js");
     const info = modelInfo(choice.spec);
@@ -313,7 +318,10 @@ export class AgentSession {
   }
 
   private toolIndex(): ToolIndex {
-    return registryIndex(this.registry, (tool) => isKindVisible(this.mode, tool.kind) && (!this.allowedTools || this.allowedTools.has(tool.id)));
+    return registryIndex(
+      this.registry,
+      (tool) => isKindVisible(this.mode, tool.kind) && (!this.allowedTools || this.allowedTools.has(tool.id)),
+    );
   }
 
   /** Subagents: child sessions sharing this runtime and its rules, with their own history. */
@@ -360,6 +368,10 @@ export class AgentSession {
     const result = await child.askModel({ text: request.prompt, content: () => request.prompt }, signal, frontEnd);
     // A subagent's turn ends with its last message: text of earlier requests was narration.
     const last = child.history.lastAssistantText();
-    return { text: last ?? text, stopReason: signal.aborted ? "cancelled" : result.stopReason, ...(result.error ? { error: result.error } : {}) };
+    return {
+      text: last ?? text,
+      stopReason: signal.aborted ? "cancelled" : result.stopReason,
+      ...(result.error ? { error: result.error } : {}),
+    };
   }
 }

@@ -14,7 +14,6 @@ import { announceToolCall, type ToolCallInfo } from "./tool-runner.js";
 
 // One model request: streamed to the observer as it arrives, retried while nothing reached the editor.
 
-
 export const DEFAULT_RETRY: RetryPolicy = { retries: 3, baseDelayMs: 1000, maxDelayMs: 30_000 };
 
 export interface StepCall {
@@ -148,7 +147,9 @@ export async function requestStep(opts: TurnOptions, observer: TurnObserver, too
     const failure = classifyProviderError(step.error);
     if (step.emitted || !failure.retryable || attempt > retry.retries) return { ...step, attempts: attempt };
     const delay = Math.min(retry.maxDelayMs, failure.retryAfterMs ?? retry.baseDelayMs * 2 ** (attempt - 1));
-    process.stderr.write(`toolhost: ${opts.modelId} request failed (${failure.status ?? "network"}); retry ${attempt} of ${retry.retries} in ${Math.round(delay)} ms\n`);
+    process.stderr.write(
+      `toolhost: ${opts.modelId} request failed (${failure.status ?? "network"}); retry ${attempt} of ${retry.retries} in ${Math.round(delay)} ms\n`,
+    );
     if (!(await sleep(delay, opts.tools.signal))) return { ...step, outcome: "cancelled", attempts: attempt };
   }
 }

@@ -26,7 +26,13 @@ export interface SystemPromptOptions {
 /** Whether `dir` or one of its parents holds `.git` (a folder, or a file for worktrees). */
 export async function isGitRepo(dir: string): Promise<boolean> {
   for (let current = path.resolve(dir); ; current = path.dirname(current)) {
-    if (await fsp.stat(path.join(current, ".git")).then(() => true, () => false)) return true;
+    if (
+      await fsp.stat(path.join(current, ".git")).then(
+        () => true,
+        () => false,
+      )
+    )
+      return true;
     if (path.dirname(current) === current) return false;
   }
 }

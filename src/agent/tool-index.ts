@@ -2,7 +2,11 @@ import type { AnyTool } from "../tool/define.js";
 import type { IndexedTool, ToolIndex } from "../tool/services.js";
 import type { ToolRegistry } from "../host/registry.js";
 
-const words = (text: string) => text.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 1);
+const words = (text: string) =>
+  text
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length > 1);
 
 /** How well a tool matches the query's words: id hits count most, then description hits. */
 function score(tool: IndexedTool, query: string[]): number {

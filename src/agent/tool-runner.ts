@@ -79,7 +79,14 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
   };
 
   if (call.inputError) {
-    const info: ToolCallInfo = { callId: call.callId, toolId: call.toolId, kind: ctx.registry.get(call.toolId)?.kind ?? "other", title: call.toolId, locations: [], args: call.args };
+    const info: ToolCallInfo = {
+      callId: call.callId,
+      toolId: call.toolId,
+      kind: ctx.registry.get(call.toolId)?.kind ?? "other",
+      title: call.toolId,
+      locations: [],
+      args: call.args,
+    };
     await report(info);
     return finish(errorEnvelope("invalid_arguments", call.inputError, 0), info);
   }

@@ -16,7 +16,13 @@ export interface DoctorOptions {
 export async function runDoctor(options: DoctorOptions): Promise<number> {
   const home = toolhostHome();
   const config = loadUserConfig(home);
-  const { profile, report } = await buildToolset({ cwd: options.cwd ?? process.cwd(), profile: options.profile, config, home, loader: extensionLoader() });
+  const { profile, report } = await buildToolset({
+    cwd: options.cwd ?? process.cwd(),
+    profile: options.profile,
+    config,
+    home,
+    loader: extensionLoader(),
+  });
   const lines = [
     `toolhost ${version} on Node ${process.versions.node}`,
     `home:    ${home}`,
@@ -31,9 +37,18 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   const block = (title: string, items: string[]) => {
     if (items.length) lines.push("", title, ...items.map((i) => `  ${i.replace(/\n/g, "\n    ")}`));
   };
-  block(`problems (${report.errors.length}):`, report.errors.map((e) => `${e.file}: ${e.message}`));
-  block("shadowed (the first definition found wins):", report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`));
-  block("skipped, project not trusted (`toolhost trust` loads them):", report.skipped.map((s) => s.file));
+  block(
+    `problems (${report.errors.length}):`,
+    report.errors.map((e) => `${e.file}: ${e.message}`),
+  );
+  block(
+    "shadowed (the first definition found wins):",
+    report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`),
+  );
+  block(
+    "skipped, project not trusted (`toolhost trust` loads them):",
+    report.skipped.map((s) => s.file),
+  );
   if (!report.errors.length) lines.push("", "No problems found.");
   process.stdout.write(`${lines.join("\n")}\n`); // stdout-ok: the command's report
   return report.errors.length ? 1 : 0;

@@ -18,19 +18,32 @@ function reportSections(report: ToolsetReport): string[] {
     "shadowed (discovery order: profile tools, then the project's, then config toolDirs; the first definition of an id wins):",
     report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`),
   );
-  section("errors:", report.errors.map((e) => `${e.file}: ${e.message.replace(/\n/g, "\n    ")}`));
+  section(
+    "errors:",
+    report.errors.map((e) => `${e.file}: ${e.message.replace(/\n/g, "\n    ")}`),
+  );
   section(
     "skipped (this project is not trusted; `toolhost trust` loads them):",
     report.skipped.map((s) => s.file),
   );
-  section("disabled by the profile:", report.disabled.map((d) => `${d.id}: ${d.reason}`));
-  section("unavailable here (isAvailable said no):", report.unavailable.map((u) => `${u.id}: ${u.source}`));
+  section(
+    "disabled by the profile:",
+    report.disabled.map((d) => `${d.id}: ${d.reason}`),
+  );
+  section(
+    "unavailable here (isAvailable said no):",
+    report.unavailable.map((u) => `${u.id}: ${u.source}`),
+  );
   return sections;
 }
 
 /** `toolhost tools`: the tools of a session in this folder, with where each came from and what went wrong. */
 export async function runTools(options: ToolsOptions): Promise<number> {
-  const { registry, report } = await buildToolset({ cwd: options.cwd ?? process.cwd(), profile: options.profile, loader: extensionLoader() });
+  const { registry, report } = await buildToolset({
+    cwd: options.cwd ?? process.cwd(),
+    profile: options.profile,
+    loader: extensionLoader(),
+  });
   const tools = registry.list().map(({ tool, source }) => ({
     id: tool.id,
     kind: tool.kind,

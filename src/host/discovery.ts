@@ -49,7 +49,11 @@ export function availabilityContext(cwd: string, profile: Profile): Availability
   return {
     workspace: cwd,
     profile: profile.name,
-    exists: (p) => fsp.access(path.resolve(cwd, p)).then(() => true, () => false),
+    exists: (p) =>
+      fsp.access(path.resolve(cwd, p)).then(
+        () => true,
+        () => false,
+      ),
   };
 }
 
@@ -131,7 +135,12 @@ async function scanFolder(folder: ToolFolder, trusted: boolean, found: Discovery
     found.folders.push({ ...folder, status: "unreadable", files: 0 });
     return [];
   }
-  const exists = files.length > 0 || (await fsp.stat(folder.dir).then((s) => s.isDirectory(), () => false));
+  const exists =
+    files.length > 0 ||
+    (await fsp.stat(folder.dir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    ));
   if (folder.origin === "project" && !trusted) {
     for (const file of files) found.skipped.push({ file, reason: "the project is not trusted (toolhost trust)" });
     found.folders.push({ ...folder, status: exists ? "untrusted" : "missing", files: files.length });

@@ -15,8 +15,7 @@ const OPTIONAL_FUNCTIONS = ["title", "locations", "display", "preview", "shortha
 
 export type CheckResult = { ok: true; tool: AnyTool } | { ok: false; id?: string; problems: string[] };
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Patterns whose variables this host does not define ({worksapce}); empty when all compile. */
 export function requirementProblems(requires: RequirementSet): string[] {

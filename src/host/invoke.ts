@@ -248,12 +248,16 @@ export async function runPreparedCall(call: PreparedCall, authorize: Authorize =
     const { tool, args } = call;
     const ctx: ToolContext = call.previewResult ? { ...call.ctx, preview: call.previewResult } : call.ctx;
     call.limits.start();
-    const result = await call.limits.race(untilAborted(Promise.resolve(tool.execute(args, ctx)), signal, call.options.abortGraceMs ?? 2000));
+    const result = await call.limits.race(
+      untilAborted(Promise.resolve(tool.execute(args, ctx)), signal, call.options.abortGraceMs ?? 2000),
+    );
     if (isSelfTruncated(result)) {
       const metadata = { duration_ms: call.elapsed(), ...(result.truncated ? { truncated: true, output_path: result.output_path } : {}) };
       return { type: "output", data: result.data, metadata };
     }
-    const capped = await applyOutputLimit(result, tool.output ?? DEFAULT_OUTPUT_LIMIT, (text) => call.options.session.sidecars.writeText(tool.id, text));
+    const capped = await applyOutputLimit(result, tool.output ?? DEFAULT_OUTPUT_LIMIT, (text) =>
+      call.options.session.sidecars.writeText(tool.id, text),
+    );
     const metadata = { duration_ms: call.elapsed(), ...(capped.truncated ? { truncated: true, output_path: capped.output_path } : {}) };
     return { type: "output", data: capped.data, metadata };
   } catch (err) {
@@ -271,12 +275,7 @@ export function discardPreparedCall(call: PreparedCall): void {
 export type InvokeOptions = CallOptions & { authorize?: Authorize };
 
 /** prepare + run in one: for callers that need no announcement between the two (tests, embedders). */
-export async function invoke(
-  registry: ToolRegistry,
-  id: string,
-  rawArgs: unknown,
-  options: InvokeOptions,
-): Promise<Envelope> {
+export async function invoke(registry: ToolRegistry, id: string, rawArgs: unknown, options: InvokeOptions): Promise<Envelope> {
   const prepared = prepareCall(registry, id, rawArgs, options);
   if (!prepared.ok) return prepared.envelope;
   return runPreparedCall(prepared.call, options.authorize);

@@ -71,7 +71,11 @@ export async function listToolFiles(dir: string): Promise<string[]> {
 function describeImportError(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   // jiti prefixes syntax errors with the transform's stack; the first lines say what and where.
-  return text.split("\n").filter((line) => line.trim() !== "").slice(0, 6).join("\n");
+  return text
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .slice(0, 6)
+    .join("\n");
 }
 
 /** The values a module exports as tools: `default` (a tool or a list) and `tools` (a list). */

@@ -10,7 +10,6 @@ import type { LoadProblem } from "./loader.js";
 
 export const PROFILE_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
-
 export const ProfileFileSchema = z
   .object({
     name: z.string().regex(PROFILE_NAME_PATTERN, `a profile name matches ${PROFILE_NAME_PATTERN}`),

@@ -88,10 +88,13 @@ const shadowLine = (s: ShadowEntry) => `- ${s.id}: ${s.file} is shadowed by ${s.
 export function formatLoadProblems(report: ToolsetReport): string | null {
   const parts: string[] = [];
   if (report.errors.length) parts.push(`Some tools could not be loaded:\n${report.errors.map(problemLine).join("\n")}`);
-  if (report.shadowed.length) parts.push(`Shadowed tool definitions (the first one found wins):\n${report.shadowed.map(shadowLine).join("\n")}`);
+  if (report.shadowed.length)
+    parts.push(`Shadowed tool definitions (the first one found wins):\n${report.shadowed.map(shadowLine).join("\n")}`);
   if (report.skipped.length) {
     const files = report.skipped.map((s) => `- ${s.file}`).join("\n");
-    parts.push(`This project's own tools were not loaded, because the project is not trusted:\n${files}\nRun \`toolhost trust\` in the project to load them.`);
+    parts.push(
+      `This project's own tools were not loaded, because the project is not trusted:\n${files}\nRun \`toolhost trust\` in the project to load them.`,
+    );
   }
   return parts.length ? parts.join("\n\n") : null;
 }

@@ -63,7 +63,10 @@ function applyProfile(profile: Profile, placed: Iterable<PlacedTool>): { registr
 function unknownProfileIds(profile: Profile, offeredIds: ReadonlySet<string>): LoadProblem[] {
   const file = profile.dir ? path.join(profile.dir, "profile.json") : "(profile)";
   const problems: LoadProblem[] = [];
-  for (const [list, ids] of [["enable", profile.tools.enable ?? []], ["disable", profile.tools.disable]] as const) {
+  for (const [list, ids] of [
+    ["enable", profile.tools.enable ?? []],
+    ["disable", profile.tools.disable],
+  ] as const) {
     for (const id of ids) {
       // A locked id this build does not implement yet is fine.
       if (offeredIds.has(id) || isLockedId(id)) continue;

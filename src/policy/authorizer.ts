@@ -44,7 +44,11 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
       return { outcome: "deny", code: "rejected", reason: `The user rejected ${call.tool.id} calls like this one for this session.` };
     }
     if (!options.ask) {
-      return { outcome: "deny", code: "permission_denied", reason: `The ${call.tool.id} call needs approval and nobody can answer here, so it was refused.` };
+      return {
+        outcome: "deny",
+        code: "permission_denied",
+        reason: `The ${call.tool.id} call needs approval and nobody can answer here, so it was refused.`,
+      };
     }
     const scope = alwaysScope(call);
     let answer: ApprovalAnswer;
@@ -61,13 +65,21 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
         return { outcome: "allow" };
       case "reject_always":
         options.rules.remember(call, "deny");
-        return { outcome: "deny", code: "rejected", reason: `The user rejected this ${call.tool.id} call (and calls like it for this session).` };
+        return {
+          outcome: "deny",
+          code: "rejected",
+          reason: `The user rejected this ${call.tool.id} call (and calls like it for this session).`,
+        };
       case "reject_once":
         return { outcome: "deny", code: "rejected", reason: `The user rejected this ${call.tool.id} call.` };
       case "cancelled":
         return signal.aborted
           ? { outcome: "deny", code: "aborted", reason: "The turn was cancelled before the call was approved." }
-          : { outcome: "deny", code: "rejected", reason: `The approval request for ${call.tool.id} was not answered, so the call was refused.` };
+          : {
+              outcome: "deny",
+              code: "rejected",
+              reason: `The approval request for ${call.tool.id} was not answered, so the call was refused.`,
+            };
     }
   };
 }

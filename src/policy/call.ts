@@ -28,8 +28,7 @@ export interface ToolCallRequest extends PolicyCall {
 
 /** What the policy decides. `deny` fails the call with the reason; nothing runs. */
 export type Decision =
-  | { outcome: "allow" }
-  | { outcome: "deny"; reason: string; code?: Extract<ErrorCode, "rejected" | "permission_denied" | "aborted"> };
+  { outcome: "allow" } | { outcome: "deny"; reason: string; code?: Extract<ErrorCode, "rejected" | "permission_denied" | "aborted"> };
 
 /** Runs before execute: modes, rules, the watchdog and approvals (ask → the user) plug in here. */
 export type Authorize = (call: ToolCallRequest, signal: AbortSignal) => Promise<Decision>;

@@ -31,7 +31,8 @@ export class ScopedNet implements ToolNet {
       const location = response.headers.get("location");
       if (!REDIRECTS.has(response.status) || location === null) return response;
       await response.body?.cancel();
-      if (hops >= MAX_REDIRECTS) throw new ToolError("execution_failed", `Too many redirects (more than ${MAX_REDIRECTS}) fetching ${String(url)}`);
+      if (hops >= MAX_REDIRECTS)
+        throw new ToolError("execution_failed", `Too many redirects (more than ${MAX_REDIRECTS}) fetching ${String(url)}`);
       const next = this.check(new URL(location, target), `${target.href} redirects to`);
       request = redirectedRequest(request, response.status, target, next);
       target = next;
@@ -48,7 +49,10 @@ export class ScopedNet implements ToolNet {
     }
     const what = via ? `${via} ${parsed.href}:` : "";
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-      throw new ToolError(via ? "capability_denied" : "invalid_arguments", `${what} Only http and https URLs can be fetched, not ${parsed.protocol}`.trim());
+      throw new ToolError(
+        via ? "capability_denied" : "invalid_arguments",
+        `${what} Only http and https URLs can be fetched, not ${parsed.protocol}`.trim(),
+      );
     }
     if (!hostAllowed(this.scope, parsed.hostname)) {
       const allowed = this.scope.hostPatterns.length ? this.scope.hostPatterns.join(", ") : "none";
@@ -68,7 +72,10 @@ function redirectedRequest(request: RequestInit, status: number, from: URL, to: 
     for (const name of BODY_HEADERS) headers.delete(name);
     next = { ...request, method: "GET", body: null };
   } else if (request.body instanceof ReadableStream) {
-    throw new ToolError("execution_failed", `${from.href} redirects to ${to.href} with ${status}, which needs the request body again, but it was a stream`);
+    throw new ToolError(
+      "execution_failed",
+      `${from.href} redirects to ${to.href} with ${status}, which needs the request body again, but it was a stream`,
+    );
   }
   // Credentials stay with the origin they were meant for.
   if (from.origin !== to.origin) for (const name of CREDENTIAL_HEADERS) headers.delete(name);

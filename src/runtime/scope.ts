@@ -42,7 +42,10 @@ export class PathMatcher {
   /** The literal directories the patterns are rooted at, for error messages and search roots. */
   readonly roots: string[];
 
-  constructor(readonly patterns: string[], base: string) {
+  constructor(
+    readonly patterns: string[],
+    base: string,
+  ) {
     const absolute = patterns.map((p) => toPosix(path.isAbsolute(p) ? p : path.join(base, p)));
     this.roots = [...new Set(absolute.map(literalPrefix))];
     this.matchers = absolute.map((pattern) => {
@@ -50,8 +53,7 @@ export class PathMatcher {
       // "dir/**" also covers "dir" itself; a plain directory pattern covers everything below it.
       const base = pattern.endsWith("/**") ? pattern.slice(0, -3) : picomatch.scan(pattern).isGlob ? null : pattern;
       return (candidate: string) =>
-        isMatch(candidate) ||
-        (base !== null && (candidate === base || candidate.startsWith(base.endsWith("/") ? base : `${base}/`)));
+        isMatch(candidate) || (base !== null && (candidate === base || candidate.startsWith(base.endsWith("/") ? base : `${base}/`)));
     });
   }
 

@@ -161,10 +161,7 @@ export const TOOL_ID_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
 /** A zod 4 schema, of this or another copy of zod (checked by shape, not instanceof). */
 export function isZodSchema(value: unknown): value is z.ZodType {
   return (
-    typeof value === "object" &&
-    value !== null &&
-    "_zod" in value &&
-    typeof (value as { safeParse?: unknown }).safeParse === "function"
+    typeof value === "object" && value !== null && "_zod" in value && typeof (value as { safeParse?: unknown }).safeParse === "function"
   );
 }
 

@@ -29,8 +29,7 @@ export function fallbackDisplay(data: unknown): ToolDisplay {
   }
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
 const isOptionalString = (value: unknown): value is string | undefined => value === undefined || typeof value === "string";
 const isOptionalBoolean = (value: unknown): value is boolean | undefined => value === undefined || typeof value === "boolean";

@@ -1,16 +1,5 @@
 /** The ACP tool kinds. The kind drives the editor's icon, diff renderer and terminal pane. */
-export const TOOL_KINDS = [
-  "read",
-  "edit",
-  "delete",
-  "move",
-  "search",
-  "execute",
-  "think",
-  "fetch",
-  "switch_mode",
-  "other",
-] as const;
+export const TOOL_KINDS = ["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"] as const;
 
 export type ToolKind = (typeof TOOL_KINDS)[number];
 

@@ -30,7 +30,10 @@ export const RequirementSetSchema = z
       })
       .strict()
       .optional(),
-    net: z.object({ hosts: z.array(z.string()).optional() }).strict().optional(),
+    net: z
+      .object({ hosts: z.array(z.string()).optional() })
+      .strict()
+      .optional(),
     shell: z.array(ShellRunRequirementSchema).optional(),
     capabilities: z.array(z.string()).optional(),
   })

@@ -61,12 +61,7 @@ function readOnHint(path: string): string {
   return `The full output is in ${path}; read it with the read tool (offset/limit), or search it with grep.`;
 }
 
-function capText(
-  text: string,
-  maxBytes: number,
-  keep: "head" | "head_tail",
-  path: string,
-): string {
+function capText(text: string, maxBytes: number, keep: "head" | "head_tail", path: string): string {
   const total = Buffer.byteLength(text, "utf8");
   if (keep === "head_tail") {
     const half = Math.floor(maxBytes / 2);
@@ -88,11 +83,7 @@ function jsonBytes(value: unknown): number {
  * tool can forget its cap. The whole output goes to the sidecar; the data keeps the head and
  * a `notice` that names the sidecar and how to read on.
  */
-export async function applyOutputLimit(
-  data: unknown,
-  limit: OutputLimit,
-  sink: SidecarSink,
-): Promise<TruncationOutcome> {
+export async function applyOutputLimit(data: unknown, limit: OutputLimit, sink: SidecarSink): Promise<TruncationOutcome> {
   const keep = limit.keep ?? "head";
   const holder = limit.field && isPlainObject(data) ? data : undefined;
   const target = holder ? holder[limit.field as string] : data;

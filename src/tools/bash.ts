@@ -18,7 +18,7 @@ const parameters = z.object({
   description: z
     .string()
     .optional()
-    .describe("What the command does, in 5-10 words (\"Run the unit tests\"), for the permission prompt and the log"),
+    .describe('What the command does, in 5-10 words ("Run the unit tests"), for the permission prompt and the log'),
   workdir: z
     .string()
     .optional()
@@ -29,7 +29,9 @@ const parameters = z.object({
     .positive()
     .max(BASH_MAX_TIMEOUT_MS)
     .optional()
-    .describe(`Milliseconds before the command and everything it started are killed (default ${BASH_DEFAULT_TIMEOUT_MS}, max ${BASH_MAX_TIMEOUT_MS})`),
+    .describe(
+      `Milliseconds before the command and everything it started are killed (default ${BASH_DEFAULT_TIMEOUT_MS}, max ${BASH_MAX_TIMEOUT_MS})`,
+    ),
 });
 
 export type BashResult = ShellResult & { notice?: string };

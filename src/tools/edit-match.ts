@@ -370,7 +370,8 @@ export function noMatchHint(text: string, oldString: string): string {
       const s = similarity(head, l);
       if (s > score) [best, score] = [i, s];
     }
-    if (best >= 0 && score >= 0.6) return `The closest line to old_string's first line is line ${best + 1}: ${quote(lines[best] as string)}.`;
+    if (best >= 0 && score >= 0.6)
+      return `The closest line to old_string's first line is line ${best + 1}: ${quote(lines[best] as string)}.`;
   }
   return "Nothing similar to old_string's first line was found.";
 }

@@ -15,15 +15,7 @@ import {
   type Candidate,
   type MatchTier,
 } from "./edit-match.js";
-import {
-  SAMPLE_BYTES,
-  binaryReason,
-  decodeText,
-  encodeText,
-  missingFileError,
-  newPlaceholders,
-  type TextEncoding,
-} from "./text.js";
+import { SAMPLE_BYTES, binaryReason, decodeText, encodeText, missingFileError, newPlaceholders, type TextEncoding } from "./text.js";
 
 export const EDIT_DIFF_BYTES = 20 * 1024;
 
@@ -137,7 +129,6 @@ export function editDiff(name: string, oldText: string, newText: string, chosen:
   const text = formatPatch({ oldFileName: name, newFileName: name, oldHeader: undefined, newHeader: undefined, hunks }, FILE_HEADERS_ONLY);
   return capDiff(text, complete);
 }
-
 
 function refusePlaceholders(previous: string | null, next: string): void {
   const found = newPlaceholders(previous, next);

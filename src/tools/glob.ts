@@ -16,9 +16,17 @@ const parameters = z.object({
   pattern: z
     .string()
     .min(1)
-    .describe('Glob (picomatch): "*.ts" matches the top level of path only, "**/*.ts" any depth, "src/{a,b}/**" alternatives; dot files included'),
+    .describe(
+      'Glob (picomatch): "*.ts" matches the top level of path only, "**/*.ts" any depth, "src/{a,b}/**" alternatives; dot files included',
+    ),
   path: z.string().min(1).optional().describe("Directory to search, relative to the workspace or absolute (default: the workspace root)"),
-  limit: z.number().int().min(1).max(GLOB_MAX_SHOWN).optional().describe(`Show at most this many paths (default and max ${GLOB_MAX_SHOWN})`),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(GLOB_MAX_SHOWN)
+    .optional()
+    .describe(`Show at most this many paths (default and max ${GLOB_MAX_SHOWN})`),
 });
 
 type Args = z.output<typeof parameters>;
@@ -95,7 +103,10 @@ export default defineTool({
 
     const info = await ctx.fs.stat(root);
     if (!info) {
-      throw new ToolError("not_found", `Directory not found: ${displayPath(root, ctx.workspace)}. Check the path, or glob from the workspace root.`);
+      throw new ToolError(
+        "not_found",
+        `Directory not found: ${displayPath(root, ctx.workspace)}. Check the path, or glob from the workspace root.`,
+      );
     }
     if (info.type !== "directory") {
       throw new ToolError(
@@ -134,7 +145,9 @@ export default defineTool({
       );
     } else if (args.limit !== undefined && files.length > args.limit) {
       data.files = files.slice(0, args.limit);
-      notices.push(`Showing ${args.limit} of ${files.length} files; raise limit (max ${GLOB_MAX_SHOWN}) or narrow the pattern to see the rest.`);
+      notices.push(
+        `Showing ${args.limit} of ${files.length} files; raise limit (max ${GLOB_MAX_SHOWN}) or narrow the pattern to see the rest.`,
+      );
     }
     if (notices.length) data.notice = notices.join(" ");
     return data;

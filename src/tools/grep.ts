@@ -11,8 +11,16 @@ const TIMEOUT_MS = 30_000;
 
 const parameters = z.object({
   pattern: z.string().min(1).describe("Regular expression (Rust/ripgrep syntax), or plain text with literal: true"),
-  path: z.string().min(1).optional().describe("File or directory to search, relative to the workspace or absolute (default: the workspace root)"),
-  glob: z.string().min(1).optional().describe('Only search files matching this glob: "*.ts" (file name, any depth), "src/**/*.ts", "!*.min.js" to exclude'),
+  path: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("File or directory to search, relative to the workspace or absolute (default: the workspace root)"),
+  glob: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Only search files matching this glob: "*.ts" (file name, any depth), "src/**/*.ts", "!*.min.js" to exclude'),
   literal: z.boolean().optional().describe("Treat pattern as plain text, not a regex"),
   ignore_case: z.boolean().optional().describe("Case-insensitive search"),
   context: z.number().int().min(0).max(20).optional().describe("Lines of context before and after each match (content mode)"),
@@ -26,7 +34,9 @@ const parameters = z.object({
     .min(1)
     .max(GREP_MAX_SHOWN)
     .optional()
-    .describe(`Stop after this many results (max ${GREP_MAX_SHOWN}); without it every result is collected and the first ${GREP_MAX_SHOWN} shown`),
+    .describe(
+      `Stop after this many results (max ${GREP_MAX_SHOWN}); without it every result is collected and the first ${GREP_MAX_SHOWN} shown`,
+    ),
 });
 
 type Args = z.output<typeof parameters>;
@@ -91,7 +101,7 @@ export default defineTool({
     "Search file contents with a regular expression (ripgrep syntax) or plain text (literal: true).",
     "Respects .gitignore, skips .git and binary files. Returns matches as {path, line, text} with",
     "paths relative to the workspace (lines cut at 500 chars); output_mode files lists matching files,",
-    "count gives matching lines per file. Narrow with path and glob (\"*.ts\"). Use glob to find files by name.",
+    'count gives matching lines per file. Narrow with path and glob ("*.ts"). Use glob to find files by name.',
   ].join(" "),
   parameters,
   requires: { fs: { read: ["{workspace}/**", "{ad-hoc}/**"] } },

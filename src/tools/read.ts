@@ -5,15 +5,7 @@ import type { FileInfo, ToolContext } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
 import { utf8Head, utf8HeadEnd, utf8TailStart } from "../tool/truncate.js";
-import {
-  SAMPLE_BYTES,
-  binaryReason,
-  decodeBody,
-  detectEncoding,
-  isUtf16,
-  missingFileError,
-  type TextEncoding,
-} from "./text.js";
+import { SAMPLE_BYTES, binaryReason, decodeBody, detectEncoding, isUtf16, missingFileError, type TextEncoding } from "./text.js";
 
 /** The RFC's read cap; the line window stops below it, so the host cap normally never triggers. */
 export const READ_MAX_BYTES = 200 * 1024;
@@ -24,18 +16,8 @@ const LINE_KEEP_BYTES = READ_LINE_CHARS * 4 + 8;
 
 const parameters = z.object({
   path: z.string().min(1).describe("File or directory to read, relative to the workspace or absolute"),
-  offset: z
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .describe("1-based line to start at (for a directory: entry); default 1"),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .describe(`How many lines (or directory entries) to return; default ${READ_DEFAULT_LINES}`),
+  offset: z.number().int().min(1).optional().describe("1-based line to start at (for a directory: entry); default 1"),
+  limit: z.number().int().min(1).optional().describe(`How many lines (or directory entries) to return; default ${READ_DEFAULT_LINES}`),
   byte_offset: z
     .number()
     .int()
@@ -278,7 +260,10 @@ async function listDirectory(ctx: ToolContext, args: ReadArgs, abs: string) {
   const offset = args.offset ?? 1;
   const limit = args.limit ?? READ_DEFAULT_LINES;
   if (total > 0 && offset > total) {
-    throw new ToolError("invalid_arguments", `offset ${offset} is past the end of ${args.path}: it has ${total} ${total === 1 ? "entry" : "entries"}.`);
+    throw new ToolError(
+      "invalid_arguments",
+      `offset ${offset} is past the end of ${args.path}: it has ${total} ${total === 1 ? "entry" : "entries"}.`,
+    );
   }
   const page = entries.slice(offset - 1, offset - 1 + limit);
   const names = await Promise.all(
@@ -298,7 +283,15 @@ async function listDirectory(ctx: ToolContext, args: ReadArgs, abs: string) {
       : more
         ? `Showing entries ${offset}-${end} of ${total}. Continue with offset=${end + 1}.`
         : `Showing entries ${offset}-${end} of ${total}.`;
-  return { path: abs, type: "directory" as const, entries: names, total, content: names.join("\n"), next_offset: more ? end + 1 : null, notice };
+  return {
+    path: abs,
+    type: "directory" as const,
+    entries: names,
+    total,
+    content: names.join("\n"),
+    next_offset: more ? end + 1 : null,
+    notice,
+  };
 }
 
 /** `src/a.ts`, `src/a.ts:10` or `src/a.ts:10-20` → arguments. */

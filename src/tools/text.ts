@@ -210,7 +210,10 @@ export async function missingFileError(ctx: ToolContext, raw: string, abs: strin
     // An unreadable parent only costs the suggestions.
   }
   if (siblings === null) {
-    return new ToolError("not_found", `File not found: ${raw} (${abs}); its directory ${parent} does not exist either. Use glob to find the file.`);
+    return new ToolError(
+      "not_found",
+      `File not found: ${raw} (${abs}); its directory ${parent} does not exist either. Use glob to find the file.`,
+    );
   }
   const near = nearNames(path.basename(abs), siblings);
   const shown = near.map((n) => {

@@ -4,8 +4,8 @@ import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
 
 const TodoItem = z.object({
-  content: z.string().min(1).describe("What is to be done, in the imperative (\"Run the tests\")"),
-  activeForm: z.string().min(1).optional().describe("The same step in the progressive (\"Running the tests\")"),
+  content: z.string().min(1).describe('What is to be done, in the imperative ("Run the tests")'),
+  activeForm: z.string().min(1).optional().describe('The same step in the progressive ("Running the tests")'),
   status: z.enum(["pending", "in_progress", "completed"]),
   priority: z.enum(["high", "medium", "low"]).optional().describe("Default medium"),
 });

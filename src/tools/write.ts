@@ -47,7 +47,10 @@ export function lineChanges(oldText: string, newText: string): { additions: numb
   const deleted = a.length - head - tail;
   const added = b.length - head - tail;
   if (deleted === 0 || added === 0) return { additions: added, deletions: deleted };
-  const changes = diffLines(a.slice(head, a.length - tail).join(""), b.slice(head, b.length - tail).join(""), { maxEditLength: 200, timeout: 300 });
+  const changes = diffLines(a.slice(head, a.length - tail).join(""), b.slice(head, b.length - tail).join(""), {
+    maxEditLength: 200,
+    timeout: 300,
+  });
   if (!changes) return { additions: added, deletions: deleted };
   let additions = 0;
   let deletions = 0;
@@ -170,7 +173,7 @@ export default defineTool({
   kind: "edit",
   description: [
     "Create a file or replace its whole content (parent directories are created). Prefer edit for changes",
-    "to part of an existing file. content must be complete: placeholders such as \"// ... rest of code ...\"",
+    'to part of an existing file. content must be complete: placeholders such as "// ... rest of code ..."',
     "are refused. Pass version (from your last read) to refuse the write if the file changed since.",
     "An existing file keeps its encoding, BOM and CRLF line endings.",
   ].join(" "),
@@ -213,7 +216,11 @@ export default defineTool({
         lines,
         additions: changes.additions,
         deletions: changes.deletions,
-        ...(info && !old ? { notice: "Replaced a binary file." } : notes.length ? { notice: `Wrote the file; ${notes.join(" and ")}.` } : {}),
+        ...(info && !old
+          ? { notice: "Replaced a binary file." }
+          : notes.length
+            ? { notice: `Wrote the file; ${notes.join(" and ")}.` }
+            : {}),
       };
     });
   },

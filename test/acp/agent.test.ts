@@ -36,11 +36,8 @@ function lastUpdate(h: Harness, sessionId: string, callId: string): ToolCallUpda
 }
 
 function textOf(update: ToolCallUpdate): string {
-  return (update.content ?? [])
-    .map((c) => (c.type === "content" && c.content.type === "text" ? c.content.text : ""))
-    .join("\n");
+  return (update.content ?? []).map((c) => (c.type === "content" && c.content.type === "text" ? c.content.text : "")).join("\n");
 }
-
 
 describe("initialize and sessions", () => {
   it("answers protocol version 1 whatever the client asks, with honest capabilities", async () => {
@@ -69,7 +66,10 @@ describe("initialize and sessions", () => {
     const { h, sessionId } = await start();
     expect((await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "hello" }] })).stopReason).toBe("end_turn");
     await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/tools" }] });
-    const text = h.updatesOf(sessionId, "agent_message_chunk").map((u) => (u.content.type === "text" ? u.content.text : "")).join("\n");
+    const text = h
+      .updatesOf(sessionId, "agent_message_chunk")
+      .map((u) => (u.content.type === "text" ? u.content.text : ""))
+      .join("\n");
     expect(text).toMatch(/Slash commands run tools directly/);
     expect(text).toMatch(/\| grep \| search \| builtin \|/);
   });
@@ -118,7 +118,12 @@ describe("slash commands run tools through the pipeline", () => {
     expect(request.options.map((o) => o.kind)).toEqual(["allow_once", "allow_always", "reject_once", "reject_always"]);
     expect(request.options[1]!.name).toMatch(/edit on src\/a\.ts/);
     expect(request.toolCall.content).toEqual([
-      { type: "diff", path: path.join(ws, "src/a.ts"), oldText: "export const a = 1; // TODO: rename\n", newText: "export const a = 42; // TODO: rename\n" },
+      {
+        type: "diff",
+        path: path.join(ws, "src/a.ts"),
+        oldText: "export const a = 1; // TODO: rename\n",
+        newText: "export const a = 42; // TODO: rename\n",
+      },
     ]);
     const call = h.updatesOf(sessionId, "tool_call")[0]!;
     const done = lastUpdate(h, sessionId, call.toolCallId);
@@ -167,7 +172,12 @@ describe("slash commands run tools through the pipeline", () => {
     const { h, sessionId } = await start();
     await h.agent.request("session/prompt", {
       sessionId,
-      prompt: [{ type: "text", text: '/todo {"todos":[{"content":"Read","status":"completed"},{"content":"Write","status":"in_progress","priority":"high"}]}' }],
+      prompt: [
+        {
+          type: "text",
+          text: '/todo {"todos":[{"content":"Read","status":"completed"},{"content":"Write","status":"in_progress","priority":"high"}]}',
+        },
+      ],
     });
     expect(h.updatesOf(sessionId, "plan")[0]!.entries).toEqual([
       { content: "Read", status: "completed", priority: "medium" },
@@ -216,7 +226,9 @@ describe("bash", () => {
       await h.agent.notify("session/cancel", { sessionId });
       expect((await prompt).stopReason).toBe("cancelled");
       await h.waitFor(async () => (await survivors(`sleep ${marker}`)).length === 0, 5000);
-      const responses = h.checker.messages.filter((m) => m.direction === "agent->client" && "result" in m.json && (m.json.result as { stopReason?: string })?.stopReason);
+      const responses = h.checker.messages.filter(
+        (m) => m.direction === "agent->client" && "result" in m.json && (m.json.result as { stopReason?: string })?.stopReason,
+      );
       expect(responses).toHaveLength(1);
       const call = h.updatesOf(sessionId, "tool_call")[0]!;
       expect(lastUpdate(h, sessionId, call.toolCallId).status).toMatch(/completed|failed/);

@@ -51,11 +51,17 @@ describe("anthropic/ models", () => {
       .find((c) => c.type === "tool_result")!;
     expect(toolResult.content).toContain('{"path":"src/a.ts","line":1,"text":"export const a = 1; // TODO: rename"}');
 
-    const text = h.updatesOf(sessionId, "agent_message_chunk").map((u) => (u.content.type === "text" ? u.content.text : "")).join("");
+    const text = h
+      .updatesOf(sessionId, "agent_message_chunk")
+      .map((u) => (u.content.type === "text" ? u.content.text : ""))
+      .join("");
     expect(text).toBe("Let me look.There is one TODO, in src/a.ts.");
     const call = h.updatesOf(sessionId, "tool_call")[0]!;
     expect(call).toMatchObject({ name: "grep", kind: "search" });
-    const done = h.updatesOf(sessionId, "tool_call_update").filter((u) => u.toolCallId === call.toolCallId).at(-1)!;
+    const done = h
+      .updatesOf(sessionId, "tool_call_update")
+      .filter((u) => u.toolCallId === call.toolCallId)
+      .at(-1)!;
     expect(done.status).toBe("completed");
     expect(h.updatesOf(sessionId, "usage_update").length).toBeGreaterThan(0);
   });

@@ -67,18 +67,28 @@ async function start(permission?: PermissionHandler, env: Record<string, string>
   return { h, sessionId };
 }
 
-const prompt = (h: Harness, sessionId: string, text: string) => h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+const prompt = (h: Harness, sessionId: string, text: string) =>
+  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 function lastUpdate(h: Harness, sessionId: string, callId: string): ToolCallUpdate {
-  return h.updatesOf(sessionId, "tool_call_update").filter((u) => u.toolCallId === callId).at(-1)!;
+  return h
+    .updatesOf(sessionId, "tool_call_update")
+    .filter((u) => u.toolCallId === callId)
+    .at(-1)!;
 }
 
 function messages(h: Harness, sessionId: string): string {
-  return h.updatesOf(sessionId, "agent_message_chunk").map((u) => (u.content.type === "text" ? u.content.text : "")).join("\n");
+  return h
+    .updatesOf(sessionId, "agent_message_chunk")
+    .map((u) => (u.content.type === "text" ? u.content.text : ""))
+    .join("\n");
 }
 
 function commands(h: Harness, sessionId: string): string[] {
-  return h.updatesOf(sessionId, "available_commands_update").at(-1)!.availableCommands.map((c) => c.name);
+  return h
+    .updatesOf(sessionId, "available_commands_update")
+    .at(-1)!
+    .availableCommands.map((c) => c.name);
 }
 
 describe("extension tools in the editor", () => {
@@ -119,7 +129,10 @@ describe("extension tools in the editor", () => {
     expect(JSON.stringify(trustCall.content)).toMatch(/project_only/);
     expect(commands(h, sessionId)).toContain("project_only");
     await prompt(h, sessionId, "/hello");
-    const hello = h.updatesOf(sessionId, "tool_call").filter((c) => c.name === "hello").at(-1)!;
+    const hello = h
+      .updatesOf(sessionId, "tool_call")
+      .filter((c) => c.name === "hello")
+      .at(-1)!;
     expect(lastUpdate(h, sessionId, hello.toolCallId).rawOutput).toMatchObject({ data: { greeting: "hello from the profile, world" } });
     await prompt(h, sessionId, "/reload");
     expect(messages(h, sessionId)).toMatch(/Tools reloaded/);
@@ -144,7 +157,10 @@ describe("extension tools in the editor", () => {
     await prompt(h, sessionId, "/reload");
     expect(h.updatesOf(sessionId, "available_commands_update").length).toBeGreaterThan(before);
     await prompt(h, sessionId, "/hello");
-    const hello = h.updatesOf(sessionId, "tool_call").filter((c) => c.name === "hello").at(-1)!;
+    const hello = h
+      .updatesOf(sessionId, "tool_call")
+      .filter((c) => c.name === "hello")
+      .at(-1)!;
     expect(lastUpdate(h, sessionId, hello.toolCallId).rawOutput).toMatchObject({ data: { greeting: "edited hello, world" } });
   });
 
@@ -159,7 +175,9 @@ describe("extension tools in the editor", () => {
     expect(after).not.toContain("write");
     expect(after).not.toContain("bash");
     expect(after).toContain("read");
-    await expect(h.agent.request("session/set_config_option", { sessionId, configId: "profile", value: "nope" })).rejects.toMatchObject({ code: -32602 });
+    await expect(h.agent.request("session/set_config_option", { sessionId, configId: "profile", value: "nope" })).rejects.toMatchObject({
+      code: -32602,
+    });
   });
 
   it("the model sees the drop-in tool and calls it like a locked one", async () => {

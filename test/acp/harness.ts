@@ -21,7 +21,15 @@ import { WireChecker } from "./wire.js";
 export const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
 
 /** Settings of the developer's machine that must not leak into a test agent (a real model, real keys). */
-const MACHINE_ENV = ["TOOLHOST_MODEL", "TOOLHOST_BASE_URL", "TOOLHOST_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OLLAMA_HOST", "TOOLHOST_HOME"];
+const MACHINE_ENV = [
+  "TOOLHOST_MODEL",
+  "TOOLHOST_BASE_URL",
+  "TOOLHOST_API_KEY",
+  "ANTHROPIC_API_KEY",
+  "OPENAI_API_KEY",
+  "OLLAMA_HOST",
+  "TOOLHOST_HOME",
+];
 
 function cleanEnv(): Record<string, string | undefined> {
   const env = { ...process.env };

@@ -35,10 +35,14 @@ async function start(script: FakeReply[], options: HarnessOptions = {}, model = 
   return { h, fake, sessionId };
 }
 
-const prompt = (h: Harness, sessionId: string, text: string) => h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+const prompt = (h: Harness, sessionId: string, text: string) =>
+  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 function messageText(h: Harness, sessionId: string): string {
-  return h.updatesOf(sessionId, "agent_message_chunk").map((u) => (u.content.type === "text" ? u.content.text : "")).join("");
+  return h
+    .updatesOf(sessionId, "agent_message_chunk")
+    .map((u) => (u.content.type === "text" ? u.content.text : ""))
+    .join("");
 }
 
 /** The agent's side of the wire, compactly: updates by kind (consecutive chunks merged) and requests. */
@@ -84,7 +88,10 @@ describe("a prompt answered by a model", () => {
           toolCalls: [{ id: "call_grep", name: "grep", arguments: { pattern: "TODO" } }],
           usage: { prompt_tokens: 1000, completion_tokens: 20 },
         },
-        { toolCalls: [{ id: "call_read", name: "read", arguments: { path: "src/a.ts" } }], usage: { prompt_tokens: 1100, completion_tokens: 10 } },
+        {
+          toolCalls: [{ id: "call_read", name: "read", arguments: { path: "src/a.ts" } }],
+          usage: { prompt_tokens: 1100, completion_tokens: 10 },
+        },
         {
           text: "Renaming it.",
           toolCalls: [{ id: "call_edit", name: "edit", arguments: { path: "src/a.ts", old_string: "= 1", new_string: "= 42" } }],
@@ -130,13 +137,28 @@ describe("a prompt answered by a model", () => {
       ["read", "read"],
       ["edit", "edit"],
     ]);
-    const titles = h.updatesOf(sessionId, "tool_call_update").filter((u) => u.title).map((u) => u.title);
-    expect(titles).toEqual([expect.stringMatching(/grep "TODO"/), expect.stringMatching(/Read src\/a\.ts/), expect.stringMatching(/src\/a\.ts/)]);
+    const titles = h
+      .updatesOf(sessionId, "tool_call_update")
+      .filter((u) => u.title)
+      .map((u) => u.title);
+    expect(titles).toEqual([
+      expect.stringMatching(/grep "TODO"/),
+      expect.stringMatching(/Read src\/a\.ts/),
+      expect.stringMatching(/src\/a\.ts/),
+    ]);
     const file = path.join(ws, "src/a.ts");
-    const diff = { type: "diff", path: file, oldText: "export const a = 1; // TODO: rename\n", newText: "export const a = 42; // TODO: rename\n" };
+    const diff = {
+      type: "diff",
+      path: file,
+      oldText: "export const a = 1; // TODO: rename\n",
+      newText: "export const a = 42; // TODO: rename\n",
+    };
     expect(h.permissionRequests).toHaveLength(1);
     expect(h.permissionRequests[0]!.toolCall).toMatchObject({ toolCallId: calls[2]!.toolCallId, content: [diff] });
-    const editDone = h.updatesOf(sessionId, "tool_call_update").filter((u) => u.toolCallId === calls[2]!.toolCallId).at(-1)!;
+    const editDone = h
+      .updatesOf(sessionId, "tool_call_update")
+      .filter((u) => u.toolCallId === calls[2]!.toolCallId)
+      .at(-1)!;
     expect(editDone).toMatchObject({ status: "completed", content: [diff] });
     expect(await fsp.readFile(file, "utf8")).toBe("export const a = 42; // TODO: rename\n");
 
@@ -170,7 +192,9 @@ describe("a prompt answered by a model", () => {
     await h.agent.notify("session/cancel", { sessionId });
     expect((await turn).stopReason).toBe("cancelled");
     await h.waitFor(() => fake.requests[0]!.aborted);
-    const answers = h.checker.messages.filter((m) => m.direction === "agent->client" && (m.json.result as { stopReason?: string } | undefined)?.stopReason);
+    const answers = h.checker.messages.filter(
+      (m) => m.direction === "agent->client" && (m.json.result as { stopReason?: string } | undefined)?.stopReason,
+    );
     expect(answers).toHaveLength(1);
     expect(h.updatesOf(sessionId, "agent_message_chunk").length).toBeLessThan(words.length);
 
@@ -191,11 +215,15 @@ describe("a prompt answered by a model", () => {
 
   it("a 401 becomes an agent message that says to check the key; the key never shows", async () => {
     const key = "sk-test-secret-4f9a";
-    const { h, fake, sessionId } = await start([{ status: 401, message: "Incorrect API key provided" }], { env: { TOOLHOST_API_KEY: key } });
+    const { h, fake, sessionId } = await start([{ status: 401, message: "Incorrect API key provided" }], {
+      env: { TOOLHOST_API_KEY: key },
+    });
     expect((await prompt(h, sessionId, "hi")).stopReason).toBe("end_turn");
     expect(fake.requests).toHaveLength(1);
     expect(fake.requests[0]!.headers.authorization).toBe(`Bearer ${key}`);
-    expect(messageText(h, sessionId)).toMatch(/refused the request for openai-compatible\/fake \(401\): Incorrect API key provided\nCheck the key: TOOLHOST_API_KEY/);
+    expect(messageText(h, sessionId)).toMatch(
+      /refused the request for openai-compatible\/fake \(401\): Incorrect API key provided\nCheck the key: TOOLHOST_API_KEY/,
+    );
     expect(h.checker.messages.some((m) => m.direction === "agent->client" && m.raw.includes(key))).toBe(false);
     expect(h.stderr.join("")).not.toContain(key);
     // The agent is still there.
@@ -222,7 +250,9 @@ describe("a prompt answered by a model", () => {
     ]);
     const set = await h.agent.request("session/set_config_option", { sessionId, configId: "model", value: "openai-compatible/other" });
     expect(set.configOptions.find((o) => o.id === "model")).toMatchObject({ currentValue: "openai-compatible/other" });
-    await expect(h.agent.request("session/set_config_option", { sessionId, configId: "model", value: "no-slash" })).rejects.toMatchObject({ code: -32602 });
+    await expect(h.agent.request("session/set_config_option", { sessionId, configId: "model", value: "no-slash" })).rejects.toMatchObject({
+      code: -32602,
+    });
     await prompt(h, sessionId, "hi");
     expect(fake.requests[0]!.body.model).toBe("other");
   });

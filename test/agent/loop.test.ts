@@ -120,7 +120,9 @@ function options(model: MockLanguageModelV3, extra: Partial<TurnOptions> = {}, r
 function toolResultsIn(request: LanguageModelV3CallOptions): string[] {
   return request.prompt.flatMap((m) =>
     m.role === "tool"
-      ? m.content.flatMap((p) => (p.type === "tool-result" && (p.output.type === "text" || p.output.type === "error-text") ? [p.output.value] : []))
+      ? m.content.flatMap((p) =>
+          p.type === "tool-result" && (p.output.type === "text" || p.output.type === "error-text") ? [p.output.value] : [],
+        )
       : [],
   );
 }
@@ -128,7 +130,13 @@ function toolResultsIn(request: LanguageModelV3CallOptions): string[] {
 describe("the model turn loop", () => {
   it("streams text and reasoning, reports usage, keeps the history", async () => {
     const model = scripted([
-      [{ type: "reasoning-start", id: "r" }, { type: "reasoning-delta", id: "r", delta: "Thinking." }, { type: "reasoning-end", id: "r" }, ...text("Hel", "lo!"), finish("stop", 1200, 30)],
+      [
+        { type: "reasoning-start", id: "r" },
+        { type: "reasoning-delta", id: "r", delta: "Thinking." },
+        { type: "reasoning-end", id: "r" },
+        ...text("Hel", "lo!"),
+        finish("stop", 1200, 30),
+      ],
     ]);
     const observer = recorder();
     const opts = options(model);
@@ -141,7 +149,10 @@ describe("the model turn loop", () => {
     const request = model.doStreamCalls[0]!;
     expect(request.prompt[0]).toEqual({ role: "system", content: "You are a test." });
     expect(request.tools?.map((t) => t.name)).toEqual(["read", "write", "edit", "glob", "grep", "bash", "todo"]);
-    expect(request.tools?.[0]).toMatchObject({ type: "function", inputSchema: { type: "object", properties: { path: { type: "string" } } } });
+    expect(request.tools?.[0]).toMatchObject({
+      type: "function",
+      inputSchema: { type: "object", properties: { path: { type: "string" } } },
+    });
   });
 
   it("announces a call when it starts streaming, runs it through invoke, and sends the result back", async () => {
@@ -152,7 +163,12 @@ describe("the model turn loop", () => {
     const observer = recorder();
     const opts = options(model);
     expect((await runModelTurn(opts, observer)).stopReason).toBe("end_turn");
-    expect(observer.log).toEqual(["pending call_1 read streaming", "describe call_1 Read src/a.ts", "running call_1", "done call_1 output"]);
+    expect(observer.log).toEqual([
+      "pending call_1 read streaming",
+      "describe call_1 Read src/a.ts",
+      "running call_1",
+      "done call_1 output",
+    ]);
     const [result] = toolResultsIn(model.doStreamCalls[1]!);
     expect(result).toContain("export const a = 1; // TODO");
     // Raw file content (never JSON-escaped) after the scalar fields.
@@ -345,9 +361,13 @@ describe("helpers", () => {
 
   it("adds the truncation hint unless the data already names the file", () => {
     const meta = { duration_ms: 1, truncated: true, output_path: "/tmp/sidecar/out.txt" };
-    expect(resultText({ type: "output", data: { head: [1, 2] }, metadata: meta })).toMatch(/\[Output truncated\. The full output is in \/tmp\/sidecar\/out\.txt/);
+    expect(resultText({ type: "output", data: { head: [1, 2] }, metadata: meta })).toMatch(
+      /\[Output truncated\. The full output is in \/tmp\/sidecar\/out\.txt/,
+    );
     const named = resultText({ type: "output", data: "… see /tmp/sidecar/out.txt", metadata: meta });
     expect(named).toBe("… see /tmp/sidecar/out.txt");
-    expect(resultText({ type: "error", error_text: "nope", metadata: { duration_ms: 1, error_code: "not_found" } })).toBe("Error (not_found): nope");
+    expect(resultText({ type: "error", error_text: "nope", metadata: { duration_ms: 1, error_code: "not_found" } })).toBe(
+      "Error (not_found): nope",
+    );
   });
 });

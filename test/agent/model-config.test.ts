@@ -36,11 +36,17 @@ describe("model ids and where they come from", () => {
   });
 
   it("prefers the session's choice, then TOOLHOST_MODEL, then the config file", async () => {
-    await fsp.writeFile(path.join(home, "config.json"), JSON.stringify({ model: "ollama/qwen3", providers: { anthropic: { apiKey: "k" } } }));
+    await fsp.writeFile(
+      path.join(home, "config.json"),
+      JSON.stringify({ model: "ollama/qwen3", providers: { anthropic: { apiKey: "k" } } }),
+    );
     const peek = peekUserConfig(home);
     expect(peek).toMatchObject({ model: "ollama/qwen3", keyed: ["anthropic"] });
     expect(resolveModel(undefined, {}, peek)).toMatchObject({ source: "config", spec: { id: "ollama/qwen3" } });
-    expect(resolveModel(undefined, { TOOLHOST_MODEL: "openai/gpt-5" }, peek)).toMatchObject({ source: "env", spec: { provider: "openai" } });
+    expect(resolveModel(undefined, { TOOLHOST_MODEL: "openai/gpt-5" }, peek)).toMatchObject({
+      source: "env",
+      spec: { provider: "openai" },
+    });
     expect(resolveModel("anthropic/claude-sonnet-4-5", { TOOLHOST_MODEL: "openai/gpt-5" }, peek)).toMatchObject({ source: "session" });
     expect(resolveModel(undefined, {}, peekUserConfig(path.join(home, "missing")))).toBeUndefined();
     expect(resolveModel(undefined, { TOOLHOST_MODEL: "nonsense" }, peek)).toHaveProperty("error");
@@ -70,12 +76,20 @@ describe("model ids and where they come from", () => {
 describe("providers", () => {
   it("builds each provider's model, keys from env first", async () => {
     const config = { providers: { anthropic: { apiKey: "from-file" } } };
-    expect(await createLanguageModel(spec("anthropic/claude-sonnet-4-5"), config, "cfg")).toMatchObject({ provider: "anthropic.messages", modelId: "claude-sonnet-4-5" });
+    expect(await createLanguageModel(spec("anthropic/claude-sonnet-4-5"), config, "cfg")).toMatchObject({
+      provider: "anthropic.messages",
+      modelId: "claude-sonnet-4-5",
+    });
     expect(await createLanguageModel(spec("openai/gpt-5"), {}, "cfg", { OPENAI_API_KEY: "sk" })).toMatchObject({ modelId: "gpt-5" });
     expect(await createLanguageModel(spec("ollama/qwen3"), {}, "cfg", {})).toMatchObject({ provider: "ollama.chat", modelId: "qwen3" });
     const compatible = await createLanguageModel(spec("openai-compatible/m"), {}, "cfg", { TOOLHOST_BASE_URL: "http://127.0.0.1:9/v1" });
     expect(compatible).toMatchObject({ provider: "openai-compatible.chat", modelId: "m" });
-    const custom = await createLanguageModel(spec("openrouter/x/y"), { providers: { openrouter: { baseURL: "https://openrouter.ai/api/v1", apiKey: "k" } } }, "cfg", {});
+    const custom = await createLanguageModel(
+      spec("openrouter/x/y"),
+      { providers: { openrouter: { baseURL: "https://openrouter.ai/api/v1", apiKey: "k" } } },
+      "cfg",
+      {},
+    );
     expect(custom).toMatchObject({ provider: "openrouter.chat", modelId: "x/y" });
   });
 
@@ -89,7 +103,9 @@ describe("providers", () => {
       }
       throw new Error("expected a setup error");
     };
-    expect(await fail("anthropic/claude-sonnet-4-5")).toMatch(/needs an API key: set ANTHROPIC_API_KEY .* in \/home\/u\/\.toolhost\/config\.json/);
+    expect(await fail("anthropic/claude-sonnet-4-5")).toMatch(
+      /needs an API key: set ANTHROPIC_API_KEY .* in \/home\/u\/\.toolhost\/config\.json/,
+    );
     expect(await fail("openai/gpt-5")).toMatch(/OPENAI_API_KEY/);
     expect(await fail("openai-compatible/m")).toMatch(/TOOLHOST_BASE_URL/);
     expect(await fail("mystery/m")).toMatch(/Unknown provider "mystery"/);
@@ -126,12 +142,26 @@ describe("model facts", () => {
 });
 
 describe("provider errors", () => {
-  const error = (statusCode: number | undefined, message: string, extra: Record<string, unknown> = {}) => ({ name: "AI_APICallError", statusCode, message, isRetryable: false, ...extra });
+  const error = (statusCode: number | undefined, message: string, extra: Record<string, unknown> = {}) => ({
+    name: "AI_APICallError",
+    statusCode,
+    message,
+    isRetryable: false,
+    ...extra,
+  });
 
   it("retries 429, 5xx and network failures, honouring retry-after", () => {
-    expect(classifyProviderError(error(429, "slow down", { responseHeaders: { "retry-after": "2" } }))).toMatchObject({ retryable: true, retryAfterMs: 2000 });
-    expect(classifyProviderError(error(503, "busy", { responseHeaders: { "retry-after-ms": "150" } }))).toMatchObject({ retryable: true, retryAfterMs: 150 });
-    expect(classifyProviderError(error(undefined, "Cannot connect to API: ECONNREFUSED", { isRetryable: true }))).toMatchObject({ retryable: true });
+    expect(classifyProviderError(error(429, "slow down", { responseHeaders: { "retry-after": "2" } }))).toMatchObject({
+      retryable: true,
+      retryAfterMs: 2000,
+    });
+    expect(classifyProviderError(error(503, "busy", { responseHeaders: { "retry-after-ms": "150" } }))).toMatchObject({
+      retryable: true,
+      retryAfterMs: 150,
+    });
+    expect(classifyProviderError(error(undefined, "Cannot connect to API: ECONNREFUSED", { isRetryable: true }))).toMatchObject({
+      retryable: true,
+    });
     expect(classifyProviderError(error(400, "bad request"))).toMatchObject({ retryable: false, status: 400 });
     expect(classifyProviderError(new Error("plain"))).toMatchObject({ retryable: false, message: "plain" });
   });
@@ -142,7 +172,9 @@ describe("provider errors", () => {
       "The model provider refused the request for openai/gpt-5 (401): Incorrect API key\nCheck the key: OPENAI_API_KEY (or providers.openai.apiKey in /cfg.json).",
     );
     expect(providerErrorMessage(classifyProviderError(error(404, "no such model")), ctx)).toMatch(/Check the model id/);
-    expect(providerErrorMessage(classifyProviderError(error(500, "oops")), { ...ctx, attempts: 4 })).toMatch(/\(500\) \(tried 4 times\): oops/);
+    expect(providerErrorMessage(classifyProviderError(error(500, "oops")), { ...ctx, attempts: 4 })).toMatch(
+      /\(500\) \(tried 4 times\): oops/,
+    );
   });
 });
 

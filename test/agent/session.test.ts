@@ -117,7 +117,11 @@ describe("what the model is offered", () => {
         id: "lister",
         kind: "read",
         description: "static",
-        describe: ({ host }) => `Knows: ${host.tools?.list().map((t) => t.id).join(", ")}`,
+        describe: ({ host }) =>
+          `Knows: ${host.tools
+            ?.list()
+            .map((t) => t.id)
+            .join(", ")}`,
         parameters: z.object({}),
         requires: {},
         execute: async () => "",
@@ -201,7 +205,8 @@ describe("host services", () => {
         requires: {},
         execute: async (args, ctx) => {
           if (!ctx.host.subagents) throw new ToolError("unavailable", "no subagents here");
-          return (await ctx.host.subagents.run({ prompt: args.prompt, description: "nest", tools: ["delegate", "probe"] }, ctx.signal)).text;
+          return (await ctx.host.subagents.run({ prompt: args.prompt, description: "nest", tools: ["delegate", "probe"] }, ctx.signal))
+            .text;
         },
       }),
     );

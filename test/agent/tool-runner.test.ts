@@ -51,10 +51,13 @@ describe("runToolCall", () => {
         id: "counted",
         kind: "edit",
         description: "counts how often its arguments are parsed",
-        parameters: z.preprocess((v) => {
-          parses += 1;
-          return v;
-        }, z.object({ n: z.number() })),
+        parameters: z.preprocess(
+          (v) => {
+            parses += 1;
+            return v;
+          },
+          z.object({ n: z.number() }),
+        ),
         requires: {},
         title: (args) => `Counted ${args.n}`,
         preview: async () => [{ type: "diff", path: "/ws/x", oldText: null, newText: "x" }],
@@ -88,7 +91,11 @@ describe("runToolCall", () => {
 
   it("carries the edit preview's plan to execute: one diff when the file did not change", async () => {
     const { o, events } = observer();
-    const envelope = await runToolCall(context(), { callId: "c1", toolId: "edit", args: { path: "a.txt", old_string: "two", new_string: "2" } }, o);
+    const envelope = await runToolCall(
+      context(),
+      { callId: "c1", toolId: "edit", args: { path: "a.txt", old_string: "two", new_string: "2" } },
+      o,
+    );
     expect(envelope.type).toBe("output");
     expect(events.filter((e) => e.type === "diff")).toHaveLength(1);
     expect(await ws.text("a.txt")).toBe("one\n2\n");
@@ -100,7 +107,11 @@ describe("runToolCall", () => {
       await ws.session.fs.writeFileAtomic(path.join(ws.root, "a.txt"), new TextEncoder().encode("zero\none\ntwo\n"));
       return { outcome: "allow" };
     };
-    const envelope = await runToolCall(context(changeFirst), { callId: "c1", toolId: "write", args: { path: "a.txt", content: "new\n" } }, o);
+    const envelope = await runToolCall(
+      context(changeFirst),
+      { callId: "c1", toolId: "write", args: { path: "a.txt", content: "new\n" } },
+      o,
+    );
     expect(envelope.type).toBe("output");
     const diffs = events.filter((e): e is Extract<ToolEvent, { type: "diff" }> => e.type === "diff");
     expect(diffs.map((d) => d.oldText)).toEqual(["one\ntwo\n", "zero\none\ntwo\n"]);

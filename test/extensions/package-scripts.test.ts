@@ -39,8 +39,14 @@ describe("extensions/package_scripts.ts", () => {
     });
     const root = output<{ manager: string; workspaces: string[] }>((await call(tool, {}, ws.session)).envelope);
     expect(root).toMatchObject({ manager: "pnpm", workspaces: ["packages/*"] });
-    const app = output<{ manager: string; manager_from: string; scripts: unknown[] }>((await call(tool, { path: "packages/app/" }, ws.session)).envelope);
-    expect(app).toMatchObject({ manager: "yarn", manager_from: "./yarn.lock", scripts: [{ name: "dev", command: "vite", run: "yarn run dev" }] });
+    const app = output<{ manager: string; manager_from: string; scripts: unknown[] }>(
+      (await call(tool, { path: "packages/app/" }, ws.session)).envelope,
+    );
+    expect(app).toMatchObject({
+      manager: "yarn",
+      manager_from: "./yarn.lock",
+      scripts: [{ name: "dev", command: "vite", run: "yarn run dev" }],
+    });
   });
 
   it("is offered only where there is a package.json, and stays inside the workspace", async () => {

@@ -29,9 +29,13 @@ describe("profiles/release/tools/release_notes.ts", () => {
     await commit("docs: explain profiles");
     await commit("host: tidy the registry");
 
-    const data = output<{ range: string; suggested_bump: string; commits: number; markdown: string; sections: { title: string; entries: unknown[] }[] }>(
-      (await call(tool, {}, ws.session)).envelope,
-    );
+    const data = output<{
+      range: string;
+      suggested_bump: string;
+      commits: number;
+      markdown: string;
+      sections: { title: string; entries: unknown[] }[];
+    }>((await call(tool, {}, ws.session)).envelope);
     expect(data).toMatchObject({ range: "v1.0.0..HEAD", since: "v1.0.0", commits: 4, suggested_bump: "major" });
     expect(data.sections.map((s) => s.title)).toEqual(["Features", "Fixes", "Documentation", "Other changes"]);
     expect(data.markdown).toContain("- **BREAKING** **cli:** rename --out to --output (");

@@ -77,7 +77,10 @@ export default defineTool({
       (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
     );
     const errors = result.out.split("\n").filter((l) => / error TS\d+/.test(l));
-    expect(errors.every((l) => l.includes("wrong.ts")), errors.join("\n")).toBe(true);
+    expect(
+      errors.every((l) => l.includes("wrong.ts")),
+      errors.join("\n"),
+    ).toBe(true);
     expect(result.code).not.toBe(0);
     expect(result.out).toMatch(/Type '"writes"' is not assignable to type '"read" \| "edit" \|/);
     expect(result.out).toMatch(/'reed' does not exist/);

@@ -100,12 +100,8 @@ describe("invoke", () => {
 
   it("maps ToolError codes and unexpected throws onto error envelopes", async () => {
     ws = await diskWorkspace();
-    expect(errorOf(await invoke(registry, "thrower", { expected: true }, { session: ws.session }), "not_found")).toBe(
-      "nothing there",
-    );
-    expect(errorOf(await invoke(registry, "thrower", { expected: false }, { session: ws.session }), "execution_failed")).toMatch(
-      /boom/,
-    );
+    expect(errorOf(await invoke(registry, "thrower", { expected: true }, { session: ws.session }), "not_found")).toBe("nothing there");
+    expect(errorOf(await invoke(registry, "thrower", { expected: false }, { session: ws.session }), "execution_failed")).toMatch(/boom/);
   });
 
   it("refuses a tool whose requirements use an undefined variable or a missing capability", async () => {
@@ -119,14 +115,19 @@ describe("invoke", () => {
   it("lets the policy hook deny a call before it runs", async () => {
     ws = await diskWorkspace();
     let ran = false;
-    const env = await invoke(registry, "echo", { text: "x" }, {
-      session: ws.session,
-      authorize: async (call) => {
-        ran = true;
-        expect(call.args).toEqual({ text: "x", repeat: 1 });
-        return { outcome: "deny", reason: "not today" };
+    const env = await invoke(
+      registry,
+      "echo",
+      { text: "x" },
+      {
+        session: ws.session,
+        authorize: async (call) => {
+          ran = true;
+          expect(call.args).toEqual({ text: "x", repeat: 1 });
+          return { outcome: "deny", reason: "not today" };
+        },
       },
-    });
+    );
     expect(ran).toBe(true);
     expect(errorOf(env, "rejected")).toBe("not today");
   });

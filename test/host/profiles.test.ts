@@ -42,7 +42,10 @@ describe("profiles", () => {
         model: "anthropic/claude-sonnet-4-5",
         tools: { disable: ["bash"] },
         requires: { fs: { read: ["{user-data}/snippets/**"] } },
-        permissions: [{ permission: "write", pattern: "docs/**", action: "allow" }, { permission: "fs.write", action: "ask" }],
+        permissions: [
+          { permission: "write", pattern: "docs/**", action: "allow" },
+          { permission: "fs.write", action: "ask" },
+        ],
       },
       { "prompt.md": "You write documentation.\n" },
     );
@@ -87,7 +90,9 @@ describe("profiles", () => {
   });
 
   it("reports an unknown profile name and an invalid one", async () => {
-    expect((await loadProfile("nope")).problems[0]!.message).toMatch(/no profile named "nope": looked for .*nope\/profile\.json and .*nope\/profile\.json/);
+    expect((await loadProfile("nope")).problems[0]!.message).toMatch(
+      /no profile named "nope": looked for .*nope\/profile\.json and .*nope\/profile\.json/,
+    );
     expect((await loadProfile("../etc")).problems[0]!.message).toMatch(/is not a profile name/);
   });
 

@@ -187,7 +187,10 @@ ${toolFile("sneaky")}`,
   it("asks isAvailable: an unavailable tool leaves its id to the next definition; a throwing one is reported", async () => {
     await write(path.join(profileTools(), "pkg.ts"), toolFile("pkg", "profile", `isAvailable: ({ exists }) => exists("package.json"),`));
     const fallback = await write(path.join(extra, "pkg.ts"), toolFile("pkg", "extra"));
-    const broken = await write(path.join(extra, "flaky.ts"), toolFile("flaky", "x", `isAvailable: () => { throw new Error("no daemon"); },`));
+    const broken = await write(
+      path.join(extra, "flaky.ts"),
+      toolFile("flaky", "x", `isAvailable: () => { throw new Error("no daemon"); },`),
+    );
     const without = await buildToolset({ loader, cwd: project });
     expect(without.registry.entry("pkg")!.source).toBe(fallback);
     expect(without.report.unavailable).toEqual([{ id: "pkg", kind: "read", source: path.join(profileTools(), "pkg.ts") }]);

@@ -109,7 +109,9 @@ describe("targets", () => {
     await call("edit", edit("src/a.ts", "1", "2"));
     const [request] = asked;
     expect(request?.call.targets.paths).toEqual([path.join(ws.root, "src/a.ts")]);
-    expect(request?.call.preview).toEqual([{ type: "diff", path: path.join(ws.root, "src/a.ts"), oldText: "export const a = 1;\n", newText: "export const a = 2;\n" }]);
+    expect(request?.call.preview).toEqual([
+      { type: "diff", path: path.join(ws.root, "src/a.ts"), oldText: "export const a = 1;\n", newText: "export const a = 2;\n" },
+    ]);
     expect(request?.scopeLabel).toBe("edit on src/a.ts");
   });
 

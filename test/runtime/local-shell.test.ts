@@ -35,8 +35,6 @@ function opts(over: Partial<ShellSpawnOptions> = {}): ShellSpawnOptions {
 
 const bash = (line: string, over: Partial<ShellSpawnOptions> = {}) => shell.spawn("/bin/bash", ["-c", line], opts(over));
 
-
-
 /** The text before the truncation marker line, the omitted byte count, and the tail after it. */
 function splitAtMarker(text: string): { before: string; omitted: number; tail: string; marker: string } {
   const m = /… \[(\d+) bytes omitted;[^\n]*\] …\n/.exec(text);
@@ -88,9 +86,7 @@ describe("LocalShell: results", () => {
   it("refuses a missing binary and a bad cwd with not_found", async () => {
     expect(await codeOf(shell.spawn("toolhost-no-such-binary", [], opts()))).toBe("not_found");
     expect(await codeOf(shell.spawn("/bin/bash", ["-c", "true"], opts({ cwd: path.join(dir, "nope") })))).toBe("not_found");
-    expect(await codeOf(shell.spawn("/bin/bash", ["-c", "true"], opts({ cwd: path.join(dir, "sub/file.txt") })))).toBe(
-      "not_found",
-    );
+    expect(await codeOf(shell.spawn("/bin/bash", ["-c", "true"], opts({ cwd: path.join(dir, "sub/file.txt") })))).toBe("not_found");
   });
 
   it("refuses to start when already aborted", async () => {
@@ -209,9 +205,7 @@ describe("LocalShell: large output", () => {
     const { before, omitted, tail, marker } = splitAtMarker(r.stdout);
     // Shown head + omitted + shown tail is exactly the whole stream (ASCII: chars are bytes).
     expect(full.endsWith(tail)).toBe(true);
-    expect([before, before.slice(0, -1)].some((h) => full.startsWith(h) && h.length + omitted + tail.length === full.length)).toBe(
-      true,
-    );
+    expect([before, before.slice(0, -1)].some((h) => full.startsWith(h) && h.length + omitted + tail.length === full.length)).toBe(true);
     // The cap, plus the marker line and the line break before it.
     expect(Buffer.byteLength(r.stdout)).toBeLessThanOrEqual(cap + Buffer.byteLength(marker) + 1);
   });

@@ -34,7 +34,10 @@ const markSandboxed: SpawnTransform = (request) => ({
 
 describe("a spawn transform over the real LocalShell", () => {
   it("runs what the transform returns, for command lines and argv alike", async () => {
-    const shell = await shellFor({ shell: [{ cmd: "bash" }, { cmd: "printenv" }], fs: { read: ["{workspace}/**"] } }, { spawnTransform: markSandboxed });
+    const shell = await shellFor(
+      { shell: [{ cmd: "bash" }, { cmd: "printenv" }], fs: { read: ["{workspace}/**"] } },
+      { spawnTransform: markSandboxed },
+    );
     expect((await shell.run('echo "sandboxed=$SANDBOXED"')).stdout).toBe("sandboxed=1\n");
     expect((await shell.exec("printenv", ["SANDBOXED"])).stdout).toBe("1\n");
   });
@@ -78,7 +81,13 @@ describe("a spawn transform over another backend", () => {
     const seen: { request: SpawnRequest; context: SpawnContext }[] = [];
     const transform: SpawnTransform = (request, context) => {
       seen.push({ request, context });
-      return { file: "/usr/bin/bwrap", args: ["--", request.file, ...request.args], cwd: "/", env: { WRAPPED: "1" }, shellLine: "wrapped line" };
+      return {
+        file: "/usr/bin/bwrap",
+        args: ["--", request.file, ...request.args],
+        cwd: "/",
+        env: { WRAPPED: "1" },
+        shellLine: "wrapped line",
+      };
     };
     const shell = await shellFor(requires, { shell: backend, spawnTransform: transform });
     await shell.run("echo hi", { env: { A: "1" }, timeoutMs: 1234 });

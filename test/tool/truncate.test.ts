@@ -147,10 +147,20 @@ describe("envelopeToText", () => {
     const { envelopeToText } = await import("../../src/tool/envelope.js");
     const text = envelopeToText({
       type: "output",
-      data: { path: "/ws/a.ts", start_line: 1, content: '1\tconst s = "x";\n2\tlet y = 2;', matches: [{ path: "a.ts", line: 1 }], total: 1 },
+      data: {
+        path: "/ws/a.ts",
+        start_line: 1,
+        content: '1\tconst s = "x";\n2\tlet y = 2;',
+        matches: [{ path: "a.ts", line: 1 }],
+        total: 1,
+      },
       metadata: { duration_ms: 1 },
     });
-    expect(text).toBe('path: /ws/a.ts\nstart_line: 1\ntotal: 1\ncontent:\n1\tconst s = "x";\n2\tlet y = 2;\nmatches:\n{"path":"a.ts","line":1}');
-    expect(envelopeToText({ type: "error", error_text: "gone", metadata: { duration_ms: 1, error_code: "not_found" } })).toBe("Error (not_found): gone");
+    expect(text).toBe(
+      'path: /ws/a.ts\nstart_line: 1\ntotal: 1\ncontent:\n1\tconst s = "x";\n2\tlet y = 2;\nmatches:\n{"path":"a.ts","line":1}',
+    );
+    expect(envelopeToText({ type: "error", error_text: "gone", metadata: { duration_ms: 1, error_code: "not_found" } })).toBe(
+      "Error (not_found): gone",
+    );
   });
 });

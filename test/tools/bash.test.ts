@@ -7,8 +7,7 @@ import { call, diskWorkspace, errorOf, output, sleepMarker, survivors, useWorksp
 
 const workspaces = useWorkspace();
 
-const outputEvents = (events: ToolEvent[]) =>
-  events.filter((e): e is Extract<ToolEvent, { type: "output" }> => e.type === "output");
+const outputEvents = (events: ToolEvent[]) => events.filter((e): e is Extract<ToolEvent, { type: "output" }> => e.type === "output");
 
 describe("bash", () => {
   it("returns the honest result shape; a non-zero exit is output", async () => {
@@ -27,8 +26,18 @@ describe("bash", () => {
     const { envelope, events } = await call(bash, { command: "echo one; sleep 0.1; echo two; echo three >&2" }, ws.session);
     const data = output<BashResult>(envelope);
     const live = outputEvents(events);
-    expect(live.filter((e) => e.stream === "stdout").map((e) => e.chunk).join("")).toBe(data.stdout);
-    expect(live.filter((e) => e.stream === "stderr").map((e) => e.chunk).join("")).toBe("three\n");
+    expect(
+      live
+        .filter((e) => e.stream === "stdout")
+        .map((e) => e.chunk)
+        .join(""),
+    ).toBe(data.stdout);
+    expect(
+      live
+        .filter((e) => e.stream === "stderr")
+        .map((e) => e.chunk)
+        .join(""),
+    ).toBe("three\n");
   });
 
   it("stops live output at its budget but keeps the result whole", async () => {
@@ -43,7 +52,7 @@ describe("bash", () => {
 
   it("closes stdin", async () => {
     const ws = await workspaces.use(diskWorkspace());
-    const data = output<BashResult>((await call(bash, { command: "cat; read -r x; echo \"read=$?\"" }, ws.session)).envelope);
+    const data = output<BashResult>((await call(bash, { command: 'cat; read -r x; echo "read=$?"' }, ws.session)).envelope);
     expect(data.stdout).toBe("read=1\n");
   });
 

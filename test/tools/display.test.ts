@@ -93,7 +93,9 @@ describe("grep", () => {
   });
 
   it("says so when a result has neither matches nor a notice", () => {
-    expect(displayResult(grep, { mode: "content", pattern: "x", matches: [], total: 0 }, { pattern: "x" })).toEqual({ text: "(no matches)" });
+    expect(displayResult(grep, { mode: "content", pattern: "x", matches: [], total: 0 }, { pattern: "x" })).toEqual({
+      text: "(no matches)",
+    });
   });
 });
 

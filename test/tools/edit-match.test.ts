@@ -166,7 +166,9 @@ describe("the ladder", () => {
 describe("noMatchHint", () => {
   it("names the line where old_string starts to differ", () => {
     const hint = noMatchHint("function f() {\n  return 1;\n}\n", "function f() {\n  return 2;\n}");
-    expect(hint).toBe('old_string\'s first line matches line 1, but line 2 differs: the file has "  return 1;", old_string has "  return 2;".');
+    expect(hint).toBe(
+      'old_string\'s first line matches line 1, but line 2 differs: the file has "  return 1;", old_string has "  return 2;".',
+    );
   });
 
   it("points at the closest line", () => {

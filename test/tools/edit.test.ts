@@ -19,12 +19,15 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
     const data = output<EditResult>(envelope);
     const abs = path.join(ws.root, "src/a.ts");
     expect(data).toMatchObject({ path: abs, replacements: 1, first_changed_line: 4, match: "exact" });
-    expect(data.diff).toBe(
-      "--- src/a.ts\n+++ src/a.ts\n@@ -1,7 +1,7 @@\n one\n two\n three\n-four\n+FOUR\n five\n six\n seven\n",
-    );
+    expect(data.diff).toBe("--- src/a.ts\n+++ src/a.ts\n@@ -1,7 +1,7 @@\n one\n two\n three\n-four\n+FOUR\n five\n six\n seven\n");
     expect(await ws.text("src/a.ts")).toBe("one\ntwo\nthree\nFOUR\nfive\nsix\nseven\n");
     expect(events).toEqual([
-      { type: "diff", path: abs, oldText: "one\ntwo\nthree\nfour\nfive\nsix\nseven\n", newText: "one\ntwo\nthree\nFOUR\nfive\nsix\nseven\n" },
+      {
+        type: "diff",
+        path: abs,
+        oldText: "one\ntwo\nthree\nfour\nfive\nsix\nseven\n",
+        newText: "one\ntwo\nthree\nFOUR\nfive\nsix\nseven\n",
+      },
     ]);
     expect(data.version).toBe((await ws.session.fs.stat(abs))?.version);
     expect(ws.session.readStamps.get(abs)).toBe(data.version);
@@ -33,9 +36,9 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   it("turns schema failures into invalid_arguments envelopes", async () => {
     await workspaces.use(make({ "a.txt": "x" }));
     expect(errorOf((await run({ path: "a.txt", new_string: "y" })).envelope, "invalid_arguments")).toMatch(/old_string/);
-    expect(errorOf((await run({ path: "a.txt", old_string: "x", new_string: "y", replace_all: "yes" })).envelope, "invalid_arguments")).toMatch(
-      /replace_all/,
-    );
+    expect(
+      errorOf((await run({ path: "a.txt", old_string: "x", new_string: "y", replace_all: "yes" })).envelope, "invalid_arguments"),
+    ).toMatch(/replace_all/);
   });
 
   it("refuses an ambiguous match with the count and lines, and replace_all changes every one", async () => {
@@ -56,12 +59,14 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("falls back through the fuzzy tiers and rewrites only the matched bytes", async () => {
-    const ws = await workspaces.use(make({
-      "quotes.py": "msg = \u201chello\u201d  \nother = \u2018x\u2019 \u2014 y\n",
-      "trail.txt": "keep   \nalpha  \nbeta\t\nkeep2   \n",
-      "indent.ts": "function f() {\n\tif (a) {\n\t\tb();\n\t}\n}\n",
-      "esc.js": 'print("a")\nprint("it\'s")\n',
-    }));
+    const ws = await workspaces.use(
+      make({
+        "quotes.py": "msg = \u201chello\u201d  \nother = \u2018x\u2019 \u2014 y\n",
+        "trail.txt": "keep   \nalpha  \nbeta\t\nkeep2   \n",
+        "indent.ts": "function f() {\n\tif (a) {\n\t\tb();\n\t}\n}\n",
+        "esc.js": 'print("a")\nprint("it\'s")\n',
+      }),
+    );
     const uni = await ok({ path: "quotes.py", old_string: 'msg = "hello"', new_string: 'msg = "bye"' });
     expect(uni.match).toBe("unicode");
     expect(uni.notice).toMatch(/folding unicode/);
@@ -91,7 +96,9 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
     const ws = await workspaces.use(make({ "a.txt": "same  \n" }));
     expect(errorOf((await run({ path: "a.txt", old_string: "same", new_string: "same" })).envelope, "no_change")).toMatch(/identical/);
     // Matches only after ignoring trailing whitespace, and the replacement equals what is there.
-    expect(errorOf((await run({ path: "a.txt", old_string: "same \n", new_string: "same  \n" })).envelope, "no_change")).toMatch(/would not change/);
+    expect(errorOf((await run({ path: "a.txt", old_string: "same \n", new_string: "same  \n" })).envelope, "no_change")).toMatch(
+      /would not change/,
+    );
     expect(await ws.text("a.txt")).toBe("same  \n");
   });
 
@@ -113,9 +120,13 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("refuses binary files and text it cannot decode losslessly", async () => {
-    const ws = await workspaces.use(make({ "a.bin2": new Uint8Array([0x61, 0, 0x62]), "latin1.txt": new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x0a]) }));
+    const ws = await workspaces.use(
+      make({ "a.bin2": new Uint8Array([0x61, 0, 0x62]), "latin1.txt": new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x0a]) }),
+    );
     expect(errorOf((await run({ path: "a.bin2", old_string: "a", new_string: "b" })).envelope, "binary_file")).toMatch(/binary file/);
-    expect(errorOf((await run({ path: "latin1.txt", old_string: "caf", new_string: "CAF" })).envelope, "binary_file")).toMatch(/not valid UTF-8/);
+    expect(errorOf((await run({ path: "latin1.txt", old_string: "caf", new_string: "CAF" })).envelope, "binary_file")).toMatch(
+      /not valid UTF-8/,
+    );
     expect(hex(await ws.bytes("latin1.txt"))).toBe("636166e90a");
   });
 
@@ -135,12 +146,14 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
   });
 
   it("keeps CRLF, the BOM and UTF-16 byte for byte", async () => {
-    const ws = await workspaces.use(make({
-      "crlf.txt": "\uFEFFa\r\nb\r\nc\r\n",
-      "mixed.txt": "a\r\nb\nc\r\n",
-      "le.txt": encodeText("x\r\ny\r\n", "utf-16le"),
-      "be.txt": encodeText("x\ny\n", "utf-16be"),
-    }));
+    const ws = await workspaces.use(
+      make({
+        "crlf.txt": "\uFEFFa\r\nb\r\nc\r\n",
+        "mixed.txt": "a\r\nb\nc\r\n",
+        "le.txt": encodeText("x\r\ny\r\n", "utf-16le"),
+        "be.txt": encodeText("x\ny\n", "utf-16be"),
+      }),
+    );
     await ok({ path: "crlf.txt", old_string: "b\nc\n", new_string: "B\nC\nD\n" });
     expect(hex(await ws.bytes("crlf.txt"))).toBe("efbbbf" + Buffer.from("a\r\nB\r\nC\r\nD\r\n").toString("hex"));
     await ok({ path: "mixed.txt", old_string: "b", new_string: "b1\nb2" });
@@ -187,7 +200,9 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
       asked.push("asked");
       return { outcome: "deny" as const, reason: "rejected by the user" };
     };
-    const { envelope, events } = await call(edit, { path: "a.ts", old_string: "b = 2", new_string: "b = 3" }, ws.session, { authorize: deny });
+    const { envelope, events } = await call(edit, { path: "a.ts", old_string: "b = 2", new_string: "b = 3" }, ws.session, {
+      authorize: deny,
+    });
     expect(errorOf(envelope, "rejected")).toMatch(/rejected/);
     expect(events).toEqual([{ type: "diff", path: path.join(ws.root, "a.ts"), oldText: "a = 1;\nb = 2;\n", newText: "a = 1;\nb = 3;\n" }]);
     expect(await ws.text("a.ts")).toBe("a = 1;\nb = 2;\n");
@@ -213,7 +228,9 @@ describe.each(BACKENDS)("edit on $name", ({ make }) => {
 
   it("publishes a title and locations", () => {
     expect(edit.title?.({ path: "src/a.ts", old_string: "a", new_string: "b" })).toBe("Edit src/a.ts");
-    expect(edit.locations?.({ path: "src/a.ts", old_string: "a", new_string: "b" }, { workspace: "/w" })).toEqual([{ path: "/w/src/a.ts" }]);
+    expect(edit.locations?.({ path: "src/a.ts", old_string: "a", new_string: "b" }, { workspace: "/w" })).toEqual([
+      { path: "/w/src/a.ts" },
+    ]);
   });
 });
 
@@ -233,7 +250,9 @@ describe("edit on disk only", () => {
     workspaces.defer(() => fsp.rm(outside, { recursive: true, force: true }));
     await fsp.symlink(outside, path.join(ws.root, "link"));
     const s = ws.session;
-    expect(errorOf((await call(edit, { path: "link/t.txt", old_string: "outside", new_string: "x" }, s)).envelope, "outside_root")).toBeTruthy();
+    expect(
+      errorOf((await call(edit, { path: "link/t.txt", old_string: "outside", new_string: "x" }, s)).envelope, "outside_root"),
+    ).toBeTruthy();
     expect(errorOf((await call(edit, { path: "link/new.txt", old_string: "", new_string: "x" }, s)).envelope, "outside_root")).toBeTruthy();
     expect(await fsp.readdir(outside)).toEqual(["t.txt"]);
     expect(await fsp.readFile(path.join(outside, "t.txt"), "utf8")).toBe("outside\n");
@@ -262,7 +281,9 @@ describe("edit diffs", () => {
   it("shows CRLF files without carriage returns", () => {
     const old = "a\r\nb\r\n";
     const found = findMatches(old, "b", "c")!;
-    expect(editDiff("f", old, applyCandidates(old, found.candidates), found.candidates)).toBe("--- f\n+++ f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
+    expect(editDiff("f", old, applyCandidates(old, found.candidates), found.candidates)).toBe(
+      "--- f\n+++ f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n",
+    );
   });
 
   it("cuts a long diff of many separate hunks at 20 KB", () => {
@@ -278,7 +299,9 @@ describe("edit diffs", () => {
   it("stays fast and capped for a replace_all over thousands of lines", async () => {
     const ws = await workspaces.use(BACKENDS[1].make({ "big.txt": lines(20_000) }));
     const started = performance.now();
-    const data = output<EditResult>((await call(edit, { path: "big.txt", old_string: "line", new_string: "LINE", replace_all: true }, ws.session)).envelope);
+    const data = output<EditResult>(
+      (await call(edit, { path: "big.txt", old_string: "line", new_string: "LINE", replace_all: true }, ws.session)).envelope,
+    );
     expect(performance.now() - started).toBeLessThan(3000);
     expect(data.replacements).toBe(20_000);
     expect(Buffer.byteLength(data.diff)).toBeLessThan(EDIT_DIFF_BYTES + 200);

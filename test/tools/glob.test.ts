@@ -37,11 +37,7 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
 
   it("supports braces and a literal base directory", async () => {
     await workspaces.use(make(TREE));
-    expect(output<GlobData>(await run({ pattern: "{src,test}/*.{ts,tsx}" })).files).toEqual([
-      "src/c.ts",
-      "src/d.tsx",
-      "test/f.ts",
-    ]);
+    expect(output<GlobData>(await run({ pattern: "{src,test}/*.{ts,tsx}" })).files).toEqual(["src/c.ts", "src/d.tsx", "test/f.ts"]);
     expect(output<GlobData>(await run({ pattern: "src/**" })).files).toEqual(["src/c.ts", "src/d.tsx", "src/deep/e.ts"]);
     expect(output<GlobData>(await run({ pattern: "nowhere/**/*.ts" })).files).toEqual([]);
   });
@@ -76,16 +72,18 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
   });
 
   it("respects .gitignore (also nested) and skips .git", async () => {
-    await workspaces.use(make({
-      ...TREE,
-      ".gitignore": "build/\n*.log\n!keep.log\n",
-      "build/out.ts": "x",
-      "x.log": "x",
-      "keep.log": "k",
-      "src/.gitignore": "deep/\n",
-      ".git/config": "[core]",
-      ".git/hooks/pre.ts": "x",
-    }));
+    await workspaces.use(
+      make({
+        ...TREE,
+        ".gitignore": "build/\n*.log\n!keep.log\n",
+        "build/out.ts": "x",
+        "x.log": "x",
+        "keep.log": "k",
+        "src/.gitignore": "deep/\n",
+        ".git/config": "[core]",
+        ".git/hooks/pre.ts": "x",
+      }),
+    );
     const data = output<GlobData>(await run({ pattern: "**" }));
     // The memory workspace holds a .keep marker.
     expect(data.files.filter((f) => f !== ".keep")).toEqual([
@@ -126,7 +124,9 @@ describe.each(BACKENDS)("glob on $name", ({ make }) => {
     expect(data.total).toBe(1200);
     expect(env.metadata.truncated).toBe(true);
     expect(data.notice).toContain(env.metadata.output_path);
-    const lines = readFileSync(env.metadata.output_path as string, "utf8").trimEnd().split("\n");
+    const lines = readFileSync(env.metadata.output_path as string, "utf8")
+      .trimEnd()
+      .split("\n");
     expect(lines).toHaveLength(1200);
     expect(lines[1199]).toBe("many/f1199.txt");
   });

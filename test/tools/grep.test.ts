@@ -148,7 +148,9 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
     expect(data.total).toBe(300);
     expect(env.metadata.truncated).toBe(true);
     expect(data.notice).toContain(env.metadata.output_path);
-    const sidecar = readFileSync(env.metadata.output_path as string, "utf8").trimEnd().split("\n");
+    const sidecar = readFileSync(env.metadata.output_path as string, "utf8")
+      .trimEnd()
+      .split("\n");
     expect(sidecar).toHaveLength(300);
     expect(sidecar[0]).toBe("one.txt:1: hit 0");
     expect(sidecar[299]).toBe("two.txt:150: hit 149");
@@ -183,10 +185,12 @@ describe.each(BACKENDS)("grep on $name", ({ make }) => {
 
 describe("grep on disk", () => {
   it("reports files searched and decodes non-UTF-8 lines", async () => {
-    const ws = await workspaces.use(diskWorkspace({
-      "a.txt": "TODO\n",
-      "latin1.txt": Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0x54, 0x4f, 0x44, 0x4f, 0x0a]),
-    }));
+    const ws = await workspaces.use(
+      diskWorkspace({
+        "a.txt": "TODO\n",
+        "latin1.txt": Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0x54, 0x4f, 0x44, 0x4f, 0x0a]),
+      }),
+    );
     const data = output<GrepData>((await call(grep, { pattern: "TODO" }, ws.session)).envelope);
     expect(data.files_searched).toBe(2);
     expect(data.matches.map((m) => m.path)).toEqual(["a.txt", "latin1.txt"]);

@@ -46,7 +46,14 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
     const env = await run({ path: "src/a.ts" });
     const data = output<FileData>(env);
     expect(data.content).toBe("1\tconst a = 1;\n2\tconst b = 2;");
-    expect(data).toMatchObject({ path: path.join(ws.root, "src/a.ts"), type: "file", start_line: 1, end_line: 2, total_lines: 2, next_offset: null });
+    expect(data).toMatchObject({
+      path: path.join(ws.root, "src/a.ts"),
+      type: "file",
+      start_line: 1,
+      end_line: 2,
+      total_lines: 2,
+      next_offset: null,
+    });
     expect(data.notice).toBe("Showing lines 1-2. End of file (2 lines).");
     expect(data.encoding).toBe("utf-8");
     expect(env.metadata.truncated).toBeUndefined();
@@ -82,8 +89,12 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
   });
 
   it("refuses binary files by content and by extension", async () => {
-    await workspaces.use(make({ "blob.bin2": new Uint8Array([0x41, 0x00, 0x42]), "img.png": "not really a png", "ctl.txt": new Uint8Array(100).fill(1) }));
-    expect(errorOf(await run({ path: "blob.bin2" }), "binary_file")).toMatch(/binary file \(it contains NUL bytes\); it cannot be read as text/);
+    await workspaces.use(
+      make({ "blob.bin2": new Uint8Array([0x41, 0x00, 0x42]), "img.png": "not really a png", "ctl.txt": new Uint8Array(100).fill(1) }),
+    );
+    expect(errorOf(await run({ path: "blob.bin2" }), "binary_file")).toMatch(
+      /binary file \(it contains NUL bytes\); it cannot be read as text/,
+    );
     expect(errorOf(await run({ path: "img.png" }), "binary_file")).toMatch(/\.png/);
     expect(errorOf(await run({ path: "ctl.txt" }), "binary_file")).toMatch(/control characters/);
   });
@@ -108,12 +119,14 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
   });
 
   it("shows CRLF as one line break, strips a UTF-8 BOM and decodes UTF-16", async () => {
-    await workspaces.use(make({
-      "crlf.txt": "one\r\ntwo\r\n",
-      "bom.txt": "\uFEFFhello\nworld",
-      "le.txt": encodeText("héllo\nwörld ✓\n", "utf-16le"),
-      "be.txt": encodeText("héllo\r\nwörld 😀", "utf-16be"),
-    }));
+    await workspaces.use(
+      make({
+        "crlf.txt": "one\r\ntwo\r\n",
+        "bom.txt": "\uFEFFhello\nworld",
+        "le.txt": encodeText("héllo\nwörld ✓\n", "utf-16le"),
+        "be.txt": encodeText("héllo\r\nwörld 😀", "utf-16be"),
+      }),
+    );
     expect(output<FileData>(await run({ path: "crlf.txt" })).content).toBe("1\tone\n2\ttwo");
     const bom = output<FileData>(await run({ path: "bom.txt" }));
     expect(bom.content).toBe("1\thello\n2\tworld");
@@ -168,9 +181,19 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
     // x (1 byte) € (bytes 1-3) 😀 (bytes 4-7) y (byte 8)
     await workspaces.use(make({ "u.txt": "x€😀y" }));
     // From inside €, through all of 😀: the window moves to 😀's first byte.
-    expect(output<ByteData>(await run({ path: "u.txt", byte_offset: 2, byte_limit: 6 }))).toMatchObject({ content: "😀", byte_offset: 4, byte_end: 8, next_byte_offset: 8 });
+    expect(output<ByteData>(await run({ path: "u.txt", byte_offset: 2, byte_limit: 6 }))).toMatchObject({
+      content: "😀",
+      byte_offset: 4,
+      byte_end: 8,
+      next_byte_offset: 8,
+    });
     // Ending inside 😀: the window stops before it, and the next one starts there.
-    expect(output<ByteData>(await run({ path: "u.txt", byte_offset: 1, byte_limit: 5 }))).toMatchObject({ content: "€", byte_offset: 1, byte_end: 4, next_byte_offset: 4 });
+    expect(output<ByteData>(await run({ path: "u.txt", byte_offset: 1, byte_limit: 5 }))).toMatchObject({
+      content: "€",
+      byte_offset: 1,
+      byte_end: 4,
+      next_byte_offset: 4,
+    });
   });
 
   it("cuts long lines and reads them whole with byte_offset/byte_limit", async () => {
@@ -205,19 +228,24 @@ describe.each(BACKENDS)("read on $name", ({ name, make }) => {
     );
     const text = lines.map((l, i) => l + (i % 7 === 0 ? "\r\n" : "\n")).join("") + "tail";
     const expected = text.split("\n").map((l) => l.replace(/\r$/, ""));
-    await workspaces.use(make({
-      "u8.txt": text,
-      "le.txt": encodeText(text, "utf-16le"),
-      "be.txt": encodeText(text, "utf-16be"),
-      "bom.txt": encodeText(text, "utf-8-bom"),
-    }));
+    await workspaces.use(
+      make({
+        "u8.txt": text,
+        "le.txt": encodeText(text, "utf-16le"),
+        "be.txt": encodeText(text, "utf-16be"),
+        "bom.txt": encodeText(text, "utf-8-bom"),
+      }),
+    );
     for (const file of ["u8.txt", "le.txt", "be.txt", "bom.txt"]) {
       for (let k = 0; k < 6; k++) {
         const offset = 1 + rand(expected.length);
         const limit = 1 + rand(500);
         const data = output<FileData>(await run({ path: file, offset, limit }));
         const want = expected.slice(offset - 1, offset - 1 + limit);
-        expect(data.content.split("\n").map((l) => l.replace(/^ *\d+\t/, "")), `${file} ${offset}+${limit}`).toEqual(want);
+        expect(
+          data.content.split("\n").map((l) => l.replace(/^ *\d+\t/, "")),
+          `${file} ${offset}+${limit}`,
+        ).toEqual(want);
         const end = offset + want.length - 1;
         expect(data.next_offset).toBe(end < expected.length ? end + 1 : null);
         expect(data.total_lines).toBe(end < expected.length ? null : expected.length);

@@ -38,7 +38,12 @@ describe("todo", () => {
     const ws = await workspaces.use(memoryWorkspace());
     const { envelope, events } = await call(
       todo,
-      { todos: [{ content: "A", status: "in_progress" }, { content: "B", status: "in_progress" }] },
+      {
+        todos: [
+          { content: "A", status: "in_progress" },
+          { content: "B", status: "in_progress" },
+        ],
+      },
       ws.session,
     );
     expect(errorOf(envelope, "invalid_arguments")).toMatch(/At most one/);

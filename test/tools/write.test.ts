@@ -60,12 +60,14 @@ describe.each(BACKENDS)("write on $name", ({ make }) => {
   });
 
   it("keeps CRLF, a UTF-8 BOM and UTF-16, byte for byte", async () => {
-    const ws = await workspaces.use(make({
-      "crlf.txt": "a\r\nb\r\n",
-      "bom.txt": "\uFEFFa\n",
-      "le.txt": encodeText("a\r\n", "utf-16le"),
-      "mixed.txt": "a\r\nb\n",
-    }));
+    const ws = await workspaces.use(
+      make({
+        "crlf.txt": "a\r\nb\r\n",
+        "bom.txt": "\uFEFFa\n",
+        "le.txt": encodeText("a\r\n", "utf-16le"),
+        "mixed.txt": "a\r\nb\n",
+      }),
+    );
     const crlf = output<WriteResult>((await run({ path: "crlf.txt", content: "x\ny\nz\n" })).envelope);
     expect(await ws.text("crlf.txt")).toBe("x\r\ny\r\nz\r\n");
     expect(crlf.notice).toMatch(/CRLF/);
@@ -165,8 +167,12 @@ describe("write on disk only", () => {
     await fsp.symlink(path.join(outside, "target.txt"), path.join(ws.root, "file-link.txt"));
     const session = ws.session;
     expect(errorOf((await call(write, { path: "link/new.txt", content: "x" }, session)).envelope, "outside_root")).toMatch(/symbolic link/);
-    expect(errorOf((await call(write, { path: "link/sub/new.txt", content: "x" }, session)).envelope, "outside_root")).toMatch(/symbolic link/);
-    expect(errorOf((await call(write, { path: "file-link.txt", content: "x" }, session)).envelope, "outside_root")).toMatch(/symbolic link/);
+    expect(errorOf((await call(write, { path: "link/sub/new.txt", content: "x" }, session)).envelope, "outside_root")).toMatch(
+      /symbolic link/,
+    );
+    expect(errorOf((await call(write, { path: "file-link.txt", content: "x" }, session)).envelope, "outside_root")).toMatch(
+      /symbolic link/,
+    );
     expect(await fsp.readdir(outside)).toEqual(["target.txt"]);
     expect(await fsp.readFile(path.join(outside, "target.txt"), "utf8")).toBe("outside\n");
   });

@@ -38,7 +38,11 @@ export default defineTool({
     "Release notes from the git history: the commits since the last tag (or a given ref), grouped as Features, Fixes, Performance, … from their Conventional Commit prefixes, with breaking changes marked, a Markdown draft and the semver bump they call for (major, minor or patch).",
   kind: "read",
   parameters: z.object({
-    since: z.string().regex(REF, "a tag, branch or commit").optional().describe("Start after this tag, branch or commit (default: the latest tag reachable from `until`; all history when there is none)"),
+    since: z
+      .string()
+      .regex(REF, "a tag, branch or commit")
+      .optional()
+      .describe("Start after this tag, branch or commit (default: the latest tag reachable from `until`; all history when there is none)"),
     until: z.string().regex(REF, "a tag, branch or commit").default("HEAD").describe("End at this ref (default HEAD)"),
     max_commits: z.number().int().min(1).max(2000).default(500).describe("Read at most this many commits"),
   }),
@@ -57,13 +61,17 @@ export default defineTool({
     if (from === undefined) {
       const tag = await git(ctx, ["describe", "--tags", "--abbrev=0", until]);
       if (tag.ok) from = tag.stdout.trim();
-      else if (!/no names found|cannot describe/i.test(tag.stderr)) throw new ToolError("execution_failed", `git describe failed: ${tag.stderr}`);
+      else if (!/no names found|cannot describe/i.test(tag.stderr))
+        throw new ToolError("execution_failed", `git describe failed: ${tag.stderr}`);
     }
     const range = from ? `${from}..${until}` : until;
     const log = await git(ctx, ["log", "--no-merges", `--max-count=${max_commits}`, LOG_FORMAT, range]);
     if (!log.ok) {
       const notRepo = /not a git repository/i.test(log.stderr);
-      throw new ToolError(notRepo ? "not_found" : "execution_failed", notRepo ? "The workspace is not inside a git repository" : `git log ${range} failed: ${log.stderr}`);
+      throw new ToolError(
+        notRepo ? "not_found" : "execution_failed",
+        notRepo ? "The workspace is not inside a git repository" : `git log ${range} failed: ${log.stderr}`,
+      );
     }
 
     const groups = new Map<string, Entry[]>();
@@ -88,7 +96,8 @@ export default defineTool({
     const sections = order.filter((title) => groups.has(title)).map((title) => ({ title, entries: groups.get(title)! }));
     const all = sections.flatMap((s) => s.entries);
     const bump = all.some((e) => e.breaking) ? "major" : groups.has("Features") ? "minor" : all.length ? "patch" : "none";
-    const line = (e: Entry) => `- ${e.breaking ? "**BREAKING** " : ""}${e.scope ? `**${e.scope}:** ` : ""}${e.subject} (${e.hash.slice(0, 7)})`;
+    const line = (e: Entry) =>
+      `- ${e.breaking ? "**BREAKING** " : ""}${e.scope ? `**${e.scope}:** ` : ""}${e.subject} (${e.hash.slice(0, 7)})`;
     const markdown = sections.map((s) => `### ${s.title}\n\n${s.entries.map(line).join("\n")}`).join("\n\n");
     return { range, since: from ?? null, until, commits: all.length, suggested_bump: bump, sections, markdown };
   },

@@ -15,7 +15,6 @@ export interface ScopedFsOptions {
   route: BackendRouter;
 }
 
-
 function describeRoots(scope: CompiledScope, access: Access): string {
   const roots = (access === "read" ? scope.read : scope.write).roots;
   return roots.length ? roots.join(", ") : "(none: this tool has no " + access + " access)";
@@ -55,7 +54,12 @@ export class ScopedFs implements ToolFs {
     if (raw.trim().startsWith("@")) {
       // Models often prefix paths with @ (editor mention syntax); drop it unless such a file exists.
       const stripped = absolutize(raw.trim().slice(1), workspace);
-      if ((await route(abs).stat(abs).catch(() => null)) === null) abs = stripped;
+      if (
+        (await route(abs)
+          .stat(abs)
+          .catch(() => null)) === null
+      )
+        abs = stripped;
     }
     const matcher = access === "read" ? scope.read : scope.write;
     if (!matcher.matches(abs)) {

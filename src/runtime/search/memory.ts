@@ -3,7 +3,18 @@ import picomatch from "picomatch";
 import type { FileQuery, GrepHit, GrepOutcome, GrepQuery } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
 import type { SearchBackend, WalkableFs } from "../fs/backend.js";
-import { MAX_LINE_CHARS, abortedError, byPath, cutLine, dropLeadingContext, invalidRegexError, listingNameGlob, planGlob, searchTarget, timeoutError } from "./common.js";
+import {
+  MAX_LINE_CHARS,
+  abortedError,
+  byPath,
+  cutLine,
+  dropLeadingContext,
+  invalidRegexError,
+  listingNameGlob,
+  planGlob,
+  searchTarget,
+  timeoutError,
+} from "./common.js";
 
 interface IgnoreRule {
   negate: boolean;

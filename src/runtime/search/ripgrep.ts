@@ -5,7 +5,19 @@ import { StringDecoder } from "node:string_decoder";
 import type { FileQuery, GrepHit, GrepOutcome, GrepQuery } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
 import type { SearchBackend } from "../fs/backend.js";
-import { MAX_LINE_CHARS, abortedError, byPath, cutLine, dropLeadingContext, invalidRegexError, listingNameGlob, planGlob, searchTarget, timeoutError, type GlobPlan } from "./common.js";
+import {
+  MAX_LINE_CHARS,
+  abortedError,
+  byPath,
+  cutLine,
+  dropLeadingContext,
+  invalidRegexError,
+  listingNameGlob,
+  planGlob,
+  searchTarget,
+  timeoutError,
+  type GlobPlan,
+} from "./common.js";
 
 let bundled: Promise<string> | undefined;
 
@@ -224,7 +236,13 @@ export class RipgrepSearch implements SearchBackend {
     const keep = plan.keep;
     // Paths as rg prints them, and relative to the searched directory (for globs with a slash).
     const fromRoot = (shown: string) =>
-      kind === "file" ? path.basename(shown) : target === "." ? shown : path.isAbsolute(target) ? path.relative(root, shown) : shown.slice(target.length + 1);
+      kind === "file"
+        ? path.basename(shown)
+        : target === "."
+          ? shown
+          : path.isAbsolute(target)
+            ? path.relative(root, shown)
+            : shown.slice(target.length + 1);
     const wanted = (shown: string) => !keep || keep(shown, fromRoot(shown));
     const base = { cwd, signal, timeoutMs: query.timeoutMs };
     const max = query.maxResults;

@@ -352,9 +352,7 @@ class Run {
     const cap = this.options.maxOutputBytes;
     const truncated = this.total > cap;
     const outputPath = this.sidecarState === "open" && this.sidecarError === null ? this.sidecar?.path : undefined;
-    const where = outputPath
-      ? `full output in ${outputPath}`
-      : `the full output could not be saved: ${this.sidecarError ?? "no sidecar"}`;
+    const where = outputPath ? `full output in ${outputPath}` : `the full output could not be saved: ${this.sidecarError ?? "no sidecar"}`;
     const marker = (omitted: number) => `… [${omitted} bytes omitted; ${where}] …`;
     const { stdout, stderr } = this.keepers;
     const budget = truncated ? shareBudget(cap, stdout.size, stderr.size) : { out: cap, err: cap };
