@@ -21,7 +21,7 @@ import { runToolCall, type ToolRunContext } from "./tool-runner.js";
 import type { CostMeter, ToolDeclaration, TurnObserver, TurnStopReason } from "./turn-types.js";
 
 /** How deep subagents may nest (a subagent's own subagents count one more). */
-export const MAX_SUBAGENT_DEPTH = 2;
+export const MAX_SUBAGENT_DEPTH = 3;
 
 /**
  * What a front end (the ACP adapter, the CLI, a parent session) does for its session: it sees

@@ -188,7 +188,9 @@ describe("host services", () => {
       script: [
         { toolCalls: [{ id: "c1", name: "delegate", arguments: { prompt: "level 1" } }], finish: "tool_calls" },
         { toolCalls: [{ id: "c2", name: "delegate", arguments: { prompt: "level 2" } }], finish: "tool_calls" },
-        { toolCalls: [{ id: "c3", name: "probe", arguments: {} }], finish: "tool_calls" },
+        { toolCalls: [{ id: "c3", name: "delegate", arguments: { prompt: "level 3" } }], finish: "tool_calls" },
+        { toolCalls: [{ id: "c4", name: "probe", arguments: {} }], finish: "tool_calls" },
+        { text: "deepest" },
         { text: "deep" },
         { text: "middle" },
         { text: "top" },
@@ -225,7 +227,7 @@ describe("host services", () => {
     );
     expect(s.services().subagents).toBeDefined();
     await s.prompt({ text: "go", content: () => "go" });
-    // Two levels of subagents; the innermost is offered none.
+    // Three levels of subagents (MAX_SUBAGENT_DEPTH); the innermost is offered none.
     expect(seen).toEqual([false]);
   });
 });
