@@ -4,15 +4,24 @@
  * only the bytes it matched. The first tier with a candidate decides; no looser tier is tried.
  */
 
-export type MatchTier = "exact" | "unicode" | "trailing_whitespace" | "indentation" | "unescaped";
+export type MatchTier =
+  "exact" | "bom" | "eof_newline" | "nfc" | "unicode" | "trailing_whitespace" | "indentation" | "unescaped" | "spaces" | "block";
 
 export const TIER_DESCRIPTIONS: Record<MatchTier, string> = {
   exact: "exactly",
+  bom: "after dropping the byte order mark (U+FEFF) copied into old_string",
+  eof_newline: "without old_string's final newline, which the file lacks at its end (it still ends without one)",
+  nfc: "after canonical Unicode normalization (NFC)",
   unicode: "after folding unicode quotes, dashes and spaces",
   trailing_whitespace: "after ignoring trailing whitespace",
   indentation: "after a uniform indentation shift",
   unescaped: "after unescaping \\n, \\t, \\\" and \\'",
+  spaces: "after treating each run of spaces and tabs inside a line as one space",
+  block: "by its first and last lines, with a few middle lines that differ slightly",
 };
+
+/** Tiers loose enough to be trusted with one place only: replace_all does not apply to them. */
+const UNIQUE_ONLY: ReadonlySet<MatchTier> = new Set<MatchTier>(["spaces", "block"]);
 
 export interface Candidate {
   /** Span of the original text, [start, end). */
@@ -28,6 +37,8 @@ export interface MatchResult {
   tier: MatchTier;
   /** Every position the tier found, by start; they may overlap. */
   candidates: Candidate[];
+  /** The tier is too loose for replace_all: more than one candidate is always an error. */
+  uniqueOnly: boolean;
 }
 
 /** A candidate in the LF view. */
@@ -141,33 +152,50 @@ export function reindent(text: string, delta: string): string {
     .join("\n");
 }
 
-function indentationSpans(text: string, oldString: string, newString: string): Span[] {
+/** Length of a line's leading spaces and tabs (indentOf without a regex: it runs on every line of big files). */
+function indentLength(line: string): number {
+  let n = 0;
+  for (let c = line.charCodeAt(0); c === 32 || c === 9; c = line.charCodeAt(++n));
+  return n;
+}
+
+/** Whether `line` from `from` on is `body` (no leading or trailing blanks) plus only trailing spaces and tabs. */
+function bodyAt(line: string, from: number, body: string): boolean {
+  if (!line.startsWith(body, from)) return false;
+  for (let i = from + body.length; i < line.length; i++) {
+    const c = line.charCodeAt(i);
+    if (c !== 32 && c !== 9) return false;
+  }
+  return true;
+}
+
+function indentationSpans(fLines: readonly string[], oldString: string, newString: string): Span[] {
   const oLines = oldString.split("\n");
   const trailingNewline = oldString.endsWith("\n");
   if (trailingNewline) oLines.pop();
   const first = oLines.findIndex((l) => !isBlank(l));
   if (first === -1) return [];
   const firstBody = rstrip(oLines[first] as string).replace(/^[ \t]+/, "");
-  const fLines = text.split("\n");
+  const oParts = oLines.map((l) => ({ blank: isBlank(l), indent: indentOf(l), body: rstrip(l).replace(/^[ \t]+/, "") }));
   const starts: number[] = [];
   for (let i = 0, at = 0; i < fLines.length; at += (fLines[i] as string).length + 1, i++) starts.push(at);
   const k = oLines.length;
   const spans: Span[] = [];
   for (let i = 0; i + k <= fLines.length; i++) {
-    if (rstrip(fLines[i + first] as string).replace(/^[ \t]+/, "") !== firstBody) continue;
+    const head = fLines[i + first] as string;
+    if (!head.includes(firstBody) || !bodyAt(head, indentLength(head), firstBody)) continue;
     if (trailingNewline && i + k - 1 >= fLines.length - 1) continue;
     let delta: string | null = null;
     let ok = true;
     for (let j = 0; j < k && ok; j++) {
-      const o = oLines[j] as string;
+      const o = oParts[j] as { blank: boolean; indent: string; body: string };
       const f = fLines[i + j] as string;
-      if (isBlank(o)) {
+      if (o.blank) {
         ok = isBlank(f);
         continue;
       }
-      const oi = indentOf(o);
-      const fi = indentOf(f);
-      const d = rstrip(o.slice(oi.length)) === rstrip(f.slice(fi.length)) ? indentDelta(oi, fi) : null;
+      const fi = indentLength(f);
+      const d = bodyAt(f, fi, o.body) ? indentDelta(o.indent, f.slice(0, fi)) : null;
       if (d === null || (delta !== null && d !== delta)) ok = false;
       delta = d;
     }
@@ -186,6 +214,258 @@ function indentationSpans(text: string, oldString: string, newString: string): S
 
 export function unescapeOverEscaped(text: string): string {
   return text.replace(/\\(["'nt])/g, (_, c: string) => (c === "n" ? "\n" : c === "t" ? "\t" : c));
+}
+
+// --- Tier: a final newline the file lacks at its end ---
+
+/**
+ * old_string ends with a newline, the file ends without one, and old_string without it is the end
+ * of the file. The file keeps its state: one final newline of new_string is dropped, and deleting
+ * the last line(s) takes the line break before them.
+ */
+function eofSpans(hay: string, old: string, neu: string): Span[] {
+  if (old.length < 2 || !old.endsWith("\n") || hay.endsWith("\n")) return [];
+  const body = old.slice(0, -1);
+  if (!hay.endsWith(body)) return [];
+  let start = hay.length - body.length;
+  const replacement = neu.endsWith("\n") ? neu.slice(0, -1) : neu;
+  if (replacement === "" && start > 0 && hay.charCodeAt(start - 1) === 10) start--;
+  return [{ start, end: hay.length, replacement }];
+}
+
+// --- Tier: canonically equivalent Unicode (NFC; NFKC would equate different characters) ---
+
+const NON_ASCII = /[^\0-\x7f]+/g;
+const MARK = /\p{M}/u;
+
+/**
+ * Whether NFC never joins this character with what comes before it: a cut before it splits the
+ * text into parts that normalize independently (the joined result is checked anyway).
+ */
+function stableStarter(cp: number, ch: string): boolean {
+  if (cp < 0x80) return true;
+  if ((cp >= 0x1100 && cp <= 0x11ff) || (cp >= 0xa960 && cp <= 0xa97f) || (cp >= 0xd7b0 && cp <= 0xd7ff)) return false;
+  return !MARK.test(ch) && ch.normalize("NFD") === ch;
+}
+
+/** A part of the text that NFC changes: [os, oe) of the text is [vs, ve) of the NFC view. */
+interface Changed {
+  os: number;
+  oe: number;
+  vs: number;
+  ve: number;
+}
+
+/** The parts NFC changes, found by normalizing each character with its marks alone; null if that does not give `nfc`. */
+function nfcChanges(text: string, nfc: string): Changed[] | null {
+  const changed: Changed[] = [];
+  const chunks: string[] = [];
+  let copied = 0;
+  let shift = 0;
+  const piece = (from: number, to: number) => {
+    const part = text.slice(from, to);
+    const norm = part.normalize("NFC");
+    if (norm === part) return;
+    chunks.push(text.slice(copied, from), norm);
+    copied = to;
+    changed.push({ os: from, oe: to, vs: from + shift, ve: from + shift + norm.length });
+    shift += norm.length - part.length;
+  };
+  for (const m of text.matchAll(NON_ASCII)) {
+    const runEnd = m.index + m[0].length;
+    // A base letter before the marks belongs to their piece.
+    let from = m.index > 0 ? m.index - 1 : m.index;
+    for (let i = m.index; i < runEnd;) {
+      const cp = text.codePointAt(i) as number;
+      const width = cp > 0xffff ? 2 : 1;
+      if (i > from && stableStarter(cp, text.slice(i, i + width))) {
+        piece(from, i);
+        from = i;
+      }
+      i += width;
+    }
+    piece(from, runEnd);
+  }
+  chunks.push(text.slice(copied));
+  return chunks.join("") === nfc ? changed : null;
+}
+
+/** NFC-view offset → text offset; null inside a changed part (a span must not split a character from its marks). */
+function fromNfc(changed: readonly Changed[], x: number): number | null {
+  let lo = 0;
+  let hi = changed.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((changed[mid] as Changed).ve < x) lo = mid + 1;
+    else hi = mid;
+  }
+  const at = changed[lo];
+  if (at && at.vs < x) return x === at.ve ? at.oe : null;
+  const before = changed[lo - 1];
+  return before ? x + before.oe - before.ve : x;
+}
+
+function nfcSpans(hay: string, old: string, neu: string): Span[] {
+  const nfcOld = old.normalize("NFC");
+  const nfcHay = hay.normalize("NFC");
+  if (nfcHay === hay) return nfcOld === old ? [] : literalSpans(hay, nfcOld, neu);
+  const found = positions(nfcHay, nfcOld);
+  if (found.length === 0) return [];
+  const changed = nfcChanges(hay, nfcHay);
+  if (!changed) return [];
+  const spans: Span[] = [];
+  for (const p of found) {
+    const start = fromNfc(changed, p);
+    const end = fromNfc(changed, p + nfcOld.length);
+    if (start !== null && end !== null) spans.push({ start, end, replacement: neu });
+  }
+  return spans;
+}
+
+// --- Tier: runs of spaces and tabs inside lines (indentation is the indentation tier's) ---
+
+/** A run that is not already one space, between two other characters of a line. */
+const INNER_RUN = /(?<=[^ \t\n])(?:[ \t]{2,}|\t)(?=[^ \t\n])/g;
+
+/** Each run of spaces and tabs between two other characters of a line, as one space (deletions as in stripTrailing). */
+function collapseSpaces(text: string): Stripped {
+  const cuts: { at: number; total: number }[] = [];
+  let removed = 0;
+  const out = text.replace(INNER_RUN, (run, offset: number) => {
+    if (run.length > 1) {
+      // The run's first character stays (as a space); the rest is cut right after it.
+      cuts.push({ at: offset - removed + 1, total: removed + run.length - 1 });
+      removed += run.length - 1;
+    }
+    return " ";
+  });
+  return { text: out, cuts };
+}
+
+function spaceSpans(hay: string, old: string, neu: string): Span[] {
+  const o = collapseSpaces(old).text;
+  if (o.trim() === "") return [];
+  const h = collapseSpaces(hay);
+  if (o === old && h.text === hay) return [];
+  return positions(h.text, o).map((p) => ({
+    start: p + removedBefore(h.cuts, p, true),
+    end: p + o.length + removedBefore(h.cuts, p + o.length, false),
+    replacement: neu,
+  }));
+}
+
+// --- Tier: a block anchored by its first and last lines, with nearly identical middle lines ---
+
+/** Each differing middle line must be this similar (1 - edit distance / longer length) to the file's. */
+const BLOCK_SIMILARITY = 0.8;
+/** Line comparisons and edit-distance cells the whole search may spend; past it the tier gives up (finds nothing). */
+const BLOCK_BUDGET = 5_000_000;
+
+/** Whether the edit distance of a and b is at most `max`, or null when the budget runs out. */
+function withinDistance(a: string, b: string, max: number, budget: { left: number }): boolean | null {
+  if (Math.abs(a.length - b.length) > max) return false;
+  budget.left -= (a.length + 1) * (2 * max + 1);
+  if (budget.left < 0) return null;
+  // Banded DP: cells farther than `max` from the diagonal cannot end within `max`.
+  const INF = max + 1;
+  let prev = new Array<number>(b.length + 1);
+  let cur = new Array<number>(b.length + 1);
+  for (let j = 0; j <= b.length; j++) prev[j] = j <= max ? j : INF;
+  for (let i = 1; i <= a.length; i++) {
+    const lo = Math.max(1, i - max);
+    const hi = Math.min(b.length, i + max);
+    cur.fill(INF);
+    cur[0] = i <= max ? i : INF;
+    let rowMin = cur[0] as number;
+    for (let j = lo; j <= hi; j++) {
+      const cost = a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1;
+      const v = Math.min((prev[j - 1] as number) + cost, (prev[j] as number) + 1, (cur[j - 1] as number) + 1, INF);
+      cur[j] = v;
+      if (v < rowMin) rowMin = v;
+    }
+    if (rowMin > max) return false;
+    [prev, cur] = [cur, prev];
+  }
+  return (prev[b.length] as number) <= max;
+}
+
+/**
+ * old_string's first and last lines match whole file lines exactly after one indentation shift
+ * (as in the indentation tier), with the same number of lines between them. Of the middle lines,
+ * at most half (rounded down) may differ, each at most a little (BLOCK_SIMILARITY of their text
+ * without indentation); blank lines must face blank lines. new_string is re-indented by the shift.
+ * Unlike opencode's block anchor (any middle, any length, best of several), every candidate must
+ * pass, and more than one is an error.
+ */
+function blockSpans(fLines: readonly string[], old: string, neu: string): Span[] {
+  const oLines = old.split("\n");
+  const trailingNewline = old.endsWith("\n");
+  if (trailingNewline) oLines.pop();
+  const k = oLines.length;
+  if (k < 3) return [];
+  const firstO = oLines[0] as string;
+  const lastO = oLines[k - 1] as string;
+  if (isBlank(firstO) || isBlank(lastO)) return [];
+  const firstIndent = indentOf(firstO);
+  const firstBody = rstrip(firstO.slice(firstIndent.length));
+  const lastIndent = indentOf(lastO);
+  const lastBody = rstrip(lastO.slice(lastIndent.length));
+  const allowed = Math.floor((k - 2) / 2);
+  const oBodies = oLines.map((l) => l.trim());
+  const oBlank = oLines.map(isBlank);
+  const shifted = new Map<string, string[]>();
+  const memo = new Map<string, boolean>();
+  const budget = { left: BLOCK_BUDGET };
+  const spans: Span[] = [];
+  for (let i = 0, at = 0; i + k <= fLines.length; at += (fLines[i] as string).length + 1, i++) {
+    const f0 = fLines[i] as string;
+    if (!f0.includes(firstBody)) continue;
+    const fi = indentLength(f0);
+    if (!bodyAt(f0, fi, firstBody)) continue;
+    const delta = indentDelta(firstIndent, f0.slice(0, fi));
+    if (delta === null) continue;
+    const last = i + k - 1;
+    const fl = fLines[last] as string;
+    const li = indentLength(fl);
+    if (!bodyAt(fl, li, lastBody) || indentDelta(lastIndent, fl.slice(0, li)) !== delta) continue;
+    if (trailingNewline && last >= fLines.length - 1) continue;
+
+    let want = shifted.get(delta);
+    if (!want) shifted.set(delta, (want = oLines.map((l) => rstrip(reindent(l, delta)))));
+    const differing: number[] = [];
+    let ok = true;
+    budget.left -= k;
+    if (budget.left < 0) return [];
+    for (let j = 1; j < k - 1 && ok; j++) {
+      const f = fLines[i + j] as string;
+      if (f === want[j]) continue;
+      if (oBlank[j] || isBlank(f)) ok = oBlank[j] === true && isBlank(f);
+      else if (rstrip(f) !== want[j]) ok = differing.push(j) <= allowed;
+    }
+    for (const j of ok ? differing : []) {
+      const a = oBodies[j] as string;
+      const b = (fLines[i + j] as string).trim();
+      const key = `${j}\n${b}`;
+      let similar = memo.get(key);
+      if (similar === undefined) {
+        const max = Math.floor((1 - BLOCK_SIMILARITY) * Math.max(a.length, b.length));
+        const within = withinDistance(a, b, max, budget);
+        if (within === null) return [];
+        memo.set(key, (similar = within));
+      }
+      if (!similar) {
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) continue;
+    spans.push({
+      start: at,
+      end: at + fLines.slice(i, last + 1).reduce((n, l) => n + l.length + 1, 0) - 1 + (trailingNewline ? 1 : 0),
+      replacement: reindent(neu, delta),
+    });
+  }
+  return spans;
 }
 
 // --- The ladder ---
@@ -217,6 +497,8 @@ export function lineBreakAt(text: string, start: number): "\n" | "\r\n" {
   return nl > 0 && text.charCodeAt(nl - 1) === 13 ? "\r\n" : "\n";
 }
 
+const BOM = "\uFEFF";
+
 function toLf(text: string): string {
   return text.replace(/\r\n/g, "\n");
 }
@@ -230,25 +512,36 @@ export function findMatches(text: string, oldString: string, newString: string):
   const hay = view.text;
   const old = toLf(oldString);
   const neu = toLf(newString);
+  // A BOM the model copied is never in the decoded text: the looser tiers search without it too.
+  const bomCopied = old.startsWith(BOM) && old.length > 1;
+  const o = bomCopied ? old.slice(1) : old;
+  const n = bomCopied && neu.startsWith(BOM) ? neu.slice(1) : neu;
+  let split: string[] | undefined;
+  const lines = () => (split ??= hay.split("\n"));
   const tiers: [MatchTier, () => Span[]][] = [
     ["exact", () => literalSpans(hay, old, neu)],
+    ["bom", () => (bomCopied ? literalSpans(hay, o, n) : [])],
+    ["eof_newline", () => eofSpans(hay, o, n)],
+    ["nfc", () => nfcSpans(hay, o, n)],
     [
       "unicode",
       () => {
-        const foldedOld = foldUnicode(old);
+        const foldedOld = foldUnicode(o);
         const foldedHay = foldUnicode(hay);
-        return foldedOld === old && foldedHay === hay ? [] : literalSpans(foldedHay, foldedOld, neu);
+        return foldedOld === o && foldedHay === hay ? [] : literalSpans(foldedHay, foldedOld, n);
       },
     ],
-    ["trailing_whitespace", () => trailingSpans(hay, old, neu)],
-    ["indentation", () => indentationSpans(hay, old, neu)],
+    ["trailing_whitespace", () => trailingSpans(hay, o, n)],
+    ["indentation", () => indentationSpans(lines(), o, n)],
     [
       "unescaped",
       () => {
-        const unescaped = unescapeOverEscaped(old);
-        return unescaped === old ? [] : literalSpans(hay, unescaped, unescapeOverEscaped(neu));
+        const unescaped = unescapeOverEscaped(o);
+        return unescaped === o ? [] : literalSpans(hay, unescaped, unescapeOverEscaped(n));
       },
     ],
+    ["spaces", () => spaceSpans(hay, o, n)],
+    ["block", () => blockSpans(lines(), o, n)],
   ];
   for (const [tier, search] of tiers) {
     const spans = search();
@@ -260,7 +553,7 @@ export function findMatches(text: string, oldString: string, newString: string):
       return { start, end, replacement: eol === "\n" ? s.replacement : s.replacement.replace(/\n/g, "\r\n"), line: 0 };
     });
     numberLines(text, candidates);
-    return { tier, candidates };
+    return { tier, candidates, uniqueOnly: UNIQUE_ONLY.has(tier) };
   }
   return null;
 }

@@ -210,13 +210,15 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
     );
   }
   const { tier, candidates } = found;
-  if (candidates.length > 1 && !args.replace_all) {
+  if (candidates.length > 1 && (!args.replace_all || found.uniqueOnly)) {
     const how = tier === "exact" ? "" : ` (${TIER_DESCRIPTIONS[tier]})`;
     const lines = candidates.slice(0, 20).map((c) => c.line);
     throw new ToolError(
       "ambiguous_match",
       `old_string matches ${candidates.length} places in ${args.path}${how}: lines ${lines.join(", ")}${candidates.length > 20 ? ", …" : ""}. ` +
-        "Add surrounding lines to old_string so it matches exactly one place, or set replace_all: true to change all of them.",
+        (found.uniqueOnly
+          ? "Add surrounding lines to old_string so it matches exactly one place (replace_all does not apply to a match this loose: to change several places, copy old_string exactly from the file)."
+          : "Add surrounding lines to old_string so it matches exactly one place, or set replace_all: true to change all of them."),
     );
   }
   const chosen = args.replace_all ? nonOverlapping(candidates) : candidates;
@@ -251,7 +253,9 @@ export default defineTool({
     "Replace old_string with new_string in a file. old_string must match exactly one place (copy it from",
     "read output, without the line-number prefix, and include enough surrounding lines to make it unique),",
     "or set replace_all to change every match. If there is no exact match, a few careful fallbacks are tried",
-    "(unicode quotes/dashes/spaces, trailing whitespace, a uniform indentation shift, over-escaped \\n and quotes).",
+    "(a copied BOM, a final newline the file lacks, NFC, unicode quotes/dashes/spaces, trailing whitespace, a uniform",
+    "indentation shift, over-escaped \\n and quotes, then for one place only: runs of spaces, a block whose first and",
+    "last lines match with nearly identical lines between).",
     "The file keeps its encoding, BOM and line endings. Refused if the file changed since you last read it.",
     "An empty old_string creates a file that does not exist yet.",
   ].join(" "),

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import editTool from "../../src/tools/edit.js";
 import {
   applyCandidates,
   findMatches,
@@ -10,6 +11,8 @@ import {
   stripTrailing,
   unescapeOverEscaped,
 } from "../../src/tools/edit-match.js";
+import { encodeText } from "../../src/tools/text.js";
+import { call, diskWorkspace, errorOf, hex, output, useWorkspace } from "../helpers.js";
 
 /** Runs the ladder and applies the single (or every) candidate. */
 function edit(text: string, oldString: string, newString: string, all = false) {
@@ -178,5 +181,266 @@ describe("noMatchHint", () => {
 
   it("says when only whitespace differs", () => {
     expect(noMatchHint("if (a) {\n\tb();\n  }\n", "if (a) {\n    b();\n}")).toMatch(/except for whitespace/);
+  });
+});
+
+describe("findMatches: a BOM copied into old_string", () => {
+  it("drops a leading U+FEFF from old_string (and new_string): the decoded text never holds the BOM", () => {
+    const r = edit("first\nsecond\n", "\uFEFFfirst\n", "\uFEFFFIRST\n");
+    expect(r.tier).toBe("bom");
+    expect(r.result).toBe("FIRST\nsecond\n");
+    // new_string without the BOM is taken as it is.
+    expect(edit("first\nsecond\n", "\uFEFFfirst", "1st").result).toBe("1st\nsecond\n");
+  });
+
+  it("counts every place the rest matches", () => {
+    const found = findMatches("x = 1\nx = 1\n", "\uFEFFx = 1", "x = 2");
+    expect(found?.tier).toBe("bom");
+    expect(found?.candidates.map((c) => c.line)).toEqual([1, 2]);
+  });
+
+  it("drops only a leading BOM, and only when the rest matches", () => {
+    expect(findMatches("ab\n", "a\uFEFFb", "x")).toBeNull();
+    expect(findMatches("ab\n", "\uFEFFzz", "x")).toBeNull();
+    expect(findMatches("ab\n", "\uFEFF", "x")).toBeNull();
+  });
+});
+
+describe("findMatches: a final newline the file lacks", () => {
+  it("matches old_string without its final newline at the end of the file, which keeps no final newline", () => {
+    const r = edit("a\nlast", "last\n", "LAST\n");
+    expect(r.tier).toBe("eof_newline");
+    expect(r.result).toBe("a\nLAST");
+    expect(edit("a\nb\nlast", "b\nlast\n", "B\n").result).toBe("a\nB");
+    // CRLF file: the replacement takes its line endings, still without a final one.
+    expect(edit("a\r\nlast", "a\nlast\n", "x\ny\n").result).toBe("x\r\ny");
+  });
+
+  it("deleting the last line deletes the break before it, so the file still ends without one", () => {
+    expect(edit("a\nlast", "last\n", "").result).toBe("a");
+    expect(edit("a\r\nlast", "last\n", "").result).toBe("a");
+    expect(edit("last", "last\n", "").result).toBe("");
+  });
+
+  it("never competes with a place inside the file: the exact tier finds that one first", () => {
+    const found = findMatches("last\nlast", "last\n", "x\n");
+    expect(found?.tier).toBe("exact");
+    expect(found?.candidates).toHaveLength(1);
+    expect(applyCandidates("last\nlast", found!.candidates)).toBe("x\nlast");
+  });
+
+  it("does not match when the file ends with a newline, or lacks more than one", () => {
+    expect(findMatches("a\nlast\n", "last\n\n", "x")).toBeNull();
+    expect(findMatches("a\nlast", "last\n\n", "x")).toBeNull();
+    expect(findMatches("a\nlast ", "last\n", "x")).toBeNull();
+  });
+});
+
+describe("findMatches: canonically equivalent unicode (NFC)", () => {
+  const nfd = "cafe\u0301";
+  const nfc = "caf\u00e9";
+
+  it("matches an NFC old_string in an NFD file, rewriting only the span", () => {
+    const text = `keep ${nfd}\nname = "${nfd}";\nkeep2 ${nfd}\n`;
+    const r = edit(text, `name = "${nfc}";`, `name = "tea";`);
+    expect(r.tier).toBe("nfc");
+    expect(r.result).toBe(`keep ${nfd}\nname = "tea";\nkeep2 ${nfd}\n`);
+    // The span ends right after the combining mark, never between it and its base.
+    expect(edit(`x${nfd}y`, nfc, "Z").result).toBe("xZy");
+  });
+
+  it("matches an NFD old_string in an NFC file", () => {
+    const r = edit(`a ${nfc} b\n`, nfd, "tea");
+    expect(r.tier).toBe("nfc");
+    expect(r.result).toBe("a tea b\n");
+  });
+
+  it("keeps offsets right after composed characters, surrogate pairs and Hangul", () => {
+    const text = `\u1100\u1161 \u{1F600} o\u0308 ${nfd}\n`;
+    const r = edit(text, `\uAC00 \u{1F600} \u00f6 ${nfc}`, "X");
+    expect(r.tier).toBe("nfc");
+    expect(r.result).toBe("X\n");
+    expect(edit(text, "\u00f6", "oe").result).toBe(`\u1100\u1161 \u{1F600} oe ${nfd}\n`);
+  });
+
+  it("reports several equivalent places as ambiguous", () => {
+    const found = findMatches(`${nfd}\n${nfd}\n`, nfc, "x");
+    expect(found?.tier).toBe("nfc");
+    expect(found?.candidates.map((c) => c.line)).toEqual([1, 2]);
+  });
+
+  it("is never NFKC, and never splits a character from its combining marks", () => {
+    expect(findMatches("\ufb01le\n", "file", "x")).toBeNull();
+    expect(findMatches("x\u00b2\n", "x2", "x")).toBeNull();
+    // "e\u0301\u0323": the old_string "e\u0323" is not a whole character of the file.
+    expect(findMatches("e\u0301\u0323\n", "e\u0323", "x")).toBeNull();
+  });
+});
+
+describe("findMatches: runs of spaces", () => {
+  it("treats runs of spaces and tabs inside a line as one space; indentation and other bytes stay", () => {
+    const text = "  const a  =   1;\t// one\n  const bb = 2;\n";
+    const r = edit(text, "const a = 1; // one\n  const bb = 2;", "const a = 3;\n  const bb = 2;");
+    expect(r.tier).toBe("spaces");
+    expect(r.found?.uniqueOnly).toBe(true);
+    expect(r.result).toBe("  const a = 3;\n  const bb = 2;\n");
+    // old_string's runs may be the longer ones.
+    expect(edit("x = 1\n", "x   =  1", "y").result).toBe("y\n");
+  });
+
+  it("maps spans back exactly in a CRLF file", () => {
+    expect(edit("a  = 1\r\nb   = 2\r\n", "a = 1\nb = 2\n", "c\n").result).toBe("c\r\n");
+  });
+
+  it("accepts one place only", () => {
+    const found = findMatches("a  = 1\na   = 1\n", "a = 1", "x");
+    expect(found?.tier).toBe("spaces");
+    expect(found?.uniqueOnly).toBe(true);
+    expect(found?.candidates.map((c) => c.line)).toEqual([1, 2]);
+  });
+
+  it("does not invent spaces, join lines or change indentation", () => {
+    expect(findMatches("a=1\n", "a = 1", "x")).toBeNull();
+    expect(findMatches("a\nb\n", "a b", "x")).toBeNull();
+    expect(findMatches("x  = 1\n", "x=1", "x")).toBeNull();
+    expect(findMatches("f(\n  a  b)\n", "f(\n a b)", "x")).toBeNull();
+  });
+});
+
+describe("findMatches: block anchored by its first and last lines", () => {
+  const file = [
+    "class A {",
+    "    run(x) {",
+    "        const total = compute(x, 2);",
+    '        log("start", total);',
+    "        save(total);",
+    "        return total;",
+    "    }",
+    "}",
+    "",
+  ].join("\n");
+
+  it("matches one block whose middle lines differ slightly, re-indented like the indentation tier", () => {
+    const old = [
+      "run(x) {",
+      "    const total = compute(x,2);",
+      "    log('start', total);",
+      "    save(total);",
+      "    return total;",
+      "}",
+    ].join("\n");
+    const neu = ["run(x) {", "    return compute(x, 2);", "}"].join("\n");
+    const r = edit(file, old, neu);
+    expect(r.tier).toBe("block");
+    expect(r.found?.uniqueOnly).toBe(true);
+    expect(r.result).toBe(["class A {", "    run(x) {", "        return compute(x, 2);", "    }", "}", ""].join("\n"));
+  });
+
+  it("takes a trailing newline of old_string with the block", () => {
+    const old =
+      '    run(x) {\n        const total = compute(x,2);\n        log("start", total);\n        save(total);\n        return total;\n    }\n';
+    expect(edit(file, old, "").result).toBe("class A {\n}\n");
+  });
+
+  it("accepts one block only", () => {
+    const two = "f() {\n  a(1);\n  b(2);\n  c(3);\n}\n\nf() {\n  a(1);\n  b(2);\n  c(3);\n}\n";
+    const found = findMatches(two, "f() {\n  a(1);\n  b(2) ;\n  c(3);\n}", "g");
+    expect(found?.tier).toBe("block");
+    expect(found?.uniqueOnly).toBe(true);
+    expect(found?.candidates.map((c) => c.line)).toEqual([1, 7]);
+  });
+
+  it("refuses middle lines that differ too much, too many of them, or a different line count", () => {
+    // One changed value in the only middle line is a different block, not a typo.
+    expect(findMatches("function f() {\n  return 1;\n}\n", "function f() {\n  return 2;\n}", "x")).toBeNull();
+    const base = ["run(x) {", "    const total = compute(x, 2);", '    log("start", total);', "    save(total);", "    return total;", "}"];
+    const tooDifferent = [...base];
+    tooDifferent[3] = "    persist(sum);";
+    expect(findMatches(file, tooDifferent.join("\n"), "x")).toBeNull();
+    const mostChanged = base.map((l, i) => (i > 0 && i < 4 ? l.replace(";", " ;") : l));
+    expect(findMatches(file, mostChanged.join("\n"), "x")).toBeNull();
+    const shorter = base.filter((_, i) => i !== 3);
+    expect(findMatches(file, shorter.map((l, i) => (i === 1 ? l.replace(", ", ",") : l)).join("\n"), "x")).toBeNull();
+    // The anchors must match exactly, after one indentation shift.
+    const anchorOff = [...base];
+    anchorOff[0] = "run(y) {";
+    anchorOff[1] = "    const total = compute(x,2);";
+    expect(findMatches(file, anchorOff.join("\n"), "x")).toBeNull();
+    const skewed = [...base];
+    skewed[5] = "  }";
+    skewed[1] = "    const total = compute(x,2);";
+    expect(findMatches(file, skewed.join("\n"), "x")).toBeNull();
+  });
+});
+
+describe("the new tiers through the edit tool", () => {
+  const workspaces = useWorkspace();
+  const run = (args: unknown) => call(editTool, args, workspaces.current.session);
+
+  it("edits a BOM file from an old_string that carries the BOM, keeping one BOM", async () => {
+    const ws = await workspaces.use(diskWorkspace({ "b.txt": encodeText("first\nsecond\n", "utf-8-bom") }));
+    const data = output<{ match: string; notice?: string }>(
+      (await run({ path: "b.txt", old_string: "\uFEFFfirst", new_string: "\uFEFFFIRST" })).envelope,
+    );
+    expect(data.match).toBe("bom");
+    expect(data.notice).toMatch(/byte order mark/);
+    expect(hex(await ws.bytes("b.txt"))).toBe(hex(encodeText("FIRST\nsecond\n", "utf-8-bom")));
+  });
+
+  it("refuses replace_all for a match that must be unique, and says what to do", async () => {
+    const ws = await workspaces.use(diskWorkspace({ "a.ts": "a  = 1\na   = 1\n" }));
+    const text = errorOf(
+      (await run({ path: "a.ts", old_string: "a = 1", new_string: "a = 2", replace_all: true })).envelope,
+      "ambiguous_match",
+    );
+    expect(text).toMatch(/matches 2 places in a\.ts \(after treating each run of spaces.*\): lines 1, 2\. /);
+    expect(text).toMatch(/replace_all does not apply/);
+    expect(text).not.toMatch(/set replace_all: true/);
+    expect(await ws.text("a.ts")).toBe("a  = 1\na   = 1\n");
+  });
+
+  it("keeps the missing final newline through the tool", async () => {
+    const ws = await workspaces.use(diskWorkspace({ "e.txt": "a\nlast" }));
+    const data = output<{ match: string }>((await run({ path: "e.txt", old_string: "last\n", new_string: "LAST\n" })).envelope);
+    expect(data.match).toBe("eof_newline");
+    expect(await ws.text("e.txt")).toBe("a\nLAST");
+  });
+});
+
+describe("the ladder on a 10 MB file without a match", () => {
+  it("stays linear: every tier, the hint included, answers in seconds", () => {
+    const block = ["function f(x) {", "    const  total = compute(x, 2);", '    log("caf\u00e9", total);', "    return total;", "}", ""];
+    const lines: string[] = [];
+    for (let size = 0; size < 10 * 1024 * 1024;) {
+      for (const l of block) {
+        lines.push(l);
+        size += l.length + 1;
+      }
+    }
+    const text = lines.join("\n");
+    // Anchors match at every block, middle lines are close but not close enough; NFD and runs of spaces everywhere.
+    const olds = [
+      'function f(x) {\n    const total = compute(y, 3);\n    log("cafe\u0301", sum);\n    return totals;\n}',
+      "\uFEFFfunction f(x) {\n  nothing here\n}\n",
+      '    const total  = compute(x, 3);\n    log("cafe\u0301", total);\n',
+    ];
+    const started = performance.now();
+    for (const old of olds) {
+      expect(findMatches(text, old, "x")).toBeNull();
+      noMatchHint(text, old);
+    }
+    const ms = performance.now() - started;
+    console.log(`ladder + hint on ${(text.length / 1048576).toFixed(1)} MB without a match: ${Math.round(ms / olds.length)} ms per edit`);
+    expect(ms / olds.length).toBeLessThan(4000);
+  });
+
+  it("gives the block tier a budget: anchors on every line and a thousand middle lines stay cheap", () => {
+    const text = "abcdefghij\n".repeat(950_000);
+    const old = ["abcdefghij", ...Array.from({ length: 998 }, () => "abcdefghiX"), "abcdefghij"].join("\n");
+    const started = performance.now();
+    expect(findMatches(text, old, "x")).toBeNull();
+    const ms = performance.now() - started;
+    console.log(`ladder on ${(text.length / 1048576).toFixed(1)} MB, anchors on every line, 1000-line old_string: ${Math.round(ms)} ms`);
+    expect(ms).toBeLessThan(4000);
   });
 });
