@@ -13,10 +13,12 @@ export interface ScopedFsOptions {
   scope: CompiledScope;
   workspace: string;
   route: BackendRouter;
+  /** Roots the scope allows that error messages do not name (the session's own sidecar folder). */
+  unlistedRoots?: readonly string[];
 }
 
-function describeRoots(scope: CompiledScope, access: Access): string {
-  const roots = (access === "read" ? scope.read : scope.write).roots;
+function describeRoots(scope: CompiledScope, access: Access, unlisted: readonly string[] = []): string {
+  const roots = (access === "read" ? scope.read : scope.write).roots.filter((r) => !unlisted.includes(r));
   return roots.length ? roots.join(", ") : "(none: this tool has no " + access + " access)";
 }
 
@@ -50,6 +52,12 @@ export class ScopedFs implements ToolFs {
   async resolve(raw: string, access: Access): Promise<string> {
     const { scope, workspace, route } = this.options;
     if (typeof raw !== "string" || raw.trim() === "") throw new ToolError("invalid_arguments", "Empty path");
+    if (raw.includes("\0")) {
+      throw new ToolError(
+        "invalid_arguments",
+        `The path ${JSON.stringify(raw)} contains a NUL byte (\\0), which no file name can hold. Give the path without it.`,
+      );
+    }
     let abs = absolutize(raw, workspace);
     if (raw.trim().startsWith("@")) {
       // Models often prefix paths with @ (editor mention syntax); drop it unless such a file exists.
@@ -65,14 +73,14 @@ export class ScopedFs implements ToolFs {
     if (!matcher.matches(abs)) {
       throw new ToolError(
         "outside_root",
-        `${raw} resolves to ${abs}, outside the allowed ${access} roots: ${describeRoots(scope, access)}`,
+        `${raw} resolves to ${abs}, outside the allowed ${access} roots: ${describeRoots(scope, access, this.options.unlistedRoots)}`,
       );
     }
     const real = await this.realTarget(abs);
     if (real !== abs && !matcher.matches(real)) {
       throw new ToolError(
         "outside_root",
-        `${raw} leads through a symbolic link to ${real}, outside the allowed ${access} roots: ${describeRoots(scope, access)}`,
+        `${raw} leads through a symbolic link to ${real}, outside the allowed ${access} roots: ${describeRoots(scope, access, this.options.unlistedRoots)}`,
       );
     }
     return abs;
