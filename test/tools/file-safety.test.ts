@@ -4,9 +4,43 @@ import { describe, expect, it } from "vitest";
 import edit from "../../src/tools/edit.js";
 import read from "../../src/tools/read.js";
 import write from "../../src/tools/write.js";
-import { BACKENDS, call, errorOf, useWorkspace } from "../helpers.js";
+import { MemoryFs } from "../../src/runtime/fs/memory.js";
+import { BACKENDS, call, errorOf, useWorkspace, type Workspace } from "../helpers.js";
 
 const workspaces = useWorkspace();
+
+/** Makes a workspace file read-only for everyone (chmod 444), on either backend. */
+async function makeReadOnly(ws: Workspace, rel: string): Promise<void> {
+  const abs = path.join(ws.root, rel);
+  if (ws.session.fs instanceof MemoryFs) ws.session.fs.put(abs, (await ws.bytes(rel)) ?? "", 0o444);
+  else await fsp.chmod(abs, 0o444);
+}
+
+const modeOf = async (ws: Workspace, rel: string) => ((await ws.session.fs.stat(path.join(ws.root, rel)))?.mode ?? 0) & 0o777;
+
+describe.each(BACKENDS)("file tools on $name: read-only files", ({ make }) => {
+  // CI runs as root, for whom access(W_OK) always succeeds: the mode bits must decide.
+  it("refuses to write or edit a chmod 444 file, leaving it as it was", async () => {
+    const ws = await workspaces.use(make({ "locked.txt": "keep me\n", "hard.txt": "linked\n" }));
+    await makeReadOnly(ws, "locked.txt");
+    const viaWrite = errorOf((await call(write, { path: "locked.txt", content: "replaced\n" }, ws.session)).envelope, "permission_denied");
+    expect(viaWrite).toMatch(/read-only/);
+    expect(viaWrite).toMatch(/chmod/);
+    errorOf((await call(edit, { path: "locked.txt", old_string: "keep", new_string: "lose" }, ws.session)).envelope, "permission_denied");
+    expect(await ws.text("locked.txt")).toBe("keep me\n");
+    expect(await modeOf(ws, "locked.txt")).toBe(0o444);
+    if (ws.backend === "node") {
+      // A hard-linked file is written in place: the same check holds there.
+      await fsp.link(path.join(ws.root, "hard.txt"), path.join(ws.root, "hard2.txt"));
+      await fsp.chmod(path.join(ws.root, "hard.txt"), 0o444);
+      errorOf((await call(write, { path: "hard2.txt", content: "x\n" }, ws.session)).envelope, "permission_denied");
+      expect(await ws.text("hard.txt")).toBe("linked\n");
+    }
+    // A writable file is still written.
+    await call(write, { path: "free.txt", content: "ok\n" }, ws.session);
+    expect(await ws.text("free.txt")).toBe("ok\n");
+  });
+});
 
 describe.each(BACKENDS)("file tools on $name: hostile paths", ({ make }) => {
   it("refuses a NUL byte in a path with invalid_arguments, for every file tool", async () => {

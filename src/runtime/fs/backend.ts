@@ -54,3 +54,8 @@ export function fsError(code: string, message: string): NodeJS.ErrnoException {
   err.code = code;
   return err;
 }
+
+/** EACCES for a file whose mode grants no write permission (chmod 444), with the mode in the message. */
+export function readOnlyError(abs: string, mode: number): NodeJS.ErrnoException {
+  return Object.assign(fsError("EACCES", `${abs} is read-only (mode ${mode.toString(8).padStart(4, "0")})`), { readOnlyMode: mode });
+}

@@ -34,8 +34,17 @@ export function translateFsError(err: unknown, displayPath: string): never {
     case "ENOTDIR":
       throw new ToolError("not_found", `A parent of ${displayPath} is not a directory`);
     case "EACCES":
-    case "EPERM":
-      throw new ToolError("permission_denied", `Permission denied: ${displayPath}`);
+    case "EPERM": {
+      const mode = (err as { readOnlyMode?: number }).readOnlyMode;
+      const what =
+        mode === undefined
+          ? "the file or its folder does not allow this"
+          : `the file is read-only (mode ${mode.toString(8).padStart(4, "0")})`;
+      throw new ToolError(
+        "permission_denied",
+        `Permission denied: ${displayPath}: ${what}. If it should change, ask the user to make it writable (chmod u+w); do not work around the permission.`,
+      );
+    }
     default:
       throw err;
   }
