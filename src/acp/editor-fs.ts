@@ -37,11 +37,35 @@ export class EditorFs implements FsBackend {
   readonly kind = "editor";
   readonly search: SearchBackend;
 
-  constructor(private readonly options: EditorFsOptions) {
+  /** `texts` caches what the editor answered, for one call's view (see forCall); null: no cache. */
+  constructor(
+    private readonly options: EditorFsOptions,
+    private readonly texts: Map<string, Promise<string>> | null = null,
+  ) {
     this.search = options.local.search;
   }
 
-  private async editorRead(abs: string): Promise<string> {
+  /**
+   * One call's view: each file is asked of the editor once (a read's stat, head and lines were
+   * three whole-file requests), until the call writes it or takes its lock (`refresh`).
+   */
+  forCall(): EditorFs & { refresh(): void } {
+    const texts = new Map<string, Promise<string>>();
+    return Object.assign(new EditorFs(this.options, texts), { refresh: () => texts.clear() });
+  }
+
+  private editorRead(abs: string): Promise<string> {
+    const cached = this.texts?.get(abs);
+    if (cached) return cached;
+    const text = this.requestText(abs);
+    if (this.texts) {
+      this.texts.set(abs, text);
+      text.catch(() => this.texts?.delete(abs));
+    }
+    return text;
+  }
+
+  private async requestText(abs: string): Promise<string> {
     try {
       const { content } = await this.options.client.request("fs/read_text_file", { sessionId: this.options.sessionId, path: abs });
       return content;
@@ -88,11 +112,17 @@ export class EditorFs implements FsBackend {
     return this.options.local.readDir(abs);
   }
 
-  async writeFileAtomic(abs: string, data: Uint8Array): Promise<void> {
+  /** Through the editor when it can take the text; then read back, since some editors change what they save. */
+  async writeFileAtomic(abs: string, data: Uint8Array): Promise<Uint8Array | void> {
+    this.texts?.delete(abs);
     const text = this.options.canWrite ? editorText(data) : null;
     if (text === null) return this.options.local.writeFileAtomic(abs, data);
     // A file in a folder that does not exist yet goes to disk (the editor creates files, not folders).
     if ((await this.options.local.stat(path.dirname(abs))) === null) return this.options.local.writeFileAtomic(abs, data);
     await this.options.client.request("fs/write_text_file", { sessionId: this.options.sessionId, path: abs, content: text });
+    if (!(await this.viaEditor(abs))) return;
+    // The read back is kept for the stat that follows a write.
+    const landed = await this.editorRead(abs).catch(() => text);
+    return landed === text ? undefined : Buffer.from(landed, "utf8");
   }
 }

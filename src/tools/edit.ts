@@ -15,7 +15,16 @@ import {
   type Candidate,
   type MatchTier,
 } from "./edit-match.js";
-import { SAMPLE_BYTES, binaryReason, decodeText, encodeText, missingFileError, newPlaceholders, type TextEncoding } from "./text.js";
+import {
+  SAMPLE_BYTES,
+  binaryReason,
+  decodeText,
+  encodeText,
+  landedNotice,
+  missingFileError,
+  newPlaceholders,
+  type TextEncoding,
+} from "./text.js";
 
 export const EDIT_DIFF_BYTES = 20 * 1024;
 
@@ -271,30 +280,44 @@ export default defineTool({
       if (plan.kind === "create") {
         const written = await ctx.fs.writeFile(abs, plan.newText);
         ctx.session.readStamps.set(abs, written.version);
+        const landed = written.landed ? decodeText(written.landed).text : plan.newText;
+        if (written.landed) ctx.emit({ type: "diff", path: abs, oldText: null, newText: landed });
         return {
           path: abs,
           created: true,
           replacements: 1,
           first_changed_line: 1,
           match: "exact",
-          diff: unifiedDiff(displayPath(abs, ctx.workspace), "", plan.newText),
+          diff: unifiedDiff(displayPath(abs, ctx.workspace), "", landed),
           version: written.version,
+          ...(written.landed ? { notice: landedNotice(Buffer.byteLength(plan.newText, "utf8"), written.landed.length) } : {}),
         };
       }
       const { oldText, newText, tier, chosen } = plan;
-      const written = await ctx.fs.writeFile(abs, encodeText(newText, plan.encoding));
+      const bytes = encodeText(newText, plan.encoding);
+      const written = await ctx.fs.writeFile(abs, bytes);
       ctx.session.readStamps.set(abs, written.version);
       const changed = chosen.find((c) => oldText.slice(c.start, c.end) !== c.replacement) ?? chosen[0];
+      const name = displayPath(abs, ctx.workspace);
+      let diff: string;
+      if (written.landed) {
+        // The editor changed the text as it saved it: show the diff of what really landed.
+        const landed = decodeText(written.landed).text;
+        ctx.emit({ type: "diff", path: abs, oldText, newText: landed });
+        diff = unifiedDiff(name, oldText, landed);
+      } else diff = editDiff(name, oldText, newText, chosen);
+      const notices = [
+        tier === "exact" ? "" : `old_string matched only ${TIER_DESCRIPTIONS[tier]}; just the matched text was replaced. Check the diff.`,
+        written.landed ? landedNotice(bytes.length, written.landed.length) : "",
+      ].filter(Boolean);
       return {
         path: abs,
         replacements: chosen.length,
         first_changed_line: changed ? firstChangedLine(oldText, changed) : 1,
         match: tier,
-        diff: editDiff(displayPath(abs, ctx.workspace), oldText, newText, chosen),
+        diff,
         version: written.version,
-        ...(tier === "exact"
-          ? {}
-          : { notice: `old_string matched only ${TIER_DESCRIPTIONS[tier]}; just the matched text was replaced. Check the diff.` }),
+        ...(notices.length ? { notice: notices.join(" ") } : {}),
       };
     });
   },

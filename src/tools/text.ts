@@ -106,6 +106,14 @@ export function detectLineEnding(text: string): LineEnding {
   return lf === 0 ? "crlf" : "mixed";
 }
 
+/** The notice for a write whose text the editor changed as it saved it. */
+export function landedNotice(sent: number, landed: number): string {
+  return (
+    `The editor changed the text as it saved it (${landed} bytes landed, not the ${sent} sent; e.g. a final newline): ` +
+    "the file holds what the diff shows, not exactly what you gave."
+  );
+}
+
 // --- Omission placeholders ---------------------------------------------------------------
 
 const NOUN =

@@ -10,6 +10,7 @@ import {
   decodeText,
   detectLineEnding,
   encodeText,
+  landedNotice,
   newPlaceholders,
   type LineEnding,
   type TextEncoding,
@@ -207,20 +208,24 @@ export default defineTool({
       }
       const written = await ctx.fs.writeFile(abs, bytes);
       ctx.session.readStamps.set(abs, written.version);
-      const changes = old ? lineChanges(old.text, text) : { additions: lines, deletions: info ? null : 0 };
+      // What the file holds now: the editor may have changed the text as it saved it.
+      const landed = written.landed ? decodeText(written.landed).text : text;
+      if (written.landed) ctx.emit({ type: "diff", path: abs, oldText: old?.text ?? null, newText: landed });
+      const landedLines = countLines(landed);
+      const changes = old ? lineChanges(old.text, landed) : { additions: landedLines, deletions: info ? null : 0 };
+      const notices = [
+        info && !old ? "Replaced a binary file." : notes.length ? `Wrote the file; ${notes.join(" and ")}.` : "",
+        written.landed ? landedNotice(bytes.length, written.landed.length) : "",
+      ].filter(Boolean);
       return {
         path: abs,
         created: !info,
-        bytes: bytes.length,
+        bytes: written.landed?.length ?? bytes.length,
         version: written.version,
-        lines,
+        lines: landedLines,
         additions: changes.additions,
         deletions: changes.deletions,
-        ...(info && !old
-          ? { notice: "Replaced a binary file." }
-          : notes.length
-            ? { notice: `Wrote the file; ${notes.join(" and ")}.` }
-            : {}),
+        ...(notices.length ? { notice: notices.join(" ") } : {}),
       };
     });
   },

@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { Access, DirEntry, FileInfo, ToolFs } from "../../tool/context.js";
+import type { Access, DirEntry, FileInfo, ToolFs, WrittenFile } from "../../tool/context.js";
 import { isToolError, ToolError } from "../../tool/errors.js";
 import { absolutize } from "../../tool/paths.js";
 import { fileLocks } from "../locks.js";
@@ -56,10 +56,24 @@ export function translateFsError(err: unknown, displayPath: string): never {
  * existing parent), against the tool's effective scope.
  */
 export class ScopedFs implements ToolFs {
+  /** This call's views of backends that cache reads (the editor's): one request per file per call. */
+  private readonly views = new Map<FsBackend, FsBackend & { refresh(): void }>();
+
   constructor(private readonly options: ScopedFsOptions) {}
 
+  private backend(abs: string): FsBackend {
+    const backend = this.options.route(abs);
+    if (!backend.forCall) return backend;
+    let view = this.views.get(backend);
+    if (!view) {
+      view = backend.forCall();
+      this.views.set(backend, view);
+    }
+    return view;
+  }
+
   async resolve(raw: string, access: Access): Promise<string> {
-    const { scope, workspace, route } = this.options;
+    const { scope, workspace } = this.options;
     if (typeof raw !== "string" || raw.trim() === "") throw new ToolError("invalid_arguments", "Empty path");
     if (raw.includes("\0")) {
       throw new ToolError(
@@ -72,7 +86,7 @@ export class ScopedFs implements ToolFs {
       // Models often prefix paths with @ (editor mention syntax); drop it unless such a file exists.
       const stripped = absolutize(raw.trim().slice(1), workspace);
       if (
-        (await route(abs)
+        (await this.backend(abs)
           .stat(abs)
           .catch(() => null)) === null
       )
@@ -97,7 +111,7 @@ export class ScopedFs implements ToolFs {
 
   /** The real path of `abs`, or of its nearest existing parent joined with the rest. */
   private async realTarget(abs: string): Promise<string> {
-    const backend = this.options.route(abs);
+    const backend = this.backend(abs);
     let existing = abs;
     const rest: string[] = [];
     for (;;) {
@@ -117,14 +131,14 @@ export class ScopedFs implements ToolFs {
 
   async stat(raw: string): Promise<FileInfo | null> {
     const abs = await this.resolve(raw, "read");
-    const s = await this.options.route(abs).stat(abs);
+    const s = await this.backend(abs).stat(abs);
     return s ? { path: abs, ...s } : null;
   }
 
   async readFile(raw: string): Promise<Uint8Array> {
     const abs = await this.resolve(raw, "read");
     try {
-      return await this.options.route(abs).readFile(abs);
+      return await this.backend(abs).readFile(abs);
     } catch (err) {
       translateFsError(err, abs);
     }
@@ -133,7 +147,7 @@ export class ScopedFs implements ToolFs {
   async *readStream(raw: string, range?: { start?: number; end?: number }): AsyncIterable<Uint8Array> {
     const abs = await this.resolve(raw, "read");
     try {
-      yield* this.options.route(abs).readStream(abs, range);
+      yield* this.backend(abs).readStream(abs, range);
     } catch (err) {
       translateFsError(err, abs);
     }
@@ -142,21 +156,21 @@ export class ScopedFs implements ToolFs {
   async readDir(raw: string): Promise<DirEntry[]> {
     const abs = await this.resolve(raw, "read");
     try {
-      return await this.options.route(abs).readDir(abs);
+      return await this.backend(abs).readDir(abs);
     } catch (err) {
       translateFsError(err, abs);
     }
   }
 
-  async writeFile(raw: string, data: Uint8Array | string): Promise<FileInfo> {
+  async writeFile(raw: string, data: Uint8Array | string): Promise<WrittenFile> {
     const abs = await this.resolve(raw, "write");
-    const backend = this.options.route(abs);
+    const backend = this.backend(abs);
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
     try {
-      await backend.writeFileAtomic(abs, bytes);
+      const landed = await backend.writeFileAtomic(abs, bytes);
       const s = await backend.stat(abs);
       if (!s) throw new ToolError("execution_failed", `${abs} vanished right after it was written`);
-      return { path: abs, ...s };
+      return { path: abs, ...s, ...(landed ? { landed } : {}) };
     } catch (err) {
       translateFsError(err, abs);
     }
@@ -164,6 +178,9 @@ export class ScopedFs implements ToolFs {
 
   async withLock<T>(raw: string, fn: () => Promise<T>): Promise<T> {
     const abs = absolutize(raw, this.options.workspace);
-    return fileLocks.run(abs, fn);
+    return fileLocks.run(abs, () => {
+      for (const view of this.views.values()) view.refresh();
+      return fn();
+    });
   }
 }
