@@ -18,9 +18,11 @@ import {
 import {
   SAMPLE_BYTES,
   binaryReason,
+  decodeChecked,
   decodeText,
   encodeText,
   landedNotice,
+  lossyRefusal,
   missingFileError,
   newPlaceholders,
   type TextEncoding,
@@ -35,6 +37,12 @@ const parameters = z.object({
     .describe("The exact text to replace, copied from the file (without read's line-number prefix); it must match one place"),
   new_string: z.string().describe("The text to put in its place (literal: $ patterns are not special)"),
   replace_all: z.boolean().optional().describe("Replace every place old_string matches (default false)"),
+  allow_lossy: z
+    .boolean()
+    .optional()
+    .describe(
+      "Edit a file that is not valid UTF-8/UTF-16 (read flags it lossy) anyway: its invalid bytes become U+FFFD; only if the user accepts that",
+    ),
 });
 
 export interface EditResult {
@@ -161,6 +169,8 @@ type EditPlan =
       oldText: string;
       newText: string;
       encoding: TextEncoding;
+      /** The file was not valid in its encoding: its invalid bytes are written as U+FFFD. */
+      lossy: boolean;
       tier: MatchTier;
       chosen: Candidate[];
       /** The file's version the plan was made from. */
@@ -198,16 +208,9 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
   const bytes = await ctx.fs.readFile(abs);
   const reason = binaryReason(abs, bytes.subarray(0, SAMPLE_BYTES));
   if (reason) throw new ToolError("binary_file", `${args.path} is a binary file (${reason}); edit only changes text files.`);
-  let decoded;
-  try {
-    // Lossless decoding only: re-encoding a lossy decode would corrupt bytes outside the edit.
-    decoded = decodeText(bytes, true);
-  } catch {
-    throw new ToolError(
-      "binary_file",
-      `${args.path} is not valid UTF-8/UTF-16 text (a legacy encoding such as Latin-1?); edit cannot change it without corrupting other bytes. Use write to replace it whole.`,
-    );
-  }
+  const decoded = decodeChecked(bytes);
+  // Re-encoding a lossy decode would corrupt bytes outside the edit: only when told to.
+  if (decoded.lossy && !args.allow_lossy) throw lossyRefusal("edit", args.path, decoded.encoding);
   const text = decoded.text;
   refusePlaceholders(args.old_string, args.new_string);
 
@@ -233,7 +236,17 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
   if (newText === text) {
     throw new ToolError("no_change", `The edit would not change ${args.path}: line ${chosen[0]?.line} already reads like new_string.`);
   }
-  return { kind: "replace", abs, oldText: text, newText, encoding: decoded.encoding, tier, chosen, version: info.version };
+  return {
+    kind: "replace",
+    abs,
+    oldText: text,
+    newText,
+    encoding: decoded.encoding,
+    lossy: decoded.lossy,
+    tier,
+    chosen,
+    version: info.version,
+  };
 }
 
 function diffEvent(plan: EditPlan): ToolEvent {
@@ -308,6 +321,7 @@ export default defineTool({
       } else diff = editDiff(name, oldText, newText, chosen);
       const notices = [
         tier === "exact" ? "" : `old_string matched only ${TIER_DESCRIPTIONS[tier]}; just the matched text was replaced. Check the diff.`,
+        plan.lossy ? "The file was not valid text in its encoding: its invalid bytes were written as U+FFFD, as allowed." : "",
         written.landed ? landedNotice(bytes.length, written.landed.length) : "",
       ].filter(Boolean);
       return {

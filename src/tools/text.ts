@@ -82,6 +82,48 @@ export function decodeText(bytes: Uint8Array, fatal = false): DecodedText {
   return { text: decodeBody(bytes.subarray(bomLength), encoding, fatal), encoding };
 }
 
+/**
+ * Whether a non-fatal decode lost bytes: `text` (decoded from `body`, no BOM) holds U+FFFD for a
+ * sequence invalid in the encoding. A U+FFFD the file really contains is no loss.
+ */
+export function isLossy(body: Uint8Array, encoding: TextEncoding, text: string): boolean {
+  if (!text.includes("\uFFFD")) return false;
+  try {
+    decodeBody(body, encoding, true);
+    return isUtf16(encoding) && body.length % 2 !== 0;
+  } catch {
+    return true;
+  }
+}
+
+/** Decodes a whole file, saying whether the decode was lossy (invalid bytes became U+FFFD). */
+export function decodeChecked(bytes: Uint8Array): DecodedText & { lossy: boolean } {
+  const { encoding, bomLength } = detectEncoding(bytes);
+  const body = bytes.subarray(bomLength);
+  const text = decodeBody(body, encoding);
+  return { text, encoding, lossy: isLossy(body, encoding, text) };
+}
+
+/** What a model must know about a lossy decode: what it sees, and what writing it back would do. */
+export function lossyNotice(encoding: TextEncoding, where: string): string {
+  const name = isUtf16(encoding) ? "UTF-16" : "UTF-8";
+  return (
+    `This file is not valid ${name} (first at ${where}; a legacy encoding such as Latin-1?): its invalid bytes show as U+FFFD (\uFFFD). ` +
+    "Text written back would lose them, so edit and write refuse this file unless you pass allow_lossy: true (only if the user accepts that)."
+  );
+}
+
+/** The refusal of edit and write for a file whose decode is lossy. */
+export function lossyRefusal(tool: "edit" | "write", displayPath: string, encoding: TextEncoding): ToolError {
+  const name = isUtf16(encoding) ? "UTF-16" : "UTF-8";
+  return new ToolError(
+    "binary_file",
+    `${displayPath} is not valid ${name} text (a legacy encoding such as Latin-1?): its invalid bytes cannot be written back, and rewriting it ` +
+      `would turn them into U+FFFD. If the user accepts that, call ${tool} again with allow_lossy: true; to keep the bytes, change the file ` +
+      "with bash instead (e.g. sed, or iconv to convert it to UTF-8 first).",
+  );
+}
+
 /** Encodes text in a file's encoding, with its BOM. A leading U+FEFF in `text` is not doubled. */
 export function encodeText(text: string, encoding: TextEncoding): Uint8Array {
   if (encoding === "utf-8") return Buffer.from(text, "utf8");

@@ -7,10 +7,12 @@ import { ToolError } from "../tool/errors.js";
 import {
   SAMPLE_BYTES,
   binaryReason,
+  decodeChecked,
   decodeText,
   detectLineEnding,
   encodeText,
   landedNotice,
+  lossyRefusal,
   newPlaceholders,
   type LineEnding,
   type TextEncoding,
@@ -24,6 +26,10 @@ const parameters = z.object({
     .min(1)
     .optional()
     .describe("The version from your last read of this file; the write is refused if the file changed since"),
+  allow_lossy: z
+    .boolean()
+    .optional()
+    .describe("Replace a file that is not valid UTF-8/UTF-16 (read flags it lossy) anyway; only if the user accepts losing its bytes"),
 });
 
 /** Lines in a text: line breaks, plus a last line without one. */
@@ -121,8 +127,10 @@ async function planWrite(args: WriteArgs, ctx: ToolContext): Promise<WritePlan> 
     const bytes = await ctx.fs.readFile(abs);
     // A binary file is simply replaced: there is no text to keep conventions from or to diff.
     if (!binaryReason(abs, bytes.subarray(0, SAMPLE_BYTES))) {
-      const decoded = decodeText(bytes);
-      old = { ...decoded, eol: detectLineEnding(decoded.text) };
+      const { text, encoding, lossy } = decodeChecked(bytes);
+      // What read showed of such a file has U+FFFD for bytes no text can give back.
+      if (lossy && !args.allow_lossy) throw lossyRefusal("write", args.path, encoding);
+      old = { text, encoding, eol: detectLineEnding(text) };
     }
   }
 

@@ -5,7 +5,7 @@ import edit from "../../src/tools/edit.js";
 import read from "../../src/tools/read.js";
 import write from "../../src/tools/write.js";
 import { MemoryFs } from "../../src/runtime/fs/memory.js";
-import { BACKENDS, call, errorOf, useWorkspace, type Workspace } from "../helpers.js";
+import { BACKENDS, call, errorOf, output, useWorkspace, type Workspace } from "../helpers.js";
 
 const workspaces = useWorkspace();
 
@@ -64,5 +64,46 @@ describe.each(BACKENDS)("file tools on $name: hostile paths", ({ make }) => {
     expect(text).toContain(ws.root);
     expect(text).not.toContain(ws.session.sidecars.dir);
     expect(text).not.toMatch(/sidecar/);
+  });
+});
+
+describe.each(BACKENDS)("file tools on $name: files that are not valid UTF-8", ({ make }) => {
+  // "café\nnaïve\n" in Latin-1: é and ï are single bytes that are invalid UTF-8.
+  const latin1 = Buffer.from("caf\xe9\nna\xefve\nplain\n", "latin1");
+
+  it("read flags a lossy decode in the result and says what it means", async () => {
+    const ws = await workspaces.use(make({ "l1.txt": latin1, "ok.txt": "caf\u00e9 \uFFFD on purpose\n" }));
+    const data = output<{ content: string; lossy?: boolean; notice: string }>((await call(read, { path: "l1.txt" }, ws.session)).envelope);
+    expect(data.content).toContain("caf\uFFFD");
+    expect(data.lossy).toBe(true);
+    expect(data.notice).toMatch(/not valid UTF-8/);
+    expect(data.notice).toMatch(/line 1/);
+    expect(data.notice).toMatch(/allow_lossy/);
+    const bytes = output<{ lossy?: boolean; notice: string }>((await call(read, { path: "l1.txt", byte_offset: 5 }, ws.session)).envelope);
+    expect(bytes.lossy).toBe(true);
+    expect(bytes.notice).toMatch(/not valid UTF-8/);
+    // A real U+FFFD in valid UTF-8 is no loss.
+    const fine = output<{ lossy?: boolean; notice: string }>((await call(read, { path: "ok.txt" }, ws.session)).envelope);
+    expect(fine.lossy).toBeUndefined();
+    expect(fine.notice).not.toMatch(/UTF-8/);
+  });
+
+  it("write and edit refuse to rewrite such a file unless allow_lossy is set", async () => {
+    const ws = await workspaces.use(make({ "l1.txt": latin1, "l2.txt": latin1 }));
+    const refused = errorOf((await call(write, { path: "l1.txt", content: "caf\uFFFD\nna\uFFFDve\nplain\nmore\n" }, ws.session)).envelope);
+    expect(refused).toMatch(/not valid UTF-8/);
+    expect(refused).toMatch(/allow_lossy: true/);
+    const refusedEdit = errorOf((await call(edit, { path: "l2.txt", old_string: "plain", new_string: "PLAIN" }, ws.session)).envelope);
+    expect(refusedEdit).toMatch(/allow_lossy: true/);
+    expect(Buffer.from((await ws.bytes("l1.txt")) ?? []).equals(latin1)).toBe(true);
+    expect(Buffer.from((await ws.bytes("l2.txt")) ?? []).equals(latin1)).toBe(true);
+
+    output((await call(write, { path: "l1.txt", content: "caf\u00e9\n", allow_lossy: true }, ws.session)).envelope);
+    expect(await ws.text("l1.txt")).toBe("caf\u00e9\n");
+    const edited = output<{ notice?: string }>(
+      (await call(edit, { path: "l2.txt", old_string: "plain", new_string: "PLAIN", allow_lossy: true }, ws.session)).envelope,
+    );
+    expect(edited.notice).toMatch(/U\+FFFD/);
+    expect(await ws.text("l2.txt")).toBe("caf\uFFFD\nna\uFFFDve\nPLAIN\n");
   });
 });
