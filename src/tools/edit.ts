@@ -1,7 +1,7 @@
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchHunk } from "diff";
 import * as z from "zod";
 import { absolutize, displayPath } from "../tool/paths.js";
-import type { ToolContext, ToolEvent } from "../tool/context.js";
+import type { ToolContext, ToolEvent, WrittenFile } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
 import { utf8Head } from "../tool/truncate.js";
@@ -20,10 +20,12 @@ import {
   binaryReason,
   decodeChecked,
   decodeText,
+  diffEvent as textDiffEvent,
   encodeText,
   landedNotice,
   lossyRefusal,
   missingFileError,
+  textTooLarge,
   newPlaceholders,
   type TextEncoding,
 } from "./text.js";
@@ -232,7 +234,13 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
     );
   }
   const chosen = args.replace_all ? nonOverlapping(candidates) : candidates;
-  const newText = applyCandidates(text, chosen);
+  let newText: string;
+  try {
+    newText = applyCandidates(text, chosen);
+  } catch (err) {
+    if (err instanceof RangeError) throw textTooLarge(bytes.length);
+    throw err;
+  }
   if (newText === text) {
     throw new ToolError("no_change", `The edit would not change ${args.path}: line ${chosen[0]?.line} already reads like new_string.`);
   }
@@ -250,7 +258,7 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
 }
 
 function diffEvent(plan: EditPlan): ToolEvent {
-  return { type: "diff", path: plan.abs, oldText: plan.kind === "create" ? null : plan.oldText, newText: plan.newText };
+  return textDiffEvent(plan.abs, plan.kind === "create" ? null : plan.oldText, plan.newText);
 }
 
 /**
@@ -294,7 +302,7 @@ export default defineTool({
         const written = await ctx.fs.writeFile(abs, plan.newText);
         ctx.session.readStamps.set(abs, written.version);
         const landed = written.landed ? decodeText(written.landed).text : plan.newText;
-        if (written.landed) ctx.emit({ type: "diff", path: abs, oldText: null, newText: landed });
+        if (written.landed) ctx.emit(textDiffEvent(abs, null, landed));
         return {
           path: abs,
           created: true,
@@ -306,34 +314,53 @@ export default defineTool({
           ...(written.landed ? { notice: landedNotice(Buffer.byteLength(plan.newText, "utf8"), written.landed.length) } : {}),
         };
       }
-      const { oldText, newText, tier, chosen } = plan;
-      const bytes = encodeText(newText, plan.encoding);
+      const { tier, chosen } = plan;
+      const bytes = encodeText(plan.newText, plan.encoding);
       const written = await ctx.fs.writeFile(abs, bytes);
       ctx.session.readStamps.set(abs, written.version);
-      const changed = chosen.find((c) => oldText.slice(c.start, c.end) !== c.replacement) ?? chosen[0];
-      const name = displayPath(abs, ctx.workspace);
-      let diff: string;
-      if (written.landed) {
-        // The editor changed the text as it saved it: show the diff of what really landed.
-        const landed = decodeText(written.landed).text;
-        ctx.emit({ type: "diff", path: abs, oldText, newText: landed });
-        diff = unifiedDiff(name, oldText, landed);
-      } else diff = editDiff(name, oldText, newText, chosen);
-      const notices = [
-        tier === "exact" ? "" : `old_string matched only ${TIER_DESCRIPTIONS[tier]}; just the matched text was replaced. Check the diff.`,
-        plan.lossy ? "The file was not valid text in its encoding: its invalid bytes were written as U+FFFD, as allowed." : "",
-        written.landed ? landedNotice(bytes.length, written.landed.length) : "",
-      ].filter(Boolean);
-      return {
-        path: abs,
-        replacements: chosen.length,
-        first_changed_line: changed ? firstChangedLine(oldText, changed) : 1,
-        match: tier,
-        diff,
-        version: written.version,
-        ...(notices.length ? { notice: notices.join(" ") } : {}),
-      };
+      try {
+        return reportEdit(ctx, plan, written, bytes.length);
+      } catch (err) {
+        // The file has changed: the call succeeded, whatever went wrong while describing it.
+        return {
+          path: abs,
+          replacements: chosen.length,
+          first_changed_line: chosen[0]?.line ?? 1,
+          match: tier,
+          diff: "",
+          version: written.version,
+          notice: `The edit was written, but its diff could not be made (${err instanceof Error ? err.message : String(err)}). Read the file to check the change.`,
+        };
+      }
     });
   },
   display: (data) => ({ text: data.diff, language: "diff", locations: [{ path: data.path, line: data.first_changed_line }] }),
 });
+
+/** The result of an edit that was written: the diff of what landed, the first changed line, the notices. */
+function reportEdit(ctx: ToolContext, plan: Extract<EditPlan, { kind: "replace" }>, written: WrittenFile, bytes: number): EditResult {
+  const { abs, oldText, newText, tier, chosen } = plan;
+  const changed = chosen.find((c) => oldText.slice(c.start, c.end) !== c.replacement) ?? chosen[0];
+  const name = displayPath(abs, ctx.workspace);
+  let diff: string;
+  if (written.landed) {
+    // The editor changed the text as it saved it: show the diff of what really landed.
+    const landed = decodeText(written.landed).text;
+    ctx.emit(textDiffEvent(abs, oldText, landed));
+    diff = unifiedDiff(name, oldText, landed);
+  } else diff = editDiff(name, oldText, newText, chosen);
+  const notices = [
+    tier === "exact" ? "" : `old_string matched only ${TIER_DESCRIPTIONS[tier]}; just the matched text was replaced. Check the diff.`,
+    plan.lossy ? "The file was not valid text in its encoding: its invalid bytes were written as U+FFFD, as allowed." : "",
+    written.landed ? landedNotice(bytes, written.landed.length) : "",
+  ].filter(Boolean);
+  return {
+    path: abs,
+    replacements: chosen.length,
+    first_changed_line: changed ? firstChangedLine(oldText, changed) : 1,
+    match: tier,
+    diff,
+    version: written.version,
+    ...(notices.length ? { notice: notices.join(" ") } : {}),
+  };
+}

@@ -1,7 +1,7 @@
 import { diffLines } from "diff";
 import * as z from "zod";
 import { absolutize } from "../tool/paths.js";
-import type { FileInfo, ToolContext, ToolEvent } from "../tool/context.js";
+import type { FileInfo, ToolContext, ToolEvent, WrittenFile } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
 import {
@@ -9,6 +9,7 @@ import {
   binaryReason,
   decodeChecked,
   decodeText,
+  diffEvent as textDiffEvent,
   detectLineEnding,
   encodeText,
   landedNotice,
@@ -160,7 +161,7 @@ async function planWrite(args: WriteArgs, ctx: ToolContext): Promise<WritePlan> 
 const unchanged = (plan: WritePlan) => plan.old !== null && plan.old.text === plan.text;
 
 function diffEvent(plan: WritePlan): ToolEvent {
-  return { type: "diff", path: plan.abs, oldText: plan.old?.text ?? null, newText: plan.text };
+  return textDiffEvent(plan.abs, plan.old?.text ?? null, plan.text);
 }
 
 /**
@@ -174,6 +175,30 @@ async function currentPlan(args: WriteArgs, ctx: ToolContext, abs: string): Prom
   const plan = await planWrite(args, ctx);
   if (!unchanged(plan)) ctx.emit(diffEvent(plan));
   return plan;
+}
+
+/** The result of a write that happened: line changes and size of what landed, and the notices. */
+function reportWrite(ctx: ToolContext, plan: WritePlan, written: WrittenFile, sent: number): WriteResult {
+  const { abs, info, old, text, notes } = plan;
+  // What the file holds now: the editor may have changed the text as it saved it.
+  const landed = written.landed ? decodeText(written.landed).text : text;
+  if (written.landed) ctx.emit(textDiffEvent(abs, old?.text ?? null, landed));
+  const landedLines = countLines(landed);
+  const changes = old ? lineChanges(old.text, landed) : { additions: landedLines, deletions: info ? null : 0 };
+  const notices = [
+    info && !old ? "Replaced a binary file." : notes.length ? `Wrote the file; ${notes.join(" and ")}.` : "",
+    written.landed ? landedNotice(sent, written.landed.length) : "",
+  ].filter(Boolean);
+  return {
+    path: abs,
+    created: !info,
+    bytes: written.landed?.length ?? sent,
+    version: written.version,
+    lines: landedLines,
+    additions: changes.additions,
+    deletions: changes.deletions,
+    ...(notices.length ? { notice: notices.join(" ") } : {}),
+  };
 }
 
 /** write: a whole-file create or replace, atomic, keeping the old file's encoding, BOM and CRLF. */
@@ -198,7 +223,7 @@ export default defineTool({
     const abs = await ctx.fs.resolve(args.path, "write");
     return ctx.fs.withLock(abs, async () => {
       const plan = await currentPlan(args, ctx, abs);
-      const { info, old, text, encoding, notes } = plan;
+      const { info, text, encoding } = plan;
       const bytes = encodeText(text, encoding);
       const lines = countLines(text);
       if (info && unchanged(plan)) {
@@ -216,25 +241,21 @@ export default defineTool({
       }
       const written = await ctx.fs.writeFile(abs, bytes);
       ctx.session.readStamps.set(abs, written.version);
-      // What the file holds now: the editor may have changed the text as it saved it.
-      const landed = written.landed ? decodeText(written.landed).text : text;
-      if (written.landed) ctx.emit({ type: "diff", path: abs, oldText: old?.text ?? null, newText: landed });
-      const landedLines = countLines(landed);
-      const changes = old ? lineChanges(old.text, landed) : { additions: landedLines, deletions: info ? null : 0 };
-      const notices = [
-        info && !old ? "Replaced a binary file." : notes.length ? `Wrote the file; ${notes.join(" and ")}.` : "",
-        written.landed ? landedNotice(bytes.length, written.landed.length) : "",
-      ].filter(Boolean);
-      return {
-        path: abs,
-        created: !info,
-        bytes: written.landed?.length ?? bytes.length,
-        version: written.version,
-        lines: landedLines,
-        additions: changes.additions,
-        deletions: changes.deletions,
-        ...(notices.length ? { notice: notices.join(" ") } : {}),
-      };
+      try {
+        return reportWrite(ctx, plan, written, bytes.length);
+      } catch (err) {
+        // The file has changed: the call succeeded, whatever went wrong while describing it.
+        return {
+          path: abs,
+          created: !info,
+          bytes: bytes.length,
+          version: written.version,
+          lines,
+          additions: lines,
+          deletions: null,
+          notice: `The file was written, but its line changes could not be counted (${err instanceof Error ? err.message : String(err)}).`,
+        };
+      }
     });
   },
   // Shown when there was no diff (the file already had this content): a line, not the result's JSON.

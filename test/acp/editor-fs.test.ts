@@ -21,12 +21,17 @@ class FakeEditor {
   readonly buffers = new Map<string, string>();
   readonly requests: { method: string; path: string }[] = [];
   save = (text: string) => text;
+  /** Reads of a file fail once it was written (an editor that closed the buffer, a dropped request). */
+  failReadsAfterWrite = false;
+  private readonly written = new Set<string>();
   readonly client = {
     request: async (method: string, params: { path: string; content?: string }) => {
       this.requests.push({ method, path: params.path });
+      if (method === "fs/read_text_file" && this.failReadsAfterWrite && this.written.has(params.path)) throw new Error("buffer closed");
       if (method === "fs/read_text_file") return { content: this.buffers.get(params.path) ?? (await fsp.readFile(params.path, "utf8")) };
       if (method === "fs/write_text_file") {
         const saved = this.save(params.content ?? "");
+        this.written.add(params.path);
         this.buffers.delete(params.path);
         await fsp.writeFile(params.path, saved);
         return {};
@@ -39,11 +44,11 @@ class FakeEditor {
   }
 }
 
-async function editorWorkspace(files: Record<string, string>) {
+async function editorWorkspace(files: Record<string, string>, maxTextBytes?: number) {
   const root = await tempDir(files);
   const editor = new FakeEditor();
   const local = new NodeFs();
-  const fs = new EditorFs({ client: editor.client, sessionId: "s", local, canRead: true, canWrite: true });
+  const fs = new EditorFs({ client: editor.client, sessionId: "s", local, canRead: true, canWrite: true, maxTextBytes });
   const session = new RuntimeSession({ workspace: root, fs: local, route: (abs, fallback) => (isInside(abs, root) ? fs : fallback) });
   await workspaces.use({
     backend: "node",
@@ -120,5 +125,24 @@ describe("file tools through the editor's fs", () => {
     expect(data.diff).toContain("+beta\n");
     expect(data.diff).toContain("\\ No newline at end of file");
     expect(events.at(-1)).toEqual({ type: "diff", path: path.join(root, "a.txt"), oldText: "alpha\nbeta", newText: "gamma\nbeta\n" });
+  });
+
+  it("never reports a failure once the file has changed", async () => {
+    const { editor, session, root } = await editorWorkspace({ "a.txt": "one\n", "b.txt": "two\n" });
+    editor.failReadsAfterWrite = true;
+    const wrote = output<WriteResult>((await call(write, { path: "a.txt", content: "uno\n" }, session)).envelope);
+    expect(wrote.additions).toBe(1);
+    expect(await fsp.readFile(path.join(root, "a.txt"), "utf8")).toBe("uno\n");
+    output((await call(edit, { path: "b.txt", old_string: "two", new_string: "dos" }, session)).envelope);
+    expect(await fsp.readFile(path.join(root, "b.txt"), "utf8")).toBe("dos\n");
+  });
+
+  it("writes a file over the editor's size limit to disk, as it reads one", async () => {
+    const { editor, session, root } = await editorWorkspace({ "small.txt": "s\n" }, 1024);
+    const big = "x".repeat(2000);
+    output<WriteResult>((await call(write, { path: "big.txt", content: big }, session)).envelope);
+    output<WriteResult>((await call(write, { path: "small.txt", content: "t\n" }, session)).envelope);
+    expect(await fsp.readFile(path.join(root, "big.txt"), "utf8")).toBe(big);
+    expect(editor.requests.filter((r) => r.method === "fs/write_text_file").map((r) => path.basename(r.path))).toEqual(["small.txt"]);
   });
 });

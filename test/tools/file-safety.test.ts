@@ -5,6 +5,8 @@ import edit from "../../src/tools/edit.js";
 import read from "../../src/tools/read.js";
 import write from "../../src/tools/write.js";
 import { MemoryFs } from "../../src/runtime/fs/memory.js";
+import { ToolError } from "../../src/tool/errors.js";
+import { decodeChecked } from "../../src/tools/text.js";
 import { BACKENDS, call, errorOf, output, useWorkspace, type Workspace } from "../helpers.js";
 
 const workspaces = useWorkspace();
@@ -105,5 +107,54 @@ describe.each(BACKENDS)("file tools on $name: files that are not valid UTF-8", (
     );
     expect(edited.notice).toMatch(/U\+FFFD/);
     expect(await ws.text("l2.txt")).toBe("caf\uFFFD\nna\uFFFDve\nPLAIN\n");
+  });
+});
+
+describe.each(BACKENDS)("file tools on $name: large files", ({ make }) => {
+  // Over LARGE_DIFF_BYTES (2 MiB): the diff events carry the changed lines, not both whole texts.
+  const big = `${"x".repeat(99)}\n`.repeat(30_000);
+
+  it("edit sends the changed lines, not both 3 MB texts, and still reports the change", async () => {
+    const ws = await workspaces.use(make({ "big.txt": `${big}MARK\n${big}` }));
+    const { envelope, events } = await call(edit, { path: "big.txt", old_string: "MARK", new_string: "DONE" }, ws.session);
+    const data = output<{ diff: string; first_changed_line: number }>(envelope);
+    expect(data.first_changed_line).toBe(30_001);
+    expect(data.diff).toContain("-MARK\n+DONE\n");
+    expect(events).toHaveLength(1);
+    const diff = events[0] as { type: "diff"; oldText: string; newText: string };
+    expect(diff.type).toBe("diff");
+    expect(diff.oldText.length).toBeLessThan(64 * 1024);
+    expect(diff.oldText).toContain("MARK\n");
+    expect(diff.newText).toContain("DONE\n");
+    expect(diff.newText.replace("DONE", "MARK")).toBe(diff.oldText);
+    expect((await ws.text("big.txt"))?.slice(3_000_000, 3_000_005)).toBe("DONE\n");
+  });
+
+  it("write of a large file sends the changed lines only", async () => {
+    const ws = await workspaces.use(make({ "big.txt": `${big}MARK\n${big}` }));
+    const { envelope, events } = await call(write, { path: "big.txt", content: `${big}DONE\nmore\n${big}` }, ws.session);
+    expect(output<{ additions: number; deletions: number }>(envelope)).toMatchObject({ additions: 2, deletions: 1 });
+    const diff = events[0] as { type: "diff"; oldText: string; newText: string };
+    expect(diff.oldText.length).toBeLessThan(64 * 1024);
+    expect(diff.newText).toContain("DONE\nmore\n");
+    expect(diff.oldText).toContain("MARK\n");
+  });
+});
+
+describe("the longest text a file tool can hold", () => {
+  it("says what the limit is instead of calling a huge file invalid UTF-8", () => {
+    const err = (() => {
+      try {
+        decodeChecked(Buffer.from("a".repeat(64)), 32);
+      } catch (e) {
+        return e as ToolError;
+      }
+    })();
+    expect(err).toBeInstanceOf(ToolError);
+    expect(err?.code).toBe("too_large");
+    expect(err?.message).toMatch(/64 bytes/);
+    expect(err?.message).toMatch(/longest string/);
+    expect(err?.message).not.toMatch(/UTF-8/);
+    expect(decodeChecked(Buffer.from("a".repeat(32)), 32).text).toHaveLength(32);
   });
 });

@@ -166,14 +166,17 @@ export class ScopedFs implements ToolFs {
     const abs = await this.resolve(raw, "write");
     const backend = this.backend(abs);
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    let landed: Uint8Array | void;
     try {
-      const landed = await backend.writeFileAtomic(abs, bytes);
-      const s = await backend.stat(abs);
-      if (!s) throw new ToolError("execution_failed", `${abs} vanished right after it was written`);
-      return { path: abs, ...s, ...(landed ? { landed } : {}) };
+      landed = await backend.writeFileAtomic(abs, bytes);
     } catch (err) {
       translateFsError(err, abs);
     }
+    // The file has changed: nothing after this may fail the call. A version nobody can match
+    // makes the next edit read the file again.
+    const s = await backend.stat(abs).catch(() => null);
+    const info = s ?? { type: "file" as const, size: bytes.length, mtimeMs: Date.now(), version: `unknown.${Date.now().toString(36)}` };
+    return { path: abs, ...info, ...(landed ? { landed } : {}) };
   }
 
   async withLock<T>(raw: string, fn: () => Promise<T>): Promise<T> {
