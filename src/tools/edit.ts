@@ -25,6 +25,7 @@ import {
   landedNotice,
   lossyRefusal,
   missingFileError,
+  refuseReadOnly,
   textTooLarge,
   newPlaceholders,
   type TextEncoding,
@@ -190,6 +191,7 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
   }
   if (info.type === "directory") throw new ToolError("is_directory", `${args.path} is a directory; edit changes files.`);
   if (info.type !== "file") throw new ToolError("not_a_file", `${args.path} is not a regular file (${info.type}).`);
+  refuseReadOnly(info, args.path);
   if (args.old_string === "") {
     throw new ToolError(
       "invalid_arguments",

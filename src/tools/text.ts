@@ -1,6 +1,6 @@
 import { constants } from "node:buffer";
 import path from "node:path";
-import type { ToolContext, ToolEvent } from "../tool/context.js";
+import type { FileInfo, ToolContext, ToolEvent } from "../tool/context.js";
 import { ToolError } from "../tool/errors.js";
 
 /** Shared text helpers of the file tools: binary sniffing, encodings, line endings, placeholders, near names. */
@@ -240,6 +240,19 @@ export function detectLineEnding(text: string): LineEnding {
   if (crlf === 0 && lf === 0) return "none";
   if (crlf === 0) return "lf";
   return lf === 0 ? "crlf" : "mixed";
+}
+
+/**
+ * Refuses a file whose mode grants no write permission (chmod 444) before anyone is asked to
+ * approve the change; the fs refuses it again when writing (and checks what else the user may not write).
+ */
+export function refuseReadOnly(info: FileInfo, shownPath: string): void {
+  if (info.mode === undefined || (info.mode & 0o222) !== 0) return;
+  throw new ToolError(
+    "permission_denied",
+    `Permission denied: ${shownPath}: the file is read-only (mode ${info.mode.toString(8).padStart(4, "0")}). ` +
+      "If it should change, ask the user to make it writable (chmod u+w); do not work around the permission.",
+  );
 }
 
 /** The notice for a write whose text the editor changed as it saved it. */

@@ -15,6 +15,7 @@ import {
   landedNotice,
   lossyRefusal,
   newPlaceholders,
+  refuseReadOnly,
   type LineEnding,
   type TextEncoding,
 } from "./text.js";
@@ -108,6 +109,7 @@ async function planWrite(args: WriteArgs, ctx: ToolContext): Promise<WritePlan> 
     throw new ToolError("is_directory", `${args.path} is a directory; give the path of a file inside it (e.g. ${args.path}/name.ext).`);
   }
   if (info && info.type !== "file") throw new ToolError("not_a_file", `${args.path} is not a regular file (${info.type}).`);
+  if (info) refuseReadOnly(info, args.path);
   if (args.version !== undefined) {
     if (!info) {
       throw new ToolError(

@@ -25,10 +25,20 @@ describe.each(BACKENDS)("file tools on $name: read-only files", ({ make }) => {
   it("refuses to write or edit a chmod 444 file, leaving it as it was", async () => {
     const ws = await workspaces.use(make({ "locked.txt": "keep me\n", "hard.txt": "linked\n" }));
     await makeReadOnly(ws, "locked.txt");
-    const viaWrite = errorOf((await call(write, { path: "locked.txt", content: "replaced\n" }, ws.session)).envelope, "permission_denied");
+    // Refused before anyone is asked to approve a change that cannot be made.
+    let asked = 0;
+    const authorize = async () => (asked++, { outcome: "allow" as const });
+    const viaWrite = errorOf(
+      (await call(write, { path: "locked.txt", content: "replaced\n" }, ws.session, { authorize })).envelope,
+      "permission_denied",
+    );
     expect(viaWrite).toMatch(/read-only/);
     expect(viaWrite).toMatch(/chmod/);
-    errorOf((await call(edit, { path: "locked.txt", old_string: "keep", new_string: "lose" }, ws.session)).envelope, "permission_denied");
+    errorOf(
+      (await call(edit, { path: "locked.txt", old_string: "keep", new_string: "lose" }, ws.session, { authorize })).envelope,
+      "permission_denied",
+    );
+    expect(asked).toBe(0);
     expect(await ws.text("locked.txt")).toBe("keep me\n");
     expect(await modeOf(ws, "locked.txt")).toBe(0o444);
     if (ws.backend === "node") {
