@@ -303,18 +303,25 @@ export default defineTool({
       if (plan.kind === "create") {
         const written = await ctx.fs.writeFile(abs, plan.newText);
         ctx.session.readStamps.set(abs, written.version);
-        const landed = written.landed ? decodeText(written.landed).text : plan.newText;
-        if (written.landed) ctx.emit(textDiffEvent(abs, null, landed));
-        return {
+        const created = {
           path: abs,
           created: true,
           replacements: 1,
           first_changed_line: 1,
-          match: "exact",
-          diff: unifiedDiff(displayPath(abs, ctx.workspace), "", landed),
+          match: "exact" as const,
           version: written.version,
-          ...(written.landed ? { notice: landedNotice(Buffer.byteLength(plan.newText, "utf8"), written.landed.length) } : {}),
         };
+        try {
+          const landed = written.landed ? decodeText(written.landed).text : plan.newText;
+          if (written.landed) ctx.emit(textDiffEvent(abs, null, landed));
+          return {
+            ...created,
+            diff: unifiedDiff(displayPath(abs, ctx.workspace), "", landed),
+            ...(written.landed ? { notice: landedNotice(Buffer.byteLength(plan.newText, "utf8"), written.landed.length) } : {}),
+          };
+        } catch (err) {
+          return { ...created, diff: "", notice: writtenButNotDescribed(err) };
+        }
       }
       const { tier, chosen } = plan;
       const bytes = encodeText(plan.newText, plan.encoding);
@@ -331,13 +338,17 @@ export default defineTool({
           match: tier,
           diff: "",
           version: written.version,
-          notice: `The edit was written, but its diff could not be made (${err instanceof Error ? err.message : String(err)}). Read the file to check the change.`,
+          notice: writtenButNotDescribed(err),
         };
       }
     });
   },
   display: (data) => ({ text: data.diff, language: "diff", locations: [{ path: data.path, line: data.first_changed_line }] }),
 });
+
+function writtenButNotDescribed(err: unknown): string {
+  return `The edit was written, but its diff could not be made (${err instanceof Error ? err.message : String(err)}). Read the file to check the change.`;
+}
 
 /** The result of an edit that was written: the diff of what landed, the first changed line, the notices. */
 function reportEdit(ctx: ToolContext, plan: Extract<EditPlan, { kind: "replace" }>, written: WrittenFile, bytes: number): EditResult {
