@@ -36,13 +36,11 @@ export function translateFsError(err: unknown, displayPath: string): never {
     case "EACCES":
     case "EPERM": {
       const mode = (err as { readOnlyMode?: number }).readOnlyMode;
-      const what =
-        mode === undefined
-          ? "the file or its folder does not allow this"
-          : `the file is read-only (mode ${mode.toString(8).padStart(4, "0")})`;
       throw new ToolError(
         "permission_denied",
-        `Permission denied: ${displayPath}: ${what}. If it should change, ask the user to make it writable (chmod u+w); do not work around the permission.`,
+        mode === undefined
+          ? `Permission denied: ${displayPath}: the file or its folder does not allow this. If it should, ask the user to change the permissions; do not work around them.`
+          : `Permission denied: ${displayPath}: the file is read-only (mode ${mode.toString(8).padStart(4, "0")}). If it should change, ask the user to make it writable (chmod u+w); do not work around the permission.`,
       );
     }
     default:
