@@ -5,8 +5,11 @@ import type { DirEntry } from "../tool/context.js";
 import type { BackendStat, FsBackend, SearchBackend } from "../runtime/fs/backend.js";
 import { fsError } from "../runtime/fs/backend.js";
 
-/** Files larger than this are read from disk: a text round trip of a huge file through the editor is too slow. */
-const EDITOR_READ_LIMIT = 10 * 1024 * 1024;
+/**
+ * Files larger than this are read from and written to disk: a text round trip of a huge file
+ * through the editor is too slow, and the SDK refuses a message over 32 MiB.
+ */
+const EDITOR_TEXT_LIMIT = 10 * 1024 * 1024;
 
 export interface EditorFsOptions {
   client: AgentContext;
@@ -14,6 +17,8 @@ export interface EditorFsOptions {
   local: FsBackend;
   canRead: boolean;
   canWrite: boolean;
+  /** The largest file that goes through the editor (default 10 MiB). */
+  maxTextBytes?: number;
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -37,11 +42,39 @@ export class EditorFs implements FsBackend {
   readonly kind = "editor";
   readonly search: SearchBackend;
 
-  constructor(private readonly options: EditorFsOptions) {
+  /** `texts` caches what the editor answered, for one call's view (see forCall); null: no cache. */
+  constructor(
+    private readonly options: EditorFsOptions,
+    private readonly texts: Map<string, Promise<string>> | null = null,
+  ) {
     this.search = options.local.search;
   }
 
-  private async editorRead(abs: string): Promise<string> {
+  private get limit(): number {
+    return this.options.maxTextBytes ?? EDITOR_TEXT_LIMIT;
+  }
+
+  /**
+   * One call's view: each file is asked of the editor once (a read's stat, head and lines were
+   * three whole-file requests), until the call writes it or takes its lock (`refresh`).
+   */
+  forCall(): EditorFs & { refresh(): void } {
+    const texts = new Map<string, Promise<string>>();
+    return Object.assign(new EditorFs(this.options, texts), { refresh: () => texts.clear() });
+  }
+
+  private editorRead(abs: string): Promise<string> {
+    const cached = this.texts?.get(abs);
+    if (cached) return cached;
+    const text = this.requestText(abs);
+    if (this.texts) {
+      this.texts.set(abs, text);
+      text.catch(() => this.texts?.delete(abs));
+    }
+    return text;
+  }
+
+  private async requestText(abs: string): Promise<string> {
     try {
       const { content } = await this.options.client.request("fs/read_text_file", { sessionId: this.options.sessionId, path: abs });
       return content;
@@ -54,12 +87,12 @@ export class EditorFs implements FsBackend {
   private async viaEditor(abs: string): Promise<boolean> {
     if (!this.options.canRead) return false;
     const s = await this.options.local.stat(abs);
-    return s !== null && s.type === "file" && s.size <= EDITOR_READ_LIMIT;
+    return s !== null && s.type === "file" && s.size <= this.limit;
   }
 
   async stat(abs: string): Promise<BackendStat | null> {
     const s = await this.options.local.stat(abs);
-    if (!s || s.type !== "file" || !this.options.canRead || s.size > EDITOR_READ_LIMIT) return s;
+    if (!s || s.type !== "file" || !this.options.canRead || s.size > this.limit) return s;
     // The buffer may differ from the disk: the freshness token follows what the editor shows.
     const text = await this.editorRead(abs);
     const version = createHash("sha1").update(text).digest("hex").slice(0, 20);
@@ -88,11 +121,17 @@ export class EditorFs implements FsBackend {
     return this.options.local.readDir(abs);
   }
 
-  async writeFileAtomic(abs: string, data: Uint8Array): Promise<void> {
-    const text = this.options.canWrite ? editorText(data) : null;
+  /** Through the editor when it can take the text; then read back, since some editors change what they save. */
+  async writeFileAtomic(abs: string, data: Uint8Array): Promise<Uint8Array | void> {
+    this.texts?.delete(abs);
+    const text = this.options.canWrite && data.length <= this.limit ? editorText(data) : null;
     if (text === null) return this.options.local.writeFileAtomic(abs, data);
     // A file in a folder that does not exist yet goes to disk (the editor creates files, not folders).
     if ((await this.options.local.stat(path.dirname(abs))) === null) return this.options.local.writeFileAtomic(abs, data);
     await this.options.client.request("fs/write_text_file", { sessionId: this.options.sessionId, path: abs, content: text });
+    if (!(await this.viaEditor(abs))) return;
+    // The read back is kept for the stat that follows a write.
+    const landed = await this.editorRead(abs).catch(() => text);
+    return landed === text ? undefined : Buffer.from(landed, "utf8");
   }
 }

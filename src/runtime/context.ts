@@ -23,7 +23,7 @@ export interface ToolContextOptions {
 export function createToolContext(options: ToolContextOptions): ToolContext {
   const { session, toolId, callId, signal } = options;
   const scope = session.scope(options.requires);
-  const fs = new ScopedFs({ scope, workspace: session.workspace, route: session.route });
+  const fs = new ScopedFs({ scope, workspace: session.workspace, route: session.route, unlistedRoots: [session.sidecars.dir] });
   const emit = options.emit ?? (() => {});
   return {
     toolId,

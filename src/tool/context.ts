@@ -21,6 +21,12 @@ export interface FileInfo {
   version: string;
 }
 
+/** What a write left on disk. */
+export interface WrittenFile extends FileInfo {
+  /** The text that landed, when the backend changed what it was given (an editor that adds a final newline). */
+  landed?: Uint8Array;
+}
+
 export interface DirEntry {
   name: string;
   type: EntryType;
@@ -38,8 +44,11 @@ export interface ToolFs {
   readStream(path: string, range?: { start?: number; end?: number }): AsyncIterable<Uint8Array>;
   readDir(path: string): Promise<DirEntry[]>;
   /** Atomic replace (temp file + rename in the same directory), keeping the file mode; creates parent dirs. */
-  writeFile(path: string, data: Uint8Array | string): Promise<FileInfo>;
-  /** Runs `fn` while holding this session's lock on the file: edits of one file are serialised. */
+  writeFile(path: string, data: Uint8Array | string): Promise<WrittenFile>;
+  /**
+   * Runs `fn` while holding this session's lock on the file: edits of one file are serialised.
+   * Whatever the call read before is read again inside (the file may have changed while waiting).
+   */
   withLock<T>(path: string, fn: () => Promise<T>): Promise<T>;
 }
 

@@ -1,7 +1,7 @@
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchHunk } from "diff";
 import * as z from "zod";
 import { absolutize, displayPath } from "../tool/paths.js";
-import type { ToolContext, ToolEvent } from "../tool/context.js";
+import type { ToolContext, ToolEvent, WrittenFile } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
 import { utf8Head } from "../tool/truncate.js";
@@ -15,7 +15,21 @@ import {
   type Candidate,
   type MatchTier,
 } from "./edit-match.js";
-import { SAMPLE_BYTES, binaryReason, decodeText, encodeText, missingFileError, newPlaceholders, type TextEncoding } from "./text.js";
+import {
+  SAMPLE_BYTES,
+  binaryReason,
+  decodeChecked,
+  decodeText,
+  diffEvent as textDiffEvent,
+  encodeText,
+  landedNotice,
+  lossyRefusal,
+  missingFileError,
+  refuseReadOnly,
+  textTooLarge,
+  newPlaceholders,
+  type TextEncoding,
+} from "./text.js";
 
 export const EDIT_DIFF_BYTES = 20 * 1024;
 
@@ -26,6 +40,12 @@ const parameters = z.object({
     .describe("The exact text to replace, copied from the file (without read's line-number prefix); it must match one place"),
   new_string: z.string().describe("The text to put in its place (literal: $ patterns are not special)"),
   replace_all: z.boolean().optional().describe("Replace every place old_string matches (default false)"),
+  allow_lossy: z
+    .boolean()
+    .optional()
+    .describe(
+      "Edit a file that is not valid UTF-8/UTF-16 (read flags it lossy) anyway: its invalid bytes become U+FFFD; only if the user accepts that",
+    ),
 });
 
 export interface EditResult {
@@ -152,6 +172,8 @@ type EditPlan =
       oldText: string;
       newText: string;
       encoding: TextEncoding;
+      /** The file was not valid in its encoding: its invalid bytes are written as U+FFFD. */
+      lossy: boolean;
       tier: MatchTier;
       chosen: Candidate[];
       /** The file's version the plan was made from. */
@@ -169,6 +191,7 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
   }
   if (info.type === "directory") throw new ToolError("is_directory", `${args.path} is a directory; edit changes files.`);
   if (info.type !== "file") throw new ToolError("not_a_file", `${args.path} is not a regular file (${info.type}).`);
+  refuseReadOnly(info, args.path);
   if (args.old_string === "") {
     throw new ToolError(
       "invalid_arguments",
@@ -189,16 +212,9 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
   const bytes = await ctx.fs.readFile(abs);
   const reason = binaryReason(abs, bytes.subarray(0, SAMPLE_BYTES));
   if (reason) throw new ToolError("binary_file", `${args.path} is a binary file (${reason}); edit only changes text files.`);
-  let decoded;
-  try {
-    // Lossless decoding only: re-encoding a lossy decode would corrupt bytes outside the edit.
-    decoded = decodeText(bytes, true);
-  } catch {
-    throw new ToolError(
-      "binary_file",
-      `${args.path} is not valid UTF-8/UTF-16 text (a legacy encoding such as Latin-1?); edit cannot change it without corrupting other bytes. Use write to replace it whole.`,
-    );
-  }
+  const decoded = decodeChecked(bytes);
+  // Re-encoding a lossy decode would corrupt bytes outside the edit: only when told to.
+  if (decoded.lossy && !args.allow_lossy) throw lossyRefusal("edit", args.path, decoded.encoding);
   const text = decoded.text;
   refusePlaceholders(args.old_string, args.new_string);
 
@@ -222,15 +238,31 @@ async function planEdit(args: EditArgs, ctx: ToolContext): Promise<EditPlan> {
     );
   }
   const chosen = args.replace_all ? nonOverlapping(candidates) : candidates;
-  const newText = applyCandidates(text, chosen);
+  let newText: string;
+  try {
+    newText = applyCandidates(text, chosen);
+  } catch (err) {
+    if (err instanceof RangeError) throw textTooLarge(bytes.length);
+    throw err;
+  }
   if (newText === text) {
     throw new ToolError("no_change", `The edit would not change ${args.path}: line ${chosen[0]?.line} already reads like new_string.`);
   }
-  return { kind: "replace", abs, oldText: text, newText, encoding: decoded.encoding, tier, chosen, version: info.version };
+  return {
+    kind: "replace",
+    abs,
+    oldText: text,
+    newText,
+    encoding: decoded.encoding,
+    lossy: decoded.lossy,
+    tier,
+    chosen,
+    version: info.version,
+  };
 }
 
 function diffEvent(plan: EditPlan): ToolEvent {
-  return { type: "diff", path: plan.abs, oldText: plan.kind === "create" ? null : plan.oldText, newText: plan.newText };
+  return textDiffEvent(plan.abs, plan.kind === "create" ? null : plan.oldText, plan.newText);
 }
 
 /**
@@ -275,32 +307,77 @@ export default defineTool({
       if (plan.kind === "create") {
         const written = await ctx.fs.writeFile(abs, plan.newText);
         ctx.session.readStamps.set(abs, written.version);
-        return {
+        const created = {
           path: abs,
           created: true,
           replacements: 1,
           first_changed_line: 1,
-          match: "exact",
-          diff: unifiedDiff(displayPath(abs, ctx.workspace), "", plan.newText),
+          match: "exact" as const,
           version: written.version,
         };
+        try {
+          const landed = written.landed ? decodeText(written.landed).text : plan.newText;
+          if (written.landed) ctx.emit(textDiffEvent(abs, null, landed));
+          return {
+            ...created,
+            diff: unifiedDiff(displayPath(abs, ctx.workspace), "", landed),
+            ...(written.landed ? { notice: landedNotice(Buffer.byteLength(plan.newText, "utf8"), written.landed.length) } : {}),
+          };
+        } catch (err) {
+          return { ...created, diff: "", notice: writtenButNotDescribed(err) };
+        }
       }
-      const { oldText, newText, tier, chosen } = plan;
-      const written = await ctx.fs.writeFile(abs, encodeText(newText, plan.encoding));
+      const { tier, chosen } = plan;
+      const bytes = encodeText(plan.newText, plan.encoding);
+      const written = await ctx.fs.writeFile(abs, bytes);
       ctx.session.readStamps.set(abs, written.version);
-      const changed = chosen.find((c) => oldText.slice(c.start, c.end) !== c.replacement) ?? chosen[0];
-      return {
-        path: abs,
-        replacements: chosen.length,
-        first_changed_line: changed ? firstChangedLine(oldText, changed) : 1,
-        match: tier,
-        diff: editDiff(displayPath(abs, ctx.workspace), oldText, newText, chosen),
-        version: written.version,
-        ...(tier === "exact"
-          ? {}
-          : { notice: `old_string matched only ${TIER_DESCRIPTIONS[tier]}; just the matched text was replaced. Check the diff.` }),
-      };
+      try {
+        return reportEdit(ctx, plan, written, bytes.length);
+      } catch (err) {
+        // The file has changed: the call succeeded, whatever went wrong while describing it.
+        return {
+          path: abs,
+          replacements: chosen.length,
+          first_changed_line: chosen[0]?.line ?? 1,
+          match: tier,
+          diff: "",
+          version: written.version,
+          notice: writtenButNotDescribed(err),
+        };
+      }
     });
   },
   display: (data) => ({ text: data.diff, language: "diff", locations: [{ path: data.path, line: data.first_changed_line }] }),
 });
+
+function writtenButNotDescribed(err: unknown): string {
+  return `The edit was written, but its diff could not be made (${err instanceof Error ? err.message : String(err)}). Read the file to check the change.`;
+}
+
+/** The result of an edit that was written: the diff of what landed, the first changed line, the notices. */
+function reportEdit(ctx: ToolContext, plan: Extract<EditPlan, { kind: "replace" }>, written: WrittenFile, bytes: number): EditResult {
+  const { abs, oldText, newText, tier, chosen } = plan;
+  const changed = chosen.find((c) => oldText.slice(c.start, c.end) !== c.replacement) ?? chosen[0];
+  const name = displayPath(abs, ctx.workspace);
+  let diff: string;
+  if (written.landed) {
+    // The editor changed the text as it saved it: show the diff of what really landed.
+    const landed = decodeText(written.landed).text;
+    ctx.emit(textDiffEvent(abs, oldText, landed));
+    diff = unifiedDiff(name, oldText, landed);
+  } else diff = editDiff(name, oldText, newText, chosen);
+  const notices = [
+    tier === "exact" ? "" : `old_string matched only ${TIER_DESCRIPTIONS[tier]}; just the matched text was replaced. Check the diff.`,
+    plan.lossy ? "The file was not valid text in its encoding: its invalid bytes were written as U+FFFD, as allowed." : "",
+    written.landed ? landedNotice(bytes, written.landed.length) : "",
+  ].filter(Boolean);
+  return {
+    path: abs,
+    replacements: chosen.length,
+    first_changed_line: changed ? firstChangedLine(oldText, changed) : 1,
+    match: tier,
+    diff,
+    version: written.version,
+    ...(notices.length ? { notice: notices.join(" ") } : {}),
+  };
+}

@@ -5,7 +5,17 @@ import type { FileInfo, ToolContext } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
 import { utf8Head, utf8HeadEnd, utf8TailStart } from "../tool/truncate.js";
-import { SAMPLE_BYTES, binaryReason, decodeBody, detectEncoding, isUtf16, missingFileError, type TextEncoding } from "./text.js";
+import {
+  SAMPLE_BYTES,
+  binaryReason,
+  decodeBody,
+  detectEncoding,
+  isLossy,
+  isUtf16,
+  lossyNotice,
+  missingFileError,
+  type TextEncoding,
+} from "./text.js";
 
 /** The RFC's read cap; the line window stops below it, so the host cap normally never triggers. */
 export const READ_MAX_BYTES = 200 * 1024;
@@ -65,6 +75,8 @@ interface LineWindow {
   total: number | null;
   more: boolean;
   cappedByBytes: boolean;
+  /** The first line of the window whose bytes are not valid in the encoding (shown with U+FFFD). */
+  lossyLine: number | null;
 }
 
 /**
@@ -91,6 +103,7 @@ async function scanLines(
   let full = false;
   let more = false;
   let cappedByBytes = false;
+  let lossyLine: number | null = null;
   let eof = true;
   let pending: Uint8Array | null = null;
 
@@ -105,7 +118,13 @@ async function scanLines(
   /** Ends the current line; false when it no longer fits the byte cap (the window stops before it). */
   const finish = (): boolean => {
     if (lineNo >= offset) {
-      let text = decodeBody(Buffer.concat(pieces), encoding);
+      const raw = Buffer.concat(pieces);
+      let text = decodeBody(raw, encoding);
+      if (lossyLine === null && text.includes("\uFFFD")) {
+        // A line cut short may end inside a character: check only whole ones.
+        const whole = lineBytes === kept ? raw : raw.subarray(0, unit === 2 ? raw.length - 2 : utf8HeadEnd(raw, raw.length));
+        if (isLossy(whole, encoding, decodeBody(whole, encoding))) lossyLine = lineNo;
+      }
       if (lineBytes === kept && text.endsWith("\r")) text = text.slice(0, -1);
       if (lineBytes > kept || text.length > READ_LINE_CHARS) text = cutLine(text, lineStart, lineBytes);
       const bytes = width + 1 + Buffer.byteLength(text, "utf8") + (lines.length ? 1 : 0);
@@ -168,7 +187,7 @@ async function scanLines(
     if (lineBytes > 0 && (full || !finish())) more = true;
   }
   const total = eof ? (cappedByBytes ? lineNo : more ? null : lineNo - 1) : null;
-  return { lines, total, more, cappedByBytes };
+  return { lines, total, more, cappedByBytes, lossyLine };
 }
 
 function plural(n: number, word: string): string {
@@ -195,11 +214,13 @@ async function readLines(ctx: ToolContext, args: ReadArgs, abs: string, info: Fi
   const end = offset + window.lines.length - 1;
   const width = String(end).length;
   const content = window.lines.map((text, i) => `${String(offset + i).padStart(width)}\t${text}`).join("\n");
-  const notice = window.more
+  const shown = window.more
     ? `Showing lines ${offset}-${end}${window.cappedByBytes ? ` (output capped at ${READ_MAX_BYTES / 1024} KB)` : ""}. Continue with offset=${end + 1}.`
     : `Showing lines ${offset}-${end}. End of file (${plural(window.total ?? end, "line")}).`;
+  const notice = window.lossyLine === null ? shown : `${shown} ${lossyNotice(encoding, `line ${window.lossyLine}`)}`;
   return {
     ...base,
+    ...(window.lossyLine === null ? {} : { lossy: true }),
     content,
     start_line: offset,
     end_line: end,
@@ -247,11 +268,13 @@ async function readBytes(ctx: ToolContext, args: ReadArgs, abs: string, info: Fi
   const from = start + skip;
   const to = start + len;
   const next = to < info.size ? to : null;
-  const notice =
+  const lossy = isLossy(bytes.subarray(skip, len), encoding, content);
+  const shown =
     next === null
       ? `Bytes ${from}-${to - 1} of ${info.size}. End of file.`
       : `Bytes ${from}-${to - 1} of ${info.size}. Continue with byte_offset=${to}.`;
-  return { ...base, content, byte_offset: from, byte_end: to, next_byte_offset: next, notice };
+  const notice = lossy ? `${shown} ${lossyNotice(encoding, `bytes ${from}-${to - 1}`)}` : shown;
+  return { ...base, ...(lossy ? { lossy: true } : {}), content, byte_offset: from, byte_end: to, next_byte_offset: next, notice };
 }
 
 async function listDirectory(ctx: ToolContext, args: ReadArgs, abs: string) {
@@ -314,7 +337,8 @@ export default defineTool({
     `at most ${READ_MAX_BYTES / 1024} KB; the notice says how to continue (offset=N). Lines over ${READ_LINE_CHARS} chars are cut;`,
     "read those (or minified files) with byte_offset/byte_limit, which return raw text without line numbers.",
     "The line-number prefix is not part of the file: never copy it into edit's old_string.",
-    "A directory path returns its sorted entries (directories end with /). Binary files are refused.",
+    "A directory path returns its sorted entries (directories end with /). Binary files are refused;",
+    "a file that is not valid UTF-8 comes back with U+FFFD for its invalid bytes and lossy: true.",
     "The result's version identifies what you read; write accepts it to refuse overwriting a newer file.",
   ].join(" "),
   parameters,

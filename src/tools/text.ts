@@ -1,5 +1,6 @@
+import { constants } from "node:buffer";
 import path from "node:path";
-import type { ToolContext } from "../tool/context.js";
+import type { FileInfo, ToolContext, ToolEvent } from "../tool/context.js";
 import { ToolError } from "../tool/errors.js";
 
 /** Shared text helpers of the file tools: binary sniffing, encodings, line endings, placeholders, near names. */
@@ -82,6 +83,141 @@ export function decodeText(bytes: Uint8Array, fatal = false): DecodedText {
   return { text: decodeBody(bytes.subarray(bomLength), encoding, fatal), encoding };
 }
 
+/**
+ * Whether a non-fatal decode lost bytes: `text` (decoded from `body`, no BOM) holds U+FFFD for a
+ * sequence invalid in the encoding. A U+FFFD the file really contains is no loss.
+ */
+export function isLossy(body: Uint8Array, encoding: TextEncoding, text: string): boolean {
+  if (!text.includes("\uFFFD")) return false;
+  try {
+    decodeBody(body, encoding, true);
+    return isUtf16(encoding) && body.length % 2 !== 0;
+  } catch {
+    return true;
+  }
+}
+
+/** The longest string V8 can hold (2^29 - 24 characters on 64-bit): the most text edit and write can handle. */
+export const MAX_TEXT_CHARS = constants.MAX_STRING_LENGTH;
+
+const mib = (n: number) => `${Math.round(n / (1024 * 1024))} MiB`;
+
+/** too_large for a file whose text (or an edit's result) does not fit in one string. */
+export function textTooLarge(bytes: number, maxChars = MAX_TEXT_CHARS): ToolError {
+  return new ToolError(
+    "too_large",
+    `The file is ${bytes} bytes (${mib(bytes)}): too large to handle as text. The limit is ${maxChars} characters (about ${mib(maxChars)} ` +
+      "of ASCII), the longest string the JavaScript engine can hold. Change the file with bash instead (e.g. sed -i), or split it.",
+  );
+}
+
+/**
+ * Decodes a whole file, saying whether the decode was lossy (invalid bytes became U+FFFD).
+ * A text longer than `maxChars` is too_large, not "invalid".
+ */
+export function decodeChecked(bytes: Uint8Array, maxChars = MAX_TEXT_CHARS): DecodedText & { lossy: boolean } {
+  const { encoding, bomLength } = detectEncoding(bytes);
+  const body = bytes.subarray(bomLength);
+  let text: string;
+  try {
+    text = decodeBody(body, encoding);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ERR_STRING_TOO_LONG") throw textTooLarge(bytes.length, maxChars);
+    throw err;
+  }
+  if (text.length > maxChars) throw textTooLarge(bytes.length, maxChars);
+  return { text, encoding, lossy: isLossy(body, encoding, text) };
+}
+
+/** Past this many characters of old + new text, a diff event carries the changed lines only. */
+export const LARGE_DIFF_CHARS = 2 * 1024 * 1024;
+/** The most characters of each side a diff event of a large file carries. */
+const EXCERPT_CHARS = 32 * 1024;
+const EXCERPT_CONTEXT = 3;
+
+function commonPrefix(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  const step = 64 * 1024;
+  let i = 0;
+  while (i + step <= n && a.slice(i, i + step) === b.slice(i, i + step)) i += step;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+function commonSuffix(a: string, b: string, max: number): number {
+  const step = 64 * 1024;
+  let i = 0;
+  while (i + step <= max && a.slice(a.length - i - step, a.length - i) === b.slice(b.length - i - step, b.length - i)) i += step;
+  while (i < max && a.charCodeAt(a.length - 1 - i) === b.charCodeAt(b.length - 1 - i)) i++;
+  return i;
+}
+
+/** The start of the line holding `pos`, moved back `lines` more lines. */
+function lineStartBefore(text: string, pos: number, lines: number): number {
+  let p = pos;
+  for (let k = 0; k <= lines; k++) {
+    const nl = text.lastIndexOf("\n", p - 1);
+    if (nl < 0) return 0;
+    p = nl;
+  }
+  return p + 1;
+}
+
+/** The end (after its line break) of the line holding `pos`, moved on `lines` more lines. */
+function lineEndAfter(text: string, pos: number, lines: number): number {
+  let p = pos;
+  for (let k = 0; k <= lines; k++) {
+    const nl = text.indexOf("\n", p);
+    if (nl < 0) return text.length;
+    p = nl + 1;
+  }
+  return p;
+}
+
+function capExcerpt(text: string): string {
+  if (text.length <= EXCERPT_CHARS) return text;
+  const cut = text.lastIndexOf("\n", EXCERPT_CHARS);
+  return text.slice(0, cut > 0 ? cut + 1 : EXCERPT_CHARS);
+}
+
+/**
+ * The diff event of a change: both whole texts when they are small, else only the changed lines
+ * with a few lines of context (each side capped), so a huge file never travels whole to the editor.
+ */
+export function diffEvent(abs: string, oldText: string | null, newText: string, maxChars = LARGE_DIFF_CHARS): ToolEvent {
+  if ((oldText?.length ?? 0) + newText.length <= maxChars) return { type: "diff", path: abs, oldText, newText };
+  if (oldText === null) return { type: "diff", path: abs, oldText: null, newText: capExcerpt(newText) };
+  const prefix = commonPrefix(oldText, newText);
+  const suffix = commonSuffix(oldText, newText, Math.min(oldText.length, newText.length) - prefix);
+  const from = lineStartBefore(oldText, prefix, EXCERPT_CONTEXT);
+  return {
+    type: "diff",
+    path: abs,
+    oldText: capExcerpt(oldText.slice(from, lineEndAfter(oldText, oldText.length - suffix, EXCERPT_CONTEXT))),
+    newText: capExcerpt(newText.slice(from, lineEndAfter(newText, newText.length - suffix, EXCERPT_CONTEXT))),
+  };
+}
+
+/** What a model must know about a lossy decode: what it sees, and what writing it back would do. */
+export function lossyNotice(encoding: TextEncoding, where: string): string {
+  const name = isUtf16(encoding) ? "UTF-16" : "UTF-8";
+  return (
+    `This file is not valid ${name} (first at ${where}; a legacy encoding such as Latin-1?): its invalid bytes show as U+FFFD (\uFFFD). ` +
+    "Text written back would lose them, so edit and write refuse this file unless you pass allow_lossy: true (only if the user accepts that)."
+  );
+}
+
+/** The refusal of edit and write for a file whose decode is lossy. */
+export function lossyRefusal(tool: "edit" | "write", displayPath: string, encoding: TextEncoding): ToolError {
+  const name = isUtf16(encoding) ? "UTF-16" : "UTF-8";
+  return new ToolError(
+    "binary_file",
+    `${displayPath} is not valid ${name} text (a legacy encoding such as Latin-1?): its invalid bytes cannot be written back, and rewriting it ` +
+      `would turn them into U+FFFD. If the user accepts that, call ${tool} again with allow_lossy: true; to keep the bytes, change the file ` +
+      "with bash instead (e.g. sed, or iconv to convert it to UTF-8 first).",
+  );
+}
+
 /** Encodes text in a file's encoding, with its BOM. A leading U+FEFF in `text` is not doubled. */
 export function encodeText(text: string, encoding: TextEncoding): Uint8Array {
   if (encoding === "utf-8") return Buffer.from(text, "utf8");
@@ -104,6 +240,27 @@ export function detectLineEnding(text: string): LineEnding {
   if (crlf === 0 && lf === 0) return "none";
   if (crlf === 0) return "lf";
   return lf === 0 ? "crlf" : "mixed";
+}
+
+/**
+ * Refuses a file whose mode grants no write permission (chmod 444) before anyone is asked to
+ * approve the change; the fs refuses it again when writing (and checks what else the user may not write).
+ */
+export function refuseReadOnly(info: FileInfo, shownPath: string): void {
+  if (info.mode === undefined || (info.mode & 0o222) !== 0) return;
+  throw new ToolError(
+    "permission_denied",
+    `Permission denied: ${shownPath}: the file is read-only (mode ${info.mode.toString(8).padStart(4, "0")}). ` +
+      "If it should change, ask the user to make it writable (chmod u+w); do not work around the permission.",
+  );
+}
+
+/** The notice for a write whose text the editor changed as it saved it. */
+export function landedNotice(sent: number, landed: number): string {
+  return (
+    `The editor changed the text as it saved it (${landed} bytes landed, not the ${sent} sent; e.g. a final newline): ` +
+    "the file holds what the diff shows, not exactly what you gave."
+  );
 }
 
 // --- Omission placeholders ---------------------------------------------------------------

@@ -1,16 +1,21 @@
 import { diffLines } from "diff";
 import * as z from "zod";
 import { absolutize } from "../tool/paths.js";
-import type { FileInfo, ToolContext, ToolEvent } from "../tool/context.js";
+import type { FileInfo, ToolContext, ToolEvent, WrittenFile } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
 import {
   SAMPLE_BYTES,
   binaryReason,
+  decodeChecked,
   decodeText,
+  diffEvent as textDiffEvent,
   detectLineEnding,
   encodeText,
+  landedNotice,
+  lossyRefusal,
   newPlaceholders,
+  refuseReadOnly,
   type LineEnding,
   type TextEncoding,
 } from "./text.js";
@@ -23,6 +28,10 @@ const parameters = z.object({
     .min(1)
     .optional()
     .describe("The version from your last read of this file; the write is refused if the file changed since"),
+  allow_lossy: z
+    .boolean()
+    .optional()
+    .describe("Replace a file that is not valid UTF-8/UTF-16 (read flags it lossy) anyway; only if the user accepts losing its bytes"),
 });
 
 /** Lines in a text: line breaks, plus a last line without one. */
@@ -100,6 +109,7 @@ async function planWrite(args: WriteArgs, ctx: ToolContext): Promise<WritePlan> 
     throw new ToolError("is_directory", `${args.path} is a directory; give the path of a file inside it (e.g. ${args.path}/name.ext).`);
   }
   if (info && info.type !== "file") throw new ToolError("not_a_file", `${args.path} is not a regular file (${info.type}).`);
+  if (info) refuseReadOnly(info, args.path);
   if (args.version !== undefined) {
     if (!info) {
       throw new ToolError(
@@ -120,8 +130,10 @@ async function planWrite(args: WriteArgs, ctx: ToolContext): Promise<WritePlan> 
     const bytes = await ctx.fs.readFile(abs);
     // A binary file is simply replaced: there is no text to keep conventions from or to diff.
     if (!binaryReason(abs, bytes.subarray(0, SAMPLE_BYTES))) {
-      const decoded = decodeText(bytes);
-      old = { ...decoded, eol: detectLineEnding(decoded.text) };
+      const { text, encoding, lossy } = decodeChecked(bytes);
+      // What read showed of such a file has U+FFFD for bytes no text can give back.
+      if (lossy && !args.allow_lossy) throw lossyRefusal("write", args.path, encoding);
+      old = { text, encoding, eol: detectLineEnding(text) };
     }
   }
 
@@ -151,7 +163,7 @@ async function planWrite(args: WriteArgs, ctx: ToolContext): Promise<WritePlan> 
 const unchanged = (plan: WritePlan) => plan.old !== null && plan.old.text === plan.text;
 
 function diffEvent(plan: WritePlan): ToolEvent {
-  return { type: "diff", path: plan.abs, oldText: plan.old?.text ?? null, newText: plan.text };
+  return textDiffEvent(plan.abs, plan.old?.text ?? null, plan.text);
 }
 
 /**
@@ -165,6 +177,30 @@ async function currentPlan(args: WriteArgs, ctx: ToolContext, abs: string): Prom
   const plan = await planWrite(args, ctx);
   if (!unchanged(plan)) ctx.emit(diffEvent(plan));
   return plan;
+}
+
+/** The result of a write that happened: line changes and size of what landed, and the notices. */
+function reportWrite(ctx: ToolContext, plan: WritePlan, written: WrittenFile, sent: number): WriteResult {
+  const { abs, info, old, text, notes } = plan;
+  // What the file holds now: the editor may have changed the text as it saved it.
+  const landed = written.landed ? decodeText(written.landed).text : text;
+  if (written.landed) ctx.emit(textDiffEvent(abs, old?.text ?? null, landed));
+  const landedLines = countLines(landed);
+  const changes = old ? lineChanges(old.text, landed) : { additions: landedLines, deletions: info ? null : 0 };
+  const notices = [
+    info && !old ? "Replaced a binary file." : notes.length ? `Wrote the file; ${notes.join(" and ")}.` : "",
+    written.landed ? landedNotice(sent, written.landed.length) : "",
+  ].filter(Boolean);
+  return {
+    path: abs,
+    created: !info,
+    bytes: written.landed?.length ?? sent,
+    version: written.version,
+    lines: landedLines,
+    additions: changes.additions,
+    deletions: changes.deletions,
+    ...(notices.length ? { notice: notices.join(" ") } : {}),
+  };
 }
 
 /** write: a whole-file create or replace, atomic, keeping the old file's encoding, BOM and CRLF. */
@@ -189,7 +225,7 @@ export default defineTool({
     const abs = await ctx.fs.resolve(args.path, "write");
     return ctx.fs.withLock(abs, async () => {
       const plan = await currentPlan(args, ctx, abs);
-      const { info, old, text, encoding, notes } = plan;
+      const { info, text, encoding } = plan;
       const bytes = encodeText(text, encoding);
       const lines = countLines(text);
       if (info && unchanged(plan)) {
@@ -207,21 +243,21 @@ export default defineTool({
       }
       const written = await ctx.fs.writeFile(abs, bytes);
       ctx.session.readStamps.set(abs, written.version);
-      const changes = old ? lineChanges(old.text, text) : { additions: lines, deletions: info ? null : 0 };
-      return {
-        path: abs,
-        created: !info,
-        bytes: bytes.length,
-        version: written.version,
-        lines,
-        additions: changes.additions,
-        deletions: changes.deletions,
-        ...(info && !old
-          ? { notice: "Replaced a binary file." }
-          : notes.length
-            ? { notice: `Wrote the file; ${notes.join(" and ")}.` }
-            : {}),
-      };
+      try {
+        return reportWrite(ctx, plan, written, bytes.length);
+      } catch (err) {
+        // The file has changed: the call succeeded, whatever went wrong while describing it.
+        return {
+          path: abs,
+          created: !info,
+          bytes: bytes.length,
+          version: written.version,
+          lines,
+          additions: lines,
+          deletions: null,
+          notice: `The file was written, but its line changes could not be counted (${err instanceof Error ? err.message : String(err)}).`,
+        };
+      }
     });
   },
   // Shown when there was no diff (the file already had this content): a line, not the result's JSON.

@@ -1,5 +1,8 @@
+import { execFile } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { createToolContext } from "../../src/runtime/context.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
@@ -89,6 +92,53 @@ describe("atomic writes on disk", () => {
     expect(await fsp.readFile(path.join(root, "new/nested/file.txt"), "utf8")).toBe("created");
     const leftovers = (await fsp.readdir(root, { recursive: true })).filter((f) => String(f).endsWith(".tmp"));
     expect(leftovers).toEqual([]);
+  });
+
+  it("replaces the file with a new inode; a reader holding the old file still reads it whole", async () => {
+    const { root, ctx } = await setup();
+    const abs = path.join(root, "big.txt");
+    const old = Buffer.alloc(4 * 1024 * 1024, "o");
+    await fsp.writeFile(abs, old);
+    const before = await fsp.stat(abs);
+    const reader = await fsp.open(abs, "r");
+    try {
+      const first = Buffer.alloc(1024);
+      await reader.read(first, 0, first.length);
+      await ctx.fs.writeFile("big.txt", "new content\n");
+      const after = await fsp.stat(abs);
+      expect(after.ino).not.toBe(before.ino);
+      expect(await fsp.readFile(abs, "utf8")).toBe("new content\n");
+      // The reader that opened the old file goes on reading the old bytes, all of them.
+      const rest = Buffer.alloc(old.length);
+      const { bytesRead } = await reader.read(rest, 0, rest.length);
+      expect(bytesRead).toBe(old.length - first.length);
+      expect(Buffer.concat([first, rest.subarray(0, bytesRead)]).equals(old)).toBe(true);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it("leaves the original intact, and no temp file, when a write fails part-way", async () => {
+    const { root } = await setup();
+    const abs = path.join(root, "keep.txt");
+    await fsp.writeFile(abs, "the original\n");
+    // A child process with a 32 KiB file-size limit (ulimit -f): the 1 MiB write fails with EFBIG
+    // after the first 32 KiB reached the disk.
+    const repo = fileURLToPath(new URL("../..", import.meta.url));
+    const script = path.join(root, "write.mjs");
+    await fsp.writeFile(
+      script,
+      [
+        `import { createJiti } from ${JSON.stringify(path.join(repo, "node_modules/jiti/lib/jiti.mjs"))};`,
+        `const { NodeFs } = await createJiti(import.meta.url).import(${JSON.stringify(path.join(repo, "src/runtime/fs/node.ts"))});`,
+        `try { await new NodeFs().writeFileAtomic(process.argv[2], new Uint8Array(1024 * 1024).fill(65)); console.log("written"); }`,
+        `catch (err) { console.log(err.code); }`,
+      ].join("\n"),
+    );
+    const { stdout } = await promisify(execFile)("sh", ["-c", 'ulimit -f 64 && exec "$0" "$@"', process.execPath, script, abs]);
+    expect(stdout.trim()).toBe("EFBIG");
+    expect(await fsp.readFile(abs, "utf8")).toBe("the original\n");
+    expect((await fsp.readdir(root)).filter((f) => f.endsWith(".tmp"))).toEqual([]);
   });
 
   it("keeps hard links linked", async () => {

@@ -44,8 +44,16 @@ export interface FsBackend {
   readFile(abs: string): Promise<Uint8Array>;
   readStream(abs: string, range?: { start?: number; end?: number }): AsyncIterable<Uint8Array>;
   readDir(abs: string): Promise<DirEntry[]>;
-  /** Replaces the file atomically (never half-written), keeping its mode; creates parent directories. */
-  writeFileAtomic(abs: string, data: Uint8Array): Promise<void>;
+  /**
+   * Replaces the file atomically (never half-written), keeping its mode; creates parent directories.
+   * Returns the bytes that landed when they differ from `data` (an editor that adds a final newline).
+   */
+  writeFileAtomic(abs: string, data: Uint8Array): Promise<Uint8Array | void>;
+  /**
+   * A view of this backend for one tool call, which may keep what it read until the call writes
+   * the file or calls `refresh()` (a backend whose reads are requests, such as the editor's).
+   */
+  forCall?(): FsBackend & { refresh(): void };
   readonly search: SearchBackend;
 }
 
@@ -53,4 +61,9 @@ export function fsError(code: string, message: string): NodeJS.ErrnoException {
   const err = new Error(message) as NodeJS.ErrnoException;
   err.code = code;
   return err;
+}
+
+/** EACCES for a file whose mode grants no write permission (chmod 444), with the mode in the message. */
+export function readOnlyError(abs: string, mode: number): NodeJS.ErrnoException {
+  return Object.assign(fsError("EACCES", `${abs} is read-only (mode ${mode.toString(8).padStart(4, "0")})`), { readOnlyMode: mode });
 }

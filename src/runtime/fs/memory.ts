@@ -1,7 +1,7 @@
 import path from "node:path/posix";
 import type { DirEntry } from "../../tool/context.js";
 import { MemorySearch } from "../search/memory.js";
-import { fsError, type BackendStat, type FsBackend, type SearchBackend, type WalkableFs } from "./backend.js";
+import { fsError, readOnlyError, type BackendStat, type FsBackend, type SearchBackend, type WalkableFs } from "./backend.js";
 
 interface MemoryFile {
   type: "file";
@@ -119,6 +119,7 @@ export class MemoryFs implements FsBackend, WalkableFs {
     const p = path.resolve("/", abs);
     const existing = this.nodes.get(p);
     if (existing?.type === "directory") throw fsError("EISDIR", `Is a directory: ${abs}`);
+    if (existing && (existing.mode & 0o222) === 0) throw readOnlyError(abs, existing.mode);
     this.put(p, new Uint8Array(data), existing?.mode ?? 0o644);
   }
 }

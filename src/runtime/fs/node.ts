@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { createReadStream } from "node:fs";
+import { constants, createReadStream } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { DirEntry, EntryType } from "../../tool/context.js";
 import { RipgrepSearch } from "../search/ripgrep.js";
-import type { BackendStat, FsBackend, SearchBackend } from "./backend.js";
+import { readOnlyError, type BackendStat, type FsBackend, type SearchBackend } from "./backend.js";
 
 function entryType(s: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryType {
   if (s.isFile()) return "file";
@@ -71,6 +71,11 @@ export class NodeFs implements FsBackend {
       if (!s.isFile()) throw Object.assign(new Error(`Not a regular file: ${abs}`), { code: "EISDIR" });
       mode = s.mode & 0o7777;
       linked = s.nlink > 1;
+      // The rename below needs only the folder's permission, so the file's own is checked here.
+      // access() asks the kernel, which lets root write anything: a file with no write bit at all
+      // is read-only for everyone, root included.
+      if ((mode & 0o222) === 0) throw readOnlyError(abs, mode);
+      await fsp.access(target, constants.W_OK);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       await fsp.mkdir(path.dirname(abs), { recursive: true });

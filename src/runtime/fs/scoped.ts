@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { Access, DirEntry, FileInfo, ToolFs } from "../../tool/context.js";
+import type { Access, DirEntry, FileInfo, ToolFs, WrittenFile } from "../../tool/context.js";
 import { isToolError, ToolError } from "../../tool/errors.js";
 import { absolutize } from "../../tool/paths.js";
 import { fileLocks } from "../locks.js";
@@ -13,10 +13,12 @@ export interface ScopedFsOptions {
   scope: CompiledScope;
   workspace: string;
   route: BackendRouter;
+  /** Roots the scope allows that error messages do not name (the session's own sidecar folder). */
+  unlistedRoots?: readonly string[];
 }
 
-function describeRoots(scope: CompiledScope, access: Access): string {
-  const roots = (access === "read" ? scope.read : scope.write).roots;
+function describeRoots(scope: CompiledScope, access: Access, unlisted: readonly string[] = []): string {
+  const roots = (access === "read" ? scope.read : scope.write).roots.filter((r) => !unlisted.includes(r));
   return roots.length ? roots.join(", ") : "(none: this tool has no " + access + " access)";
 }
 
@@ -32,8 +34,15 @@ export function translateFsError(err: unknown, displayPath: string): never {
     case "ENOTDIR":
       throw new ToolError("not_found", `A parent of ${displayPath} is not a directory`);
     case "EACCES":
-    case "EPERM":
-      throw new ToolError("permission_denied", `Permission denied: ${displayPath}`);
+    case "EPERM": {
+      const mode = (err as { readOnlyMode?: number }).readOnlyMode;
+      throw new ToolError(
+        "permission_denied",
+        mode === undefined
+          ? `Permission denied: ${displayPath}: the file or its folder does not allow this. If it should, ask the user to change the permissions; do not work around them.`
+          : `Permission denied: ${displayPath}: the file is read-only (mode ${mode.toString(8).padStart(4, "0")}). If it should change, ask the user to make it writable (chmod u+w); do not work around the permission.`,
+      );
+    }
     default:
       throw err;
   }
@@ -45,17 +54,37 @@ export function translateFsError(err: unknown, displayPath: string): never {
  * existing parent), against the tool's effective scope.
  */
 export class ScopedFs implements ToolFs {
+  /** This call's views of backends that cache reads (the editor's): one request per file per call. */
+  private readonly views = new Map<FsBackend, FsBackend & { refresh(): void }>();
+
   constructor(private readonly options: ScopedFsOptions) {}
 
+  private backend(abs: string): FsBackend {
+    const backend = this.options.route(abs);
+    if (!backend.forCall) return backend;
+    let view = this.views.get(backend);
+    if (!view) {
+      view = backend.forCall();
+      this.views.set(backend, view);
+    }
+    return view;
+  }
+
   async resolve(raw: string, access: Access): Promise<string> {
-    const { scope, workspace, route } = this.options;
+    const { scope, workspace } = this.options;
     if (typeof raw !== "string" || raw.trim() === "") throw new ToolError("invalid_arguments", "Empty path");
+    if (raw.includes("\0")) {
+      throw new ToolError(
+        "invalid_arguments",
+        `The path ${JSON.stringify(raw)} contains a NUL byte (\\0), which no file name can hold. Give the path without it.`,
+      );
+    }
     let abs = absolutize(raw, workspace);
     if (raw.trim().startsWith("@")) {
       // Models often prefix paths with @ (editor mention syntax); drop it unless such a file exists.
       const stripped = absolutize(raw.trim().slice(1), workspace);
       if (
-        (await route(abs)
+        (await this.backend(abs)
           .stat(abs)
           .catch(() => null)) === null
       )
@@ -65,14 +94,14 @@ export class ScopedFs implements ToolFs {
     if (!matcher.matches(abs)) {
       throw new ToolError(
         "outside_root",
-        `${raw} resolves to ${abs}, outside the allowed ${access} roots: ${describeRoots(scope, access)}`,
+        `${raw} resolves to ${abs}, outside the allowed ${access} roots: ${describeRoots(scope, access, this.options.unlistedRoots)}`,
       );
     }
     const real = await this.realTarget(abs);
     if (real !== abs && !matcher.matches(real)) {
       throw new ToolError(
         "outside_root",
-        `${raw} leads through a symbolic link to ${real}, outside the allowed ${access} roots: ${describeRoots(scope, access)}`,
+        `${raw} leads through a symbolic link to ${real}, outside the allowed ${access} roots: ${describeRoots(scope, access, this.options.unlistedRoots)}`,
       );
     }
     return abs;
@@ -80,7 +109,7 @@ export class ScopedFs implements ToolFs {
 
   /** The real path of `abs`, or of its nearest existing parent joined with the rest. */
   private async realTarget(abs: string): Promise<string> {
-    const backend = this.options.route(abs);
+    const backend = this.backend(abs);
     let existing = abs;
     const rest: string[] = [];
     for (;;) {
@@ -100,14 +129,14 @@ export class ScopedFs implements ToolFs {
 
   async stat(raw: string): Promise<FileInfo | null> {
     const abs = await this.resolve(raw, "read");
-    const s = await this.options.route(abs).stat(abs);
+    const s = await this.backend(abs).stat(abs);
     return s ? { path: abs, ...s } : null;
   }
 
   async readFile(raw: string): Promise<Uint8Array> {
     const abs = await this.resolve(raw, "read");
     try {
-      return await this.options.route(abs).readFile(abs);
+      return await this.backend(abs).readFile(abs);
     } catch (err) {
       translateFsError(err, abs);
     }
@@ -116,7 +145,7 @@ export class ScopedFs implements ToolFs {
   async *readStream(raw: string, range?: { start?: number; end?: number }): AsyncIterable<Uint8Array> {
     const abs = await this.resolve(raw, "read");
     try {
-      yield* this.options.route(abs).readStream(abs, range);
+      yield* this.backend(abs).readStream(abs, range);
     } catch (err) {
       translateFsError(err, abs);
     }
@@ -125,28 +154,34 @@ export class ScopedFs implements ToolFs {
   async readDir(raw: string): Promise<DirEntry[]> {
     const abs = await this.resolve(raw, "read");
     try {
-      return await this.options.route(abs).readDir(abs);
+      return await this.backend(abs).readDir(abs);
     } catch (err) {
       translateFsError(err, abs);
     }
   }
 
-  async writeFile(raw: string, data: Uint8Array | string): Promise<FileInfo> {
+  async writeFile(raw: string, data: Uint8Array | string): Promise<WrittenFile> {
     const abs = await this.resolve(raw, "write");
-    const backend = this.options.route(abs);
+    const backend = this.backend(abs);
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    let landed: Uint8Array | void;
     try {
-      await backend.writeFileAtomic(abs, bytes);
-      const s = await backend.stat(abs);
-      if (!s) throw new ToolError("execution_failed", `${abs} vanished right after it was written`);
-      return { path: abs, ...s };
+      landed = await backend.writeFileAtomic(abs, bytes);
     } catch (err) {
       translateFsError(err, abs);
     }
+    // The file has changed: nothing after this may fail the call. A version nobody can match
+    // makes the next edit read the file again.
+    const s = await backend.stat(abs).catch(() => null);
+    const info = s ?? { type: "file" as const, size: bytes.length, mtimeMs: Date.now(), version: `unknown.${Date.now().toString(36)}` };
+    return { path: abs, ...info, ...(landed ? { landed } : {}) };
   }
 
   async withLock<T>(raw: string, fn: () => Promise<T>): Promise<T> {
     const abs = absolutize(raw, this.options.workspace);
-    return fileLocks.run(abs, fn);
+    return fileLocks.run(abs, () => {
+      for (const view of this.views.values()) view.refresh();
+      return fn();
+    });
   }
 }
