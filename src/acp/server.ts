@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { statSync } from "node:fs";
 import path from "node:path";
 import { Readable, Writable } from "node:stream";
 import {
@@ -58,6 +59,19 @@ async function loadSession(
   return session;
 }
 
+/** Why a session cannot run in `cwd` (it must be an existing directory), or null. */
+function cwdProblem(cwd: string): string | null {
+  let stat;
+  try {
+    stat = statSync(cwd, { throwIfNoEntry: false });
+  } catch (err) {
+    return `cwd ${cwd} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); open a folder you can read`;
+  }
+  if (!stat) return `cwd ${cwd} does not exist; open an existing project folder`;
+  if (!stat.isDirectory()) return `cwd ${cwd} is not a directory; open the folder that contains it`;
+  return null;
+}
+
 /** The toolhost ACP agent: one instance per connection. */
 export function createAgent() {
   const sessions = new Map<string, SessionHandle>();
@@ -96,6 +110,8 @@ export function createAgent() {
       if (!path.isAbsolute(params.cwd)) {
         throw RequestError.invalidParams({ cwd: params.cwd }, `cwd must be an absolute path, got ${JSON.stringify(params.cwd)}`);
       }
+      const problem = cwdProblem(params.cwd);
+      if (problem) throw RequestError.invalidParams({ cwd: params.cwd }, problem);
       const id = randomUUID();
       const caps = clientCapabilities;
       // Started after the response goes out, so the answer does not wait for the tools to load.
