@@ -45,7 +45,10 @@ export interface SessionFrontEnd extends TurnObserver {
 
 /** A prompt as the session needs it: its text (for slash commands) and its content for a model. */
 export interface PromptInput {
+  /** The first text of the prompt: a slash command is this text alone. */
   text: string;
+  /** More text follows the first (another block): a slash command then is refused, since which text it takes is a guess. */
+  moreText?: boolean;
   /** The user message for a model that takes images or not. */
   content(model: { images: boolean; modelId: string }): UserContent;
 }
@@ -214,6 +217,13 @@ export class AgentSession {
       }
       const slash = parseSlash(input.text, this.registry);
       if (!slash) return stop(await this.modelTurn(input, signal));
+      if (input.moreText) {
+        // Clients re-send a cancelled prompt together with the next one: run neither half as a guess.
+        await this.frontEnd.say(
+          "A slash command must be the only text in its prompt, and this prompt has more text after it. Nothing was run: send the slash command alone, then the rest as its own prompt.",
+        );
+        return stop("end_turn");
+      }
       switch (slash.type) {
         case "help":
           await this.frontEnd.say(helpText(this.registry));
