@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { statSync } from "node:fs";
 import path from "node:path";
-import { Readable, Writable } from "node:stream";
+import { Readable } from "node:stream";
 import {
   agent,
   ndJsonStream,
@@ -176,13 +176,15 @@ export function createAgent() {
   return { app, sessions, shutdown };
 }
 
-/** Serves ACP on stdin/stdout until stdin closes or SIGTERM; then kills what it started and exits 0. */
-export async function serveStdio(): Promise<void> {
-  // stdout carries ACP only: a stray console.log (an extension tool's, say) goes to stderr.
-  for (const method of ["log", "info", "debug"] as const) console[method] = (...args: unknown[]) => console.error(...args);
+/**
+ * Serves ACP on stdin/stdout until stdin closes or SIGTERM; then kills what it started and exits 0.
+ * `out` writes to the real stdout: the CLI has sent every other write to stdout (an extension's
+ * console.log or process.stdout.write) to stderr, so only the protocol reaches the client.
+ */
+export async function serveStdio(out: (chunk: Uint8Array) => Promise<void>): Promise<void> {
   const { app, shutdown } = createAgent();
   const stream = ndJsonStream(
-    Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
+    new WritableStream<Uint8Array>({ write: (chunk) => out(chunk) }),
     Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>,
   );
   const conn = app.connect(stream);
