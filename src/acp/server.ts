@@ -16,6 +16,7 @@ import { version } from "../config/paths.js";
 import { selectProfileName } from "../config/profile-name.js";
 import { DEFAULT_MODE, isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
+import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { configOptions, modeState } from "./modes.js";
 import type { AcpSession } from "./session.js";
 
@@ -183,10 +184,25 @@ export function createAgent() {
  */
 export async function serveStdio(out: (chunk: Uint8Array) => Promise<void>): Promise<void> {
   const { app, shutdown } = createAgent();
-  const stream = ndJsonStream(
-    new WritableStream<Uint8Array>({ write: (chunk) => out(chunk) }),
-    Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>,
-  );
+  const encoder = new TextEncoder();
+  const input = guardLines(Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>, (dropped) => {
+    const what = `${dropped.method ?? "message"}${dropped.id === undefined ? "" : ` (id ${JSON.stringify(dropped.id)})`}`;
+    process.stderr.write(
+      `toolhost: dropped a ${dropped.bytes}-byte ${what}: one ACP message may have at most ${MAX_MESSAGE_BYTES} bytes\n`,
+    );
+    if (dropped.id === undefined) return null;
+    const message =
+      `The message is too large: ${dropped.bytes} bytes, and one ACP message may have at most ${MAX_MESSAGE_BYTES} (32 MiB). ` +
+      "Nothing was done with it: send less (attach big files as resource links instead of pasting them).";
+    const error = { code: -32600, message, data: { bytes: dropped.bytes, limit: MAX_MESSAGE_BYTES } };
+    // A request gets its error answer; an answer of the client becomes an error for the request waiting on it.
+    if (dropped.method === undefined) return JSON.stringify({ jsonrpc: "2.0", id: dropped.id, error });
+    void out(encoder.encode(`${JSON.stringify({ jsonrpc: "2.0", id: dropped.id, error })}\n`)).catch(() => {});
+    return null;
+  });
+  const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => out(chunk) }), input, {
+    maxMessageBytes: MAX_MESSAGE_BYTES + 1024,
+  });
   const conn = app.connect(stream);
   setTimeout(() => void sweepStaleSidecars().catch(() => {}), 2000).unref();
   let exiting = false;

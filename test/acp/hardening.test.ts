@@ -151,3 +151,20 @@ describe("prompt blocks", () => {
     ).rejects.toMatchObject({ code: -32602, message: expect.stringMatching(/audio/i) });
   });
 });
+
+describe("a message over 32 MiB", () => {
+  it("is answered with an error, logged, and the agent keeps serving its sessions", async () => {
+    const { h, sessionId } = await start();
+    const huge = "x".repeat(40 * 1024 * 1024);
+    h.sendRaw(
+      `{"jsonrpc":"2.0","id":921,"method":"session/prompt","params":{"sessionId":"${sessionId}","prompt":[{"type":"text","text":"${huge}"}]}}`,
+    );
+    const answer = () => h.checker.messages.find((m) => m.direction === "agent->client" && m.json.id === 921);
+    await h.waitFor(() => answer() !== undefined, 30_000);
+    expect(answer()!.json.error).toMatchObject({ code: -32600, message: expect.stringMatching(/too large: \d+ bytes[\s\S]*32 MiB/) });
+    await h.waitFor(() => /dropped a \d+-byte session\/prompt \(id 921\)/.test(h.stderr.join("")));
+    // The same session still answers, and so does a new one.
+    expect((await prompt(h, sessionId, "/tools")).stopReason).toBe("end_turn");
+    expect(await h.newSession(ws)).toBeTruthy();
+  }, 60_000);
+});
