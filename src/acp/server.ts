@@ -17,7 +17,7 @@ import { selectProfileName } from "../config/profile-name.js";
 import { DEFAULT_MODE, isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
-import { configOptions, modeState } from "./modes.js";
+import { configOptions, listProfileNames, modeState } from "./modes.js";
 import type { AcpSession } from "./session.js";
 
 /**
@@ -124,10 +124,11 @@ export function createAgent() {
       };
       h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
       sessions.set(h.id, h);
-      // One read of config.json for both options; the full profile list follows once loaded.
+      // One read of config.json for both options; the profiles are a directory listing (none is read here).
       const peek = peekUserConfig();
       const profile = selectProfileName({ config: peek });
-      const options = configOptions(DEFAULT_MODE, modelOptionState(undefined, process.env, peek), { current: profile, names: [profile] });
+      const names = listProfileNames();
+      const options = configOptions(DEFAULT_MODE, modelOptionState(undefined, process.env, peek), { current: profile, names });
       return { sessionId: h.id, modes: modeState(DEFAULT_MODE), configOptions: options };
     })
     .onRequest("session/set_mode", async ({ params }) => {

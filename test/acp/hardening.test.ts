@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { ContentBlock, PromptResponse, SessionUpdate } from "@agentclientprotocol/sdk";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { survivors, tempDir } from "../helpers.js";
 import { Harness, selected, closeAndCheck } from "./harness.js";
 
@@ -167,4 +167,25 @@ describe("a message over 32 MiB", () => {
     expect((await prompt(h, sessionId, "/tools")).stopReason).toBe("end_turn");
     expect(await h.newSession(ws)).toBeTruthy();
   }, 60_000);
+});
+
+describe("the profile option", () => {
+  it("lists every profile in the session/new answer, as the update after loading does", async () => {
+    // A user profile of its own, and a user folder with only tools/ (an extension of nothing: not a profile).
+    const home = await tempDir({
+      "profiles/mine/profile.json": JSON.stringify({ name: "mine", description: "Mine" }),
+      "profiles/ghost/tools/x.ts": "export {};\n",
+    });
+    onTestFinished(() => fsp.rm(home, { recursive: true, force: true }));
+    h = new Harness({ env: { TOOLHOST_HOME: home } });
+    await h.initialize();
+    const response = await h.agent.request("session/new", { cwd: ws, mcpServers: [] });
+    const names = (options: typeof response.configOptions) => {
+      const profile = options?.find((o) => o.id === "profile");
+      return profile && "options" in profile ? (profile.options as { value: string }[]).map((o) => o.value) : [];
+    };
+    expect(names(response.configOptions)).toEqual(["default", "mine", "read-only", "release"]);
+    await h.waitFor(() => h!.updatesOf(response.sessionId, "config_option_update").length > 0);
+    expect(names(h.updatesOf(response.sessionId, "config_option_update")[0]!.configOptions)).toEqual(names(response.configOptions));
+  });
 });
