@@ -222,7 +222,11 @@ export class AcpSession implements SessionFrontEnd {
       toolCallId,
       status: answer === "reject" ? "failed" : "completed",
       content: [
-        textContent(answer === "reject" ? "The project's tools were not loaded." : `The project's tools were loaded. ${change ?? ""}`),
+        textContent(
+          answer === "reject"
+            ? "The project's tools were not loaded. Type /trust to load them for this session, or /trust always to trust this project."
+            : `The project's tools were loaded. ${change ?? ""}`,
+        ),
       ],
     });
   };

@@ -189,3 +189,25 @@ describe("the profile option", () => {
     expect(names(h.updatesOf(response.sessionId, "config_option_update")[0]!.configOptions)).toEqual(names(response.configOptions));
   });
 });
+
+describe("slash command friction", () => {
+  it("a command without its arguments shows its usage, not schema errors", async () => {
+    const { h, sessionId } = await start();
+    await prompt(h, sessionId, "/read");
+    await prompt(h, sessionId, "/edit");
+    expect(h.updatesOf(sessionId, "tool_call")).toEqual([]);
+    const text = messages(h, sessionId);
+    expect(text).toMatch(/\/read needs arguments: a path \(src\/a\.ts or src\/a\.ts:10-40\), or a JSON object/);
+    expect(text).toMatch(/- `path` \(required\)/);
+    expect(text).toMatch(/\/edit needs arguments: a JSON object/);
+    expect(text).toMatch(/- `old_string` \(required\)/);
+    expect(text).not.toMatch(/invalid arguments|expected string/i);
+  });
+
+  it("/read with a range that ends before it starts is refused with a clear message", async () => {
+    const { h, sessionId } = await start();
+    await prompt(h, sessionId, "/read src/a.ts:5-1");
+    expect(h.updatesOf(sessionId, "tool_call")).toEqual([]);
+    expect(messages(h, sessionId)).toMatch(/src\/a\.ts:5-1: the range ends before it starts/);
+  });
+});
