@@ -36,11 +36,27 @@ function parse<O extends Record<string, { type: "string" | "boolean" }>>(args: s
   return parsed;
 }
 
+/** Writes to the real stdout; resolves once the chunk is handed to the OS. */
+type StdoutWriter = (chunk: string | Uint8Array) => Promise<void>;
+
+/**
+ * stdout carries the protocol (or the CLI's JSON) only, whatever extension code does: this keeps
+ * a private handle on the real stdout and sends every other write to stdout (process.stdout.write,
+ * console.log, …) to stderr. Called before any extension code can load.
+ */
+function guardStdout(): StdoutWriter {
+  const stdout = process.stdout;
+  const real = stdout.write.bind(stdout) as (chunk: string | Uint8Array, callback: (err?: Error | null) => void) => boolean;
+  const toStderr = (...args: unknown[]) => (process.stderr.write as (...a: unknown[]) => boolean)(...args);
+  stdout.write = toStderr as typeof stdout.write;
+  return (chunk) => new Promise<void>((resolve, reject) => void real(chunk, (err) => (err ? reject(err) : resolve())));
+}
+
 /** Runs a command that may load extension code, then exits: a stray timer in a tool file must not keep the CLI alive. */
-async function thenExit(run: Promise<number>): Promise<never> {
+async function thenExit(run: Promise<number>, out?: StdoutWriter): Promise<never> {
   const code = await run;
   // An empty write calls back once the earlier output has drained.
-  await new Promise<void>((resolve) => process.stdout.write("", () => resolve())); // stdout-ok
+  await (out ? out("") : new Promise<void>((resolve) => process.stdout.write("", () => resolve()))); // stdout-ok
   process.exit(code);
 }
 
@@ -49,8 +65,9 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "tools": {
       const { values } = parse(rest, { json: { type: "boolean" }, ...SESSION_OPTIONS });
+      const out = guardStdout();
       const { runTools } = await import("./commands/tools.js");
-      return thenExit(runTools({ json: values.json ?? false, cwd: values.cwd, profile: values.profile }));
+      return thenExit(runTools({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
     }
     case "call": {
       const parsed = parse(rest, { ...SESSION_OPTIONS, mode: { type: "string" } }, 2);
@@ -67,8 +84,9 @@ async function main(argv: string[]): Promise<number> {
       const mode = parsed.values.mode ?? "full";
       if (!["read-only", "ask", "accept-edits", "full"].includes(mode))
         fail(`unknown mode ${JSON.stringify(mode)}; modes: read-only, ask, accept-edits, full`);
+      const out = guardStdout();
       const { runCall } = await import("./commands/call.js");
-      return thenExit(runCall({ id, args, cwd: parsed.values.cwd, profile: parsed.values.profile, mode }));
+      return thenExit(runCall({ id, args, cwd: parsed.values.cwd, profile: parsed.values.profile, mode, out }), out);
     }
     case "trust": {
       const parsed = parse(rest, { revoke: { type: "boolean" } }, 1);
@@ -92,8 +110,9 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${USAGE}\n`); // stdout-ok
       return 0;
     case undefined: {
+      const out = guardStdout();
       const { serveStdio } = await import("./acp/server.js");
-      await serveStdio();
+      await serveStdio(out);
       return 0;
     }
     default:

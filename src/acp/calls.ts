@@ -66,7 +66,7 @@ export class ToolCallViews {
     await this.update({
       sessionUpdate: "tool_call_update",
       toolCallId: callId,
-      status: envelope.type === "output" ? "completed" : "failed",
+      status: envelope.type === "output" && !display?.failed ? "completed" : "failed",
       content,
       ...(locations?.length ? { locations } : {}),
       rawOutput: boundedJson(envelope),

@@ -9,5 +9,10 @@ export function availableCommands(registry: ToolRegistry): AvailableCommand[] {
     description: firstSentence(tool.description),
     input: { hint: tool.shorthand ? `${tool.shorthandHint ?? "text"} or a JSON object` : "a JSON object of arguments" },
   }));
-  return [...tools, ...BUILTIN_COMMANDS.map((c) => ({ ...c, input: null }))];
+  const trust: AvailableCommand = {
+    name: "trust",
+    description: "Load this project's own tools (.toolhost/tools/) for this session; `always` trusts the project",
+    input: { hint: "nothing, or always" },
+  };
+  return [...tools, ...BUILTIN_COMMANDS.map((c) => ({ ...c, input: null })), trust];
 }

@@ -1,7 +1,7 @@
 import type { ToolCallContent } from "@agentclientprotocol/sdk";
 import type { ToolDisplay } from "../tool/define.js";
 import type { Envelope } from "../tool/envelope.js";
-import { utf8Head } from "../tool/truncate.js";
+import { utf8Head, utf8Tail } from "../tool/truncate.js";
 
 /** The most text one update frame carries: a huge frame must never reach the client. */
 export const FRAME_TEXT_BYTES = 10 * 1024;
@@ -15,12 +15,23 @@ export function fenced(text: string, lang = ""): string {
   return `${fence}${lang}\n${text.endsWith("\n") ? text : `${text}\n`}${fence}`;
 }
 
-/** Caps text for one frame, saying how to see the rest. */
+/**
+ * Caps text for one frame: the head and the tail (where a command's last error line and its
+ * exit code are), each cut at a line end when one is near, and between them how much was left
+ * out and how to see it.
+ */
 export function capForFrame(text: string, hint: string, maxBytes = FRAME_TEXT_BYTES): string {
-  if (Buffer.byteLength(text, "utf8") <= maxBytes) return text;
-  const head = utf8Head(text, maxBytes);
-  const cut = head.lastIndexOf("\n");
-  return `${cut > maxBytes / 2 ? head.slice(0, cut) : head}\n… (${hint})`;
+  const total = Buffer.byteLength(text, "utf8");
+  if (total <= maxBytes) return text;
+  const room = Math.max(0, maxBytes - 120);
+  let head = utf8Head(text, Math.ceil(room * 0.6));
+  const headCut = head.lastIndexOf("\n");
+  if (headCut > head.length / 2) head = head.slice(0, headCut + 1);
+  let tail = utf8Tail(text, room - Buffer.byteLength(head, "utf8"));
+  const tailCut = tail.indexOf("\n");
+  if (tailCut >= 0 && tailCut < tail.length / 2) tail = tail.slice(tailCut + 1);
+  const dropped = total - Buffer.byteLength(head, "utf8") - Buffer.byteLength(tail, "utf8");
+  return `${head.endsWith("\n") ? head : `${head}\n`}… (${dropped} bytes not shown; ${hint}) …\n${tail}`;
 }
 
 export function textContent(text: string): ToolCallContent {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { statSync } from "node:fs";
 import path from "node:path";
-import { Readable, Writable } from "node:stream";
+import { Readable } from "node:stream";
 import {
   agent,
   ndJsonStream,
@@ -15,7 +16,8 @@ import { version } from "../config/paths.js";
 import { selectProfileName } from "../config/profile-name.js";
 import { DEFAULT_MODE, isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
-import { configOptions, modeState } from "./modes.js";
+import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
+import { configOptions, listProfileNames, modeState } from "./modes.js";
 import type { AcpSession } from "./session.js";
 
 /**
@@ -58,6 +60,19 @@ async function loadSession(
   return session;
 }
 
+/** Why a session cannot run in `cwd` (it must be an existing directory), or null. */
+function cwdProblem(cwd: string): string | null {
+  let stat;
+  try {
+    stat = statSync(cwd, { throwIfNoEntry: false });
+  } catch (err) {
+    return `cwd ${cwd} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); open a folder you can read`;
+  }
+  if (!stat) return `cwd ${cwd} does not exist; open an existing project folder`;
+  if (!stat.isDirectory()) return `cwd ${cwd} is not a directory; open the folder that contains it`;
+  return null;
+}
+
 /** The toolhost ACP agent: one instance per connection. */
 export function createAgent() {
   const sessions = new Map<string, SessionHandle>();
@@ -96,6 +111,8 @@ export function createAgent() {
       if (!path.isAbsolute(params.cwd)) {
         throw RequestError.invalidParams({ cwd: params.cwd }, `cwd must be an absolute path, got ${JSON.stringify(params.cwd)}`);
       }
+      const problem = cwdProblem(params.cwd);
+      if (problem) throw RequestError.invalidParams({ cwd: params.cwd }, problem);
       const id = randomUUID();
       const caps = clientCapabilities;
       // Started after the response goes out, so the answer does not wait for the tools to load.
@@ -107,10 +124,11 @@ export function createAgent() {
       };
       h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
       sessions.set(h.id, h);
-      // One read of config.json for both options; the full profile list follows once loaded.
+      // One read of config.json for both options; the profiles are a directory listing (none is read here).
       const peek = peekUserConfig();
       const profile = selectProfileName({ config: peek });
-      const options = configOptions(DEFAULT_MODE, modelOptionState(undefined, process.env, peek), { current: profile, names: [profile] });
+      const names = listProfileNames();
+      const options = configOptions(DEFAULT_MODE, modelOptionState(undefined, process.env, peek), { current: profile, names });
       return { sessionId: h.id, modes: modeState(DEFAULT_MODE), configOptions: options };
     })
     .onRequest("session/set_mode", async ({ params }) => {
@@ -160,15 +178,32 @@ export function createAgent() {
   return { app, sessions, shutdown };
 }
 
-/** Serves ACP on stdin/stdout until stdin closes or SIGTERM; then kills what it started and exits 0. */
-export async function serveStdio(): Promise<void> {
-  // stdout carries ACP only: a stray console.log (an extension tool's, say) goes to stderr.
-  for (const method of ["log", "info", "debug"] as const) console[method] = (...args: unknown[]) => console.error(...args);
+/**
+ * Serves ACP on stdin/stdout until stdin closes or SIGTERM; then kills what it started and exits 0.
+ * `out` writes to the real stdout: the CLI has sent every other write to stdout (an extension's
+ * console.log or process.stdout.write) to stderr, so only the protocol reaches the client.
+ */
+export async function serveStdio(out: (chunk: Uint8Array) => Promise<void>): Promise<void> {
   const { app, shutdown } = createAgent();
-  const stream = ndJsonStream(
-    Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
-    Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>,
-  );
+  const encoder = new TextEncoder();
+  const input = guardLines(Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>, (dropped) => {
+    const what = `${dropped.method ?? "message"}${dropped.id === undefined ? "" : ` (id ${JSON.stringify(dropped.id)})`}`;
+    process.stderr.write(
+      `toolhost: dropped a ${dropped.bytes}-byte ${what}: one ACP message may have at most ${MAX_MESSAGE_BYTES} bytes\n`,
+    );
+    if (dropped.id === undefined) return null;
+    const message =
+      `The message is too large: ${dropped.bytes} bytes, and one ACP message may have at most ${MAX_MESSAGE_BYTES} (32 MiB). ` +
+      "Nothing was done with it: send less (attach big files as resource links instead of pasting them).";
+    const error = { code: -32600, message, data: { bytes: dropped.bytes, limit: MAX_MESSAGE_BYTES } };
+    // A request gets its error answer; an answer of the client becomes an error for the request waiting on it.
+    if (dropped.method === undefined) return JSON.stringify({ jsonrpc: "2.0", id: dropped.id, error });
+    void out(encoder.encode(`${JSON.stringify({ jsonrpc: "2.0", id: dropped.id, error })}\n`)).catch(() => {});
+    return null;
+  });
+  const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => out(chunk) }), input, {
+    maxMessageBytes: MAX_MESSAGE_BYTES + 1024,
+  });
   const conn = app.connect(stream);
   setTimeout(() => void sweepStaleSidecars().catch(() => {}), 2000).unref();
   let exiting = false;

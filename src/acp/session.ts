@@ -1,11 +1,12 @@
-import type {
-  AgentContext,
-  ClientCapabilities,
-  ContentBlock,
-  McpServer,
-  PromptResponse,
-  SessionUpdate,
-  ToolCallContent,
+import {
+  RequestError,
+  type AgentContext,
+  type ClientCapabilities,
+  type ContentBlock,
+  type McpServer,
+  type PromptResponse,
+  type SessionUpdate,
+  type ToolCallContent,
 } from "@agentclientprotocol/sdk";
 import type { ApprovalAnswer, ApprovalRequest } from "../policy/authorizer.js";
 import type { ModeId } from "../policy/modes.js";
@@ -120,14 +121,27 @@ export class AcpSession implements SessionFrontEnd {
     await this.client.notify("session/update", { sessionId: this.id, update });
   }
 
-  /** Runs one prompt turn (turns of one session run one after another). */
+  /**
+   * Runs one prompt turn (turns of one session run one after another). A slash command is the
+   * first text block alone: with more text blocks after it, the session refuses to guess.
+   */
   async prompt(blocks: ContentBlock[]): Promise<PromptResponse> {
-    const text = blocks
+    if (blocks.some((b) => b.type === "audio")) {
+      throw RequestError.invalidParams(
+        { prompt: "audio" },
+        "This agent does not take audio (promptCapabilities.audio is false): send the request as text instead",
+      );
+    }
+    const texts = blocks
       .filter((b): b is Extract<ContentBlock, { type: "text" }> => b.type === "text")
-      .map((b) => b.text)
-      .join("\n")
-      .trim();
-    const stopReason = await this.agent.prompt({ text, content: (model) => promptContent(blocks, model) });
+      .map((b) => b.text.trim())
+      .filter((t) => t !== "");
+    const [text = "", ...more] = texts;
+    const stopReason = await this.agent.prompt({
+      text,
+      moreText: more.length > 0,
+      content: (model) => promptContent(blocks, model),
+    });
     return { stopReason };
   }
 
@@ -208,7 +222,11 @@ export class AcpSession implements SessionFrontEnd {
       toolCallId,
       status: answer === "reject" ? "failed" : "completed",
       content: [
-        textContent(answer === "reject" ? "The project's tools were not loaded." : `The project's tools were loaded. ${change ?? ""}`),
+        textContent(
+          answer === "reject"
+            ? "The project's tools were not loaded. Type /trust to load them for this session, or /trust always to trust this project."
+            : `The project's tools were loaded. ${change ?? ""}`,
+        ),
       ],
     });
   };

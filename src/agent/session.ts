@@ -45,7 +45,10 @@ export interface SessionFrontEnd extends TurnObserver {
 
 /** A prompt as the session needs it: its text (for slash commands) and its content for a model. */
 export interface PromptInput {
+  /** The first text of the prompt: a slash command is this text alone. */
   text: string;
+  /** More text follows the first (another block): a slash command then is refused, since which text it takes is a guess. */
+  moreText?: boolean;
   /** The user message for a model that takes images or not. */
   content(model: { images: boolean; modelId: string }): UserContent;
 }
@@ -201,19 +204,50 @@ export class AgentSession {
     const { signal } = controller;
     const stop = (reason: TurnStopReason): TurnStopReason => (signal.aborted ? "cancelled" : reason);
     try {
+      // Typing /trust is the consent the trust question asks for, so it goes first.
+      const trustCommand = input.moreText ? null : /^\/trust(?:\s+([\s\S]*))?$/.exec(input.text.trim());
+      if (trustCommand) {
+        await this.trustProject(trustCommand[1]?.trim() ?? "");
+        return stop("end_turn");
+      }
       const pending = this.tools.pendingTrust();
       if (pending.length) {
         let loaded = false;
+        let decided = false;
         const decide = (answer: TrustAnswer) => {
+          decided = true;
           loaded = answer !== "reject";
           return this.tools.decideTrust(answer);
         };
-        // Headless, nobody can consent: the project's code stays unloaded.
-        await (this.frontEnd.askTrust ? this.frontEnd.askTrust(pending, signal, decide) : decide("reject"));
+        try {
+          // Headless, nobody can consent: the project's code stays unloaded.
+          await (this.frontEnd.askTrust ? this.frontEnd.askTrust(pending, signal, decide) : decide("reject"));
+        } catch (err) {
+          if (decided) throw err;
+          // A question that failed is a "no", said once, with the way back.
+          await decide("reject");
+          await this.frontEnd.say(
+            `The project's tools were not loaded: asking about them failed (${err instanceof Error ? err.message : String(err)}). Type /trust to load them for this session.`,
+          );
+        }
         if (loaded) await this.frontEnd.commandsChanged?.();
       }
-      const slash = parseSlash(input.text, this.registry);
+      let slash;
+      try {
+        slash = parseSlash(input.text, this.registry);
+      } catch (err) {
+        // A shorthand that cannot make sense of its text says why.
+        await this.frontEnd.say(err instanceof Error ? err.message : String(err));
+        return stop("end_turn");
+      }
       if (!slash) return stop(await this.modelTurn(input, signal));
+      if (input.moreText) {
+        // Clients re-send a cancelled prompt together with the next one: run neither half as a guess.
+        await this.frontEnd.say(
+          "A slash command must be the only text in its prompt, and this prompt has more text after it. Nothing was run: send the slash command alone, then the rest as its own prompt.",
+        );
+        return stop("end_turn");
+      }
       switch (slash.type) {
         case "help":
           await this.frontEnd.say(helpText(this.registry));
@@ -228,10 +262,17 @@ export class AgentSession {
         case "invalid":
           await this.frontEnd.say(slash.message);
           break;
-        case "tool":
+        case "tool": {
+          // `/read` alone: how to call it, rather than the schema's complaints.
+          const usage = /^\/\S+$/.test(input.text.trim()) ? this.usage(slash.toolId) : null;
+          if (usage) {
+            await this.frontEnd.say(usage);
+            break;
+          }
           // A slash command's result is shown, not added to the model's history: the user ran it, not the model.
           await this.callTool(slash.toolId, slash.args, signal);
           break;
+        }
       }
       return stop("end_turn");
     } catch (err) {
@@ -242,6 +283,50 @@ export class AgentSession {
     } finally {
       if (this.turn === controller) this.turn = null;
     }
+  }
+
+  /** How to call a tool that has required parameters, for a slash command typed without arguments; null when it needs none. */
+  private usage(toolId: string): string | null {
+    const tool = this.registry.get(toolId);
+    const schema = tool?.inputSchema as { properties?: Record<string, { description?: unknown }>; required?: unknown } | undefined;
+    const required = Array.isArray(schema?.required) ? (schema.required as string[]) : [];
+    if (!tool || required.length === 0) return null;
+    const how = tool.shorthand ? `${tool.shorthandHint ?? "text"}, or a JSON object` : "a JSON object";
+    const example = `/${toolId} {${required.map((k) => `"${k}": …`).join(", ")}}`;
+    const params = Object.entries(schema?.properties ?? {}).map(([key, p]) => {
+      const description = typeof p.description === "string" ? `: ${p.description}` : "";
+      return `- \`${key}\`${required.includes(key) ? " (required)" : ""}${description}`;
+    });
+    return [`/${toolId} needs arguments: ${how}, e.g. \`${example}\`. Parameters:`, ...params].join("\n");
+  }
+
+  /**
+   * `/trust` loads the project's own tools for this session, `/trust always` trusts the project
+   * for good: the way back after "don't load" (or a failed question), and consent typed by the user.
+   */
+  private async trustProject(arg: string): Promise<void> {
+    if (arg !== "" && arg !== "always") {
+      await this.frontEnd.say(
+        "/trust takes nothing (this session) or `always` (this project from now on): `/trust` loads the project's .toolhost/tools/ for this session.",
+      );
+      return;
+    }
+    const report = this.tools.toolset.report;
+    if (arg === "" && report.trusted) {
+      await this.frontEnd.say("This project's tools are already loaded. `/trust always` loads them in every session from now on.");
+      return;
+    }
+    if (arg === "" && report.skipped.length === 0) {
+      await this.frontEnd.say("This project has no tools of its own (.toolhost/tools/) to load.");
+      return;
+    }
+    const change = await this.tools.decideTrust(arg === "always" ? "always" : "session");
+    await this.frontEnd.say(
+      arg === "always"
+        ? `This project is trusted: its tools load in every session from now on (\`toolhost trust --revoke\` undoes it). ${change ?? ""}`.trim()
+        : `The project's tools were loaded for this session. ${change ?? ""}`.trim(),
+    );
+    await this.frontEnd.commandsChanged?.();
   }
 
   /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */

@@ -11,6 +11,8 @@ export interface CallOptions {
   profile?: string;
   /** The session mode the call runs in (default `full`: typing the command approves this one call). */
   mode?: string;
+  /** The real stdout (the CLI sends every other write to stdout to stderr). */
+  out: (text: string) => Promise<void>;
 }
 
 /** Headless: nothing to show along the way, and nobody to ask, so a call that needs approval is refused. */
@@ -49,6 +51,6 @@ export async function runCall(options: CallOptions): Promise<number> {
   const envelope = await session.callTool(options.id, options.args, controller.signal);
   process.off("SIGINT", onSignal);
   process.off("SIGTERM", onSignal);
-  process.stdout.write(`${JSON.stringify(envelope, null, 2)}\n`); // stdout-ok: the CLI prints the envelope
+  await options.out(`${JSON.stringify(envelope, null, 2)}\n`); // the CLI prints the envelope
   return envelope.type === "output" ? 0 : 1;
 }

@@ -6,6 +6,8 @@ export interface ToolsOptions {
   json: boolean;
   cwd?: string;
   profile?: string;
+  /** The real stdout (the CLI sends every other write to stdout to stderr). */
+  out: (text: string) => Promise<void>;
 }
 
 /** The sections after the table: only those with something in them, so a plain setup prints just the table. */
@@ -55,7 +57,7 @@ export async function runTools(options: ToolsOptions): Promise<number> {
   if (options.json) {
     const { shadowed, errors, skipped, disabled, unavailable, profile, trusted, folders } = report;
     const out = { tools, profile, trusted, shadowed, errors, skipped, disabled, unavailable, folders };
-    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`); // stdout-ok
+    await options.out(`${JSON.stringify(out, null, 2)}\n`);
     return 0;
   }
   const width = Math.max(...tools.map((t) => t.id.length));
@@ -64,6 +66,6 @@ export async function runTools(options: ToolsOptions): Promise<number> {
     const from = t.source === "builtin" ? "" : `  [${t.source}]`;
     return `${t.id.padEnd(width)}  ${t.kind.padEnd(7)}  ${summary}${from}`;
   });
-  process.stdout.write(`${[...lines, ...reportSections(report)].join("\n")}\n`); // stdout-ok
+  await options.out(`${[...lines, ...reportSections(report)].join("\n")}\n`);
   return 0;
 }

@@ -65,6 +65,12 @@ export interface ToolDisplay {
   images?: DisplayImage[];
   /** Files the result points at (absolute paths), for the editor to follow. */
   locations?: ToolLocation[];
+  /**
+   * The call did not do what was asked although the tool returned data (a command that exited
+   * non-zero, was killed, timed out or was cancelled): the editor marks it failed. The model still
+   * gets the data as a normal result.
+   */
+  failed?: boolean;
 }
 
 /** What `isAvailable` sees when a session's tools are assembled. */

@@ -114,6 +114,8 @@ export default defineTool({
     const status = data.timed_out ? "timed out" : data.signal ? `killed by ${data.signal}` : `exit code ${data.exit_code}`;
     const parts = [data.stdout, data.stderr, `[${status}]`].filter(Boolean);
     const text = parts.reduce((shown, part) => (shown === "" || shown.endsWith("\n") ? shown + part : `${shown}\n${part}`), "");
-    return { text, language: "console" };
+    // A non-zero exit, a signal (a cancel kills with one), a timeout: the editor marks the call failed.
+    const failed = data.timed_out || data.signal !== null || data.exit_code !== 0;
+    return { text, language: "console", ...(failed ? { failed } : {}) };
   },
 });

@@ -324,7 +324,13 @@ function parseShorthand(text: string): Record<string, unknown> {
   if (!m) return { path: trimmed };
   const offset = Number(m[2]);
   const args: Record<string, unknown> = { path: m[1], offset };
-  if (m[3] !== undefined) args.limit = Math.max(1, Number(m[3]) - offset + 1);
+  if (m[3] !== undefined && Number(m[3]) < offset) {
+    throw new ToolError(
+      "invalid_arguments",
+      `${trimmed}: the range ends before it starts; write ${m[1]}:${m[3]}-${m[2]} to read lines ${m[3]} to ${m[2]}`,
+    );
+  }
+  if (m[3] !== undefined) args.limit = Number(m[3]) - offset + 1;
   return args;
 }
 

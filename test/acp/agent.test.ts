@@ -198,7 +198,7 @@ describe("bash", () => {
     expect(call.title).toBe("echo out; echo err >&2; exit 3");
     expect(call.kind).toBe("execute");
     const done = lastUpdate(h, sessionId, call.toolCallId);
-    expect(done.status).toBe("completed");
+    expect(done.status).toBe("failed");
     expect(textOf(done)).toMatch(/out\n[\s\S]*err[\s\S]*exit code 3/);
     expect(h.clientCalls.filter((c) => c.method.startsWith("terminal/"))).toEqual([]);
   });
@@ -231,7 +231,7 @@ describe("bash", () => {
       );
       expect(responses).toHaveLength(1);
       const call = h.updatesOf(sessionId, "tool_call")[0]!;
-      expect(lastUpdate(h, sessionId, call.toolCallId).status).toMatch(/completed|failed/);
+      expect(lastUpdate(h, sessionId, call.toolCallId).status).toBe("failed");
     });
   }
 

@@ -77,6 +77,10 @@ function lastUpdate(h: Harness, sessionId: string, callId: string): ToolCallUpda
     .at(-1)!;
 }
 
+function textOf(update: ToolCallUpdate): string {
+  return (update.content ?? []).map((c) => (c.type === "content" && c.content.type === "text" ? c.content.text : "")).join("\n");
+}
+
 function messages(h: Harness, sessionId: string): string {
   return h
     .updatesOf(sessionId, "agent_message_chunk")
@@ -200,5 +204,46 @@ describe("extension tools in the editor", () => {
     } finally {
       await fake.close();
     }
+  });
+});
+
+describe("project trust after the first answer", () => {
+  it("after refusing, /trust loads the project's tools for the session and /trust always trusts the project", async () => {
+    const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "reject" : "allow_once"));
+    await prompt(h, sessionId, "/tools");
+    expect(existsSync(marker)).toBe(false);
+    expect(textOf(lastUpdate(h, sessionId, "trust_1"))).toMatch(/not loaded[\s\S]*\/trust/);
+    await prompt(h, sessionId, "/trust");
+    expect(existsSync(marker)).toBe(true);
+    expect(commands(h, sessionId)).toContain("project_only");
+    expect(messages(h, sessionId)).toMatch(/project's tools were loaded for this session/);
+    expect(h.permissionRequests).toHaveLength(1);
+    const trusted = () => existsSync(path.join(home, "trusted.json")) && readFileSync(path.join(home, "trusted.json"), "utf8").includes(ws);
+    expect(trusted()).toBe(false);
+    await prompt(h, sessionId, "/trust always");
+    expect(trusted()).toBe(true);
+    await prompt(h, sessionId, "/trust sometimes");
+    expect(messages(h, sessionId)).toMatch(/\/trust takes nothing \(this session\) or `always`/);
+  });
+
+  it("a trust question that fails or is cancelled leaves the project's tools unloaded and says so", async () => {
+    let answer: "throw" | "cancelled" = "throw";
+    const { h, sessionId } = await start((req) => {
+      if (!req.toolCall.toolCallId.startsWith("trust_")) return selected("allow_once");
+      if (answer === "throw") throw new Error("the client's permission UI crashed");
+      return { outcome: { outcome: "cancelled" } };
+    });
+    await prompt(h, sessionId, "/tools");
+    const second = await h.newSession(ws);
+    await h.waitFor(() => h.updatesOf(second, "available_commands_update").length > 0);
+    answer = "cancelled";
+    await prompt(h, second, "/tools");
+    for (const id of [sessionId, second]) {
+      const done = lastUpdate(h, id, "trust_1");
+      expect(done.status).toBe("failed");
+      expect(textOf(done)).toMatch(/project's tools were not loaded/);
+      expect(commands(h, id)).not.toContain("project_only");
+    }
+    expect(existsSync(marker)).toBe(false);
   });
 });

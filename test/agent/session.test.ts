@@ -101,6 +101,56 @@ describe("slash commands", () => {
     await expect(fsp.access(`${ws}/made`)).rejects.toThrow();
   });
 
+  it("an approval callback that throws counts as a reject: nothing runs", async () => {
+    let asked = 0;
+    const { s, fe } = await session(
+      frontEnd({
+        approve: async () => {
+          asked += 1;
+          throw new Error("the approval UI crashed");
+        },
+      }),
+      "ask",
+    );
+    await s.prompt({ text: "/bash touch made", content: () => "" });
+    await s.prompt({ text: '/write {"path":"written.txt","content":"x"}', content: () => "" });
+    expect(asked).toBe(2);
+    for (const envelope of fe.log.done.values()) {
+      expect(envelope.type === "error" && envelope.metadata.error_code).toBe("rejected");
+    }
+    await expect(fsp.access(`${ws}/made`)).rejects.toThrow();
+    await expect(fsp.access(`${ws}/written.txt`)).rejects.toThrow();
+  });
+
+  it("a trust question that throws leaves the project's tools unloaded, and /trust loads them after", async () => {
+    await fsp.mkdir(`${ws}/.toolhost/tools`, { recursive: true });
+    await fsp.writeFile(
+      `${ws}/.toolhost/tools/mine.ts`,
+      `import { defineTool, z } from "toolhost";
+export default defineTool({ id: "mine", description: "Mine", kind: "read", parameters: z.object({}), requires: {}, async execute() { return "mine ran"; } });
+`,
+    );
+    let asked = 0;
+    const { s, fe } = await session(
+      frontEnd({
+        askTrust: async () => {
+          asked += 1;
+          throw new Error("the trust UI crashed");
+        },
+      }),
+    );
+    expect(await s.prompt({ text: "/tools", content: () => "" })).toBe("end_turn");
+    expect(s.registry.has("mine")).toBe(false);
+    expect(fe.log.said[0]).toMatch(/tools were not loaded: asking about them failed \(the trust UI crashed\)[\s\S]*\/trust/);
+    expect(fe.log.said[1]).toMatch(/\| grep \| search \| builtin \|/);
+    await s.prompt({ text: "/tools", content: () => "" });
+    expect(asked).toBe(1);
+    expect(s.registry.has("mine")).toBe(false);
+    await s.prompt({ text: "/trust", content: () => "" });
+    expect(s.registry.has("mine")).toBe(true);
+    expect(fe.log.said.at(-1)).toMatch(/loaded for this session/);
+  });
+
   it("without a model, answers how to configure one", async () => {
     const { s, fe } = await session();
     expect(await s.prompt({ text: "hello", content: () => "hello" })).toBe("end_turn");

@@ -35,9 +35,10 @@ describe("bash", () => {
     expect(await shown(bash, { command: "echo out; echo err >&2; exit 3" })).toEqual({
       text: "out\nerr\n[exit code 3]",
       language: "console",
+      failed: true,
     });
     expect((await shown(bash, { command: "printf out" })).text).toBe("out\n[exit code 0]");
-    expect((await shown(bash, { command: "true" })).text).toBe("[exit code 0]");
+    expect(await shown(bash, { command: "true" })).toEqual({ text: "[exit code 0]", language: "console" });
   });
 
   it("starts each part on its own line even when stderr has no final line break", async () => {
@@ -51,6 +52,9 @@ describe("bash", () => {
     ws = await diskWorkspace();
     expect((await shown(bash, { command: "echo before; kill -TERM $$" })).text).toBe("before\n[killed by SIGTERM]");
     expect((await shown(bash, { command: "sleep 5", timeout_ms: 200 })).text).toBe("[timed out]");
+    // A kill and a timeout are failures in the editor's eyes (the model still gets the data).
+    expect((await shown(bash, { command: "kill -TERM $$" })).failed).toBe(true);
+    expect((await shown(bash, { command: "sleep 5", timeout_ms: 200 })).failed).toBe(true);
   });
 });
 

@@ -1,0 +1,93 @@
+import { execFile } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import type { SessionUpdate } from "@agentclientprotocol/sdk";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { closeAndCheck, Harness, selected } from "./acp/harness.js";
+import { tempDir } from "./helpers.js";
+
+// stdout carries the protocol (or the CLI's JSON) only, whatever an extension writes to it:
+// at import, in execute, with console.log or process.stdout.write, with or without a newline.
+
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+
+/** A tool that writes to stdout when imported and when it runs. */
+const NOISY = `import { defineTool, z } from "toolhost";
+process.stdout.write("import noise without a newline ");
+console.log("import noise from console.log");
+export default defineTool({
+  id: "noisy",
+  description: "Writes to stdout",
+  kind: "other",
+  parameters: z.object({}),
+  requires: {},
+  async execute() {
+    process.stdout.write("execute noise without a newline ");
+    console.info("execute noise from console.info");
+    return "noisy ran";
+  },
+});
+`;
+
+let home: string;
+let ws: string;
+let h: Harness | undefined;
+
+beforeEach(async () => {
+  home = await tempDir();
+  ws = await tempDir({ "notes.md": "hi\n" });
+  await fsp.mkdir(path.join(home, "profiles/default/tools"), { recursive: true });
+  await fsp.writeFile(path.join(home, "profiles/default/tools/noisy.ts"), NOISY);
+});
+
+afterEach(async () => {
+  await closeAndCheck(h);
+  h = undefined;
+  await fsp.rm(ws, { recursive: true, force: true });
+  await fsp.rm(home, { recursive: true, force: true });
+});
+
+async function toolhost(...args: string[]) {
+  const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" };
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd: ws, env, timeout: 20_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe("an extension that writes to stdout", () => {
+  it("cannot corrupt the ACP stream: every message arrives and the noise goes to stderr", async () => {
+    h = new Harness({ env: { TOOLHOST_HOME: home }, permission: () => selected("allow_once") });
+    await h.initialize();
+    const sessionId = await h.newSession(ws);
+    await h.waitFor(() => h!.updatesOf(sessionId, "available_commands_update").length > 0);
+    const response = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/noisy" }] });
+    expect(response.stopReason).toBe("end_turn");
+    const updates = h.updatesOf(sessionId, "tool_call_update") as Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>[];
+    expect(updates.at(-1)).toMatchObject({ status: "completed" });
+    await h.waitFor(() => /execute noise from console\.info/.test(h!.stderr.join("")));
+    const stderr = h.stderr.join("");
+    for (const noise of ["import noise without a newline", "import noise from console.log", "execute noise without a newline"]) {
+      expect(stderr).toContain(noise);
+    }
+    // closeAndCheck: no line on stdout broke the ACP schema.
+  });
+
+  it("cannot break `toolhost tools --json` or `toolhost call`", async () => {
+    const tools = await toolhost("tools", "--json");
+    expect(tools.code).toBe(0);
+    expect(JSON.parse(tools.stdout).tools.map((t: { id: string }) => t.id)).toContain("noisy");
+    expect(tools.stderr).toContain("import noise from console.log");
+
+    const called = await toolhost("call", "noisy", "{}");
+    expect(called.code).toBe(0);
+    expect(JSON.parse(called.stdout)).toMatchObject({ type: "output", data: "noisy ran" });
+    expect(called.stderr).toContain("execute noise without a newline");
+  });
+});
