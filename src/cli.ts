@@ -111,7 +111,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case undefined: {
       const out = guardStdout();
-      const { serveStdio } = await import("./acp/server.js");
+      const { serveStdio } = await import("./acp/stdio.js");
       await serveStdio(out);
       return 0;
     }

@@ -1,7 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { statSync } from "node:fs";
 import path from "node:path";
-import { Readable } from "node:stream";
 import {
   agent,
   ndJsonStream,
@@ -9,15 +7,12 @@ import {
   type AgentContext,
   type ClientCapabilities,
   type InitializeResponse,
+  type McpServer,
 } from "@agentclientprotocol/sdk";
-import { modelOptionState } from "../agent/model-config.js";
-import { peekUserConfig } from "../config/file.js";
-import { version } from "../config/paths.js";
-import { selectProfileName } from "../config/profile-name.js";
-import { DEFAULT_MODE, isModeId } from "../policy/modes.js";
+import { isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
-import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
-import { configOptions, listProfileNames, modeState } from "./modes.js";
+import { cwdProblem, initializeResponse, newSessionResponse } from "./handshake.js";
+import { MAX_MESSAGE_BYTES } from "./line-guard.js";
 import type { AcpSession } from "./session.js";
 
 /**
@@ -60,23 +55,29 @@ async function loadSession(
   return session;
 }
 
-/** Why a session cannot run in `cwd` (it must be an existing directory), or null. */
-function cwdProblem(cwd: string): string | null {
-  let stat;
-  try {
-    stat = statSync(cwd, { throwIfNoEntry: false });
-  } catch (err) {
-    return `cwd ${cwd} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); open a folder you can read`;
-  }
-  if (!stat) return `cwd ${cwd} does not exist; open an existing project folder`;
-  if (!stat.isDirectory()) return `cwd ${cwd} is not a directory; open the folder that contains it`;
-  return null;
+/** What the early reader (acp/stdio.ts) answered before the SDK loaded. */
+export interface EarlyState {
+  clientCapabilities?: ClientCapabilities;
+  /** The params of an `initialize` answered early: replayed to the SDK, which gates on it. */
+  initializeParams?: unknown;
+  sessions: { id: string; cwd: string; mcpServers: McpServer[] }[];
 }
 
 /** The toolhost ACP agent: one instance per connection. */
-export function createAgent() {
+export function createAgent(early: EarlyState = { sessions: [] }) {
   const sessions = new Map<string, SessionHandle>();
-  let clientCapabilities: ClientCapabilities = {};
+  let clientCapabilities: ClientCapabilities = early.clientCapabilities ?? {};
+
+  /** Registers a session whose tools and runtime load right after its answer went out. */
+  const open = (id: string, cwd: string, mcpServers: McpServer[], client: AgentContext): void => {
+    const caps = clientCapabilities;
+    const h: SessionHandle = {
+      id,
+      ready: new Promise<void>((resolve) => setImmediate(resolve)).then(() => loadSession(id, cwd, mcpServers, client, caps)),
+    };
+    h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
+    sessions.set(h.id, h);
+  };
 
   const handle = (sessionId: string): SessionHandle => {
     const found = sessions.get(sessionId);
@@ -94,42 +95,15 @@ export function createAgent() {
   const app = agent({ name: "toolhost" })
     .onRequest("initialize", ({ params }): InitializeResponse => {
       clientCapabilities = params.clientCapabilities ?? {};
-      return {
-        // A v1 agent answers 1 whatever the client asks (never echo an unknown version).
-        protocolVersion: 1,
-        agentCapabilities: {
-          loadSession: false,
-          promptCapabilities: { image: true, audio: false, embeddedContext: true },
-          mcpCapabilities: { http: false, sse: false },
-          sessionCapabilities: { close: {} },
-        },
-        authMethods: [],
-        agentInfo: { name: "toolhost", title: "toolhost", version },
-      };
+      return initializeResponse();
     })
     .onRequest("session/new", ({ params, client }) => {
-      if (!path.isAbsolute(params.cwd)) {
-        throw RequestError.invalidParams({ cwd: params.cwd }, `cwd must be an absolute path, got ${JSON.stringify(params.cwd)}`);
-      }
       const problem = cwdProblem(params.cwd);
       if (problem) throw RequestError.invalidParams({ cwd: params.cwd }, problem);
       const id = randomUUID();
-      const caps = clientCapabilities;
-      // Started after the response goes out, so the answer does not wait for the tools to load.
-      const h: SessionHandle = {
-        id,
-        ready: new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
-          loadSession(id, path.resolve(params.cwd), params.mcpServers ?? [], client, caps),
-        ),
-      };
-      h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
-      sessions.set(h.id, h);
-      // One read of config.json for both options; the profiles are a directory listing (none is read here).
-      const peek = peekUserConfig();
-      const profile = selectProfileName({ config: peek });
-      const names = listProfileNames();
-      const options = configOptions(DEFAULT_MODE, modelOptionState(undefined, process.env, peek), { current: profile, names });
-      return { sessionId: h.id, modes: modeState(DEFAULT_MODE), configOptions: options };
+      // Loaded after the response goes out, so the answer does not wait for the tools.
+      open(id, path.resolve(params.cwd), params.mcpServers ?? [], client);
+      return newSessionResponse(id);
     })
     .onRequest("session/set_mode", async ({ params }) => {
       const session = await setMode(handle(params.sessionId), params.modeId);
@@ -175,36 +149,78 @@ export function createAgent() {
     await Promise.allSettled(all.map(async (h) => (await h.ready).close()));
   };
 
-  return { app, sessions, shutdown };
+  /** Sessions the early reader answered: they start once the connection (and its client) exists. */
+  const adoptEarly = (client: AgentContext) => {
+    for (const { id, cwd, mcpServers } of early.sessions) open(id, cwd, mcpServers, client);
+  };
+
+  return { app, sessions, shutdown, adoptEarly };
+}
+
+const REPLAY_ID = "toolhost-early-initialize";
+
+/**
+ * The SDK answers nothing but `initialize` until it has answered an `initialize` itself. When the
+ * early reader answered it, the same request is replayed to the SDK first (validated and handled
+ * as usual) and its second answer is kept from the client.
+ */
+function replayInitialize(input: ReadableStream<Uint8Array>, params: unknown) {
+  const line = new TextEncoder().encode(`${JSON.stringify({ jsonrpc: "2.0", id: REPLAY_ID, method: "initialize", params })}\n`);
+  const reader = input.getReader();
+  const replayed = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(line);
+    },
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  const decoder = new TextDecoder();
+  const filter =
+    (out: (chunk: Uint8Array) => Promise<void>) =>
+    async (chunk: Uint8Array): Promise<void> => {
+      const text = decoder.decode(chunk);
+      if (!text.includes(REPLAY_ID)) return out(chunk);
+      // Keep every line but the replay's answer (a chunk may carry several messages).
+      const kept = text.split("\n").filter((line) => {
+        if (!line.includes(REPLAY_ID)) return true;
+        try {
+          const answer = JSON.parse(line) as { id?: unknown; error?: { message?: string } };
+          if (answer.id !== REPLAY_ID) return true;
+          if (answer.error) process.stderr.write(`toolhost: the SDK refused the early initialize: ${answer.error.message ?? ""}\n`);
+          return false;
+        } catch {
+          return true;
+        }
+      });
+      const rest = kept.join("\n");
+      if (rest !== "") await out(new TextEncoder().encode(rest));
+    };
+  return { input: replayed, filter };
 }
 
 /**
- * Serves ACP on stdin/stdout until stdin closes or SIGTERM; then kills what it started and exits 0.
- * `out` writes to the real stdout: the CLI has sent every other write to stdout (an extension's
- * console.log or process.stdout.write) to stderr, so only the protocol reaches the client.
+ * Serves ACP on `input` (stdin's lines, guarded and after the early answers) until it closes or
+ * SIGTERM; then kills what it started and exits 0. `out` writes to the real stdout: the CLI has
+ * sent every other write to stdout (an extension's console.log) to stderr.
  */
-export async function serveStdio(out: (chunk: Uint8Array) => Promise<void>): Promise<void> {
-  const { app, shutdown } = createAgent();
-  const encoder = new TextEncoder();
-  const input = guardLines(Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>, (dropped) => {
-    const what = `${dropped.method ?? "message"}${dropped.id === undefined ? "" : ` (id ${JSON.stringify(dropped.id)})`}`;
-    process.stderr.write(
-      `toolhost: dropped a ${dropped.bytes}-byte ${what}: one ACP message may have at most ${MAX_MESSAGE_BYTES} bytes\n`,
-    );
-    if (dropped.id === undefined) return null;
-    const message =
-      `The message is too large: ${dropped.bytes} bytes, and one ACP message may have at most ${MAX_MESSAGE_BYTES} (32 MiB). ` +
-      "Nothing was done with it: send less (attach big files as resource links instead of pasting them).";
-    const error = { code: -32600, message, data: { bytes: dropped.bytes, limit: MAX_MESSAGE_BYTES } };
-    // A request gets its error answer; an answer of the client becomes an error for the request waiting on it.
-    if (dropped.method === undefined) return JSON.stringify({ jsonrpc: "2.0", id: dropped.id, error });
-    void out(encoder.encode(`${JSON.stringify({ jsonrpc: "2.0", id: dropped.id, error })}\n`)).catch(() => {});
-    return null;
-  });
-  const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => out(chunk) }), input, {
+export async function serveConnection(
+  input: ReadableStream<Uint8Array>,
+  out: (chunk: Uint8Array) => Promise<void>,
+  early: EarlyState,
+): Promise<void> {
+  const { app, shutdown, adoptEarly } = createAgent(early);
+  const replay = early.initializeParams === undefined ? null : replayInitialize(input, early.initializeParams);
+  const write = replay ? replay.filter(out) : out;
+  const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) }), replay?.input ?? input, {
     maxMessageBytes: MAX_MESSAGE_BYTES + 1024,
   });
   const conn = app.connect(stream);
+  // Same tick as connect: no queued message is dispatched before the early sessions exist.
+  adoptEarly(conn.client);
   setTimeout(() => void sweepStaleSidecars().catch(() => {}), 2000).unref();
   let exiting = false;
   const exit = async () => {

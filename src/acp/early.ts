@@ -1,0 +1,147 @@
+// The first messages of a connection, answered before the ACP SDK has loaded. An editor waits
+// for `initialize` and `session/new` with nothing on screen; the SDK builds hundreds of zod
+// schemas when it loads, which was about half of the time to `session/new`. So a light reader
+// answers those two when they are well-formed and everything before them was answered too;
+// every other line (and every line after the first one it cannot answer) goes on to the SDK
+// unchanged and in order, once it has loaded.
+
+/** Answers one parsed message early, or returns null to leave it (and all after it) to the SDK. */
+export type EarlyAnswer = (message: { id: string | number; method: string; params: unknown }) => string | null;
+
+export interface EarlyOptions {
+  answer: EarlyAnswer;
+  /** Writes an early answer (one JSON line, newline added here). */
+  write(line: string): Promise<void>;
+  /** A line the early reader will not answer arrived, or the input ended: the SDK is needed now. */
+  onHandOver(): void;
+  /** Lines longer than this are never parsed here (the SDK's own limits apply to them). */
+  maxLineBytes?: number;
+}
+
+const NEWLINE = 0x0a;
+
+function parse(line: Uint8Array): { id: string | number; method: string; params: unknown } | null {
+  try {
+    const message = JSON.parse(new TextDecoder().decode(line)) as Record<string, unknown>;
+    const { id, method } = message;
+    if (message.jsonrpc !== "2.0" || typeof method !== "string" || (typeof id !== "string" && typeof id !== "number")) return null;
+    return { id, method, params: message.params };
+  } catch {
+    return null;
+  }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0] as Uint8Array;
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+/**
+ * Reads `input`, answers what it can early, and returns the stream the SDK reads: every line
+ * not answered, in order, then the rest of the input as it comes. `endEarly()` (the SDK is
+ * ready) stops the early answers: from then on every byte goes to the stream.
+ */
+export function answerEarly(
+  input: ReadableStream<Uint8Array>,
+  options: EarlyOptions,
+): { stream: ReadableStream<Uint8Array>; endEarly(): void } {
+  const maxLineBytes = options.maxLineBytes ?? 1024 * 1024;
+  const reader = input.getReader();
+  let early = true;
+  let partial: Uint8Array[] = [];
+  let partialBytes = 0;
+
+  const handOver = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
+    if (early) {
+      early = false;
+      options.onHandOver();
+    }
+    if (bytes.length) controller.enqueue(bytes);
+  };
+
+  /** Splits a chunk into lines while still answering early; after that, passes chunks through. */
+  const take = async (chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>) => {
+    let start = 0;
+    while (early) {
+      const end = chunk.indexOf(NEWLINE, start);
+      if (end < 0) break;
+      const line = concat([...partial, chunk.subarray(start, end)]);
+      partial = [];
+      partialBytes = 0;
+      start = end + 1;
+      const message = line.length <= maxLineBytes ? parse(line) : null;
+      const answer = message ? options.answer(message) : null;
+      if (answer === null) {
+        handOver(controller, concat([line, chunk.subarray(end, end + 1)]));
+        break;
+      }
+      await options.write(answer);
+    }
+    const rest = chunk.subarray(start);
+    if (!early) {
+      // A partial line left from the early phase goes first.
+      if (partialBytes) {
+        controller.enqueue(concat(partial));
+        partial = [];
+        partialBytes = 0;
+      }
+      if (rest.length) controller.enqueue(rest);
+      return;
+    }
+    partial.push(rest);
+    partialBytes += rest.length;
+    // A line this long is no handshake: leave it to the SDK.
+    if (partialBytes > maxLineBytes) {
+      const pending = concat(partial);
+      partial = [];
+      partialBytes = 0;
+      handOver(controller, pending);
+    }
+  };
+
+  let finished = false;
+  const finish = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    // The input ended while still early: the SDK takes over (and sees the end).
+    if (early) {
+      early = false;
+      options.onHandOver();
+    }
+    if (partialBytes) controller.enqueue(concat(partial));
+    partial = [];
+    partialBytes = 0;
+    finished = true;
+    controller.close();
+  };
+
+  const stream = new ReadableStream<Uint8Array>({
+    // While early, read actively (nobody pulls yet); afterwards the SDK's reads pull the input.
+    async start(controller) {
+      while (early) {
+        const { done, value } = await reader.read();
+        if (done) return finish(controller);
+        await take(value, controller);
+      }
+    },
+    async pull(controller) {
+      if (finished) return;
+      const { done, value } = await reader.read();
+      if (done) return finish(controller);
+      await take(value, controller);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return {
+    stream,
+    endEarly() {
+      early = false;
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import { statSync } from "node:fs";
+import path from "node:path";
+import type { InitializeResponse, NewSessionResponse } from "@agentclientprotocol/sdk";
+import { modelOptionState } from "../agent/model-config.js";
+import { peekUserConfig } from "../config/file.js";
+import { version } from "../config/paths.js";
+import { selectProfileName } from "../config/profile-name.js";
+import { DEFAULT_MODE } from "../policy/modes.js";
+import { configOptions, listProfileNames, modeState } from "./modes.js";
+
+// The answers to `initialize` and `session/new`, light on purpose: the early reader (acp/stdio.ts)
+// gives them before the SDK has loaded, and the SDK's handlers give the same ones afterwards.
+
+export function initializeResponse(): InitializeResponse {
+  return {
+    // A v1 agent answers 1 whatever the client asks (never echo an unknown version).
+    protocolVersion: 1,
+    agentCapabilities: {
+      loadSession: false,
+      promptCapabilities: { image: true, audio: false, embeddedContext: true },
+      mcpCapabilities: { http: false, sse: false },
+      sessionCapabilities: { close: {} },
+    },
+    authMethods: [],
+    agentInfo: { name: "toolhost", title: "toolhost", version },
+  };
+}
+
+/** Why a session cannot run in `cwd` (it must be an absolute path to an existing directory), or null. */
+export function cwdProblem(cwd: string): string | null {
+  if (!path.isAbsolute(cwd)) return `cwd must be an absolute path, got ${JSON.stringify(cwd)}`;
+  let stat;
+  try {
+    stat = statSync(cwd, { throwIfNoEntry: false });
+  } catch (err) {
+    return `cwd ${cwd} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); open a folder you can read`;
+  }
+  if (!stat) return `cwd ${cwd} does not exist; open an existing project folder`;
+  if (!stat.isDirectory()) return `cwd ${cwd} is not a directory; open the folder that contains it`;
+  return null;
+}
+
+/** A new session's answer: its id, modes and config options (one read of config.json; profiles are a directory listing). */
+export function newSessionResponse(sessionId: string): NewSessionResponse {
+  const peek = peekUserConfig();
+  const profile = selectProfileName({ config: peek });
+  const options = configOptions(DEFAULT_MODE, modelOptionState(undefined, process.env, peek), {
+    current: profile,
+    names: listProfileNames(),
+  });
+  return { sessionId, modes: modeState(DEFAULT_MODE), configOptions: options };
+}

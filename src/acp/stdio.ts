@@ -1,0 +1,87 @@
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { Readable } from "node:stream";
+import type { ClientCapabilities } from "@agentclientprotocol/sdk";
+import { answerEarly, type EarlyAnswer } from "./early.js";
+import { cwdProblem, initializeResponse, newSessionResponse } from "./handshake.js";
+import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
+import type { EarlyState } from "./server.js";
+
+// The ACP entry on stdin/stdout. It loads light: the handshake is answered before the SDK (and
+// its schemas) load, so an editor sees `session/new` answered sooner; see acp/early.ts.
+
+/** How long after an early `initialize` the SDK loads anyway, when no `session/new` follows. */
+const IDLE_LOAD_MS = 100;
+
+type Out = (chunk: Uint8Array) => Promise<void>;
+
+/** stdin's lines, with any line over the ACP message limit dropped and answered with an error. */
+function guardedStdin(out: Out): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return guardLines(Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>, (dropped) => {
+    const what = `${dropped.method ?? "message"}${dropped.id === undefined ? "" : ` (id ${JSON.stringify(dropped.id)})`}`;
+    process.stderr.write(
+      `toolhost: dropped a ${dropped.bytes}-byte ${what}: one ACP message may have at most ${MAX_MESSAGE_BYTES} bytes\n`,
+    );
+    if (dropped.id === undefined) return null;
+    const message =
+      `The message is too large: ${dropped.bytes} bytes, and one ACP message may have at most ${MAX_MESSAGE_BYTES} (32 MiB). ` +
+      "Nothing was done with it: send less (attach big files as resource links instead of pasting them).";
+    const error = { code: -32600, message, data: { bytes: dropped.bytes, limit: MAX_MESSAGE_BYTES } };
+    // A request gets its error answer; an answer of the client becomes an error for the request waiting on it.
+    if (dropped.method === undefined) return JSON.stringify({ jsonrpc: "2.0", id: dropped.id, error });
+    void out(encoder.encode(`${JSON.stringify({ jsonrpc: "2.0", id: dropped.id, error })}\n`)).catch(() => {});
+    return null;
+  });
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * Serves ACP on stdin/stdout until stdin closes or SIGTERM. `out` writes to the real stdout (the
+ * CLI sends every other stdout write to stderr).
+ */
+export async function serveStdio(out: Out): Promise<void> {
+  const encoder = new TextEncoder();
+  const state: EarlyState = { sessions: [] };
+  let loadServer: () => void = () => {};
+  const needed = new Promise<void>((resolve) => (loadServer = resolve));
+  let idle: NodeJS.Timeout | undefined;
+  let loadAfterWrite = false;
+
+  // Only what the SDK would accept as it is: anything else waits for the SDK and its validation.
+  const answer: EarlyAnswer = ({ id, method, params }) => {
+    if (!isObject(params)) return null;
+    if (method === "initialize" && state.clientCapabilities === undefined && typeof params.protocolVersion === "number") {
+      const caps = params.clientCapabilities ?? {};
+      if (!isObject(caps)) return null;
+      state.clientCapabilities = caps as ClientCapabilities;
+      state.initializeParams = params;
+      idle = setTimeout(loadServer, IDLE_LOAD_MS);
+      return JSON.stringify({ jsonrpc: "2.0", id, result: initializeResponse() });
+    }
+    const noServers = params.mcpServers === undefined || (Array.isArray(params.mcpServers) && params.mcpServers.length === 0);
+    if (method === "session/new" && state.clientCapabilities !== undefined && typeof params.cwd === "string" && noServers) {
+      if (cwdProblem(params.cwd) !== null) return null;
+      const sessionId = randomUUID();
+      state.sessions.push({ id: sessionId, cwd: path.resolve(params.cwd), mcpServers: [] });
+      loadAfterWrite = true;
+      return JSON.stringify({ jsonrpc: "2.0", id, result: newSessionResponse(sessionId) });
+    }
+    return null;
+  };
+  const early = answerEarly(guardedStdin(out), {
+    answer,
+    write: async (line) => {
+      await out(encoder.encode(`${line}\n`));
+      // The session's answer is out: now the SDK, then the session's tools.
+      if (loadAfterWrite) setImmediate(loadServer);
+    },
+    onHandOver: () => loadServer(),
+  });
+  await needed;
+  clearTimeout(idle);
+  const { serveConnection } = await import("./server.js");
+  early.endEarly();
+  await serveConnection(early.stream, out, state);
+}
