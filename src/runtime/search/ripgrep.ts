@@ -191,11 +191,42 @@ function cleanPath(p: string): string {
   return p.startsWith("./") ? p.slice(2) : p;
 }
 
-function failed(run: RunResult): void {
+const WRAPPER = "(?:";
+
+/**
+ * rg's regex error in the terms of the grep tool: the pattern as the model wrote it (rg shows it
+ * inside a `(?:…)` group of its own, with the caret shifted to match), and no advice about a
+ * `--pcre2` flag the tool does not offer.
+ */
+function regexMessage(message: string, pattern: string | undefined): string {
+  const lines = message.split("\n");
+  const shown = lines.findIndex((l) => l.trimStart().startsWith(WRAPPER));
+  const quoted = lines[shown];
+  if (pattern !== undefined && quoted !== undefined && !pattern.includes("\n") && quoted.trimStart() === `${WRAPPER}${pattern})`) {
+    const indent = quoted.length - quoted.trimStart().length;
+    lines[shown] = `${quoted.slice(0, indent)}${pattern}`;
+    const caret = lines[shown + 1];
+    if (caret !== undefined && /^\s*\^+\s*$/.test(caret)) {
+      const at = caret.indexOf("^") - indent - WRAPPER.length;
+      // A caret on the wrapper itself points at no character of the pattern.
+      if (at >= 0) lines[shown + 1] = `${" ".repeat(indent + at)}${caret.trim().slice(0, Math.max(1, pattern.length - at))}`;
+      else lines.splice(shown + 1, 1);
+    }
+  }
+  let text = lines.join("\n");
+  if (/--pcre2/.test(text)) {
+    text = text.replace(/\n*Consider enabling PCRE2[\s\S]*$/, "");
+    text +=
+      "\ngrep's regex engine supports neither look-around nor backreferences: rewrite the pattern without them (search for a simpler pattern and check the matches).";
+  }
+  return text;
+}
+
+function failed(run: RunResult, pattern?: string): void {
   // Exit 1 is "nothing found"; 2 with nothing found and a message is a real error (2 alone can mean unreadable files).
   if (run.exitCode !== 2 || run.records > 0 || !run.stderr) return;
   const message = run.stderr.replace(/^rg: /gm, "");
-  if (/regex|pattern|literal/i.test(message)) throw invalidRegexError(message);
+  if (/regex|pattern|literal/i.test(message)) throw invalidRegexError(regexMessage(message, pattern));
   throw new ToolError("execution_failed", `ripgrep failed: ${message}`);
 }
 
@@ -208,11 +239,12 @@ export class RipgrepSearch implements SearchBackend {
     let limited = false;
     // No path argument: rg lists the cwd and prints paths without a "./" prefix.
     const run = await runRipgrep({
-      args: [...COMMON_ARGS, ...nameFilterArgs({ name: listingNameGlob(query) }), ...SKIP_GIT, "--files"],
+      // NUL-terminated: a newline is a legal character in a file name.
+      args: [...COMMON_ARGS, ...nameFilterArgs({ name: listingNameGlob(query) }), ...SKIP_GIT, "--files", "--null"],
       cwd: root,
       signal,
       timeoutMs: query.timeoutMs,
-      separator: "\n",
+      separator: "\0",
       onRecord(record) {
         if (files.length >= max) {
           limited = true;
@@ -288,7 +320,7 @@ export class RipgrepSearch implements SearchBackend {
           return true;
         },
       });
-      failed(run);
+      failed(run, query.literal ? undefined : query.pattern);
       if (limited) dropLeadingContext(hits, query.context ?? 0);
       hits.sort(byPath);
       return { hits, limited, ...(searched !== undefined ? { searched } : {}) };
@@ -314,7 +346,7 @@ export class RipgrepSearch implements SearchBackend {
         return true;
       },
     });
-    failed(run);
+    failed(run, query.literal ? undefined : query.pattern);
     hits.sort(byPath);
     return { hits, limited };
   }
