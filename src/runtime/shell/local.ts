@@ -360,7 +360,12 @@ class Run {
     const cap = this.options.maxOutputBytes;
     const truncated = this.total > cap;
     const outputPath = this.sidecarState === "open" && this.sidecarError === null ? this.sidecar?.path : undefined;
-    const where = outputPath ? `full output in ${outputPath}` : `the full output could not be saved: ${this.sidecarError ?? "no sidecar"}`;
+    const dropped = this.sidecar?.dropped ?? 0;
+    const where = !outputPath
+      ? `the full output could not be saved: ${this.sidecarError ?? "no sidecar"}`
+      : dropped > 0
+        ? `the first ${this.total - dropped} bytes of the output are in ${outputPath}, the sidecar cap dropped the last ${dropped}`
+        : `full output in ${outputPath}`;
     const marker = (omitted: number) => `… [${omitted} bytes omitted; ${where}] …`;
     const { stdout, stderr } = this.keepers;
     const budget = truncated ? shareBudget(cap, stdout.size, stderr.size) : { out: cap, err: cap };
