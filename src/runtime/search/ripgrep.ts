@@ -1,9 +1,8 @@
 import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { StringDecoder } from "node:string_decoder";
 import type { FileQuery, GrepHit, GrepOutcome, GrepQuery } from "../../tool/context.js";
-import { ToolError } from "../../tool/errors.js";
+import { ToolError, isToolError } from "../../tool/errors.js";
 import type { SearchBackend } from "../fs/backend.js";
 import {
   MAX_LINE_CHARS,
@@ -64,7 +63,7 @@ interface RunOptions {
   cwd: string;
   signal: AbortSignal;
   timeoutMs: number;
-  separator: string;
+  separator: "\n" | "\0";
   /** Called per record as output arrives; returning false stops rg. */
   onRecord(record: string): boolean;
 }
@@ -105,8 +104,11 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
 
   let records = 0;
   let stderr = "";
-  let pending: string[] = [];
-  const decoder = new StringDecoder("utf8");
+  // Records are cut from the bytes and decoded one by one: the separator is one ASCII byte, which
+  // never occurs inside a UTF-8 sequence, and each record becomes a flat string (slices of one
+  // decoded chunk sort several times slower).
+  const sep = separator.charCodeAt(0);
+  let pending: Buffer[] = [];
   let broken: unknown;
   const take = (record: string) => {
     records++;
@@ -120,27 +122,21 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
   };
   child.stdout?.on("data", (chunk: Buffer) => {
     if (why) return;
-    const text = decoder.write(chunk);
     let start = 0;
-    let at = text.indexOf(separator);
+    let at = chunk.indexOf(sep);
     // A long record spans chunks: collect the pieces and join once its end arrives.
-    if (at === -1) {
-      pending.push(text);
-      return;
-    }
     while (at !== -1 && !why) {
-      const piece = text.slice(start, at);
       if (pending.length) {
-        pending.push(piece);
-        take(pending.join(""));
+        pending.push(chunk.subarray(start, at));
+        take(Buffer.concat(pending).toString("utf8"));
         pending = [];
       } else {
-        take(piece);
+        take(chunk.toString("utf8", start, at));
       }
-      start = at + separator.length;
-      at = text.indexOf(separator, start);
+      start = at + 1;
+      at = chunk.indexOf(sep, start);
     }
-    if (start < text.length) pending.push(text.slice(start));
+    if (start < chunk.length) pending.push(chunk.subarray(start));
   });
   child.stderr?.on("data", (chunk: Buffer) => {
     if (stderr.length < MAX_STDERR) stderr += chunk.toString("utf8");
@@ -151,7 +147,7 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
     if (why === "abort") throw abortedError();
     if (why === "timeout") throw timeoutError(options.timeoutMs);
     if (!why) {
-      const tail = pending.join("") + decoder.end();
+      const tail = Buffer.concat(pending).toString("utf8");
       if (tail) take(tail);
     }
     if (broken) throw broken;
@@ -233,12 +229,11 @@ function failed(run: RunResult, pattern?: string): void {
 /** Search on the real disk with the bundled ripgrep. */
 export class RipgrepSearch implements SearchBackend {
   async files(root: string, query: FileQuery, signal: AbortSignal): Promise<{ files: string[]; limited: boolean }> {
-    if ((await checkRoot(root)) !== "directory") throw new ToolError("invalid_arguments", `${root} is a file, not a directory`);
     const max = query.maxResults ?? Number.POSITIVE_INFINITY;
     const files: string[] = [];
     let limited = false;
     // No path argument: rg lists the cwd and prints paths without a "./" prefix.
-    const run = await runRipgrep({
+    const listing = runRipgrep({
       // NUL-terminated: a newline is a legal character in a file name.
       args: [...COMMON_ARGS, ...nameFilterArgs({ name: listingNameGlob(query) }), ...SKIP_GIT, "--files", "--null"],
       cwd: root,
@@ -253,6 +248,14 @@ export class RipgrepSearch implements SearchBackend {
         files.push(record);
         return true;
       },
+    });
+    // The root is looked at only when rg could not start in it (missing, or a file): one stat
+    // less on every listing.
+    const run = await listing.catch(async (err: unknown) => {
+      if (isToolError(err) && err.code === "unavailable" && (await checkRoot(root)) !== "directory") {
+        throw new ToolError("invalid_arguments", `${root} is a file, not a directory`);
+      }
+      throw err;
     });
     failed(run);
     return { files, limited };
