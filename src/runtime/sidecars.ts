@@ -1,4 +1,4 @@
-import { createWriteStream, type WriteStream } from "node:fs";
+import { createWriteStream, writeFile, type WriteStream } from "node:fs";
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -199,7 +199,11 @@ export class SessionSidecars implements Sidecars {
     const cap = new Cap(this.maxFileBytes, this.budget);
     const kept = cap.keep(text);
     const note = cap.note();
-    await fsp.writeFile(file, note ? Buffer.concat([Buffer.from(kept), Buffer.from(note)]) : kept, { flag: "wx", mode: 0o600 });
+    const data = note ? Buffer.concat([Buffer.from(kept), Buffer.from(note)]) : kept;
+    // The callback API: the promise one builds a FileHandle per file, a visible cost on every capped result.
+    await new Promise<void>((resolve, reject) =>
+      writeFile(file, data, { flag: "wx", mode: 0o600 }, (err) => (err ? reject(err) : resolve())),
+    );
     return file;
   }
 
