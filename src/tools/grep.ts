@@ -136,7 +136,7 @@ export default defineTool({
     const info = await ctx.fs.stat(where);
     if (!info) throw new ToolError("not_found", `Path not found: ${where}. Check the spelling, or find it with glob.`);
     // A FIFO or a device would block the search (or never end): only files and directories are searched.
-    if (info.type !== "file" && info.type !== "directory") {
+    if (info.type === "other") {
       throw new ToolError(
         "invalid_arguments",
         `${where} is not a regular file or a directory (a FIFO, socket or device), so grep cannot search it. Pass a file or a directory as path.`,
