@@ -1,5 +1,7 @@
 // Issue 2 targets: grep and glob through invoke vs raw rg, the 2000-line read window of a 1 GiB
 // file, and bash printing 500 MB. Run after `npm run build`: node bench/tools.mjs
+// With `--baseline DIR` (another built checkout) its grep and glob run interleaved too, in this
+// process, and the search rows gain its ratio to raw rg. `--search-only` stops after them.
 import * as fsp from "node:fs/promises";
 import { existsSync } from "node:fs";
 import os from "node:os";
@@ -13,6 +15,10 @@ const { builtinRegistry } = await import(dist("host/builtins.js"));
 const { invoke } = await import(dist("host/invoke.js"));
 const { RuntimeSession } = await import(dist("runtime/session.js"));
 const { rgPath } = (await import("@vscode/ripgrep")).default ?? (await import("@vscode/ripgrep"));
+
+const baselineAt = process.argv.indexOf("--baseline");
+const baselineRoot = baselineAt > 0 ? path.resolve(process.argv[baselineAt + 1]) : null;
+const searchOnly = process.argv.includes("--search-only");
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const base = process.env.BENCH_DIR ?? path.join(os.tmpdir(), "toolhost-bench");
@@ -75,10 +81,12 @@ async function corpusStats() {
 }
 
 const rows = [];
-function report(name, ours, raw, unit = "ms") {
+function report(name, ours, raw, unit = "ms", base = undefined) {
   const ratio = median(ours) / median(raw);
-  rows.push({ name, ours: median(ours), raw: median(raw), ratio, unit });
-  console.log(`${name}: toolhost ${fmt(median(ours))} ${unit}, baseline ${fmt(median(raw))} ${unit}, ratio ${fmt(ratio, 2)}×`);
+  const baseRatio = base ? median(base) / median(raw) : NaN;
+  rows.push({ name, ours: median(ours), raw: median(raw), ratio, unit, baseRatio });
+  const other = base ? `; baseline build ${fmt(median(base))} ${unit}, ratio ${fmt(baseRatio, 2)}×` : "";
+  console.log(`${name}: toolhost ${fmt(median(ours))} ${unit}, baseline ${fmt(median(raw))} ${unit}, ratio ${fmt(ratio, 2)}×${other}`);
 }
 
 await fsp.mkdir(base, { recursive: true });
@@ -94,8 +102,39 @@ const call = async (id, args) => {
   if (env.type !== "output") throw new Error(`${id} failed: ${env.error_text}`);
   return env;
 };
+// The baseline build's own modules (another path, so other module instances) and session.
+let baseSession = null;
+let baseCall = null;
+if (baselineRoot) {
+  const bdist = (p) => path.join(baselineRoot, "dist", p);
+  const b = {
+    registry: (await import(bdist("host/builtins.js"))).builtinRegistry(),
+    invoke: (await import(bdist("host/invoke.js"))).invoke,
+  };
+  baseSession = new (await import(bdist("runtime/session.js"))).RuntimeSession({ workspace: corpus });
+  baseCall = async (id, args) => {
+    const env = await b.invoke(b.registry, id, args, { session: baseSession });
+    if (env.type !== "output") throw new Error(`baseline ${id} failed: ${env.error_text}`);
+    return env;
+  };
+  console.log(`baseline build: ${baselineRoot}`);
+}
+/** Interleaves this build, raw rg and (with --baseline) the baseline build. */
+async function interleave3(rounds, ours, raw, base) {
+  if (!baseCall) return { ...(await interleave(rounds, ours, raw)), c: undefined };
+  const a = [];
+  const b = [];
+  const c = [];
+  for (let i = 0; i < rounds; i++) {
+    a.push(await ours());
+    b.push(await raw());
+    c.push(await base());
+  }
+  return { a, b, c };
+}
 // Warm the page cache and both code paths once.
 await call("grep", { pattern: "NEEDLE_RARE" });
+if (baseCall) await baseCall("grep", { pattern: "NEEDLE_RARE" });
 await runProcess(rgPath, ["-n", "NEEDLE_RARE", "."], { cwd: corpus });
 
 // Baselines are rg doing the same job: hidden files searched, .gitignore honoured without a
@@ -106,31 +145,56 @@ for (const [label, pattern] of [
   ["grep common (stops at 10k)", "needle_common"],
   ["grep regex (stops at 10k)", "lambda \\w+ omicron"],
 ]) {
-  const { a, b } = await interleave(
+  const { a, b, c } = await interleave3(
     ROUNDS,
     () => timed(() => call("grep", { pattern })),
     async () => (await runProcess(rgPath, [...SAME_SEARCH, "-n", pattern, "."], { cwd: corpus })).ms,
+    () => timed(() => baseCall("grep", { pattern })),
   );
-  report(label, a, b);
+  report(label, a, b, "ms", c);
 }
 {
   // A name filter that keeps .gitignore in force (a positive rg --glob would list ignored files).
-  const { a, b } = await interleave(
+  const { a, b, c } = await interleave3(
     ROUNDS,
     () => timed(() => call("glob", { pattern: "**/*.ts" })),
     async () => (await runProcess(rgPath, [...SAME_SEARCH, "--type-add", "t:*.ts", "--type", "t", "--files"], { cwd: corpus })).ms,
+    () => timed(() => baseCall("glob", { pattern: "**/*.ts" })),
   );
-  report("glob **/*.ts (4k files)", a, b);
+  report("glob **/*.ts (4k files)", a, b, "ms", c);
 }
 {
-  const { a, b } = await interleave(
+  const { a, b, c } = await interleave3(
     ROUNDS,
     () => timed(() => call("glob", { pattern: "pkg1*/**/file1*" })),
     async () => (await runProcess(rgPath, [...SAME_SEARCH, "--files", "."], { cwd: corpus })).ms,
+    () => timed(() => baseCall("glob", { pattern: "pkg1*/**/file1*" })),
   );
-  report("glob pkg1*/**/file1* (vs rg --files)", a, b);
+  report("glob pkg1*/**/file1* (vs rg --files)", a, b, "ms", c);
 }
 await session.close();
+await baseSession?.close();
+
+function printTable() {
+  const base = baselineRoot !== null;
+  console.log(`\n| measurement | toolhost | baseline | ratio |${base ? " baseline build ratio |" : ""} memory |`);
+  console.log(`|---|---|---|---|${base ? "---|" : ""}---|`);
+  for (const r of rows) {
+    const cells = [
+      r.name,
+      `${fmt(r.ours)} ms`,
+      Number.isFinite(r.raw) ? `${fmt(r.raw)} ms` : "—",
+      Number.isFinite(r.ratio) ? `${fmt(r.ratio, 2)}×` : "—",
+      ...(base ? [Number.isFinite(r.baseRatio) ? `${fmt(r.baseRatio, 2)}×` : "—"] : []),
+      r.extra ?? "",
+    ];
+    console.log(`| ${cells.join(" | ")} |`);
+  }
+}
+if (searchOnly) {
+  printTable();
+  process.exit(0);
+}
 
 // Read window and bash output: in fresh child processes, so RSS growth is the call's own.
 console.log(`1 GiB file in ${bigFile} …`);
@@ -168,9 +232,4 @@ const bashRss = median(bashRuns.map((r) => r.rssGrowthMB));
 console.log(`bash 500 MB peak RSS growth: ${fmt(bashRss)} MB`);
 rows[rows.length - 1].extra = `peak RSS +${fmt(bashRss)} MB`;
 
-console.log("\n| measurement | toolhost | baseline | ratio | memory |\n|---|---|---|---|---|");
-for (const r of rows) {
-  console.log(
-    `| ${r.name} | ${fmt(r.ours)} ms | ${Number.isFinite(r.raw) ? `${fmt(r.raw)} ms` : "—"} | ${Number.isFinite(r.ratio) ? `${fmt(r.ratio, 2)}×` : "—"} | ${r.extra ?? ""} |`,
-  );
-}
+printTable();

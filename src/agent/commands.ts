@@ -33,17 +33,29 @@ export function parseSlash(text: string, registry: ToolRegistry): SlashCommand |
   const tool = registry.get(name);
   if (!tool) return { type: "invalid", message: `Unknown command /${name}. ${helpText(registry)}` };
   if (rest.startsWith("{")) {
-    try {
-      return { type: "tool", toolId: name, args: JSON.parse(rest) };
-    } catch (err) {
-      return { type: "invalid", message: `The arguments of /${name} are not valid JSON: ${(err as Error).message}` };
+    const parsed = parseJsonObject(rest);
+    if (parsed.ok) return { type: "tool", toolId: name, args: parsed.value };
+    // Not a JSON object: `/glob {a,b}.txt`, `/bash { cmd; }` mean their shorthand. Text that was
+    // meant as JSON (`{"key"…`, `{}`) gets the parse error instead.
+    if (!tool.shorthand || /^\{\s*("|\}|$)/.test(rest)) {
+      return { type: "invalid", message: `The arguments of /${name} are not valid JSON: ${parsed.error}` };
     }
+    return { type: "tool", toolId: name, args: tool.shorthand(rest) };
   }
   if (rest === "") return { type: "tool", toolId: name, args: {} };
   if (!tool.shorthand) {
     return { type: "invalid", message: `/${name} takes a JSON object of arguments, e.g. /${name} {"…": …}` };
   }
   return { type: "tool", toolId: name, args: tool.shorthand(rest) };
+}
+
+/** Text that starts with "{" parses, if at all, to an object. */
+function parseJsonObject(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (err) {
+    return { ok: false, error: (err as Error).message };
+  }
 }
 
 export function helpText(registry: ToolRegistry): string {

@@ -1,8 +1,9 @@
+import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { formatLoadProblems } from "../host/toolset-report.js";
-import { sweepStaleSidecars } from "../runtime/sidecars.js";
+import { CLI_SIDECAR_PREFIX, sweepStaleSidecars } from "../runtime/sidecars.js";
 
 export interface CallOptions {
   id: string;
@@ -32,7 +33,7 @@ const headless: SessionFrontEnd = {
 /**
  * `toolhost call`: one call through the same session machinery the editor uses — toolset,
  * policy, pipeline. The sidecar folder is kept after the call so a printed output_path stays
- * readable (swept after 7 days).
+ * readable (a `cli-` folder, swept after a day).
  */
 export async function runCall(options: CallOptions): Promise<number> {
   const workspace = path.resolve(options.cwd ?? process.cwd());
@@ -41,14 +42,17 @@ export async function runCall(options: CallOptions): Promise<number> {
     const problems = formatLoadProblems(tools.toolset.report);
     if (problems) process.stderr.write(`${problems}\n`);
   }
-  const session = new AgentSession({ cwd: workspace, tools, frontEnd: headless });
+  // Named as a CLI folder, so the sweep removes it after a day rather than a week.
+  const session = new AgentSession({ id: `${CLI_SIDECAR_PREFIX}${randomUUID()}`, cwd: workspace, tools, frontEnd: headless });
   if (!session.setMode(options.mode ?? "full")) throw new Error(`Unknown mode ${options.mode}`);
   const controller = new AbortController();
   const onSignal = () => controller.abort(new Error("Interrupted"));
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
-  void sweepStaleSidecars().catch(() => {});
+  // Alongside the call, and awaited: the CLI exits as soon as this returns.
+  const swept = sweepStaleSidecars().catch(() => {});
   const envelope = await session.callTool(options.id, options.args, controller.signal);
+  await swept;
   process.off("SIGINT", onSignal);
   process.off("SIGTERM", onSignal);
   await options.out(`${JSON.stringify(envelope, null, 2)}\n`); // the CLI prints the envelope

@@ -1,12 +1,108 @@
-import { createWriteStream, type WriteStream } from "node:fs";
+import { createWriteStream, writeFile, type WriteStream } from "node:fs";
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { SidecarWriter, Sidecars } from "../tool/context.js";
+import { utf8HeadEnd } from "../tool/truncate.js";
+
+const MB = 1024 * 1024;
+/** What one sidecar file keeps at most; the rest is counted and named in a closing line. */
+const DEFAULT_FILE_BYTES = 64 * MB;
+/** What one session's sidecar folder holds at most, over all its files. */
+const DEFAULT_SESSION_BYTES = 512 * MB;
+const HOUR = 3600 * 1000;
+/** `toolhost call` folders start with this; nothing reads them once the command has printed its output_path. */
+export const CLI_SIDECAR_PREFIX = "cli-";
 
 /** Where sessions keep their sidecar files (one folder per session). */
 export function sidecarRoot(): string {
   return process.env.TOOLHOST_SIDECAR_DIR ?? path.join(os.tmpdir(), "toolhost-sidecars");
+}
+
+function envBytes(name: string, fallback: number): number {
+  const value = Number(process.env[name]);
+  return Number.isSafeInteger(value) && value >= 0 && process.env[name]?.trim() ? value : fallback;
+}
+
+function size(bytes: number): string {
+  return bytes >= MB && bytes % MB === 0 ? `${bytes / MB} MB` : `${bytes} bytes`;
+}
+
+export interface SidecarLimits {
+  /** Bytes one sidecar file keeps (default 64 MB, or $TOOLHOST_SIDECAR_MAX_BYTES). */
+  maxFileBytes?: number;
+  /** Bytes all sidecar files of the session keep together (default 512 MB, or $TOOLHOST_SIDECAR_SESSION_MAX_BYTES). */
+  maxSessionBytes?: number;
+}
+
+/** The session's byte budget, shared by its sidecar files. */
+class SessionBudget {
+  private used = 0;
+  constructor(readonly max: number) {}
+
+  /** Takes up to `bytes` from what is left; returns how many it got. */
+  take(bytes: number): number {
+    const got = Math.max(0, Math.min(bytes, this.max - this.used));
+    this.used += got;
+    return got;
+  }
+
+  giveBack(bytes: number): void {
+    this.used -= bytes;
+  }
+}
+
+/** Applies the file and session caps to one chunk: what to keep, and why the rest goes. */
+class Cap {
+  written = 0;
+  dropped = 0;
+  private why: "file" | "session" | null = null;
+  private endsWithNewline = true;
+
+  constructor(
+    private readonly maxFileBytes: number,
+    private readonly budget: SessionBudget,
+  ) {}
+
+  keep(chunk: string | Uint8Array): Uint8Array | string {
+    if (this.dropped > 0) {
+      this.dropped += typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
+      return "";
+    }
+    const length = typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
+    const fileRoom = Math.max(0, this.maxFileBytes - this.written);
+    const wanted = Math.min(length, fileRoom);
+    const granted = this.budget.take(wanted);
+    if (granted === length) {
+      this.written += length;
+      if (length > 0) this.endsWithNewline = lastByteIsNewline(chunk);
+      return chunk;
+    }
+    this.why = granted < wanted ? "session" : "file";
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    // Cut on a character boundary, and return what the cut left over to the session.
+    const end = utf8HeadEnd(bytes, granted);
+    this.budget.giveBack(granted - end);
+    this.written += end;
+    this.dropped += length - end;
+    const head = bytes.subarray(0, end);
+    if (end > 0) this.endsWithNewline = head[end - 1] === 0x0a;
+    return head;
+  }
+
+  /** The closing line of a capped file, or "". */
+  note(): string {
+    if (this.dropped === 0) return "";
+    const reason =
+      this.why === "session"
+        ? `this session's sidecar folder reached its cap of ${size(this.budget.max)}`
+        : `this file reached the sidecar cap of ${size(this.maxFileBytes)}`;
+    return `${this.endsWithNewline ? "" : "\n"}[toolhost: ${this.dropped} bytes dropped: ${reason}]\n`;
+  }
+}
+
+function lastByteIsNewline(chunk: string | Uint8Array): boolean {
+  return typeof chunk === "string" ? chunk.endsWith("\n") : chunk[chunk.length - 1] === 0x0a;
 }
 
 class FileSidecar implements SidecarWriter {
@@ -15,15 +111,25 @@ class FileSidecar implements SidecarWriter {
   /** One drain waiter shared by every write made while the buffer is full. */
   private drained: Promise<void> | null = null;
 
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    private readonly cap: Cap,
+  ) {
     this.stream = createWriteStream(path, { flags: "wx", mode: 0o600 });
     this.stream.on("error", (err) => (this.failure = err));
+  }
+
+  /** Bytes the caps kept out of this file. */
+  get dropped(): number {
+    return this.cap.dropped;
   }
 
   /** Resolves once the chunk is accepted; waits for drain so a fast producer cannot grow memory. */
   write(chunk: string | Uint8Array): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    if (this.stream.write(chunk)) return Promise.resolve();
+    const kept = this.cap.keep(chunk);
+    if (kept.length === 0) return Promise.resolve();
+    if (this.stream.write(kept)) return Promise.resolve();
     // Writes issued back to back (bash hands over a batch of chunks) share one waiter, so the
     // stream can writev them without a listener per chunk.
     this.drained ??= new Promise<void>((resolve, reject) => {
@@ -46,17 +152,31 @@ class FileSidecar implements SidecarWriter {
   close(): Promise<void> {
     return new Promise((resolve, reject) => {
       if (this.stream.closed) return resolve();
+      const note = this.cap.note();
+      if (note) this.stream.write(note);
       this.stream.end((err?: Error | null) => (err ? reject(err) : resolve()));
     });
   }
 }
 
-/** Sidecar files of one session, under its own folder; removed when the session closes. */
+/**
+ * Sidecar files of one session, under its own folder; removed when the session closes. Each
+ * file keeps at most `maxFileBytes` and the folder at most `maxSessionBytes`: past either, the
+ * rest is dropped and the file ends with a line that says how much and why.
+ */
 export class SessionSidecars implements Sidecars {
   private seq = 0;
   private ready: Promise<void> | null = null;
+  private readonly maxFileBytes: number;
+  private readonly budget: SessionBudget;
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    limits: SidecarLimits = {},
+  ) {
+    this.maxFileBytes = limits.maxFileBytes ?? envBytes("TOOLHOST_SIDECAR_MAX_BYTES", DEFAULT_FILE_BYTES);
+    this.budget = new SessionBudget(limits.maxSessionBytes ?? envBytes("TOOLHOST_SIDECAR_SESSION_MAX_BYTES", DEFAULT_SESSION_BYTES));
+  }
 
   private ensureDir(): Promise<void> {
     this.ready ??= fsp.mkdir(this.dir, { recursive: true, mode: 0o700 }).then(() => undefined);
@@ -70,13 +190,20 @@ export class SessionSidecars implements Sidecars {
 
   async create(toolId: string): Promise<SidecarWriter> {
     await this.ensureDir();
-    return new FileSidecar(this.nextPath(toolId));
+    return new FileSidecar(this.nextPath(toolId), new Cap(this.maxFileBytes, this.budget));
   }
 
   async writeText(toolId: string, text: string): Promise<string> {
     await this.ensureDir();
     const file = this.nextPath(toolId);
-    await fsp.writeFile(file, text, { flag: "wx", mode: 0o600 });
+    const cap = new Cap(this.maxFileBytes, this.budget);
+    const kept = cap.keep(text);
+    const note = cap.note();
+    const data = note ? Buffer.concat([Buffer.from(kept), Buffer.from(note)]) : kept;
+    // The callback API: the promise one builds a FileHandle per file, a visible cost on every capped result.
+    await new Promise<void>((resolve, reject) =>
+      writeFile(file, data, { flag: "wx", mode: 0o600 }, (err) => (err ? reject(err) : resolve())),
+    );
     return file;
   }
 
@@ -85,8 +212,17 @@ export class SessionSidecars implements Sidecars {
   }
 }
 
-/** Removes sidecar folders older than `maxAgeMs` left behind by processes that died (default 7 days). */
-export async function sweepStaleSidecars(maxAgeMs = 7 * 24 * 3600 * 1000): Promise<void> {
+export interface SweepOptions {
+  /** Session folders left behind by processes that died (default 7 days). */
+  maxAgeMs?: number;
+  /** `toolhost call` folders, kept only so a printed output_path stays readable (default 1 day). */
+  cliMaxAgeMs?: number;
+}
+
+/** Removes sidecar folders that have not changed for longer than their kind's age. */
+export async function sweepStaleSidecars(options: SweepOptions = {}): Promise<void> {
+  const maxAgeMs = options.maxAgeMs ?? 7 * 24 * HOUR;
+  const cliMaxAgeMs = options.cliMaxAgeMs ?? 24 * HOUR;
   const root = sidecarRoot();
   const entries = await fsp.readdir(root, { withFileTypes: true }).catch(() => []);
   const now = Date.now();
@@ -96,7 +232,8 @@ export async function sweepStaleSidecars(maxAgeMs = 7 * 24 * 3600 * 1000): Promi
       .map(async (e) => {
         const dir = path.join(root, e.name);
         const s = await fsp.stat(dir).catch(() => null);
-        if (s && now - s.mtimeMs > maxAgeMs) await fsp.rm(dir, { recursive: true, force: true });
+        const limit = e.name.startsWith(CLI_SIDECAR_PREFIX) ? cliMaxAgeMs : maxAgeMs;
+        if (s && now - s.mtimeMs > limit) await fsp.rm(dir, { recursive: true, force: true });
       }),
   );
 }

@@ -144,6 +144,8 @@ export interface ToolNet {
 /** Writes a large output to a file under the session's working directory. */
 export interface SidecarWriter {
   readonly path: string;
+  /** Bytes a size cap kept out of the file (the file then ends with a line saying so); read after close. */
+  readonly dropped?: number;
   /** Writes land in call order, so several may be issued before awaiting them. */
   write(chunk: string | Uint8Array): Promise<void>;
   close(): Promise<void>;

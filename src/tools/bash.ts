@@ -78,7 +78,7 @@ export default defineTool({
     "or a pager. Set workdir instead of `cd dir && …`; quote paths that contain spaces. Chain",
     "dependent steps with &&. Do not use it to read, write, edit or search files when the read,",
     "write, edit, glob and grep tools do that. Output past 200 KB keeps the head and tail and",
-    "saves the whole output to output_path (read it with read or grep). The command and",
+    "saves the output (its first 64 MB) to output_path (read it with read or grep). The command and",
     "everything it started are killed after timeout_ms (default 120000, max 600000); processes",
     "still writing to the output after the command exits are killed too.",
   ].join(" "),

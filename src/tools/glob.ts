@@ -41,6 +41,13 @@ export interface GlobData {
   notice?: string;
 }
 
+/**
+ * "**\/*.ts", "**\/*.d.ts": any depth, a name of one star and literal extensions. The engine's
+ * file-name filter ("*.ts", dot files included, case-sensitive) keeps exactly these files, so
+ * the listing needs no second match.
+ */
+const ANY_DEPTH_EXTENSION = /^\*\*\/\*(\.[\w-]+)+$/;
+
 /** Lists `dir` (absolute) and keeps the paths, relative to `root`, that match `pattern`. */
 async function matchUnder(ctx: ToolContext, root: string, pattern: string) {
   // List only below the pattern's literal base ("src" of "src/**/*.ts"): less for rg to walk.
@@ -54,7 +61,8 @@ async function matchUnder(ctx: ToolContext, root: string, pattern: string) {
   // The pattern lets the engine list only files whose name can match ("*.ts" of "**/*.ts").
   const listing = await ctx.search.files({ path: dir, maxResults: LIST_CEILING, timeoutMs: TIMEOUT_MS, glob: pattern });
   const prefix = base ? `${base.replace(/\/+$/, "")}/` : "";
-  const all = listing.files.map((f) => prefix + f);
+  const all = prefix ? listing.files.map((f) => prefix + f) : listing.files;
+  if (ANY_DEPTH_EXTENSION.test(pattern)) return { all, matched: all, limited: listing.limited };
   const isMatch = picomatch(pattern, { dot: true });
   return { all, matched: all.filter((f) => isMatch(f)), limited: listing.limited };
 }
@@ -101,6 +109,11 @@ export default defineTool({
       root = await ctx.fs.resolve(root, "read");
     }
 
+    // The listing starts at once; the stat beside it only words the error when root is no directory.
+    const listing = matchUnder(ctx, root, pattern).then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
     const info = await ctx.fs.stat(root);
     if (!info) {
       throw new ToolError(
@@ -115,7 +128,9 @@ export default defineTool({
       );
     }
 
-    let result = await matchUnder(ctx, root, pattern);
+    const first = await listing;
+    if ("error" in first) throw first.error;
+    let result = first.value;
     // "src/**/*.ts" with path "src": the model repeated the directory; try the pattern without it.
     const rootRel = displayPath(root, ctx.workspace);
     if (!result.matched.length && rootRel !== "." && !path.isAbsolute(rootRel) && pattern.startsWith(`${rootRel}/`)) {
@@ -128,7 +143,7 @@ export default defineTool({
     }
 
     const prefix = rootRel === "." ? "" : rootRel.endsWith("/") ? rootRel : `${rootRel}/`;
-    const files = result.matched.map((f) => prefix + f).sort();
+    const files = (prefix ? result.matched.map((f) => prefix + f) : result.matched.slice()).sort();
     const data: GlobData = { root: rootRel, pattern, files, total: files.length };
     const notices: string[] = [];
     if (result.limited) {

@@ -1,6 +1,7 @@
 import * as z from "zod";
-import type { GrepHit } from "../tool/context.js";
+import type { GrepHit, Sidecars } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
+import { selfTruncated } from "../tool/envelope.js";
 import { ToolError } from "../tool/errors.js";
 
 /** RFC default: the 201st match triggers truncation (the host writes the sidecar). */
@@ -93,6 +94,26 @@ function noMatchNotice(args: Args, where: string, searched: number | undefined):
   return `No matches for ${JSON.stringify(args.pattern)} in ${where}${files}; files ignored by .gitignore and binary files are skipped.${tail}`;
 }
 
+/**
+ * The search stopped at its ceiling: more exist, so neither "of N" nor "the full output" is
+ * true. Keeps the first GREP_MAX_SHOWN, writes what was collected to a sidecar, and says so.
+ */
+async function ceilingResult(data: GrepData, sidecars: Sidecars) {
+  const unit = data.mode === "content" ? "matching lines" : data.mode === "files" ? "matching files" : "files with matches";
+  const collected = data.mode === "count" ? data.matches.length : data.total;
+  const stopped = `The search stopped at ${collected} ${unit}, so more exist${data.mode === "count" ? " and the counts are incomplete" : ""}.`;
+  const narrow = "Narrow path, glob or pattern for a complete answer.";
+  if (data.matches.length <= GREP_MAX_SHOWN) {
+    data.notice = `${stopped} ${narrow}`;
+    return data;
+  }
+  const file = await sidecars.writeText("grep", data.matches.map(formatMatch).join("\n") + "\n");
+  const shown = data.matches.length;
+  data.matches = data.matches.slice(0, GREP_MAX_SHOWN);
+  data.notice = `${stopped} Showing ${GREP_MAX_SHOWN}; the first ${collected} ${unit}${shown !== collected ? ` (${shown} lines with context)` : ""} are in ${file}: read it with the read tool (offset/limit) or search it with grep. ${narrow}`;
+  return selfTruncated(data, { truncated: true, output_path: file });
+}
+
 /** grep: regex or literal content search with ripgrep (JS regex on the memory backend). */
 export default defineTool({
   id: "grep",
@@ -109,11 +130,18 @@ export default defineTool({
   title: (args) => `grep ${JSON.stringify(args.pattern)}${args.path ? ` in ${args.path}` : ""}`,
   shorthand: (text) => ({ pattern: text.trim() }),
   shorthandHint: "a pattern",
-  async execute(args: Args, ctx): Promise<GrepData> {
+  async execute(args: Args, ctx) {
     const mode = args.output_mode ?? "content";
     const where = args.path ?? ".";
     const info = await ctx.fs.stat(where);
     if (!info) throw new ToolError("not_found", `Path not found: ${where}. Check the spelling, or find it with glob.`);
+    // A FIFO or a device would block the search (or never end): only files and directories are searched.
+    if (info.type === "other") {
+      throw new ToolError(
+        "invalid_arguments",
+        `${where} is not a regular file or a directory (a FIFO, socket or device), so grep cannot search it. Pass a file or a directory as path.`,
+      );
+    }
 
     const maxResults = args.limit ?? GREP_CEILING;
     const outcome = await ctx.search.grep({
@@ -138,10 +166,11 @@ export default defineTool({
     if (outcome.searched !== undefined) data.files_searched = outcome.searched;
     if (outcome.limited) {
       data.limited = true;
-      data.notice =
-        args.limit !== undefined
-          ? `Stopped after ${args.limit} results; more exist. Raise limit (max ${GREP_MAX_SHOWN}), omit it to collect every result, or narrow path, glob or pattern.`
-          : `The search stopped at ${GREP_CEILING} results, so more exist; narrow path, glob or pattern for a complete answer.`;
+      if (args.limit !== undefined) {
+        data.notice = `Stopped after ${args.limit} results; more exist. Raise limit (max ${GREP_MAX_SHOWN}), omit it to collect every result, or narrow path, glob or pattern.`;
+      } else {
+        return ceilingResult(data, ctx.sidecars);
+      }
     } else if (total === 0) {
       data.notice = noMatchNotice(args, where, outcome.searched);
     }

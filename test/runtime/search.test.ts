@@ -136,6 +136,21 @@ describe("RipgrepSearch", () => {
     expect(() => execFileSync("pgrep", ["-f", name])).toThrow();
   });
 
+  it("abort stops the search and kills rg", async () => {
+    dir = await tempDir();
+    // A FIFO nobody writes to: rg blocks reading it until it is killed.
+    const name = `blocked-${process.pid}-${Date.now()}.fifo`;
+    execFileSync("mkfifo", [path.join(dir, name)]);
+    const controller = new AbortController();
+    const pending = toolErrorOf(rg.grep(path.join(dir, name), dir, query({}), controller.signal));
+    await waitFor(() => rgRunningOn(name));
+    const started = Date.now();
+    controller.abort();
+    expect((await pending).code).toBe("aborted");
+    expect(Date.now() - started).toBeLessThan(1500);
+    await waitFor(() => !rgRunningOn(name));
+  });
+
   it("reports a bad regex with rg's message", async () => {
     dir = await tempDir({ "a.txt": "x\n" });
     const err = await toolErrorOf(rg.grep(dir, dir, query({ pattern: "a[b" }), never));
@@ -184,3 +199,19 @@ describe("MemorySearch", () => {
     expect(content.searched).toBe(1);
   });
 });
+
+function rgRunningOn(name: string): boolean {
+  try {
+    return execFileSync("pgrep", ["-f", name], { encoding: "utf8" }).trim() !== "";
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(check: () => boolean, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) throw new Error("condition not reached in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

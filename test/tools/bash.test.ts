@@ -76,6 +76,28 @@ describe("bash", () => {
     output((await call(bash, { command: "true", timeout_ms: 600_000 }, ws.session)).envelope);
   });
 
+  it("a command that exits before a tiny timeout fires is not reported as timed out", async () => {
+    const ws = await workspaces.use(diskWorkspace());
+    // With timeout_ms 1 the timer often fires after the command has exited but before its exit is seen.
+    const results = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        call(bash, { command: "echo done", timeout_ms: 1 }, ws.session).then((r) => output<BashResult>(r.envelope)),
+      ),
+    );
+    for (const data of results) {
+      if (data.exit_code === 0 && data.signal === null) {
+        expect(data).toMatchObject({ stdout: "done\n", timed_out: false });
+        expect(data.notice).toBeUndefined();
+      } else {
+        // Killed before it could finish: then it really timed out.
+        expect(data.timed_out).toBe(true);
+      }
+    }
+    // A command that really runs past its timeout still times out.
+    const slow = output<BashResult>((await call(bash, { command: "sleep 5", timeout_ms: 1 }, ws.session)).envelope);
+    expect(slow.timed_out).toBe(true);
+  });
+
   it("kills the whole tree on timeout and says how to retry", async () => {
     const ws = await workspaces.use(diskWorkspace());
     const m = sleepMarker();

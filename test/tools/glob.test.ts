@@ -160,6 +160,13 @@ describe("glob on disk", () => {
     await fsp.rm(outside, { recursive: true, force: true });
   });
 
+  it("lists a file whose name holds a newline whole", async () => {
+    const ws = await workspaces.use(diskWorkspace({ "a.txt": "a", "new\nline.txt": "n", "line.txt": "l" }));
+    const data = output<GlobData>((await call(glob, { pattern: "*.txt" }, ws.session)).envelope);
+    expect(data.files).toEqual(["a.txt", "line.txt", "new\nline.txt"]);
+    expect(data.total).toBe(3);
+  });
+
   it("publishes title, locations and shorthand", () => {
     expect(glob.title?.({ pattern: "**/*.ts", path: "src" })).toBe('glob "**/*.ts" in src/');
     expect(glob.title?.({ pattern: "*.md" })).toBe('glob "*.md"');

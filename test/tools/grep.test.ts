@@ -197,23 +197,54 @@ describe("grep on disk", () => {
     expect(data.matches[1]?.text).toMatch(/^caf.* TODO$/);
   });
 
-  it("abort stops the search and kills rg", async () => {
+  it("refuses a FIFO or a device at once instead of blocking on it", async () => {
     const ws = await workspaces.use(diskWorkspace({ "a.txt": "x\n" }));
-    // A FIFO nobody writes to: rg blocks reading it until it is killed.
     const name = `blocked-${process.pid}-${Date.now()}.fifo`;
-    const fifo = path.join(ws.root, name);
-    execFileSync("mkfifo", [fifo]);
-    const controller = new AbortController();
-    const pending = call(grep, { pattern: "x", path: name }, ws.session, { signal: controller.signal });
-    await waitFor(() => rgRunningOn(fifo));
+    execFileSync("mkfifo", [path.join(ws.root, name)]);
     const started = Date.now();
-    controller.abort();
-    const { envelope } = await pending;
-    errorOf(envelope, "aborted");
-    expect(Date.now() - started).toBeLessThan(1500);
-    await waitFor(() => !rgRunningOn(fifo));
+    const message = errorOf((await call(grep, { pattern: "x", path: name }, ws.session)).envelope, "invalid_arguments");
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(message).toMatch(/not a regular file or a directory/);
+    expect(message).not.toMatch(/regex|pattern/i);
+    expect(rgRunningOn(name)).toBe(false);
   });
 
+  it("says what a bad regex is without rg's wrapper or flags the tool does not offer", async () => {
+    const ws = await workspaces.use(diskWorkspace({ "a.txt": "ab\n" }));
+    const run = async (pattern: string) => errorOf((await call(grep, { pattern }, ws.session)).envelope, "invalid_arguments");
+    const unclosed = await run("a[b");
+    expect(unclosed).toContain("a[b");
+    expect(unclosed).toMatch(/unclosed character class/);
+    expect(unclosed).not.toContain("(?:");
+    const look = await run("(?<=a)b");
+    expect(look).toMatch(/look-around/);
+    expect(look).not.toMatch(/pcre2|\(\?:/i);
+    expect(look).toMatch(/literal: true|rewrite/i);
+    const backref = await run("(a)\\1");
+    expect(backref).toMatch(/backreferences/);
+    expect(backref).not.toMatch(/pcre2/i);
+  });
+
+  it("at its ceiling says the search stopped, what the sidecar holds, and how to narrow", async () => {
+    const lines = Array.from({ length: 6000 }, (_, i) => `hit ${i}`).join("\n");
+    const ws = await workspaces.use(diskWorkspace({ "one.txt": lines, "two.txt": lines }));
+    const env = (await call(grep, { pattern: "^hit" }, ws.session)).envelope;
+    const data = output<GrepData>(env);
+    expect(data.limited).toBe(true);
+    expect(data.matches).toHaveLength(200);
+    expect(data.total).toBe(10_000);
+    expect(env.metadata.truncated).toBe(true);
+    const sidecar = readFileSync(env.metadata.output_path as string, "utf8");
+    expect(sidecar.trimEnd().split("\n")).toHaveLength(10_000);
+    expect(data.notice).toContain(env.metadata.output_path);
+    expect(data.notice).toMatch(/stopped at 10000 matching lines/);
+    expect(data.notice).toMatch(/first 10000/);
+    expect(data.notice).toMatch(/Narrow path, glob or pattern/);
+    expect(data.notice).not.toMatch(/of 10000|full output/i);
+  });
+});
+
+describe("grep", () => {
   it("publishes title, locations and shorthand", () => {
     expect(grep.title?.({ pattern: "TODO", path: "src/" })).toBe('grep "TODO" in src/');
     expect(grep.title?.({ pattern: "TODO" })).toBe('grep "TODO"');
@@ -228,13 +259,5 @@ function rgRunningOn(fifo: string): boolean {
     return execFileSync("pgrep", ["-f", path.basename(fifo)], { encoding: "utf8" }).trim() !== "";
   } catch {
     return false;
-  }
-}
-
-async function waitFor(check: () => boolean, ms = 5000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error("condition not reached in time");
-    await new Promise((r) => setTimeout(r, 20));
   }
 }

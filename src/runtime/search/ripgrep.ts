@@ -1,9 +1,8 @@
 import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { StringDecoder } from "node:string_decoder";
 import type { FileQuery, GrepHit, GrepOutcome, GrepQuery } from "../../tool/context.js";
-import { ToolError } from "../../tool/errors.js";
+import { ToolError, isToolError } from "../../tool/errors.js";
 import type { SearchBackend } from "../fs/backend.js";
 import {
   MAX_LINE_CHARS,
@@ -64,7 +63,7 @@ interface RunOptions {
   cwd: string;
   signal: AbortSignal;
   timeoutMs: number;
-  separator: string;
+  separator: "\n" | "\0";
   /** Called per record as output arrives; returning false stops rg. */
   onRecord(record: string): boolean;
 }
@@ -105,8 +104,11 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
 
   let records = 0;
   let stderr = "";
-  let pending: string[] = [];
-  const decoder = new StringDecoder("utf8");
+  // Records are cut from the bytes and decoded one by one: the separator is one ASCII byte, which
+  // never occurs inside a UTF-8 sequence, and each record becomes a flat string (slices of one
+  // decoded chunk sort several times slower).
+  const sep = separator.charCodeAt(0);
+  let pending: Buffer[] = [];
   let broken: unknown;
   const take = (record: string) => {
     records++;
@@ -120,27 +122,21 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
   };
   child.stdout?.on("data", (chunk: Buffer) => {
     if (why) return;
-    const text = decoder.write(chunk);
     let start = 0;
-    let at = text.indexOf(separator);
+    let at = chunk.indexOf(sep);
     // A long record spans chunks: collect the pieces and join once its end arrives.
-    if (at === -1) {
-      pending.push(text);
-      return;
-    }
     while (at !== -1 && !why) {
-      const piece = text.slice(start, at);
       if (pending.length) {
-        pending.push(piece);
-        take(pending.join(""));
+        pending.push(chunk.subarray(start, at));
+        take(Buffer.concat(pending).toString("utf8"));
         pending = [];
       } else {
-        take(piece);
+        take(chunk.toString("utf8", start, at));
       }
-      start = at + separator.length;
-      at = text.indexOf(separator, start);
+      start = at + 1;
+      at = chunk.indexOf(sep, start);
     }
-    if (start < text.length) pending.push(text.slice(start));
+    if (start < chunk.length) pending.push(chunk.subarray(start));
   });
   child.stderr?.on("data", (chunk: Buffer) => {
     if (stderr.length < MAX_STDERR) stderr += chunk.toString("utf8");
@@ -151,7 +147,7 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
     if (why === "abort") throw abortedError();
     if (why === "timeout") throw timeoutError(options.timeoutMs);
     if (!why) {
-      const tail = pending.join("") + decoder.end();
+      const tail = Buffer.concat(pending).toString("utf8");
       if (tail) take(tail);
     }
     if (broken) throw broken;
@@ -191,28 +187,59 @@ function cleanPath(p: string): string {
   return p.startsWith("./") ? p.slice(2) : p;
 }
 
-function failed(run: RunResult): void {
+const WRAPPER = "(?:";
+
+/**
+ * rg's regex error in the terms of the grep tool: the pattern as the model wrote it (rg shows it
+ * inside a `(?:…)` group of its own, with the caret shifted to match), and no advice about a
+ * `--pcre2` flag the tool does not offer.
+ */
+function regexMessage(message: string, pattern: string | undefined): string {
+  const lines = message.split("\n");
+  const shown = lines.findIndex((l) => l.trimStart().startsWith(WRAPPER));
+  const quoted = lines[shown];
+  if (pattern !== undefined && quoted !== undefined && !pattern.includes("\n") && quoted.trimStart() === `${WRAPPER}${pattern})`) {
+    const indent = quoted.length - quoted.trimStart().length;
+    lines[shown] = `${quoted.slice(0, indent)}${pattern}`;
+    const caret = lines[shown + 1];
+    if (caret !== undefined && /^\s*\^+\s*$/.test(caret)) {
+      const at = caret.indexOf("^") - indent - WRAPPER.length;
+      // A caret on the wrapper itself points at no character of the pattern.
+      if (at >= 0) lines[shown + 1] = `${" ".repeat(indent + at)}${caret.trim().slice(0, Math.max(1, pattern.length - at))}`;
+      else lines.splice(shown + 1, 1);
+    }
+  }
+  let text = lines.join("\n");
+  if (/--pcre2/.test(text)) {
+    text = text.replace(/\n*Consider enabling PCRE2[\s\S]*$/, "");
+    text +=
+      "\ngrep's regex engine supports neither look-around nor backreferences: rewrite the pattern without them (search for a simpler pattern and check the matches).";
+  }
+  return text;
+}
+
+function failed(run: RunResult, pattern?: string): void {
   // Exit 1 is "nothing found"; 2 with nothing found and a message is a real error (2 alone can mean unreadable files).
   if (run.exitCode !== 2 || run.records > 0 || !run.stderr) return;
   const message = run.stderr.replace(/^rg: /gm, "");
-  if (/regex|pattern|literal/i.test(message)) throw invalidRegexError(message);
+  if (/regex|pattern|literal/i.test(message)) throw invalidRegexError(regexMessage(message, pattern));
   throw new ToolError("execution_failed", `ripgrep failed: ${message}`);
 }
 
 /** Search on the real disk with the bundled ripgrep. */
 export class RipgrepSearch implements SearchBackend {
   async files(root: string, query: FileQuery, signal: AbortSignal): Promise<{ files: string[]; limited: boolean }> {
-    if ((await checkRoot(root)) !== "directory") throw new ToolError("invalid_arguments", `${root} is a file, not a directory`);
     const max = query.maxResults ?? Number.POSITIVE_INFINITY;
     const files: string[] = [];
     let limited = false;
     // No path argument: rg lists the cwd and prints paths without a "./" prefix.
-    const run = await runRipgrep({
-      args: [...COMMON_ARGS, ...nameFilterArgs({ name: listingNameGlob(query) }), ...SKIP_GIT, "--files"],
+    const listing = runRipgrep({
+      // NUL-terminated: a newline is a legal character in a file name.
+      args: [...COMMON_ARGS, ...nameFilterArgs({ name: listingNameGlob(query) }), ...SKIP_GIT, "--files", "--null"],
       cwd: root,
       signal,
       timeoutMs: query.timeoutMs,
-      separator: "\n",
+      separator: "\0",
       onRecord(record) {
         if (files.length >= max) {
           limited = true;
@@ -221,6 +248,14 @@ export class RipgrepSearch implements SearchBackend {
         files.push(record);
         return true;
       },
+    });
+    // The root is looked at only when rg could not start in it (missing, or a file): one stat
+    // less on every listing.
+    const run = await listing.catch(async (err: unknown) => {
+      if (isToolError(err) && err.code === "unavailable" && (await checkRoot(root)) !== "directory") {
+        throw new ToolError("invalid_arguments", `${root} is a file, not a directory`);
+      }
+      throw err;
     });
     failed(run);
     return { files, limited };
@@ -288,7 +323,7 @@ export class RipgrepSearch implements SearchBackend {
           return true;
         },
       });
-      failed(run);
+      failed(run, query.literal ? undefined : query.pattern);
       if (limited) dropLeadingContext(hits, query.context ?? 0);
       hits.sort(byPath);
       return { hits, limited, ...(searched !== undefined ? { searched } : {}) };
@@ -314,7 +349,7 @@ export class RipgrepSearch implements SearchBackend {
         return true;
       },
     });
-    failed(run);
+    failed(run, query.literal ? undefined : query.pattern);
     hits.sort(byPath);
     return { hits, limited };
   }

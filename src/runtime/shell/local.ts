@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import type { Readable } from "node:stream";
@@ -158,16 +159,23 @@ class Run {
     else options.signal.addEventListener("abort", this.onAbort, { once: true });
     // setTimeout fires at once past 2^31-1 ms: clamp (that is ~24 days).
     this.timeoutTimer = setTimeout(
-      () => {
-        if (this.killing) return; // already aborted: that is what ended it
-        this.timedOut = true;
-        this.kill();
-      },
+      // One turn of the event loop first: an exit that is already pending is read before we
+      // decide. A command that finished before its timeout did not time out.
+      () => setImmediate(() => this.onTimeout()),
       Math.min(options.timeoutMs, 2 ** 31 - 1),
     );
   }
 
   private readonly onAbort = () => this.kill();
+
+  private onTimeout(): void {
+    // Already aborted (that is what ended it), or exited meanwhile.
+    if (this.killing || this.exit !== null) return;
+    // The command has exited and only its exit has not been seen yet: it finished in time.
+    if (leaderExited(this.pid)) return;
+    this.timedOut = true;
+    this.kill();
+  }
 
   private onData(name: StreamName, chunk: Buffer): void {
     this.total += chunk.length;
@@ -352,7 +360,12 @@ class Run {
     const cap = this.options.maxOutputBytes;
     const truncated = this.total > cap;
     const outputPath = this.sidecarState === "open" && this.sidecarError === null ? this.sidecar?.path : undefined;
-    const where = outputPath ? `full output in ${outputPath}` : `the full output could not be saved: ${this.sidecarError ?? "no sidecar"}`;
+    const dropped = this.sidecar?.dropped ?? 0;
+    const where = !outputPath
+      ? `the full output could not be saved: ${this.sidecarError ?? "no sidecar"}`
+      : dropped > 0
+        ? `the first ${this.total - dropped} bytes of the output are in ${outputPath}, the sidecar cap dropped the last ${dropped}`
+        : `full output in ${outputPath}`;
     const marker = (omitted: number) => `… [${omitted} bytes omitted; ${where}] …`;
     const { stdout, stderr } = this.keepers;
     const budget = truncated ? shareBudget(cap, stdout.size, stderr.size) : { out: cap, err: cap };
@@ -374,6 +387,17 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
     process.kill(-pid, signal);
   } catch {
     // ESRCH: the group is already gone.
+  }
+}
+
+/** Whether the process itself has exited (a zombie not yet reaped), where /proc can tell. */
+function leaderExited(pid: number): boolean {
+  if (process.platform !== "linux") return false;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
   }
 }
 

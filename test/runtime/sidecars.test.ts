@@ -1,0 +1,137 @@
+import { execFile } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { RuntimeSession } from "../../src/runtime/session.js";
+import { SessionSidecars, sweepStaleSidecars } from "../../src/runtime/sidecars.js";
+import bash, { type BashResult } from "../../src/tools/bash.js";
+import { call, output, tempDir } from "../helpers.js";
+
+const CAP_VARS = ["TOOLHOST_SIDECAR_DIR", "TOOLHOST_SIDECAR_MAX_BYTES", "TOOLHOST_SIDECAR_SESSION_MAX_BYTES"] as const;
+let saved: Record<string, string | undefined>;
+let root: string;
+
+beforeEach(async () => {
+  saved = Object.fromEntries(CAP_VARS.map((k) => [k, process.env[k]]));
+  root = await tempDir();
+  process.env.TOOLHOST_SIDECAR_DIR = root;
+});
+afterEach(async () => {
+  for (const k of CAP_VARS) {
+    if (saved[k] === undefined) delete process.env[k];
+    else process.env[k] = saved[k];
+  }
+  await fsp.rm(root, { recursive: true, force: true });
+});
+
+async function folderBytes(dir: string): Promise<number> {
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  let total = 0;
+  for (const n of names) total += (await fsp.stat(path.join(dir, n))).size;
+  return total;
+}
+
+describe("sidecar caps", () => {
+  it("a sidecar stops at its cap and ends with a line saying how much was dropped", async () => {
+    process.env.TOOLHOST_SIDECAR_MAX_BYTES = "300000";
+    const ws = await tempDir();
+    const session = new RuntimeSession({ workspace: ws });
+    try {
+      const { envelope } = await call(bash, { command: "yes 0123456789 | head -c 1000000" }, session);
+      const data = output<BashResult>(envelope);
+      expect(data.truncated).toBe(true);
+      const file = data.output_path as string;
+      const text = await fsp.readFile(file, "utf8");
+      const [kept, line] = [text.slice(0, 300_000), text.slice(300_000)];
+      expect(kept).toBe("0123456789\n".repeat(30_000).slice(0, 300_000));
+      expect(line).toMatch(/700000 bytes dropped/);
+      expect(line).toMatch(/cap/);
+      // The result does not call the capped file the full output.
+      expect(data.stdout).not.toMatch(/full output in/);
+      expect(data.stdout).toContain(file);
+    } finally {
+      await session.close();
+      await fsp.rm(ws, { recursive: true, force: true });
+    }
+  });
+
+  it("the session's sidecar folder has a cap over all its files", async () => {
+    process.env.TOOLHOST_SIDECAR_MAX_BYTES = "100000";
+    process.env.TOOLHOST_SIDECAR_SESSION_MAX_BYTES = "250000";
+    const sidecars = new SessionSidecars(path.join(root, "s1"));
+    for (let i = 0; i < 5; i++) {
+      const w = await sidecars.create("bash");
+      for (let j = 0; j < 20; j++) await w.write("x".repeat(10_000));
+      await w.close();
+      expect(w.dropped).toBe(i < 2 ? 100_000 : i === 2 ? 150_000 : 200_000);
+    }
+    const text = await sidecars.writeText("grep", "y".repeat(50_000));
+    expect(await fsp.readFile(text, "utf8")).toMatch(/^\n?\[toolhost: .*50000 bytes dropped.*session/);
+    const files = await fsp.readdir(path.join(root, "s1"));
+    expect(files).toHaveLength(6);
+    // Only the notes exceed the 250 kB of data.
+    expect(await folderBytes(path.join(root, "s1"))).toBeLessThan(250_000 + 6 * 200);
+  });
+
+  it("writeText keeps the head within the cap and says what it dropped", async () => {
+    process.env.TOOLHOST_SIDECAR_MAX_BYTES = "1000";
+    const sidecars = new SessionSidecars(path.join(root, "s2"));
+    const file = await sidecars.writeText("grep", "z".repeat(5000));
+    const text = await fsp.readFile(file, "utf8");
+    expect(text.startsWith("z".repeat(1000))).toBe(true);
+    expect(text.slice(1000)).not.toContain("z");
+    expect(text).toMatch(/4000 bytes dropped/);
+  });
+
+  it("a write larger than the rest of the budget keeps its head", async () => {
+    const sidecars = new SessionSidecars(path.join(root, "s3"), { maxFileBytes: 10, maxSessionBytes: 1000 });
+    const w = await sidecars.create("bash");
+    await w.write(Buffer.from("0123456789abcdef"));
+    await w.write("more");
+    await w.close();
+    const text = await fsp.readFile(w.path, "utf8");
+    expect(text.startsWith("0123456789\n")).toBe(true);
+    expect(text).toMatch(/10 bytes dropped/);
+    expect(w.dropped).toBe(10);
+  });
+});
+
+describe("sweeping old sidecar folders", () => {
+  const age = async (dir: string, hours: number) => {
+    await fsp.mkdir(dir, { recursive: true });
+    await fsp.writeFile(path.join(dir, "bash-0001.txt"), "x");
+    const t = new Date(Date.now() - hours * 3600_000);
+    await fsp.utimes(dir, t, t);
+  };
+
+  it("removes CLI folders after a day and session folders after a week", async () => {
+    await age(path.join(root, "cli-old"), 30);
+    await age(path.join(root, "cli-new"), 2);
+    await age(path.join(root, "session-recent"), 30);
+    await age(path.join(root, "session-stale"), 8 * 24);
+    await sweepStaleSidecars();
+    expect((await fsp.readdir(root)).sort()).toEqual(["cli-new", "session-recent"]);
+  });
+
+  it("toolhost call sweeps before it exits, and keeps its own folder", async () => {
+    const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
+    await age(path.join(root, "cli-old"), 30);
+    const ws = await tempDir();
+    const home = await tempDir();
+    try {
+      const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_SIDECAR_DIR: root, TOOLHOST_SIDECAR_MAX_BYTES: "1000" };
+      const args = [CLI, "call", "bash", JSON.stringify({ command: "head -c 300000 /dev/zero | tr '\\0' x" }), "--cwd", ws];
+      const { stdout } = await promisify(execFile)(process.execPath, args, { env, maxBuffer: 16 * 1024 * 1024 });
+      const envelope = JSON.parse(stdout) as { metadata: { output_path?: string } };
+      const own = envelope.metadata.output_path as string;
+      expect(path.basename(path.dirname(own))).toMatch(/^cli-/);
+      expect(await fsp.readdir(root)).toEqual([path.basename(path.dirname(own))]);
+      expect((await fsp.stat(own)).size).toBeLessThan(1200);
+    } finally {
+      await fsp.rm(ws, { recursive: true, force: true });
+      await fsp.rm(home, { recursive: true, force: true });
+    }
+  });
+});
