@@ -3,6 +3,7 @@ import path from "node:path";
 import type { AnyTool } from "../tool/define.js";
 import { checkExtensionTool } from "./extension-check.js";
 import { loadExtensionZod } from "./extension-zod.js";
+import { createEsbuildTransform } from "./transform.js";
 import { toolhostHome } from "../config/paths.js";
 
 /** A problem with a file, a folder or a profile: reported, never thrown. */
@@ -109,6 +110,8 @@ type Importer = (file: string) => Promise<Record<string, unknown>>;
 async function createImporter(options: LoaderOptions): Promise<Importer> {
   const [{ createJiti }, api, zod] = await Promise.all([import("jiti"), options.api(), loadExtensionZod()]);
   const jiti = createJiti(import.meta.url, {
+    // esbuild, with jiti's own babel transform for what only it handles (see transform.ts).
+    transform: createEsbuildTransform({ virtualModules: ["toolhost"] }),
     moduleCache: false,
     fsCache: options.cacheDir ?? path.join(toolhostHome(), "cache", "jiti"),
     interopDefault: false,
