@@ -8,7 +8,7 @@ import type { ToolKind } from "../tool/kinds.js";
 import { unionRequirements, type RequirementSet } from "../tool/requirements.js";
 import type { HostServices } from "../tool/services.js";
 import { completeTargets, defaultTargets, NO_TARGETS, type CallTargets } from "../tool/targets.js";
-import { applyOutputLimit } from "../tool/truncate.js";
+import { applyOutputLimit, utf8Head } from "../tool/truncate.js";
 import { allowAll, type Authorize, type ToolCallRequest } from "../policy/call.js";
 import { createToolContext } from "../runtime/context.js";
 import { ScopeError } from "../runtime/scope.js";
@@ -203,6 +203,19 @@ export function prepareCall(registry: ToolRegistry, id: string, rawArgs: unknown
   return { ok: true, call };
 }
 
+/** A thrown value as text: an Error's message (or its name), a string as is, anything else as JSON. */
+function thrownText(err: unknown): string {
+  if (err instanceof Error) return err.message || `${err.name} (no message)`;
+  if (typeof err === "string") return err;
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(err);
+  } catch {
+    // circular or a bigint: fall back to String()
+  }
+  return `it threw a non-Error value: ${json ?? String(err)}`;
+}
+
 /** Any failure of a call as an envelope: the tool's own errors keep their codes. */
 function failureEnvelope(call: PreparedCall, err: unknown, signal: AbortSignal): Envelope {
   const id = call.tool.id;
@@ -211,9 +224,81 @@ function failureEnvelope(call: PreparedCall, err: unknown, signal: AbortSignal):
   if (isToolError(err)) return fail(err.code, err.message);
   if (err instanceof ScopeError) return fail("capability_denied", `The ${id} tool's requirements are invalid: ${err.message}`);
   if (signal.aborted) return fail("aborted", "The call was cancelled");
-  const message = err instanceof Error ? err.message : String(err);
+  const message = thrownText(err);
   process.stderr.write(`toolhost: ${id} failed: ${err instanceof Error ? err.stack : message}\n`);
   return fail("execution_failed", `The ${id} tool failed: ${message}`);
+}
+
+/** What a value is, for a message: `a Map`, `a function`, `undefined`. */
+function kindOf(value: unknown): string {
+  if (value === undefined) return "undefined";
+  if (typeof value === "object" && value !== null) {
+    const name = Object.getPrototypeOf(value)?.constructor?.name;
+    return name ? `a ${name}` : "an object with a custom prototype";
+  }
+  return typeof value === "number" ? `the number ${value}` : `a ${typeof value}`;
+}
+
+function isPlainObjectValue(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Why a result is not JSON data, or undefined when it is: null, booleans, finite numbers,
+ * strings, arrays and plain objects of those. An object's field may be undefined (JSON leaves it
+ * out); anything else (functions, Maps, class instances, bigints, cycles) would reach the model
+ * changed or not at all.
+ */
+function notJsonData(value: unknown): string | undefined {
+  const seen = new Set<object>();
+  const walk = (item: unknown, at: string): string | undefined => {
+    const where = at ? ` at ${at}` : "";
+    if (item === null || typeof item === "string" || typeof item === "boolean") return undefined;
+    if (typeof item === "number") return Number.isFinite(item) ? undefined : `${kindOf(item)}${where}`;
+    if (typeof item !== "object") return `${kindOf(item)}${where}`;
+    if (seen.has(item)) return `a circular reference${where}`;
+    const array = Array.isArray(item);
+    if (!array && !isPlainObjectValue(item)) return `${kindOf(item)}${where}`;
+    seen.add(item);
+    if (array) {
+      for (let i = 0; i < item.length; i++) {
+        const problem = walk(item[i], `${at}[${i}]`);
+        if (problem) return problem;
+      }
+    } else {
+      for (const [key, field] of Object.entries(item)) {
+        if (field === undefined) continue;
+        const problem = walk(field, /^[A-Za-z_$][\w$]*$/.test(key) ? (at ? `${at}.${key}` : key) : `${at}[${JSON.stringify(key)}]`);
+        if (problem) return problem;
+      }
+    }
+    seen.delete(item);
+    return undefined;
+  };
+  return walk(value, "");
+}
+
+/** An error text over the tool's output cap keeps its head; the whole text goes to a sidecar. */
+async function capErrorText(call: PreparedCall, envelope: Envelope): Promise<Envelope> {
+  if (envelope.type !== "error") return envelope;
+  const maxBytes = call.tool.output?.maxBytes ?? DEFAULT_OUTPUT_LIMIT.maxBytes ?? 50 * 1024;
+  const total = Buffer.byteLength(envelope.error_text, "utf8");
+  if (total <= maxBytes) return envelope;
+  const head = utf8Head(envelope.error_text, maxBytes);
+  const kept = Buffer.byteLength(head, "utf8");
+  let path: string | undefined;
+  try {
+    path = await call.options.session.sidecars.writeText(call.tool.id, envelope.error_text);
+  } catch {
+    // the head alone still says what went wrong
+  }
+  const where = path ? `the full text is in ${path}; read it with the read tool (offset/limit)` : "the rest was dropped";
+  return {
+    ...envelope,
+    error_text: `${head}\n… [error text truncated at ${kept} of ${total} bytes; ${where}]`,
+    metadata: { ...envelope.metadata, truncated: true, ...(path ? { output_path: path } : {}) },
+  };
 }
 
 /** What the call touches and what it would do: the tool's targets and preview hooks (read-only). */
@@ -237,6 +322,10 @@ async function examine(call: PreparedCall): Promise<void> {
  * policy, then execute, bounded by the tool's timeout. Always ends the call's limits.
  */
 export async function runPreparedCall(call: PreparedCall, authorize: Authorize = allowAll): Promise<Envelope> {
+  return capErrorText(call, await runSteps(call, authorize));
+}
+
+async function runSteps(call: PreparedCall, authorize: Authorize): Promise<Envelope> {
   const signal = call.options.signal ?? new AbortController().signal;
   const fail = (code: ErrorCode, text: string) => errorEnvelope(code, text, call.elapsed());
   try {
@@ -251,6 +340,13 @@ export async function runPreparedCall(call: PreparedCall, authorize: Authorize =
     const result = await call.limits.race(
       untilAborted(Promise.resolve(tool.execute(args, ctx)), signal, call.options.abortGraceMs ?? 2000),
     );
+    const problem = notJsonData(isSelfTruncated(result) ? result.data : result);
+    if (problem) {
+      return fail(
+        "execution_failed",
+        `The ${tool.id} tool returned ${problem}, which is not JSON data: a tool must return plain objects, arrays, strings, numbers, booleans or null. This is a defect in the tool, so retrying will not help; tell the user.`,
+      );
+    }
     if (isSelfTruncated(result)) {
       const metadata = { duration_ms: call.elapsed(), ...(result.truncated ? { truncated: true, output_path: result.output_path } : {}) };
       return { type: "output", data: result.data, metadata };
