@@ -154,7 +154,10 @@ export function prepareCall(registry: ToolRegistry, id: string, rawArgs: unknown
   const tool = registry.get(id);
   const plain: ToolCallInfo = { callId, toolId: id, kind: tool?.kind ?? "other", title: id, locations: [], args: rawArgs };
   const fail = (code: ErrorCode, text: string): Prepared => ({ ok: false, envelope: errorEnvelope(code, text, elapsed()), info: plain });
-  if (!tool) return fail("unknown_tool", `There is no tool "${id}". Available tools: ${registry.ids().join(", ")}`);
+  if (!tool) {
+    const why = registry.whyAbsent(id) ?? `There is no tool "${id}".`;
+    return fail("unknown_tool", `${why} Available tools: ${registry.ids().join(", ")}`);
+  }
 
   const parsed = tool.parameters.safeParse(rawArgs ?? {});
   if (!parsed.success) return fail("invalid_arguments", formatValidationError(id, parsed.error));
