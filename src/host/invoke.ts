@@ -65,6 +65,48 @@ export function formatValidationError(toolId: string, error: z.ZodError): string
   return `The ${toolId} tool was called with invalid arguments:\n${z.prettifyError(error)}\nRewrite the arguments so they satisfy the tool's schema.`;
 }
 
+/** Edit distance, for "did you mean": small strings only (argument names). */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/**
+ * Keys the tool's published schema does not name. A schema that allows more (`additionalProperties`
+ * true or a schema, `patternProperties`) or has no `properties` accepts anything; zod's default
+ * objects publish neither and would drop the key without a word.
+ */
+function unknownKeysError(tool: AnyTool, rawArgs: unknown): string | undefined {
+  const schema = tool.inputSchema;
+  const properties = schema.properties;
+  if (typeof properties !== "object" || properties === null || Array.isArray(properties)) return undefined;
+  if ((schema.additionalProperties !== undefined && schema.additionalProperties !== false) || schema.patternProperties !== undefined) {
+    return undefined;
+  }
+  if (typeof rawArgs !== "object" || rawArgs === null || Array.isArray(rawArgs)) return undefined;
+  const valid = Object.keys(properties);
+  const unknown = Object.keys(rawArgs).filter((key) => !Object.hasOwn(properties, key));
+  if (!unknown.length) return undefined;
+  const named = unknown.map((key) => {
+    const near = valid
+      .map((name) => ({ name, d: distance(key.toLowerCase(), name.toLowerCase()) }))
+      .filter(({ name, d }) => d <= Math.max(1, Math.floor(Math.max(key.length, name.length) / 3)))
+      .sort((x, y) => x.d - y.d)[0];
+    return near ? `${JSON.stringify(key)} (did you mean ${JSON.stringify(near.name)}?)` : JSON.stringify(key);
+  });
+  const list = valid.length
+    ? `Its arguments are: ${valid.join(", ")}. Call it again with only those keys.`
+    : "It takes no arguments: call it with {}.";
+  return `The ${tool.id} tool has no argument${unknown.length > 1 ? "s" : ""} ${named.join(", ")}. ${list}`;
+}
+
 function abortError(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new Error("The call was cancelled");
 }
@@ -159,6 +201,8 @@ export function prepareCall(registry: ToolRegistry, id: string, rawArgs: unknown
     return fail("unknown_tool", `${why} Available tools: ${registry.ids().join(", ")}`);
   }
 
+  const unknownKeys = unknownKeysError(tool, rawArgs);
+  if (unknownKeys) return fail("invalid_arguments", unknownKeys);
   const parsed = tool.parameters.safeParse(rawArgs ?? {});
   if (!parsed.success) return fail("invalid_arguments", formatValidationError(id, parsed.error));
   const args = parsed.data as Record<string, unknown>;
