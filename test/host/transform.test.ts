@@ -1,9 +1,10 @@
 import * as fsp from "node:fs/promises";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createExtensionLoader } from "../../src/host/loader.js";
-import { createEsbuildTransform } from "../../src/host/transform.js";
+import { createEsbuildTransform, type EsbuildLike } from "../../src/host/transform.js";
 import { tempDir } from "../helpers.js";
 import { toolFile, useTempHome } from "./extension-fixtures.js";
 
@@ -75,10 +76,45 @@ describe("the extension transform (esbuild, jiti's babel where only it will do)"
     expect(loaded.problems[0]!.message).toMatch(/^failed to import: .*(ParseError|SyntaxError|Unexpected)/s);
   });
 
+  it("transpiles the rest of a cold folder in one batch after the first miss, and never uses a batch result for other source", async () => {
+    const real = createRequire(import.meta.url)("esbuild") as EsbuildLike;
+    const calls = { sync: 0, batched: 0 };
+    const counting: EsbuildLike = {
+      transformSync: (input, options) => (calls.sync++, real.transformSync(input, options)),
+      transform: (input, options) => (calls.batched++, real.transform(input, options)),
+    };
+    const sources = { "a.ts": "export const a: number = 1;\n", "b.ts": "export const b: string = 'b';\n", "_c.ts": "export type C = 1;\n" };
+    const dir = await tempDir({ ...sources, "notes.md": "not code\n", "types.d.ts": "export type T = 1;\n" });
+    const esbuild = createEsbuildTransform({ esbuild: () => counting });
+    const at = (name: keyof typeof sources, source: string = sources[name]) =>
+      esbuild.transform({ source, filename: path.join(dir, name), ts: true, async: true }).code;
+
+    const first = at("a.ts");
+    await esbuild.settled();
+    expect(calls).toEqual({ sync: 1, batched: 2 });
+    const direct = (name: keyof typeof sources) =>
+      real.transformSync(sources[name], {
+        loader: "ts",
+        format: "cjs",
+        target: "node20",
+        sourcefile: path.join(dir, name),
+        banner: '"use strict";',
+      }).code;
+    expect([at("b.ts"), at("_c.ts")]).toEqual([direct("b.ts"), direct("_c.ts")]);
+    expect(first).toContain("a = 1");
+    expect(calls).toEqual({ sync: 1, batched: 2 });
+    // Edited since the batch read it: transpiled again, from the source jiti hands over.
+    expect(at("b.ts", "export const b: string = 'edited';\n")).toContain("edited");
+    expect(calls.sync).toBe(2);
+  });
+
   it("leaves a package import to jiti's transform, and everything to it when esbuild cannot load", () => {
     const esbuildCalls: string[] = [];
-    const spy = { transformSync: (input: string) => (esbuildCalls.push(input), { code: 'var x = require("left-pad");' }) };
-    const withPackage = createEsbuildTransform({ esbuild: () => spy })({
+    const spy = {
+      transformSync: (input: string) => (esbuildCalls.push(input), { code: 'var x = require("left-pad");' }),
+      transform: async () => ({ code: "" }),
+    };
+    const withPackage = createEsbuildTransform({ esbuild: () => spy }).transform({
       source: 'import x from "left-pad";\nexport const y = x;',
       filename: "/a.ts",
       ts: true,
@@ -87,7 +123,11 @@ describe("the extension transform (esbuild, jiti's babel where only it will do)"
     expect(withPackage.code).not.toBe('var x = require("left-pad");');
     expect(withPackage.code).toContain("left-pad");
 
-    const none = createEsbuildTransform({ esbuild: () => undefined })({ source: toolFile("plain"), filename: "/plain.ts", ts: true });
+    const none = createEsbuildTransform({ esbuild: () => undefined }).transform({
+      source: toolFile("plain"),
+      filename: "/plain.ts",
+      ts: true,
+    });
     expect(none.code).not.toContain("__toCommonJS");
     expect(none.code).toContain("toolhost");
   });
