@@ -1,4 +1,5 @@
-// Issue 5 target: a session's toolset with 50 extension files, built in under 300 ms.
+// Issue 5 target: a session's toolset with 50 extension files, built in under 300 ms (issue 10:
+// also cold, with an empty transpile cache).
 // Each run is a fresh Node process (what a new agent process pays), median of interleaved runs:
 //   cold  — jiti's transpile cache is empty (the first start after the files were written or edited)
 //   warm  — the cache is filled (every later start)
@@ -102,7 +103,7 @@ const m = Object.fromEntries(Object.entries(series).map(([k, v]) => [k, median(v
 console.log(`${FILES} extension files (${tools} tools with the builtins), ${ROUNDS} interleaved rounds, Node ${process.versions.node}\n`);
 console.log("| measurement | median | target |");
 console.log("|---|---|---|");
-console.log(`| build the toolset, cold (empty transpile cache) | ${fmt(m.cold)} ms | |`);
+console.log(`| build the toolset, cold (empty transpile cache) | ${fmt(m.cold)} ms | < 300 ms |`);
 console.log(`| build the toolset, warm (a fresh process, cache filled) | ${fmt(m.warm)} ms | < 300 ms |`);
 console.log(`| rebuild in the same process (/reload) | ${fmt(m.reload)} ms | |`);
 console.log(`| build the toolset, builtins only | ${fmt(m.none)} ms | |`);

@@ -16,11 +16,12 @@ await build({
   minify: true,
   sourcemap: "linked",
   chunkNames: "chunks/[name]-[hash]",
-  // rgPath is computed from its own package location, and jiti loads its babel build from its
-  // own folder: both must stay real dependencies.
+  // rgPath is computed from its own package location, jiti loads its babel build from its own
+  // folder, and esbuild (the extension transform) runs its platform binary: all must stay real
+  // dependencies.
   // The AI SDK loads on the first model turn, from node_modules: bundled, its namespace use of zod
   // would keep all of zod (every locale) alive in the chunk that session/new loads.
-  external: ["@vscode/ripgrep", "jiti", "ai", "@ai-sdk/*"],
+  external: ["@vscode/ripgrep", "jiti", "esbuild", "ai", "@ai-sdk/*"],
   // CommonJS dependencies (tree-kill, picomatch, shell-quote) call require() for node builtins.
   banner: { js: "import { createRequire as __thCreateRequire } from 'node:module'; const require = __thCreateRequire(import.meta.url);" },
   logLevel: "warning",

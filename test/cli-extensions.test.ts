@@ -96,6 +96,19 @@ describe("toolhost doctor", () => {
     expect(profile.code).toBe(1);
     expect(profile.stdout).toMatch(/no profile named "nope"/);
   });
+
+  it("counts a configured tool folder that does not exist as a problem", async () => {
+    const config = await put(path.join(home, "config.json"), JSON.stringify({ toolDirs: ["extra"] }));
+    const missing = await toolhost("doctor");
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toContain(
+      `problems (1):\n  ${path.join(home, "extra")}: this folder is listed in toolDirs (${config}) but does not exist; create it or fix the entry`,
+    );
+    await fsp.mkdir(path.join(home, "extra"));
+    const found = await toolhost("doctor");
+    expect(found.code).toBe(0);
+    expect(found.stdout).toContain("No problems found.");
+  });
 });
 
 describe("extension code cannot hold the CLI open", () => {

@@ -37,10 +37,15 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   const block = (title: string, items: string[]) => {
     if (items.length) lines.push("", title, ...items.map((i) => `  ${i.replace(/\n/g, "\n    ")}`));
   };
-  block(
-    `problems (${report.errors.length}):`,
-    report.errors.map((e) => `${e.file}: ${e.message}`),
-  );
+  // A folder the user named in toolDirs that is not there is a typo or a moved folder; the
+  // profile's and the project's folders are optional.
+  const problems = [
+    ...report.errors.map((e) => `${e.file}: ${e.message}`),
+    ...report.folders
+      .filter((f) => f.origin === "config" && f.status === "missing")
+      .map((f) => `${f.dir}: this folder is listed in toolDirs (${config.path}) but does not exist; create it or fix the entry`),
+  ];
+  block(`problems (${problems.length}):`, problems);
   block(
     "shadowed (the first definition found wins):",
     report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`),
@@ -49,7 +54,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     "skipped, project not trusted (`toolhost trust` loads them):",
     report.skipped.map((s) => s.file),
   );
-  if (!report.errors.length) lines.push("", "No problems found.");
+  if (!problems.length) lines.push("", "No problems found.");
   process.stdout.write(`${lines.join("\n")}\n`); // stdout-ok: the command's report
-  return report.errors.length ? 1 : 0;
+  return problems.length ? 1 : 0;
 }

@@ -8,7 +8,7 @@ import type { ToolKind } from "../tool/kinds.js";
 import { unionRequirements, type RequirementSet } from "../tool/requirements.js";
 import type { HostServices } from "../tool/services.js";
 import { completeTargets, defaultTargets, NO_TARGETS, type CallTargets } from "../tool/targets.js";
-import { applyOutputLimit } from "../tool/truncate.js";
+import { applyOutputLimit, utf8Head } from "../tool/truncate.js";
 import { allowAll, type Authorize, type ToolCallRequest } from "../policy/call.js";
 import { createToolContext } from "../runtime/context.js";
 import { ScopeError } from "../runtime/scope.js";
@@ -63,6 +63,48 @@ export type Prepared = { ok: true; call: PreparedCall } | { ok: false; envelope:
 
 export function formatValidationError(toolId: string, error: z.ZodError): string {
   return `The ${toolId} tool was called with invalid arguments:\n${z.prettifyError(error)}\nRewrite the arguments so they satisfy the tool's schema.`;
+}
+
+/** Edit distance, for "did you mean": small strings only (argument names). */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/**
+ * Keys the tool's published schema does not name. A schema that allows more (`additionalProperties`
+ * true or a schema, `patternProperties`) or has no `properties` accepts anything; zod's default
+ * objects publish neither and would drop the key without a word.
+ */
+function unknownKeysError(tool: AnyTool, rawArgs: unknown): string | undefined {
+  const schema = tool.inputSchema;
+  const properties = schema.properties;
+  if (typeof properties !== "object" || properties === null || Array.isArray(properties)) return undefined;
+  if ((schema.additionalProperties !== undefined && schema.additionalProperties !== false) || schema.patternProperties !== undefined) {
+    return undefined;
+  }
+  if (typeof rawArgs !== "object" || rawArgs === null || Array.isArray(rawArgs)) return undefined;
+  const valid = Object.keys(properties);
+  const unknown = Object.keys(rawArgs).filter((key) => !Object.hasOwn(properties, key));
+  if (!unknown.length) return undefined;
+  const named = unknown.map((key) => {
+    const near = valid
+      .map((name) => ({ name, d: distance(key.toLowerCase(), name.toLowerCase()) }))
+      .filter(({ name, d }) => d <= Math.max(1, Math.floor(Math.max(key.length, name.length) / 3)))
+      .sort((x, y) => x.d - y.d)[0];
+    return near ? `${JSON.stringify(key)} (did you mean ${JSON.stringify(near.name)}?)` : JSON.stringify(key);
+  });
+  const list = valid.length
+    ? `Its arguments are: ${valid.join(", ")}. Call it again with only those keys.`
+    : "It takes no arguments: call it with {}.";
+  return `The ${tool.id} tool has no argument${unknown.length > 1 ? "s" : ""} ${named.join(", ")}. ${list}`;
 }
 
 function abortError(signal: AbortSignal): Error {
@@ -154,8 +196,13 @@ export function prepareCall(registry: ToolRegistry, id: string, rawArgs: unknown
   const tool = registry.get(id);
   const plain: ToolCallInfo = { callId, toolId: id, kind: tool?.kind ?? "other", title: id, locations: [], args: rawArgs };
   const fail = (code: ErrorCode, text: string): Prepared => ({ ok: false, envelope: errorEnvelope(code, text, elapsed()), info: plain });
-  if (!tool) return fail("unknown_tool", `There is no tool "${id}". Available tools: ${registry.ids().join(", ")}`);
+  if (!tool) {
+    const why = registry.whyAbsent(id) ?? `There is no tool "${id}".`;
+    return fail("unknown_tool", `${why} Available tools: ${registry.ids().join(", ")}`);
+  }
 
+  const unknownKeys = unknownKeysError(tool, rawArgs);
+  if (unknownKeys) return fail("invalid_arguments", unknownKeys);
   const parsed = tool.parameters.safeParse(rawArgs ?? {});
   if (!parsed.success) return fail("invalid_arguments", formatValidationError(id, parsed.error));
   const args = parsed.data as Record<string, unknown>;
@@ -203,6 +250,19 @@ export function prepareCall(registry: ToolRegistry, id: string, rawArgs: unknown
   return { ok: true, call };
 }
 
+/** A thrown value as text: an Error's message (or its name), a string as is, anything else as JSON. */
+function thrownText(err: unknown): string {
+  if (err instanceof Error) return err.message || `${err.name} (no message)`;
+  if (typeof err === "string") return err;
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(err);
+  } catch {
+    // circular or a bigint: fall back to String()
+  }
+  return `it threw a non-Error value: ${json ?? String(err)}`;
+}
+
 /** Any failure of a call as an envelope: the tool's own errors keep their codes. */
 function failureEnvelope(call: PreparedCall, err: unknown, signal: AbortSignal): Envelope {
   const id = call.tool.id;
@@ -211,9 +271,81 @@ function failureEnvelope(call: PreparedCall, err: unknown, signal: AbortSignal):
   if (isToolError(err)) return fail(err.code, err.message);
   if (err instanceof ScopeError) return fail("capability_denied", `The ${id} tool's requirements are invalid: ${err.message}`);
   if (signal.aborted) return fail("aborted", "The call was cancelled");
-  const message = err instanceof Error ? err.message : String(err);
+  const message = thrownText(err);
   process.stderr.write(`toolhost: ${id} failed: ${err instanceof Error ? err.stack : message}\n`);
   return fail("execution_failed", `The ${id} tool failed: ${message}`);
+}
+
+/** What a value is, for a message: `a Map`, `a function`, `undefined`. */
+function kindOf(value: unknown): string {
+  if (value === undefined) return "undefined";
+  if (typeof value === "object" && value !== null) {
+    const name = Object.getPrototypeOf(value)?.constructor?.name;
+    return name ? `a ${name}` : "an object with a custom prototype";
+  }
+  return typeof value === "number" ? `the number ${value}` : `a ${typeof value}`;
+}
+
+function isPlainObjectValue(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Why a result is not JSON data, or undefined when it is: null, booleans, finite numbers,
+ * strings, arrays and plain objects of those. An object's field may be undefined (JSON leaves it
+ * out); anything else (functions, Maps, class instances, bigints, cycles) would reach the model
+ * changed or not at all.
+ */
+function notJsonData(value: unknown): string | undefined {
+  const seen = new Set<object>();
+  const walk = (item: unknown, at: string): string | undefined => {
+    const where = at ? ` at ${at}` : "";
+    if (item === null || typeof item === "string" || typeof item === "boolean") return undefined;
+    if (typeof item === "number") return Number.isFinite(item) ? undefined : `${kindOf(item)}${where}`;
+    if (typeof item !== "object") return `${kindOf(item)}${where}`;
+    if (seen.has(item)) return `a circular reference${where}`;
+    const array = Array.isArray(item);
+    if (!array && !isPlainObjectValue(item)) return `${kindOf(item)}${where}`;
+    seen.add(item);
+    if (array) {
+      for (let i = 0; i < item.length; i++) {
+        const problem = walk(item[i], `${at}[${i}]`);
+        if (problem) return problem;
+      }
+    } else {
+      for (const [key, field] of Object.entries(item)) {
+        if (field === undefined) continue;
+        const problem = walk(field, /^[A-Za-z_$][\w$]*$/.test(key) ? (at ? `${at}.${key}` : key) : `${at}[${JSON.stringify(key)}]`);
+        if (problem) return problem;
+      }
+    }
+    seen.delete(item);
+    return undefined;
+  };
+  return walk(value, "");
+}
+
+/** An error text over the tool's output cap keeps its head; the whole text goes to a sidecar. */
+async function capErrorText(call: PreparedCall, envelope: Envelope): Promise<Envelope> {
+  if (envelope.type !== "error") return envelope;
+  const maxBytes = call.tool.output?.maxBytes ?? DEFAULT_OUTPUT_LIMIT.maxBytes ?? 50 * 1024;
+  const total = Buffer.byteLength(envelope.error_text, "utf8");
+  if (total <= maxBytes) return envelope;
+  const head = utf8Head(envelope.error_text, maxBytes);
+  const kept = Buffer.byteLength(head, "utf8");
+  let path: string | undefined;
+  try {
+    path = await call.options.session.sidecars.writeText(call.tool.id, envelope.error_text);
+  } catch {
+    // the head alone still says what went wrong
+  }
+  const where = path ? `the full text is in ${path}; read it with the read tool (offset/limit)` : "the rest was dropped";
+  return {
+    ...envelope,
+    error_text: `${head}\n… [error text truncated at ${kept} of ${total} bytes; ${where}]`,
+    metadata: { ...envelope.metadata, truncated: true, ...(path ? { output_path: path } : {}) },
+  };
 }
 
 /** What the call touches and what it would do: the tool's targets and preview hooks (read-only). */
@@ -237,6 +369,10 @@ async function examine(call: PreparedCall): Promise<void> {
  * policy, then execute, bounded by the tool's timeout. Always ends the call's limits.
  */
 export async function runPreparedCall(call: PreparedCall, authorize: Authorize = allowAll): Promise<Envelope> {
+  return capErrorText(call, await runSteps(call, authorize));
+}
+
+async function runSteps(call: PreparedCall, authorize: Authorize): Promise<Envelope> {
   const signal = call.options.signal ?? new AbortController().signal;
   const fail = (code: ErrorCode, text: string) => errorEnvelope(code, text, call.elapsed());
   try {
@@ -251,6 +387,13 @@ export async function runPreparedCall(call: PreparedCall, authorize: Authorize =
     const result = await call.limits.race(
       untilAborted(Promise.resolve(tool.execute(args, ctx)), signal, call.options.abortGraceMs ?? 2000),
     );
+    const problem = notJsonData(isSelfTruncated(result) ? result.data : result);
+    if (problem) {
+      return fail(
+        "execution_failed",
+        `The ${tool.id} tool returned ${problem}, which is not JSON data: a tool must return plain objects, arrays, strings, numbers, booleans or null. This is a defect in the tool, so retrying will not help; tell the user.`,
+      );
+    }
     if (isSelfTruncated(result)) {
       const metadata = { duration_ms: call.elapsed(), ...(result.truncated ? { truncated: true, output_path: result.output_path } : {}) };
       return { type: "output", data: result.data, metadata };

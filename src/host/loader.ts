@@ -3,6 +3,7 @@ import path from "node:path";
 import type { AnyTool } from "../tool/define.js";
 import { checkExtensionTool } from "./extension-check.js";
 import { loadExtensionZod } from "./extension-zod.js";
+import { createEsbuildTransform } from "./transform.js";
 import { toolhostHome } from "../config/paths.js";
 
 /** A problem with a file, a folder or a profile: reported, never thrown. */
@@ -107,14 +108,35 @@ type Importer = (file: string) => Promise<Record<string, unknown>>;
 
 /** jiti with `toolhost` mapped to the handed-in API plus all of zod. */
 async function createImporter(options: LoaderOptions): Promise<Importer> {
-  const [{ createJiti }, api, zod] = await Promise.all([import("jiti"), options.api(), loadExtensionZod()]);
+  const fsCache = options.cacheDir ?? path.join(toolhostHome(), "cache", "jiti");
+  const [{ createJiti }, api, zod, cold] = await Promise.all([
+    import("jiti"),
+    options.api(),
+    loadExtensionZod(),
+    // No cache (or an empty one): every file will need transpiling.
+    fsCache === false
+      ? true
+      : fsp.readdir(fsCache).then(
+          (names) => names.length === 0,
+          () => true,
+        ),
+  ]);
+  // esbuild, with jiti's own babel transform for what only it handles (see transform.ts).
+  const esbuild = createEsbuildTransform({ virtualModules: ["toolhost"] });
   const jiti = createJiti(import.meta.url, {
+    transform: esbuild.transform,
     moduleCache: false,
-    fsCache: options.cacheDir ?? path.join(toolhostHome(), "cache", "jiti"),
+    fsCache,
     interopDefault: false,
     virtualModules: { toolhost: { ...api, z: zod.z ?? zod } },
   });
-  return (file) => jiti.import<Record<string, unknown>>(file);
+  let first = cold;
+  return async (file) => {
+    if (first) esbuild.prefetch(file);
+    first = false;
+    await esbuild.settled(); // a cold folder's batch, started above or by the previous file's cache miss
+    return jiti.import<Record<string, unknown>>(file);
+  };
 }
 
 /**

@@ -19,6 +19,7 @@ export class RegistryError extends Error {
 /** The tools of a host, by id. Locked ids are reserved for the built-in implementations. */
 export class ToolRegistry {
   private readonly tools = new Map<string, RegisteredTool>();
+  private readonly absent = new Map<string, string>();
 
   register(tool: AnyTool, source: ToolSource = "builtin"): void {
     if (isLockedId(tool.id) && source !== "builtin") {
@@ -50,5 +51,15 @@ export class ToolRegistry {
 
   ids(): string[] {
     return [...this.tools.keys()];
+  }
+
+  /** Records why a defined tool is not here (it failed to load, is disabled, …); the first reason for an id counts. */
+  noteAbsent(id: string, why: string): void {
+    if (!this.tools.has(id) && !this.absent.has(id)) this.absent.set(id, why);
+  }
+
+  /** Why a tool with this id exists somewhere but not in this registry, if anyone said. */
+  whyAbsent(id: string): string | undefined {
+    return this.tools.has(id) ? undefined : this.absent.get(id);
   }
 }

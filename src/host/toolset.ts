@@ -101,6 +101,37 @@ function toolsetReport(
   };
 }
 
+const fileId = (file: string) => path.basename(file).replace(/\.[^.]+$/, "");
+const sentence = (text: string) => (/[.!?]$/.test(text.trimEnd()) ? text.trimEnd() : `${text.trimEnd()}.`);
+
+/**
+ * Tells the registry why tools that something defines are missing, for the unknown_tool error:
+ * a load failure (by id, or a failed file named after the id), the profile, availability, and
+ * an untrusted project's file named after the id.
+ */
+function noteAbsentTools(registry: ToolRegistry, report: ToolsetReport): void {
+  const failed = (id: string, problem: LoadProblem) =>
+    registry.noteAbsent(
+      id,
+      `The tool "${id}" failed to load from ${problem.file}: ${sentence(problem.message)} Tell the user; once the file is fixed, /reload loads it.`,
+    );
+  for (const problem of report.errors) if (problem.id) failed(problem.id, problem);
+  for (const tool of report.disabled) {
+    registry.noteAbsent(
+      tool.id,
+      `The tool "${tool.id}" is disabled in this session: ${sentence(tool.reason)} Use one of the available tools.`,
+    );
+  }
+  for (const tool of report.unavailable) {
+    registry.noteAbsent(tool.id, `The tool "${tool.id}" is not available in this workspace (its isAvailable check said no).`);
+  }
+  for (const problem of report.errors) if (!problem.id) failed(fileId(problem.file), problem);
+  for (const { file, reason } of report.skipped) {
+    const id = fileId(file);
+    registry.noteAbsent(id, `The tool "${id}" may be defined in ${file}, which was not loaded: ${sentence(reason)}`);
+  }
+}
+
 /**
  * Builds a session's tools: builtins → the profile's tools/ → the project's .toolhost/tools/
  * (trusted projects only; otherwise listed as skipped, never imported) → config `toolDirs`.
@@ -128,5 +159,6 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   errors.push(...unknownProfileIds(profile, found.offeredIds));
 
   const report = toolsetReport({ cwd, profile: profile.name, trusted }, registry, found, { errors, disabled });
+  noteAbsentTools(registry, report);
   return { registry, manifest: profile.requires, profile, report };
 }

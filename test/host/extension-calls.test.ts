@@ -49,6 +49,38 @@ export const tools = [
       throw new RangeError("widget index out of range");
     },
   }),
+  tool("returns", "think", "Returns a value that may not be JSON data", {
+    parameters: z.object({ what: z.enum(["function", "undefined", "map", "nested_set", "cycle", "bigint", "optional_field"]) }),
+    execute: async ({ what }) => {
+      const cycle = { name: "loop" };
+      cycle.self = cycle;
+      return {
+        function: () => 1,
+        undefined: undefined,
+        map: new Map([["a", 1]]),
+        nested_set: { rows: [{ tags: new Set(["x"]) }] },
+        cycle,
+        bigint: { n: 10n },
+        optional_field: { kept: 1, skipped: undefined },
+      }[what];
+    },
+  }),
+  tool("throws_value", "other", "Throws something that is not an Error", {
+    parameters: z.object({ what: z.enum(["object", "string", "empty_error"]) }),
+    execute: async ({ what }) => {
+      if (what === "object") throw { code: 5 };
+      if (what === "string") throw "plain words";
+      throw new Error("");
+    },
+  }),
+  tool("long_error", "other", "Fails with a 200 KB message", {
+    parameters: z.object({ tool_error: z.boolean() }),
+    execute: async ({ tool_error }) => {
+      const text = "line of a long failure\\n".repeat(9000);
+      if (tool_error) throw new ToolError("not_found", text);
+      throw new Error(text);
+    },
+  }),
   tool("json_args", "think", "Declares a plain JSON Schema", {
     parameters: { type: "object", properties: { count: { type: "integer", minimum: 1 } }, required: ["count"], additionalProperties: false },
     execute: async (args) => ({ doubled: (args.count as number) * 2 }),
@@ -119,11 +151,50 @@ describe("extension tools through invoke", () => {
     expect(errorOf(await call("fails", { expected: false }), "execution_failed")).toMatch(/widget index out of range/);
   });
 
+  it("refuses results that are not JSON data, saying what and where", async () => {
+    const notJson = async (what: string) => errorOf(await call("returns", { what }), "execution_failed");
+    expect(await notJson("function")).toMatch(/returned a function, which is not JSON data/);
+    expect(await notJson("undefined")).toMatch(/returned undefined/);
+    expect(await notJson("map")).toMatch(/returned a Map/);
+    expect(await notJson("nested_set")).toMatch(/a Set at rows\[0\]\.tags/);
+    expect(await notJson("cycle")).toMatch(/a circular reference at self/);
+    expect(await notJson("bigint")).toMatch(/a bigint at n/);
+    expect(await notJson("map")).toMatch(/plain objects, arrays, strings, numbers, booleans or null/);
+    // An absent optional field is fine: JSON leaves it out.
+    expect(output(await call("returns", { what: "optional_field" }))).toEqual({ kept: 1, skipped: undefined });
+  });
+
+  it("says what a tool threw when it is not an Error", async () => {
+    expect(errorOf(await call("throws_value", { what: "object" }), "execution_failed")).toBe(
+      'The throws_value tool failed: it threw a non-Error value: {"code":5}',
+    );
+    expect(errorOf(await call("throws_value", { what: "string" }), "execution_failed")).toBe("The throws_value tool failed: plain words");
+    expect(errorOf(await call("throws_value", { what: "empty_error" }), "execution_failed")).toBe(
+      "The throws_value tool failed: Error (no message)",
+    );
+  });
+
+  it("caps a long error text like output, with the whole text in a sidecar", async () => {
+    for (const tool_error of [true, false]) {
+      const envelope = await call("long_error", { tool_error });
+      const text = errorOf(envelope, tool_error ? "not_found" : "execution_failed");
+      expect(Buffer.byteLength(text)).toBeLessThan(52 * 1024);
+      expect(text).toMatch(/^(The long_error tool failed: )?line of a long failure\n/);
+      expect(text).toMatch(/error text truncated at \d+ of \d+ bytes; the full text is in .+; read it with the read tool/);
+      expect(envelope.metadata).toMatchObject({ truncated: true });
+      const whole = await fsp.readFile(envelope.metadata.output_path!, "utf8");
+      expect(whole).toContain("line of a long failure\n".repeat(9000));
+    }
+  });
+
   it("validates arguments against a plain JSON Schema before execute", async () => {
     expect(output(await call("json_args", { count: 3 }))).toEqual({ doubled: 6 });
-    for (const bad of [{}, { count: 0 }, { count: "3" }, { count: 1, more: true }]) {
+    for (const bad of [{}, { count: 0 }, { count: "3" }]) {
       expect(errorOf(await call("json_args", bad), "invalid_arguments")).toMatch(/json_args tool was called with invalid arguments/);
     }
+    expect(errorOf(await call("json_args", { count: 1, more: true }), "invalid_arguments")).toBe(
+      'The json_args tool has no argument "more". Its arguments are: count. Call it again with only those keys.',
+    );
   });
 });
 

@@ -67,8 +67,17 @@ const selfCapped = defineTool({
   execute: async () => selfTruncated({ out: "x".repeat(100) }, { truncated: true, output_path: "/somewhere" }),
 });
 
+const loose = defineTool({
+  id: "loose",
+  description: "Takes any extra keys",
+  kind: "other",
+  parameters: z.looseObject({ name: z.string() }),
+  requires: {},
+  execute: async (args) => Object.keys(args).sort(),
+});
+
 const registry = new ToolRegistry();
-for (const t of [echo, thrower, stubborn, needsTypo, needsCap, selfCapped]) registry.register(t, "builtin");
+for (const t of [echo, thrower, stubborn, needsTypo, needsCap, selfCapped, loose]) registry.register(t, "builtin");
 
 let ws: Workspace;
 afterEach(async () => ws?.cleanup());
@@ -91,6 +100,17 @@ describe("invoke", () => {
     }
     const env = await invoke(registry, "echo", { text: 5 }, { session: ws.session });
     expect(errorOf(env)).toMatch(/text/);
+  });
+
+  it("rejects misspelled argument keys with the valid ones, unless the schema allows more", async () => {
+    ws = await diskWorkspace();
+    const misspelled = errorOf(await invoke(registry, "echo", { text: "hi", repaet: 2 }, { session: ws.session }), "invalid_arguments");
+    expect(misspelled).toBe(
+      'The echo tool has no argument "repaet" (did you mean "repeat"?). Its arguments are: text, repeat. Call it again with only those keys.',
+    );
+    const two = errorOf(await invoke(registry, "echo", { txt: "hi", colour: "red" }, { session: ws.session }), "invalid_arguments");
+    expect(two).toMatch(/^The echo tool has no arguments "txt" \(did you mean "text"\?\), "colour"\. Its arguments are: text, repeat\./);
+    expect(output(await invoke(registry, "loose", { name: "a", extra: 1 }, { session: ws.session }))).toEqual(["extra", "name"]);
   });
 
   it("names the available tools for an unknown id", async () => {
