@@ -1,3 +1,5 @@
+import { concat } from "./line-guard.js";
+
 // The first messages of a connection, answered before the ACP SDK has loaded. An editor waits
 // for `initialize` and `session/new` with nothing on screen; the SDK builds hundreds of zod
 // schemas when it loads, which was about half of the time to `session/new`. So a light reader
@@ -31,16 +33,12 @@ function parse(line: Uint8Array): { id: string | number; method: string; params:
   }
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0] as Uint8Array;
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
+/** The parts as one array. */
+const joined = (parts: Uint8Array[]) =>
+  concat(
+    parts,
+    parts.reduce((n, p) => n + p.length, 0),
+  );
 
 /**
  * Reads `input`, answers what it can early, and returns the stream the SDK reads: every line
@@ -71,14 +69,14 @@ export function answerEarly(
     while (early) {
       const end = chunk.indexOf(NEWLINE, start);
       if (end < 0) break;
-      const line = concat([...partial, chunk.subarray(start, end)]);
+      const line = joined([...partial, chunk.subarray(start, end)]);
       partial = [];
       partialBytes = 0;
       start = end + 1;
       const message = line.length <= maxLineBytes ? parse(line) : null;
       const answer = message ? options.answer(message) : null;
       if (answer === null) {
-        handOver(controller, concat([line, chunk.subarray(end, end + 1)]));
+        handOver(controller, joined([line, chunk.subarray(end, end + 1)]));
         break;
       }
       await options.write(answer);
@@ -87,7 +85,7 @@ export function answerEarly(
     if (!early) {
       // A partial line left from the early phase goes first.
       if (partialBytes) {
-        controller.enqueue(concat(partial));
+        controller.enqueue(joined(partial));
         partial = [];
         partialBytes = 0;
       }
@@ -98,7 +96,7 @@ export function answerEarly(
     partialBytes += rest.length;
     // A line this long is no handshake: leave it to the SDK.
     if (partialBytes > maxLineBytes) {
-      const pending = concat(partial);
+      const pending = joined(partial);
       partial = [];
       partialBytes = 0;
       handOver(controller, pending);
@@ -112,7 +110,7 @@ export function answerEarly(
       early = false;
       options.onHandOver();
     }
-    if (partialBytes) controller.enqueue(concat(partial));
+    if (partialBytes) controller.enqueue(joined(partial));
     partial = [];
     partialBytes = 0;
     finished = true;

@@ -40,7 +40,8 @@ export function describeDropped(head: string, tail: string, bytes: number): Drop
   return found;
 }
 
-function concat(chunks: Uint8Array[], total: number): Uint8Array {
+/** The chunks as one array (`total` is their summed length). */
+export function concat(chunks: Uint8Array[], total: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(total);
   let at = 0;

@@ -1,11 +1,9 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import type { SessionUpdate } from "@agentclientprotocol/sdk";
+
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { survivors, tempDir } from "../helpers.js";
-import { Harness, selected, closeAndCheck } from "./harness.js";
-
-type ToolCallUpdate = Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>;
+import { Harness, selected, closeAndCheck, textOf, lastUpdate } from "./harness.js";
 
 let ws: string;
 let h: Harness | undefined;
@@ -28,15 +26,6 @@ async function start(options: ConstructorParameters<typeof Harness>[0] = {}) {
   await h.initialize();
   const sessionId = await h.newSession(ws);
   return { h, sessionId };
-}
-
-function lastUpdate(h: Harness, sessionId: string, callId: string): ToolCallUpdate {
-  const updates = h.updatesOf(sessionId, "tool_call_update").filter((u) => u.toolCallId === callId);
-  return updates[updates.length - 1]!;
-}
-
-function textOf(update: ToolCallUpdate): string {
-  return (update.content ?? []).map((c) => (c.type === "content" && c.content.type === "text" ? c.content.text : "")).join("\n");
 }
 
 describe("initialize and sessions", () => {

@@ -2,13 +2,11 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { SessionUpdate } from "@agentclientprotocol/sdk";
+
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
-import { Harness, selected, type PermissionHandler, closeAndCheck } from "./harness.js";
-
-type ToolCallUpdate = Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>;
+import { Harness, selected, type PermissionHandler, closeAndCheck, lastUpdate, textOf, messageText } from "./harness.js";
 
 let home: string;
 let ws: string;
@@ -70,24 +68,6 @@ async function start(permission?: PermissionHandler, env: Record<string, string>
 const prompt = (h: Harness, sessionId: string, text: string) =>
   h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
-function lastUpdate(h: Harness, sessionId: string, callId: string): ToolCallUpdate {
-  return h
-    .updatesOf(sessionId, "tool_call_update")
-    .filter((u) => u.toolCallId === callId)
-    .at(-1)!;
-}
-
-function textOf(update: ToolCallUpdate): string {
-  return (update.content ?? []).map((c) => (c.type === "content" && c.content.type === "text" ? c.content.text : "")).join("\n");
-}
-
-function messages(h: Harness, sessionId: string): string {
-  return h
-    .updatesOf(sessionId, "agent_message_chunk")
-    .map((u) => (u.content.type === "text" ? u.content.text : ""))
-    .join("\n");
-}
-
 function commands(h: Harness, sessionId: string): string[] {
   return h
     .updatesOf(sessionId, "available_commands_update")
@@ -116,7 +96,7 @@ describe("extension tools in the editor", () => {
     expect(JSON.stringify(ask.toolCall.content)).toContain("project_only.ts");
     expect(ask.options.map((o) => o.kind)).toEqual(["allow_once", "allow_always", "reject_once"]);
     expect(existsSync(marker)).toBe(false);
-    expect(messages(h, sessionId)).toMatch(/Unknown command \/project_only/);
+    expect(messageText(h, sessionId)).toMatch(/Unknown command \/project_only/);
     await prompt(h, sessionId, "/tools");
     expect(h.permissionRequests).toHaveLength(1);
     expect(existsSync(marker)).toBe(false);
@@ -139,7 +119,7 @@ describe("extension tools in the editor", () => {
       .at(-1)!;
     expect(lastUpdate(h, sessionId, hello.toolCallId).rawOutput).toMatchObject({ data: { greeting: "hello from the profile, world" } });
     await prompt(h, sessionId, "/reload");
-    expect(messages(h, sessionId)).toMatch(/Tools reloaded/);
+    expect(messageText(h, sessionId)).toMatch(/Tools reloaded/);
     expect(existsSync(path.join(home, "trusted.json")) && readFileSync(path.join(home, "trusted.json"), "utf8").includes(ws)).toBe(false);
   });
 
@@ -171,7 +151,7 @@ describe("extension tools in the editor", () => {
   it("shows load problems once at session start, and switches profiles through the config option", async () => {
     await fsp.writeFile(path.join(home, "profiles/default/tools/broken.ts"), "export default defineTool({ this is not typescript");
     const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "reject" : "allow_once"));
-    await h.waitFor(() => /broken\.ts/.test(messages(h, sessionId)));
+    await h.waitFor(() => /broken\.ts/.test(messageText(h, sessionId)));
     expect(commands(h, sessionId)).toEqual(expect.arrayContaining(["write", "edit", "bash", "hello"]));
     const set = await h.agent.request("session/set_config_option", { sessionId, configId: "profile", value: "read-only" });
     expect(set.configOptions.find((o) => o.id === "profile")).toMatchObject({ currentValue: "read-only" });
@@ -216,14 +196,14 @@ describe("project trust after the first answer", () => {
     await prompt(h, sessionId, "/trust");
     expect(existsSync(marker)).toBe(true);
     expect(commands(h, sessionId)).toContain("project_only");
-    expect(messages(h, sessionId)).toMatch(/project's tools were loaded for this session/);
+    expect(messageText(h, sessionId)).toMatch(/project's tools were loaded for this session/);
     expect(h.permissionRequests).toHaveLength(1);
     const trusted = () => existsSync(path.join(home, "trusted.json")) && readFileSync(path.join(home, "trusted.json"), "utf8").includes(ws);
     expect(trusted()).toBe(false);
     await prompt(h, sessionId, "/trust always");
     expect(trusted()).toBe(true);
     await prompt(h, sessionId, "/trust sometimes");
-    expect(messages(h, sessionId)).toMatch(/\/trust takes nothing \(this session\) or `always`/);
+    expect(messageText(h, sessionId)).toMatch(/\/trust takes nothing \(this session\) or `always`/);
   });
 
   it("a trust question that fails or is cancelled leaves the project's tools unloaded and says so", async () => {

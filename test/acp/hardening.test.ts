@@ -1,13 +1,11 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import type { ContentBlock, PromptResponse, SessionUpdate } from "@agentclientprotocol/sdk";
+import type { ContentBlock, PromptResponse } from "@agentclientprotocol/sdk";
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { survivors, tempDir } from "../helpers.js";
-import { Harness, selected, closeAndCheck } from "./harness.js";
+import { Harness, selected, closeAndCheck, lastUpdate, textOf, messageText } from "./harness.js";
 
 // Issue 10's defects on the wire: each case failed before its fix.
-
-type ToolCallUpdate = Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>;
 
 let ws: string;
 let h: Harness | undefined;
@@ -33,24 +31,6 @@ const prompt = (h: Harness, sessionId: string, ...texts: string[]): Promise<Prom
   const blocks: ContentBlock[] = texts.map((text) => ({ type: "text", text }));
   return h.agent.request("session/prompt", { sessionId, prompt: blocks });
 };
-
-function lastUpdate(h: Harness, sessionId: string, callId: string): ToolCallUpdate {
-  return h
-    .updatesOf(sessionId, "tool_call_update")
-    .filter((u) => u.toolCallId === callId)
-    .at(-1)!;
-}
-
-function textOf(update: ToolCallUpdate): string {
-  return (update.content ?? []).map((c) => (c.type === "content" && c.content.type === "text" ? c.content.text : "")).join("\n");
-}
-
-function messages(h: Harness, sessionId: string): string {
-  return h
-    .updatesOf(sessionId, "agent_message_chunk")
-    .map((u) => (u.content.type === "text" ? u.content.text : ""))
-    .join("\n");
-}
 
 describe("a command's end as the editor sees it", () => {
   it("a non-zero exit ends the call failed, showing the exit code", async () => {
@@ -135,7 +115,7 @@ describe("prompt blocks", () => {
     expect(response.stopReason).toBe("end_turn");
     expect(h.updatesOf(sessionId, "tool_call")).toEqual([]);
     await expect(fsp.stat(path.join(ws, "one.txt"))).rejects.toThrow();
-    expect(messages(h, sessionId)).toMatch(/slash command must be the only text/i);
+    expect(messageText(h, sessionId)).toMatch(/slash command must be the only text/i);
   });
 
   it("refuses audio, which the agent does not advertise", async () => {
@@ -196,7 +176,7 @@ describe("slash command friction", () => {
     await prompt(h, sessionId, "/read");
     await prompt(h, sessionId, "/edit");
     expect(h.updatesOf(sessionId, "tool_call")).toEqual([]);
-    const text = messages(h, sessionId);
+    const text = messageText(h, sessionId);
     expect(text).toMatch(/\/read needs arguments: a path \(src\/a\.ts or src\/a\.ts:10-40\), or a JSON object/);
     expect(text).toMatch(/- `path` \(required\)/);
     expect(text).toMatch(/\/edit needs arguments: a JSON object/);
@@ -208,6 +188,6 @@ describe("slash command friction", () => {
     const { h, sessionId } = await start();
     await prompt(h, sessionId, "/read src/a.ts:5-1");
     expect(h.updatesOf(sessionId, "tool_call")).toEqual([]);
-    expect(messages(h, sessionId)).toMatch(/src\/a\.ts:5-1: the range ends before it starts/);
+    expect(messageText(h, sessionId)).toMatch(/src\/a\.ts:5-1: the range ends before it starts/);
   });
 });

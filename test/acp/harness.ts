@@ -275,3 +275,26 @@ export async function closeAndCheck(h: Harness | undefined): Promise<void> {
   expect(await h.close()).toBe(0);
   expect(h.checker.problems).toEqual([]);
 }
+
+export type ToolCallUpdate = Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>;
+
+/** The last update of one call. */
+export function lastUpdate(h: Harness, sessionId: string, callId: string): ToolCallUpdate {
+  return h
+    .updatesOf(sessionId, "tool_call_update")
+    .filter((u) => u.toolCallId === callId)
+    .at(-1)!;
+}
+
+/** The text blocks of an update's content, one per line. */
+export function textOf(update: ToolCallUpdate): string {
+  return (update.content ?? []).map((c) => (c.type === "content" && c.content.type === "text" ? c.content.text : "")).join("\n");
+}
+
+/** Everything the agent said in a session, its messages joined by newlines. */
+export function messageText(h: Harness, sessionId: string, separator = "\n"): string {
+  return h
+    .updatesOf(sessionId, "agent_message_chunk")
+    .map((u) => (u.content.type === "text" ? u.content.text : ""))
+    .join(separator);
+}
