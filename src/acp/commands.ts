@@ -9,10 +9,6 @@ export function availableCommands(registry: ToolRegistry): AvailableCommand[] {
     description: firstSentence(tool.description),
     input: { hint: tool.shorthand ? `${tool.shorthandHint ?? "text"} or a JSON object` : "a JSON object of arguments" },
   }));
-  const trust: AvailableCommand = {
-    name: "trust",
-    description: "Load this project's own tools (.toolhost/tools/) for this session; `always` trusts the project",
-    input: { hint: "nothing, or always" },
-  };
-  return [...tools, ...BUILTIN_COMMANDS.map((c) => ({ ...c, input: null })), trust];
+  const builtins = BUILTIN_COMMANDS.map(({ name, description, hint }) => ({ name, description, input: hint ? { hint } : null }));
+  return [...tools, ...builtins];
 }

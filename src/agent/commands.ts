@@ -1,13 +1,42 @@
+import type { AnyTool } from "../tool/define.js";
 import type { ToolRegistry } from "../host/registry.js";
 
 // The slash grammar and its meaning, shared by every front end: `/tool args`, `/help`, `/tools`, `/reload`.
 
 /** The commands that are not tools, with what they do. */
-export const BUILTIN_COMMANDS: readonly { name: string; description: string }[] = [
+export const BUILTIN_COMMANDS: readonly { name: string; description: string; hint?: string }[] = [
   { name: "tools", description: "List the tools of this session with their kinds" },
   { name: "reload", description: "Re-scan the tool folders and re-import extension tools" },
   { name: "help", description: "How slash commands run tools directly" },
+  {
+    name: "trust",
+    description: "Load this project's own tools (.toolhost/tools/) for this session; `always` trusts the project",
+    hint: "nothing, or always",
+  },
 ];
+
+/**
+ * `/trust` or `/trust <arg>`: the argument (empty for none), or null for any other text. Read
+ * before anything else in a turn: typing it is the consent the trust question asks for.
+ */
+export function parseTrust(text: string): string | null {
+  const match = /^\/trust(?:\s+([\s\S]*))?$/.exec(text.trim());
+  return match ? (match[1]?.trim() ?? "") : null;
+}
+
+/** How to call a tool that has required parameters, for its slash command typed alone; null when it needs none. */
+export function usageText(tool: AnyTool): string | null {
+  const schema = tool.inputSchema as { properties?: Record<string, { description?: unknown }>; required?: unknown };
+  const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
+  if (required.length === 0) return null;
+  const how = tool.shorthand ? `${tool.shorthandHint ?? "text"}, or a JSON object` : "a JSON object";
+  const example = `/${tool.id} {${required.map((k) => `"${k}": …`).join(", ")}}`;
+  const params = Object.entries(schema.properties ?? {}).map(([key, p]) => {
+    const description = typeof p.description === "string" ? `: ${p.description}` : "";
+    return `- \`${key}\`${required.includes(key) ? " (required)" : ""}${description}`;
+  });
+  return [`/${tool.id} needs arguments: ${how}, e.g. \`${example}\`. Parameters:`, ...params].join("\n");
+}
 
 export type SlashCommand =
   | { type: "tool"; toolId: string; args: unknown }
@@ -65,6 +94,7 @@ export function helpText(registry: ToolRegistry): string {
     '- `/<tool> {json}` — any tool with a JSON object of arguments, e.g. `/edit {"path":"a.ts","old_string":"x","new_string":"y"}`',
     "- `/read src/a.ts:10-40`, `/grep TODO`, `/glob **/*.ts`, `/bash ls -la` — plain-text shorthands",
     "- `/tools` — the tools of this session; `/reload` — re-scan and re-import tool files; `/help` — this text",
+    "- `/trust` — load this project's own tools for this session (`/trust always`: in every session)",
     "",
     `Tools: ${registry.ids().join(", ")}`,
   ].join("\n");

@@ -10,7 +10,7 @@ import type { FsBackend } from "../runtime/fs/backend.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { ShellBackend } from "../runtime/shell/backend.js";
 import type { SpawnTransform } from "../runtime/shell/scoped.js";
-import { helpText, parseSlash, toolsText } from "./commands.js";
+import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./commands.js";
 import { History } from "./history.js";
 import { peekUserConfig } from "../config/file.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
@@ -205,9 +205,9 @@ export class AgentSession {
     const stop = (reason: TurnStopReason): TurnStopReason => (signal.aborted ? "cancelled" : reason);
     try {
       // Typing /trust is the consent the trust question asks for, so it goes first.
-      const trustCommand = input.moreText ? null : /^\/trust(?:\s+([\s\S]*))?$/.exec(input.text.trim());
-      if (trustCommand) {
-        await this.trustProject(trustCommand[1]?.trim() ?? "");
+      const trust = input.moreText ? null : parseTrust(input.text);
+      if (trust !== null) {
+        await this.trustProject(trust);
         return stop("end_turn");
       }
       const pending = this.tools.pendingTrust();
@@ -264,7 +264,8 @@ export class AgentSession {
           break;
         case "tool": {
           // `/read` alone: how to call it, rather than the schema's complaints.
-          const usage = /^\/\S+$/.test(input.text.trim()) ? this.usage(slash.toolId) : null;
+          const tool = this.registry.get(slash.toolId);
+          const usage = tool && /^\/\S+$/.test(input.text.trim()) ? usageText(tool) : null;
           if (usage) {
             await this.frontEnd.say(usage);
             break;
@@ -283,21 +284,6 @@ export class AgentSession {
     } finally {
       if (this.turn === controller) this.turn = null;
     }
-  }
-
-  /** How to call a tool that has required parameters, for a slash command typed without arguments; null when it needs none. */
-  private usage(toolId: string): string | null {
-    const tool = this.registry.get(toolId);
-    const schema = tool?.inputSchema as { properties?: Record<string, { description?: unknown }>; required?: unknown } | undefined;
-    const required = Array.isArray(schema?.required) ? (schema.required as string[]) : [];
-    if (!tool || required.length === 0) return null;
-    const how = tool.shorthand ? `${tool.shorthandHint ?? "text"}, or a JSON object` : "a JSON object";
-    const example = `/${toolId} {${required.map((k) => `"${k}": …`).join(", ")}}`;
-    const params = Object.entries(schema?.properties ?? {}).map(([key, p]) => {
-      const description = typeof p.description === "string" ? `: ${p.description}` : "";
-      return `- \`${key}\`${required.includes(key) ? " (required)" : ""}${description}`;
-    });
-    return [`/${toolId} needs arguments: ${how}, e.g. \`${example}\`. Parameters:`, ...params].join("\n");
   }
 
   /**
