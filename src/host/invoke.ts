@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import * as z from "zod";
 import type { ToolContext, ToolEvent, ToolPreview } from "../tool/context.js";
 import { DEFAULT_OUTPUT_LIMIT, type AnyTool, type ToolLocation } from "../tool/define.js";
 import { errorEnvelope, isSelfTruncated, type Envelope } from "../tool/envelope.js";
@@ -13,6 +12,8 @@ import { allowAll, type Authorize, type ToolCallRequest } from "../policy/call.j
 import { createToolContext } from "../runtime/context.js";
 import { ScopeError } from "../runtime/scope.js";
 import type { RuntimeSession } from "../runtime/session.js";
+import { notJsonData, thrownText, unknownKeysError, formatValidationError } from "./call-checks.js";
+import { CallTimeout, callLimits, untilAborted, type CallLimits } from "./call-limits.js";
 import type { ToolRegistry } from "./registry.js";
 
 // One call, whoever makes it (model, slash command, CLI), in two steps:
@@ -60,118 +61,6 @@ export interface PreparedCall extends ToolCallRequest {
 }
 
 export type Prepared = { ok: true; call: PreparedCall } | { ok: false; envelope: Envelope; info: ToolCallInfo };
-
-export function formatValidationError(toolId: string, error: z.ZodError): string {
-  return `The ${toolId} tool was called with invalid arguments:\n${z.prettifyError(error)}\nRewrite the arguments so they satisfy the tool's schema.`;
-}
-
-/** Edit distance, for "did you mean": small strings only (argument names). */
-function distance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    row = next;
-  }
-  return row[b.length]!;
-}
-
-/**
- * Keys the tool's published schema does not name. A schema that allows more (`additionalProperties`
- * true or a schema, `patternProperties`) or has no `properties` accepts anything; zod's default
- * objects publish neither and would drop the key without a word.
- */
-function unknownKeysError(tool: AnyTool, rawArgs: unknown): string | undefined {
-  const schema = tool.inputSchema;
-  const properties = schema.properties;
-  if (typeof properties !== "object" || properties === null || Array.isArray(properties)) return undefined;
-  if ((schema.additionalProperties !== undefined && schema.additionalProperties !== false) || schema.patternProperties !== undefined) {
-    return undefined;
-  }
-  if (typeof rawArgs !== "object" || rawArgs === null || Array.isArray(rawArgs)) return undefined;
-  const valid = Object.keys(properties);
-  const unknown = Object.keys(rawArgs).filter((key) => !Object.hasOwn(properties, key));
-  if (!unknown.length) return undefined;
-  const named = unknown.map((key) => {
-    const near = valid
-      .map((name) => ({ name, d: distance(key.toLowerCase(), name.toLowerCase()) }))
-      .filter(({ name, d }) => d <= Math.max(1, Math.floor(Math.max(key.length, name.length) / 3)))
-      .sort((x, y) => x.d - y.d)[0];
-    return near ? `${JSON.stringify(key)} (did you mean ${JSON.stringify(near.name)}?)` : JSON.stringify(key);
-  });
-  const list = valid.length
-    ? `Its arguments are: ${valid.join(", ")}. Call it again with only those keys.`
-    : "It takes no arguments: call it with {}.";
-  return `The ${tool.id} tool has no argument${unknown.length > 1 ? "s" : ""} ${named.join(", ")}. ${list}`;
-}
-
-function abortError(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new Error("The call was cancelled");
-}
-
-/** Resolves with `work`, or rejects once `signal` aborts and `work` has not settled within `graceMs`. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal, graceMs: number): Promise<T> {
-  if (signal.aborted && graceMs === 0) return Promise.reject(abortError(signal));
-  return new Promise<T>((resolve, reject) => {
-    let timer: NodeJS.Timeout | undefined;
-    const onAbort = () => {
-      timer = setTimeout(() => reject(abortError(signal)), graceMs);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-    if (signal.aborted) onAbort();
-    work.then(resolve, reject).finally(() => {
-      signal.removeEventListener("abort", onAbort);
-      if (timer) clearTimeout(timer);
-    });
-  });
-}
-
-/** The tool's own time limit ran out: the call is abandoned (its signal is aborted). */
-class CallTimeout extends Error {
-  constructor(toolId: string, ms: number) {
-    super(`The ${toolId} tool did not finish within ${ms >= 1000 ? `${ms / 1000} s` : `${ms} ms`} and was abandoned`);
-    this.name = "CallTimeout";
-  }
-}
-
-interface CallLimits {
-  signal: AbortSignal;
-  start(): void;
-  race<T>(work: Promise<T>): Promise<T>;
-  dispose(): void;
-}
-
-/**
- * A signal for one call: aborted when the caller's is, or when the tool's timeout runs out.
- * `expired` rejects at the timeout, so a tool that ignores its signal is abandoned at once.
- */
-function callLimits(toolId: string, outer: AbortSignal, timeoutMs: number | undefined): CallLimits {
-  const controller = new AbortController();
-  const forward = () => controller.abort(outer.reason);
-  if (outer.aborted) forward();
-  else outer.addEventListener("abort", forward, { once: true });
-  let timer: NodeJS.Timeout | undefined;
-  let expired: Promise<never> | null = null;
-  const start = () => {
-    if (timeoutMs === undefined) return;
-    expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const error = new CallTimeout(toolId, timeoutMs);
-        // Reject first, so the envelope says timeout even if the tool throws on its abort.
-        reject(error);
-        controller.abort(error);
-      }, timeoutMs);
-    });
-  };
-  const race = <T>(work: Promise<T>): Promise<T> => (expired ? Promise.race([work, expired]) : work);
-  const dispose = () => {
-    outer.removeEventListener("abort", forward);
-    if (timer) clearTimeout(timer);
-  };
-  return { signal: controller.signal, start, race, dispose };
-}
 
 /** Title and locations from the tool's own hooks; a hook that throws costs only the nicety. */
 function describe(tool: AnyTool, callId: string, args: Record<string, unknown>, workspace: string): ToolCallInfo {
@@ -250,19 +139,6 @@ export function prepareCall(registry: ToolRegistry, id: string, rawArgs: unknown
   return { ok: true, call };
 }
 
-/** A thrown value as text: an Error's message (or its name), a string as is, anything else as JSON. */
-function thrownText(err: unknown): string {
-  if (err instanceof Error) return err.message || `${err.name} (no message)`;
-  if (typeof err === "string") return err;
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(err);
-  } catch {
-    // circular or a bigint: fall back to String()
-  }
-  return `it threw a non-Error value: ${json ?? String(err)}`;
-}
-
 /** Any failure of a call as an envelope: the tool's own errors keep their codes. */
 function failureEnvelope(call: PreparedCall, err: unknown, signal: AbortSignal): Envelope {
   const id = call.tool.id;
@@ -274,56 +150,6 @@ function failureEnvelope(call: PreparedCall, err: unknown, signal: AbortSignal):
   const message = thrownText(err);
   process.stderr.write(`toolhost: ${id} failed: ${err instanceof Error ? err.stack : message}\n`);
   return fail("execution_failed", `The ${id} tool failed: ${message}`);
-}
-
-/** What a value is, for a message: `a Map`, `a function`, `undefined`. */
-function kindOf(value: unknown): string {
-  if (value === undefined) return "undefined";
-  if (typeof value === "object" && value !== null) {
-    const name = Object.getPrototypeOf(value)?.constructor?.name;
-    return name ? `a ${name}` : "an object with a custom prototype";
-  }
-  return typeof value === "number" ? `the number ${value}` : `a ${typeof value}`;
-}
-
-function isPlainObjectValue(value: object): boolean {
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
-/**
- * Why a result is not JSON data, or undefined when it is: null, booleans, finite numbers,
- * strings, arrays and plain objects of those. An object's field may be undefined (JSON leaves it
- * out); anything else (functions, Maps, class instances, bigints, cycles) would reach the model
- * changed or not at all.
- */
-function notJsonData(value: unknown): string | undefined {
-  const seen = new Set<object>();
-  const walk = (item: unknown, at: string): string | undefined => {
-    const where = at ? ` at ${at}` : "";
-    if (item === null || typeof item === "string" || typeof item === "boolean") return undefined;
-    if (typeof item === "number") return Number.isFinite(item) ? undefined : `${kindOf(item)}${where}`;
-    if (typeof item !== "object") return `${kindOf(item)}${where}`;
-    if (seen.has(item)) return `a circular reference${where}`;
-    const array = Array.isArray(item);
-    if (!array && !isPlainObjectValue(item)) return `${kindOf(item)}${where}`;
-    seen.add(item);
-    if (array) {
-      for (let i = 0; i < item.length; i++) {
-        const problem = walk(item[i], `${at}[${i}]`);
-        if (problem) return problem;
-      }
-    } else {
-      for (const [key, field] of Object.entries(item)) {
-        if (field === undefined) continue;
-        const problem = walk(field, /^[A-Za-z_$][\w$]*$/.test(key) ? (at ? `${at}.${key}` : key) : `${at}[${JSON.stringify(key)}]`);
-        if (problem) return problem;
-      }
-    }
-    seen.delete(item);
-    return undefined;
-  };
-  return walk(value, "");
 }
 
 /** An error text over the tool's output cap keeps its head; the whole text goes to a sidecar. */
