@@ -1,0 +1,180 @@
+import { execFile } from "node:child_process";
+import { existsSync, realpathSync, statSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { SpawnContext, SpawnRequest, SpawnTransform } from "./scoped.js";
+
+/**
+ * Files and folders under a home directory that hold credentials: hidden inside the sandbox
+ * (an empty tmpfs over a folder, /dev/null over a file), only when they exist.
+ */
+const SECRET_HOME_PATHS = [
+  ".ssh",
+  ".aws",
+  ".gnupg",
+  ".azure",
+  ".kube",
+  ".docker/config.json",
+  ".config/gh",
+  ".config/gcloud",
+  ".config/hub",
+  ".password-store",
+  ".netrc",
+  ".npmrc",
+  ".pypirc",
+  ".git-credentials",
+  ".cargo/credentials",
+  ".cargo/credentials.toml",
+];
+
+export interface BubblewrapOptions {
+  /** The bwrap binary (default: `bwrap` found on PATH). */
+  bwrapPath?: string;
+  /**
+   * Home directories whose secret paths are masked. Always added: this process's home and the
+   * HOME the call's environment sets.
+   */
+  homes?: readonly string[];
+  /** More paths to mask (absolute), e.g. a project's `.env`. */
+  maskPaths?: readonly string[];
+  /**
+   * A host folder for temporary files that outlive one call: writable, and TMPDIR points to it.
+   * Without it, TMPDIR is the call's private /tmp (a tmpfs gone when the call ends).
+   */
+  tmpDir?: string;
+}
+
+/** Where bwrap is on PATH, or undefined. */
+function findBwrap(): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, "bwrap");
+    if (existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+/** The real path of an existing path, or undefined when it does not exist. */
+function realOrUndefined(p: string): string | undefined {
+  try {
+    return realpathSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+function isUnder(child: string, parent: string): boolean {
+  return child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
+}
+
+/**
+ * The bwrap arguments (before `--`) for one call. Order matters to bwrap: later mounts go on top
+ * of earlier ones, so the masks come last.
+ */
+export function bubblewrapArgs(request: SpawnRequest, context: SpawnContext, options: BubblewrapOptions = {}): string[] {
+  const args = [
+    "--die-with-parent",
+    // A new session: the sandboxed command cannot push input to our terminal (TIOCSTI). It also
+    // leaves our process group; the pid namespace below is what still ends it with bwrap.
+    "--new-session",
+    // Own pid namespace: when bwrap dies (the tree kill, a timeout), everything inside goes with it.
+    "--unshare-pid",
+    // No network at all. Allowed hosts through a proxy are a later step.
+    "--unshare-net",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+  ];
+  const writable: string[] = [];
+  const bind = (p: string | undefined) => {
+    if (!p || writable.some((w) => isUnder(p, w))) return;
+    writable.push(p);
+    args.push("--bind", p, p);
+  };
+  for (const root of context.roots) bind(realOrUndefined(root));
+  bind(realOrUndefined(context.sidecarDir));
+  if (options.tmpDir) bind(realOrUndefined(options.tmpDir));
+  // What the call may read under /tmp (its read roots, its cwd) stays visible, read-only.
+  for (const p of [...context.scope.read.roots, request.cwd]) {
+    const real = realOrUndefined(p);
+    if (real && isUnder(real, "/tmp") && !writable.some((w) => isUnder(real, w))) args.push("--ro-bind", real, real);
+  }
+
+  const homes = new Set([os.homedir(), ...(options.homes ?? [])]);
+  if (request.env?.HOME) homes.add(request.env.HOME);
+  const masks = [...[...homes].flatMap((home) => SECRET_HOME_PATHS.map((rel) => path.join(home, rel))), ...(options.maskPaths ?? [])];
+  const masked = new Set<string>();
+  for (const p of masks) {
+    const real = realOrUndefined(p);
+    if (!real || masked.has(real)) continue;
+    masked.add(real);
+    if (statSync(real).isDirectory()) args.push("--tmpfs", real);
+    else args.push("--ro-bind", "/dev/null", real);
+  }
+  args.push("--chdir", request.cwd);
+  return args;
+}
+
+/**
+ * A SpawnTransform that runs each shell call inside bubblewrap: the whole machine read-only, a
+ * private /tmp, writable workspace roots + sidecar folder (+ `tmpDir`), secret paths in the home
+ * masked, no network, own pid namespace and session, gone with its parent. cwd and environment
+ * are kept. Linux only; check `sandboxAvailable()` first.
+ */
+export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransform {
+  return async (request, context) => {
+    // Bound only if it exists, and the session creates it lazily.
+    await mkdir(context.sidecarDir, { recursive: true, mode: 0o700 });
+    const bwrap = options.bwrapPath ?? findBwrap();
+    if (!bwrap) throw new Error("bubblewrap (bwrap) is not installed");
+    const env = options.tmpDir ? { ...request.env, TMPDIR: options.tmpDir } : { ...request.env, TMPDIR: "/tmp" };
+    return {
+      file: bwrap,
+      args: [...bubblewrapArgs(request, context, options), "--", request.file, ...request.args],
+      cwd: request.cwd,
+      env,
+      // What runs is no longer the line as typed: an editor terminal must run argv.
+      shellLine: undefined,
+    };
+  };
+}
+
+export type SandboxStatus = { available: true } | { available: false; reason: string };
+
+const probes = new Map<string, Promise<SandboxStatus>>();
+
+/**
+ * Whether bubblewrap is installed and can start a sandbox here (user namespaces, mounts…),
+ * probed once with the flags the sandbox uses. The reason says what is missing when not.
+ */
+export function sandboxAvailable(bwrapPath?: string): Promise<SandboxStatus> {
+  const bwrap = bwrapPath ?? findBwrap();
+  const key = bwrap ?? "";
+  let probe = probes.get(key);
+  if (probe) return probe;
+  probe = new Promise<SandboxStatus>((resolve) => {
+    if (process.platform !== "linux") {
+      resolve({ available: false, reason: `bubblewrap needs Linux (this is ${process.platform})` });
+      return;
+    }
+    if (!bwrap) {
+      resolve({ available: false, reason: "bubblewrap (bwrap) is not installed: apt-get install bubblewrap" });
+      return;
+    }
+    const args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/"];
+    args.push("--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true");
+    execFile(bwrap, args, { timeout: 10_000 }, (err, _stdout, stderr) => {
+      if (!err) resolve({ available: true });
+      else resolve({ available: false, reason: `bwrap cannot start a sandbox here: ${stderr.trim() || err.message}` });
+    });
+  });
+  probes.set(key, probe);
+  return probe;
+}
