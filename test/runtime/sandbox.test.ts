@@ -198,6 +198,21 @@ describe.skipIf(!status.available)("the bubblewrap sandbox over the real LocalSh
     expect(await eventually(async () => (await processesWith(`3600.${token}`)).length === 0, 3000)).toBe(true);
   });
 
+  it("ends background jobs with the command (its pid namespace goes with it), unlike the plain LocalShell", async () => {
+    const token = `${Math.floor(Math.random() * 1e6)}`;
+    // The job has started by the time the command ends.
+    const line = `(sleep 3600.${token}1 >/dev/null 2>&1 &); sleep 0.3; echo started`;
+    const plain = await shell(undefined).shell.run(line);
+    expect(plain.stdout).toBe("started\n");
+    const left = await sleeps(token);
+    expect(left).toHaveLength(1);
+    for (const pid of left) process.kill(pid, "SIGKILL");
+
+    const result = await shell(bubblewrapSandbox()).shell.run(line);
+    expect(result.stdout).toBe("started\n");
+    expect(await eventually(async () => (await processesWith(`3600.${token}`)).length === 0, 3000)).toBe(true);
+  });
+
   it("still kills the whole tree on abort", async () => {
     const token = `${Math.floor(Math.random() * 1e6)}`;
     const controller = new AbortController();

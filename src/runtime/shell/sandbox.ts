@@ -127,6 +127,9 @@ export function bubblewrapArgs(request: SpawnRequest, context: SpawnContext, opt
  * private /tmp, writable workspace roots + sidecar folder (+ `tmpDir`), secret paths in the home
  * masked, no network, own pid namespace and session, gone with its parent. cwd and environment
  * are kept. Linux only; check `sandboxAvailable()` first.
+ *
+ * Unlike the plain LocalShell, a background job (`server >log 2>&1 &`) does not outlive the
+ * call: it is in the call's pid namespace, which ends when the command does.
  */
 export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransform {
   return async (request, context) => {
