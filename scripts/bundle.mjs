@@ -18,10 +18,11 @@ await build({
   chunkNames: "chunks/[name]-[hash]",
   // rgPath is computed from its own package location, jiti loads its babel build from its own
   // folder, and esbuild (the extension transform) runs its platform binary: all must stay real
-  // dependencies.
+  // dependencies. web-tree-sitter finds its tree-sitter.wasm next to its own module (bundled, it
+  // looks in dist/chunks and fails); the bash parser (src/policy/bash-wasm.ts) loads it lazily.
   // The AI SDK loads on the first model turn, from node_modules: bundled, its namespace use of zod
   // would keep all of zod (every locale) alive in the chunk that session/new loads.
-  external: ["@vscode/ripgrep", "jiti", "esbuild", "ai", "@ai-sdk/*"],
+  external: ["@vscode/ripgrep", "jiti", "esbuild", "ai", "@ai-sdk/*", "web-tree-sitter"],
   // CommonJS dependencies (tree-kill, picomatch, shell-quote) call require() for node builtins.
   banner: { js: "import { createRequire as __thCreateRequire } from 'node:module'; const require = __thCreateRequire(import.meta.url);" },
   logLevel: "warning",
