@@ -4,6 +4,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AgentSession } from "../../src/agent/session.js";
+import { SessionTools } from "../../src/agent/session-tools.js";
 import { builtinRegistry } from "../../src/host/builtins.js";
 import { invoke } from "../../src/host/invoke.js";
 import { sessionAuthorizer, type ApprovalRequest } from "../../src/policy/authorizer.js";
@@ -253,6 +255,60 @@ describe("toolhost call obeys the rules", () => {
     } finally {
       await fsp.rm(home, { recursive: true, force: true });
       await fsp.rm(ws, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("AgentSession loads the sources", () => {
+  const saved = process.env.TOOLHOST_HOME;
+  let home: string;
+  let project: string;
+  beforeEach(async () => {
+    home = await tempDir();
+    project = await tempDir({
+      ".toolhost/config.json": JSON.stringify({ permissions: [{ permission: "bash", pattern: "touch *", action: "deny" }] }),
+    });
+    process.env.TOOLHOST_HOME = home;
+  });
+  afterEach(async () => {
+    if (saved === undefined) delete process.env.TOOLHOST_HOME;
+    else process.env.TOOLHOST_HOME = saved;
+    await fsp.rm(home, { recursive: true, force: true });
+    await fsp.rm(project, { recursive: true, force: true });
+  });
+
+  it("ignores an untrusted project's rules, obeys them once trusted, and /reload reports broken user rules", async () => {
+    const said: string[] = [];
+    const s = new AgentSession({
+      cwd: project,
+      tools: await SessionTools.create(project),
+      mode: "full",
+      frontEnd: {
+        say: (text) => void said.push(text),
+        text: () => {},
+        thought: () => {},
+        usage: () => {},
+        pending: () => {},
+        event: () => {},
+        running: () => {},
+        done: () => {},
+      },
+    });
+    try {
+      const bash = (command: string) => s.callTool("bash", { command }, new AbortController().signal);
+      expect((await bash("touch untrusted")).type).toBe("output");
+
+      await s.prompt({ text: "/trust always", content: () => "" });
+      const refused = await bash("touch trusted");
+      expect(refused.type === "error" && refused.error_text).toContain(`project rule in ${path.join(project, ".toolhost", "config.json")}`);
+      await expect(fsp.access(path.join(project, "trusted"))).rejects.toThrow();
+
+      await fsp.writeFile(path.join(home, "config.json"), JSON.stringify({ permissions: [{ permission: "bash", action: "never" }] }));
+      await s.prompt({ text: "/reload", content: () => "" });
+      expect(said.at(-1)).toMatch(/Permission rules left out:\n- .*config\.json: permissions\[0\]/);
+      expect(s.permissionProblems).toHaveLength(1);
+    } finally {
+      await s.close();
     }
   });
 });
