@@ -1,11 +1,14 @@
+import path from "node:path";
 import type { UserContent } from "ai";
 import type { Envelope } from "../tool/envelope.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import type { HostServices, Subagents, SubagentRequest, SubagentResult, ToolIndex, UserQuestions } from "../tool/services.js";
 import { sessionAuthorizer, type AskUser } from "../policy/authorizer.js";
 import { DEFAULT_MODE, isKindVisible, isModeId, type ModeId } from "../policy/modes.js";
+import { loadRules, type SourcedRule } from "../policy/ruleset.js";
 import { SessionRules } from "../policy/session-rules.js";
 import type { ToolRegistry } from "../host/registry.js";
+import type { Toolset } from "../host/toolset.js";
 import type { FsBackend } from "../runtime/fs/backend.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { ShellBackend } from "../runtime/shell/backend.js";
@@ -78,6 +81,11 @@ export interface AgentSessionOptions {
   allowedTools?: ReadonlySet<string>;
 }
 
+/** Permission rules that could not be read, for a message (empty when all were read). */
+function rulesNote(problems: readonly string[]): string {
+  return problems.length ? `\nPermission rules left out:\n${problems.map((p) => `- ${p}`).join("\n")}` : "";
+}
+
 /**
  * One agent session, whatever drives it: its runtime, tools, rules and approvals, history and
  * cost, model and mode; turns run one after another and a cancel stops the running one.
@@ -98,6 +106,7 @@ export class AgentSession {
   private turn: AbortController | null = null;
   private turnDone: Promise<unknown> = Promise.resolve();
   private callSeq = 0;
+  private permissionRules: { toolset: Toolset; rules: SourcedRule[]; problems: string[] } | null = null;
 
   constructor(options: AgentSessionOptions) {
     this.cwd = options.cwd;
@@ -110,6 +119,29 @@ export class AgentSession {
     this.rules = options.parent?.rules ?? new SessionRules();
     this.runtime = options.parent?.runtime ?? new RuntimeSession({ id: options.id, workspace: options.cwd, ...options.backends });
     this.id = this.runtime.id;
+    this.loadPermissionRules();
+  }
+
+  /**
+   * The permission rules (manifest, user, trusted project), read at session start and again
+   * whenever the tool set is rebuilt (/reload, a profile change, trusting the project).
+   */
+  private loadPermissionRules(): { rules: SourcedRule[]; problems: string[] } {
+    const toolset = this.tools.toolset;
+    if (this.permissionRules?.toolset !== toolset) {
+      const { profile, report } = toolset;
+      const loaded = loadRules({
+        manifest: { rules: profile.permissions, file: profile.dir ? path.join(profile.dir, "profile.json") : undefined },
+        project: { dir: report.cwd, trusted: report.trusted },
+      });
+      this.permissionRules = { toolset, ...loaded };
+    }
+    return this.permissionRules as { rules: SourcedRule[]; problems: string[] };
+  }
+
+  /** Rules that could not be read (each names its file and rule); the others hold. */
+  get permissionProblems(): readonly string[] {
+    return this.loadPermissionRules().problems;
   }
 
   get registry(): ToolRegistry {
@@ -256,7 +288,7 @@ export class AgentSession {
           await this.frontEnd.say(toolsText(this.registry));
           break;
         case "reload":
-          await this.frontEnd.say(`Tools reloaded. ${await this.tools.reload()}`);
+          await this.frontEnd.say(`Tools reloaded. ${await this.tools.reload()}${rulesNote(this.permissionProblems)}`);
           await this.frontEnd.commandsChanged?.();
           break;
         case "invalid":
@@ -359,6 +391,7 @@ export class AgentSession {
       roots: this.runtime.roots,
       mode: () => this.mode,
       rules: this.rules,
+      ruleset: () => this.loadPermissionRules().rules,
       ask: this.frontEnd.approve,
     });
     const allowed = this.allowedTools;

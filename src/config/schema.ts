@@ -24,6 +24,11 @@ export const UserConfigSchema = z
     profile: z.string().optional(),
     /** Extra tool folders, searched after the profile's and the project's. */
     toolDirs: z.array(z.string()).optional(),
+    /**
+     * The user's permission rules. Each rule is validated by policy/ruleset.ts (config/ may not
+     * import policy/), so one broken rule is reported by its index and the rest of the file stays.
+     */
+    permissions: z.array(z.unknown()).optional(),
   })
   .strict();
 

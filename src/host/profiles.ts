@@ -31,7 +31,7 @@ export const ProfileFileSchema = z
       .optional(),
     /** The manifest's RequirementSet, joined with each tool's own on every call. */
     requires: RequirementSetSchema.optional(),
-    /** Stored, not yet enforced: the permission ruleset (issue 11) reads them. */
+    /** The manifest's permission rules (policy/ruleset.ts): a deny here can never be overridden. */
     permissions: z.array(PermissionRuleSchema).optional(),
   })
   .strict();
@@ -43,7 +43,7 @@ export interface Profile {
   model?: string;
   tools: { enable?: string[]; disable: string[]; kinds?: ToolKind[] };
   requires: RequirementSet;
-  /** Stored, not yet enforced: the permission ruleset (issue 11) reads them. */
+  /** The manifest's permission rules (policy/ruleset.ts): a deny here can never be overridden. */
   permissions: PermissionRule[];
   /** Where its profile.json is; null for the fallback used when a profile cannot be loaded. */
   dir: string | null;

@@ -1,5 +1,6 @@
 import type { Authorize, Decision, ToolCallRequest } from "./call.js";
 import { modeAction, type ModeId } from "./modes.js";
+import { describeRule, evaluateRules, type SourcedRule } from "./ruleset.js";
 import { alwaysScope, describeScope, type RuleScope, type SessionRules } from "./session-rules.js";
 
 /** The user's answer to an approval request. Anything but an allow is a reject (fail closed). */
@@ -20,16 +21,31 @@ export interface PermissionOptions {
   roots: readonly string[];
   mode: () => ModeId;
   rules: SessionRules;
+  /** The permission rules of the manifest, user and project (policy/ruleset.ts); read on each call. */
+  ruleset?: () => readonly SourcedRule[];
   ask?: AskUser;
 }
 
 /**
- * The authorise hook for a session: the mode's verdict, then remembered "always" answers,
- * then the user. Errors and cancellations count as rejects.
+ * The authorise hook for a session: the permission rules, then the mode's verdict, then
+ * remembered "always" answers, then the user. The mode is a preset under the rules: a deny rule
+ * holds in `full` mode, an allow rule lets a call run in `ask` or `accept-edits` mode, an ask rule
+ * asks in any mode; only `read-only` still refuses changes whatever the rules allow. Errors and
+ * cancellations count as rejects.
  */
 export function sessionAuthorizer(options: PermissionOptions): Authorize {
   return async (call, signal): Promise<Decision> => {
-    const action = modeAction(options.mode(), call, options.roots);
+    const verdict = evaluateRules(options.ruleset?.() ?? [], call, { workspace: options.roots[0] ?? process.cwd() });
+    if (verdict?.action === "deny") {
+      return {
+        outcome: "deny",
+        code: "permission_denied",
+        reason: `The ${call.tool.id} call was refused by a permission rule (${describeRule(verdict.rule)}). Do not work around it; ask the user if it should run.`,
+      };
+    }
+    const modeVerdict = modeAction(options.mode(), call, options.roots);
+    const action =
+      modeVerdict === "deny" ? "deny" : verdict?.action === "allow" ? "allow" : verdict?.action === "ask" ? "ask" : modeVerdict;
     if (action === "deny") {
       return {
         outcome: "deny",
@@ -44,10 +60,11 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
       return { outcome: "deny", code: "rejected", reason: `The user rejected ${call.tool.id} calls like this one for this session.` };
     }
     if (!options.ask) {
+      const asked = verdict?.action === "ask" ? ` (${describeRule(verdict.rule)})` : "";
       return {
         outcome: "deny",
         code: "permission_denied",
-        reason: `The ${call.tool.id} call needs approval and nobody can answer here, so it was refused.`,
+        reason: `The ${call.tool.id} call needs approval${asked} and nobody can answer here, so it was refused.`,
       };
     }
     const scope = alwaysScope(call);

@@ -1,8 +1,8 @@
 import * as z from "zod";
 
 /**
- * A permission rule (RFC): stored with a profile today; the ruleset (issue 11) evaluates it
- * against a call's targets.
+ * A permission rule (RFC): from a profile, the user's or a trusted project's config; the
+ * ruleset (policy/ruleset.ts) evaluates it against a call's targets.
  */
 export const PermissionRuleSchema = z
   .object({

@@ -1,0 +1,271 @@
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import picomatch from "picomatch";
+import * as z from "zod";
+import { loadUserConfig } from "../config/schema.js";
+import { isReadOnlyKind } from "../tool/kinds.js";
+import type { PolicyCall } from "./call.js";
+import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
+
+// The permission ruleset (issue 11 §1). A rule is (permission, pattern, action):
+// - permission: a tool id (`bash`), a capability (`fs.read`, `fs.write`, `shell.run`, `net.fetch`) or `*`;
+// - pattern: a glob over what the call touches (its targets): a path (picomatch; relative to the
+//   workspace or absolute, `~` expanded), a command line (`git push*`), a host (`*.github.com`); `*` is all;
+// - action: allow / deny / ask.
+//
+// Evaluation, per target the call touches (a call without targets is one empty target):
+// 0. Which rules speak about a target: a `*` pattern covers the whole call when its permission is
+//    the tool id, `*` or a capability the call exercises (its targets' or its tool's declared
+//    `shell`/`net`); any other pattern covers the targets it matches, when its permission is the
+//    tool id, `*` or that target's capability (a path is fs.write for edit/delete/move tools,
+//    fs.read otherwise; a command is shell.run; a host is net.fetch).
+// 1. A covering `deny` from the manifest (the profile) decides, whatever else matches: no other
+//    source can turn it into an allow.
+// 2. Otherwise the most specific covering rule decides that target: a tool id beats a capability,
+//    which beats `*`; then the longer literal pattern (its characters other than `* ? [ ] { } !`)
+//    beats the shorter; on a tie deny beats ask beats allow, then the later source (session >
+//    project > user > manifest) wins.
+// 3. The call: deny if any target is denied; else ask if any target asks; else allow if every
+//    primary target was allowed (the commands of a call that runs commands, every target of
+//    other calls: the directory a command runs in can be denied, but needs no allow); else null
+//    (no rule covers the call: the session mode decides).
+
+const CAPABILITIES = ["fs.read", "fs.write", "shell.run", "net.fetch"] as const;
+type Capability = (typeof CAPABILITIES)[number];
+
+/** Where a rule comes from, least to most specific. */
+type RuleSource = "manifest" | "user" | "project" | "session";
+const SOURCE_ORDER: readonly RuleSource[] = ["manifest", "user", "project", "session"];
+
+export interface SourcedRule extends PermissionRule {
+  source: RuleSource;
+  /** The file the rule was read from, for messages. */
+  file?: string;
+}
+
+/** Which rule decided a call, and what it said. */
+interface RuleVerdict {
+  action: "allow" | "deny" | "ask";
+  rule: SourcedRule;
+}
+
+interface RulesetContext {
+  /** The workspace: relative path patterns are relative to it. */
+  workspace: string;
+  /** For `~` in patterns (default: the user's home). */
+  home?: string;
+}
+
+type TargetKind = "path" | "command" | "host" | "none";
+interface Target {
+  kind: TargetKind;
+  value: string;
+  capability: Capability | null;
+  /**
+   * Whether the call is allowed only when this target is: the command lines of a call that runs
+   * commands, every target of any other call. Other targets (the directory a command runs in)
+   * can be denied or asked about by a rule that names them, but need no allow of their own.
+   */
+  primary: boolean;
+}
+
+/**
+ * The command units a command line is matched as. Today the whole line is one unit; the bash
+ * parser (policy/bash-parse.ts) plugs in here and returns each simple command, so that a line
+ * runs without asking only when every part of it is allowed.
+ */
+function commandUnits(command: string): string[] {
+  return [command.trim()];
+}
+
+/** What the call touches, each with the capability it exercises. */
+function targetsOf(call: PolicyCall): Target[] {
+  const writes = !isReadOnlyKind(call.tool.kind) && call.tool.kind !== "execute";
+  const runs = call.targets.commands.length > 0;
+  const out: Target[] = [];
+  for (const p of call.targets.paths) {
+    out.push({ kind: "path", value: p, capability: writes ? "fs.write" : "fs.read", primary: !runs });
+  }
+  for (const c of call.targets.commands) {
+    for (const unit of commandUnits(c)) out.push({ kind: "command", value: unit, capability: "shell.run", primary: true });
+  }
+  for (const h of call.targets.hosts) out.push({ kind: "host", value: h.toLowerCase(), capability: "net.fetch", primary: true });
+  if (out.length === 0) out.push({ kind: "none", value: "", capability: null, primary: true });
+  return out;
+}
+
+/** The capabilities a call exercises: those of its targets and those its tool declares. */
+function callCapabilities(call: PolicyCall, targets: readonly Target[]): Set<string> {
+  const caps = new Set<string>();
+  for (const t of targets) if (t.capability) caps.add(t.capability);
+  const requires = (call.tool as { requires?: { shell?: unknown[]; net?: unknown } }).requires;
+  if (requires?.shell?.length) caps.add("shell.run");
+  if (requires?.net) caps.add("net.fetch");
+  return caps;
+}
+
+const GLOB_CHARS = /[*?[\]{}!]/g;
+
+function literalLength(pattern: string): number {
+  return pattern === "*" ? 0 : pattern.replace(GLOB_CHARS, "").length;
+}
+
+function permissionRank(permission: string): number {
+  if (permission === "*") return 0;
+  return (CAPABILITIES as readonly string[]).includes(permission) ? 1 : 2;
+}
+
+const ACTION_RANK = { allow: 0, ask: 1, deny: 2 } as const;
+
+/** A simple glob over a whole string: `*` any run of characters, `?` one. */
+function lineGlob(pattern: string, flags = ""): RegExp {
+  const body = pattern
+    .split("")
+    .map((ch) => (ch === "*" ? ".*" : ch === "?" ? "." : ch.replace(/[.+^${}()|[\]\\]/g, "\\$&")))
+    .join("");
+  return new RegExp(`^${body}$`, `s${flags}`);
+}
+
+/** The absolute glob a path pattern stands for. */
+function resolvePathPattern(pattern: string, ctx: RulesetContext): string {
+  const home = ctx.home ?? os.homedir();
+  let p = pattern;
+  if (p === "~" || p.startsWith("~/")) p = path.join(home, p.slice(1));
+  return path.isAbsolute(p) ? p : path.join(ctx.workspace, p);
+}
+
+function patternMatches(rule: SourcedRule, target: Target, ctx: RulesetContext): boolean {
+  switch (target.kind) {
+    case "none":
+      return false;
+    case "path":
+      return picomatch.isMatch(target.value, resolvePathPattern(rule.pattern, ctx), { dot: true });
+    case "command":
+      return lineGlob(rule.pattern.trim()).test(target.value);
+    case "host":
+      return lineGlob(rule.pattern, "i").test(target.value);
+  }
+}
+
+/**
+ * Whether a rule speaks about a target. A `*` pattern covers the whole call (every primary
+ * target) when its permission is the tool, `*` or one of the call's capabilities; any other
+ * pattern covers a target it matches, when its permission is the tool, `*` or that target's capability.
+ */
+function covers(rule: SourcedRule, call: PolicyCall, capabilities: Set<string>, target: Target, ctx: RulesetContext): boolean {
+  const forTool = rule.permission === "*" || rule.permission === call.tool.id;
+  if (rule.pattern === "*") return target.primary && (forTool || capabilities.has(rule.permission));
+  return (forTool || rule.permission === target.capability) && patternMatches(rule, target, ctx);
+}
+
+function moreSpecific(a: SourcedRule, b: SourcedRule): boolean {
+  const order = [
+    permissionRank(a.permission) - permissionRank(b.permission),
+    literalLength(a.pattern) - literalLength(b.pattern),
+    ACTION_RANK[a.action] - ACTION_RANK[b.action],
+    SOURCE_ORDER.indexOf(a.source) - SOURCE_ORDER.indexOf(b.source),
+  ];
+  return (order.find((d) => d !== 0) ?? 0) > 0;
+}
+
+/** The ruleset's verdict on a call, or null when no rule covers it (the session mode decides). */
+export function evaluateRules(rules: readonly SourcedRule[], call: PolicyCall, ctx: RulesetContext): RuleVerdict | null {
+  if (rules.length === 0) return null;
+  const targets = targetsOf(call);
+  const capabilities = callCapabilities(call, targets);
+  const decided: RuleVerdict[] = [];
+  let uncovered = false;
+  for (const target of targets) {
+    const matching = rules.filter((r) => covers(r, call, capabilities, target, ctx));
+    const manifestDeny = matching.find((r) => r.source === "manifest" && r.action === "deny");
+    if (manifestDeny) return { action: "deny", rule: manifestDeny };
+    let best: SourcedRule | undefined;
+    for (const r of matching) if (!best || moreSpecific(r, best)) best = r;
+    if (best) decided.push({ action: best.action, rule: best });
+    else if (target.primary) uncovered = true;
+  }
+  const deny = decided.find((v) => v.action === "deny");
+  if (deny) return deny;
+  const ask = decided.find((v) => v.action === "ask");
+  if (ask) return ask;
+  return uncovered ? null : (decided[0] ?? null);
+}
+
+/** How a rule is named in messages: its source (and file), its permission and pattern. */
+export function describeRule(rule: SourcedRule): string {
+  const where = rule.file ? `${rule.source} rule in ${rule.file}` : `${rule.source} rule`;
+  return `${where}: ${rule.action} ${rule.permission} "${rule.pattern}"`;
+}
+
+/** A list of rules as read from one file; each problem names the file and the rule. */
+function parseRules(raw: unknown, source: RuleSource, file: string): { rules: SourcedRule[]; problems: string[] } {
+  if (raw === undefined) return { rules: [], problems: [] };
+  if (!Array.isArray(raw)) return { rules: [], problems: [`${file}: permissions must be an array of rules`] };
+  const rules: SourcedRule[] = [];
+  const problems: string[] = [];
+  raw.forEach((item: unknown, i) => {
+    const parsed = PermissionRuleSchema.safeParse(item);
+    if (parsed.success) rules.push({ ...parsed.data, source, file });
+    else {
+      const detail = z.prettifyError(parsed.error).replace(/\s*\n\s*/g, " ");
+      problems.push(`${file}: permissions[${i}] ${JSON.stringify(item)}: ${detail}`);
+    }
+  });
+  return { rules, problems };
+}
+
+/** The project's rules file. */
+function projectConfigFile(project: string): string {
+  return path.join(project, ".toolhost", "config.json");
+}
+
+/** The `permissions` of `<project>/.toolhost/config.json` (a missing file has none). */
+function readProjectRules(project: string): { rules: SourcedRule[]; problems: string[] } {
+  const file = projectConfigFile(project);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { rules: [], problems: [] };
+    return { rules: [], problems: [`${file}: ${err instanceof Error ? err.message : String(err)}`] };
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    return { rules: [], problems: [`${file}: not valid JSON (${err instanceof Error ? err.message : String(err)})`] };
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    return { rules: [], problems: [`${file}: must be a JSON object`] };
+  }
+  return parseRules((json as { permissions?: unknown }).permissions, "project", file);
+}
+
+interface RuleSources {
+  /** The active profile's `permissions` and its profile.json. */
+  manifest: { rules: readonly PermissionRule[]; file?: string };
+  /** `~/.toolhost` (default: TOOLHOST_HOME or the real one). */
+  home?: string;
+  /** The project folder, and whether it is trusted: an untrusted project's rules are never read. */
+  project: { dir: string; trusted: boolean };
+}
+
+/**
+ * The rules of every durable source (manifest, user, project), in source order, with the
+ * problems found reading them. A broken rule is left out and reported; the others hold.
+ */
+export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problems: string[] } {
+  const manifest = sources.manifest.rules.map((r): SourcedRule => ({
+    ...r,
+    source: "manifest",
+    ...(sources.manifest.file ? { file: sources.manifest.file } : {}),
+  }));
+  const userConfig = loadUserConfig(sources.home);
+  const user = parseRules(userConfig.config.permissions, "user", userConfig.path);
+  const project = sources.project.trusted ? readProjectRules(sources.project.dir) : { rules: [], problems: [] };
+  return {
+    rules: [...manifest, ...user.rules, ...project.rules],
+    problems: [...(userConfig.error ? [userConfig.error] : []), ...user.problems, ...project.problems],
+  };
+}
