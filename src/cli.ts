@@ -9,14 +9,21 @@ Usage:
   toolhost tools [--json] [--cwd DIR]            list a session's tools, where each came from, load problems
   toolhost call <tool> '<json args>' [--cwd DIR] [--mode MODE]
                                                  run one tool call through the session's policy, print its envelope
+  toolhost run "<prompt>" [--cwd DIR] [--model ID] [--mode MODE] [--json]
+                                                 one model turn without an editor (prompt "-": read stdin)
   toolhost trust [DIR] [--revoke]                let a project's .toolhost/tools/ load (they run code)
   toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
   toolhost --version | --help
 
-tools, call and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
+tools, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
 call runs in mode full (typing the command approves that one call) unless --mode says read-only,
 ask or accept-edits; what the policy denies stays denied, and a call that needs approval is refused.
-Exit codes of call: 0 output envelope, 1 error envelope, 2 bad usage.`;
+Exit codes of call: 0 output envelope, 1 error envelope, 2 bad usage.
+run streams the model's text on stdout and one line per tool call on stderr (--json: one JSON
+event per line on stdout). It runs in mode ask unless --mode says otherwise; nobody can approve
+a call, so one that needs approval is refused. A slash command works too: run "/grep TODO".
+Exit codes of run: 0 the turn ended normally, 1 it did not (no model, a provider error, max tokens,
+a refusal, a failed slash command), 2 bad usage, 130 interrupted.`;
 
 function fail(message: string): never {
   process.stderr.write(`toolhost: ${message}\n\n${USAGE}\n`);
@@ -24,6 +31,18 @@ function fail(message: string): never {
 }
 
 const SESSION_OPTIONS = { cwd: { type: "string" }, profile: { type: "string" } } as const;
+const MODES = ["read-only", "ask", "accept-edits", "full"];
+
+function checkMode(mode: string): void {
+  if (!MODES.includes(mode)) fail(`unknown mode ${JSON.stringify(mode)}; modes: ${MODES.join(", ")}`);
+}
+
+/** All of stdin, as text. */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 function parse<O extends Record<string, { type: "string" | "boolean" }>>(args: string[], options: O, positionals = 0) {
   let parsed;
@@ -82,11 +101,26 @@ async function main(argv: string[]): Promise<number> {
         }
       }
       const mode = parsed.values.mode ?? "full";
-      if (!["read-only", "ask", "accept-edits", "full"].includes(mode))
-        fail(`unknown mode ${JSON.stringify(mode)}; modes: read-only, ask, accept-edits, full`);
+      checkMode(mode);
       const out = guardStdout();
       const { runCall } = await import("./commands/call.js");
       return thenExit(runCall({ id, args, cwd: parsed.values.cwd, profile: parsed.values.profile, mode, out }), out);
+    }
+    case "run": {
+      const parsed = parse(rest, { ...SESSION_OPTIONS, mode: { type: "string" }, model: { type: "string" }, json: { type: "boolean" } }, 1);
+      let prompt = parsed.positionals[0];
+      if (prompt === undefined) fail('run needs a prompt ("-" reads it from stdin)');
+      const mode = parsed.values.mode ?? "ask";
+      checkMode(mode);
+      if (prompt === "-") prompt = await readStdin();
+      if (!prompt.trim()) fail("the prompt is empty");
+      const { values } = parsed;
+      const out = guardStdout();
+      const { runPrompt } = await import("./commands/run.js");
+      return thenExit(
+        runPrompt({ prompt, cwd: values.cwd, profile: values.profile, model: values.model, mode, json: values.json ?? false, out }),
+        out,
+      );
     }
     case "trust": {
       const parsed = parse(rest, { revoke: { type: "boolean" } }, 1);

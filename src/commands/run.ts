@@ -1,0 +1,142 @@
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { parseSlash } from "../agent/commands.js";
+import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
+import { SessionTools } from "../agent/session-tools.js";
+import type { TurnStopReason } from "../agent/turn-types.js";
+import { envelopeToText, type Envelope } from "../tool/envelope.js";
+import { CLI_SIDECAR_PREFIX, sweepStaleSidecars } from "../runtime/sidecars.js";
+
+export interface RunOptions {
+  prompt: string;
+  cwd?: string;
+  profile?: string;
+  /** The session's model (`provider/model`), over env and config file. */
+  model?: string;
+  /** The session mode (default `ask`: headless, every call that needs approval is refused). */
+  mode?: string;
+  /** One JSON event per line on stdout instead of text. */
+  json: boolean;
+  /** The real stdout (the CLI sends every other write to stdout to stderr). */
+  out: (text: string) => Promise<void>;
+}
+
+/** What `--json` prints, one per line. */
+export type RunEvent =
+  | { type: "text"; delta: string }
+  | { type: "thought"; delta: string }
+  | { type: "tool_call_start"; id: string; tool: string; kind: string }
+  | { type: "tool_call_end"; id: string; tool: string; title: string; status: "completed" | "failed"; error_code?: string; error?: string }
+  | { type: "tool_result"; id: string; text: string }
+  | { type: "usage"; used: number; size: number; cost?: { amount: number; currency: string } }
+  | { type: "message"; text: string }
+  | { type: "error"; message: string }
+  | { type: "stop"; stop_reason: TurnStopReason; exit_code: number };
+
+/** Exit codes: 0 the turn ended normally with no failure, 1 otherwise, 2 bad usage, 130 interrupted. */
+const EXIT_OK = 0;
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+const EXIT_INTERRUPTED = 130;
+
+/** The hint a refused call gets on stderr: run has nobody to ask. */
+const DENIED_HINT = "(toolhost run is headless: --mode accept-edits or --mode full allows more)";
+
+/**
+ * `toolhost run`: one prompt without an editor, on the same session machinery — a model turn
+ * (text streamed on stdout, one line per tool call on stderr) or a slash command (its result
+ * on stdout). With `--json`, stdout carries one event per line and nothing else.
+ */
+export async function runPrompt(options: RunOptions): Promise<number> {
+  const workspace = path.resolve(options.cwd ?? process.cwd());
+  const tools = await SessionTools.create(workspace, options.profile);
+  const slash = parseSlash(options.prompt, tools.registry) !== null;
+  let failed = false;
+  let midLine = false; // stdout has text with no newline yet
+  const emit = (event: RunEvent) => options.out(`${JSON.stringify(event)}\n`);
+  const print = async (text: string) => {
+    if (!text) return;
+    await options.out(text);
+    midLine = !text.endsWith("\n");
+  };
+  const endLine = () => (midLine ? print("\n") : Promise.resolve());
+
+  const frontEnd: SessionFrontEnd = {
+    pending: (info) => (options.json ? emit({ type: "tool_call_start", id: info.callId, tool: info.toolId, kind: info.kind }) : undefined),
+    event: () => {},
+    running: () => {},
+    done: async (callId, envelope: Envelope, info) => {
+      const error = envelope.type === "error" ? envelope : undefined;
+      // A slash command's call is the prompt's whole answer: it fails the run as `call` would.
+      if (slash && error) failed = true;
+      if (options.json) {
+        await emit({
+          type: "tool_call_end",
+          id: callId,
+          tool: info.toolId,
+          title: info.title,
+          status: error ? "failed" : "completed",
+          ...(error ? { error_code: error.metadata.error_code, error: error.error_text } : {}),
+        });
+        if (slash && !error) await emit({ type: "tool_result", id: callId, text: envelopeToText(envelope) });
+        return;
+      }
+      await endLine();
+      const code = error?.metadata.error_code;
+      const why = error ? `: ${code ? `${code} ` : ""}${error.error_text}${code === "permission_denied" ? ` ${DENIED_HINT}` : ""}` : "";
+      process.stderr.write(`${error ? "✗" : "✓"} ${info.title}${why}\n`);
+      if (slash && !error) await print(`${envelopeToText(envelope)}\n`); // an error is the line above
+    },
+    text: (delta) => (options.json ? emit({ type: "text", delta }) : print(delta)),
+    thought: (delta) => (options.json ? emit({ type: "thought", delta }) : undefined),
+    usage: (report) => (options.json ? emit({ type: "usage", ...report }) : undefined),
+    say: async (text) => {
+      if (slash) {
+        // A slash command's own answer (help, usage, the tool list).
+        if (options.json) await emit({ type: "message", text });
+        else await print(`${text}\n`);
+        return;
+      }
+      // In a model turn the session only speaks up when it failed: no model, a provider error.
+      failed = true;
+      if (options.json) await emit({ type: "error", message: text });
+      else await endLine();
+      process.stderr.write(`${text}\n`);
+    },
+  };
+
+  // Named as a CLI folder, so the sweep removes one a crashed run left after a day.
+  const session = new AgentSession({ id: `${CLI_SIDECAR_PREFIX}${randomUUID()}`, cwd: workspace, tools, frontEnd });
+  if (!session.setMode(options.mode ?? "ask")) throw new Error(`Unknown mode ${options.mode}`);
+  if (options.model) {
+    const problem = session.setModel(options.model);
+    if (problem) {
+      process.stderr.write(`toolhost: --model: ${problem}\n`);
+      return EXIT_USAGE;
+    }
+  }
+  let interrupted = false;
+  const onSignal = () => {
+    interrupted = true;
+    session.cancel(); // aborts the model request and the running tools (their processes are killed)
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  const swept = sweepStaleSidecars().catch(() => {});
+  let stopReason: TurnStopReason;
+  try {
+    stopReason = await session.prompt({ text: options.prompt, content: () => options.prompt });
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await session.close();
+    await swept;
+  }
+  const code = interrupted ? EXIT_INTERRUPTED : stopReason === "end_turn" && !failed ? EXIT_OK : EXIT_FAILED;
+  if (options.json) await emit({ type: "stop", stop_reason: stopReason, exit_code: code });
+  else {
+    await endLine();
+    if (stopReason !== "end_turn") process.stderr.write(`toolhost: the turn ended: ${stopReason}\n`);
+  }
+  return code;
+}

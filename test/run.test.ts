@@ -1,0 +1,229 @@
+import { execFile, spawn } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { RunEvent } from "../src/commands/run.js";
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "./fixtures/fake-openai.mjs";
+import { tempDir } from "./helpers.js";
+
+// `toolhost run`: the built CLI against a local OpenAI-compatible server, in a real workspace.
+
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+
+let ws: string;
+let home: string;
+let fake: FakeOpenAI | undefined;
+
+interface Ran {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI; `onStdout` sees stdout as it grows (to interrupt it mid-turn). */
+function toolhost(
+  args: string[],
+  options: { model?: boolean; stdin?: string; onStdout?: (all: string, child: ReturnType<typeof spawn>) => void } = {},
+): Promise<Ran> {
+  const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home };
+  delete env.TOOLHOST_MODEL;
+  delete env.TOOLHOST_BASE_URL;
+  delete env.TOOLHOST_PROFILE;
+  if (options.model !== false && fake) {
+    env.TOOLHOST_MODEL = "openai-compatible/fake";
+    env.TOOLHOST_BASE_URL = fake.url;
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: ws, env, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      stdout += d.toString();
+      options.onStdout?.(stdout, child);
+    });
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stdin.end(options.stdin ?? "");
+    child.on("error", reject);
+    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+async function withModel(...script: FakeReply[]) {
+  fake = await startFakeOpenAI({ script });
+  return fake;
+}
+
+const events = (stdout: string) =>
+  stdout
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as RunEvent);
+
+beforeAll(async () => {
+  await fsp.access(CLI).catch(() => {
+    throw new Error("dist/cli.js is missing: run `npm run build` (npm test does) before these tests");
+  });
+});
+
+beforeEach(async () => {
+  ws = await tempDir({ "src/a.ts": "export const a = 1; // TODO: rename\n" });
+  home = await tempDir();
+});
+
+afterEach(async () => {
+  await fake?.close();
+  fake = undefined;
+  await fsp.rm(ws, { recursive: true, force: true });
+  await fsp.rm(home, { recursive: true, force: true });
+});
+
+describe("toolhost run", () => {
+  it("streams the model's text on stdout and a line per tool call on stderr", async () => {
+    const model = await withModel(
+      { text: ["Let me ", "look."], toolCalls: [{ name: "read", arguments: { path: "src/a.ts" } }] },
+      { text: "It exports a." },
+    );
+    const { code, stdout, stderr } = await toolhost(["run", "what is in src/a.ts?"]);
+    expect(code).toBe(0);
+    expect(stdout).toBe("Let me look.\nIt exports a.\n");
+    expect(stderr).toMatch(/^✓ Read src\/a\.ts/m);
+    // The prompt reached the model, and the read's result went back to it.
+    expect(JSON.stringify(model.requests[0]?.body.messages)).toContain("what is in src/a.ts?");
+    expect(JSON.stringify(model.requests[1]?.body.messages)).toContain("TODO: rename");
+  });
+
+  it("prints one JSON event per line with --json, and nothing else on stdout", async () => {
+    await withModel(
+      {
+        text: "Searching.",
+        toolCalls: [{ name: "grep", arguments: { pattern: "TODO" } }],
+        usage: { prompt_tokens: 100, completion_tokens: 5 },
+      },
+      { text: ["Found ", "one."] },
+    );
+    const { code, stdout, stderr } = await toolhost(["run", "--json", "find TODOs"]);
+    expect(code).toBe(0);
+    const all = events(stdout);
+    expect(all.filter((e) => e.type === "text").map((e) => (e as { delta: string }).delta)).toEqual(["Searching.", "Found ", "one."]);
+    expect(all).toContainEqual({ type: "tool_call_start", id: "call_1", tool: "grep", kind: "search" });
+    expect(all).toContainEqual(expect.objectContaining({ type: "tool_call_end", id: "call_1", tool: "grep", status: "completed" }));
+    expect(all).toContainEqual({ type: "usage", used: 105, size: expect.any(Number) as number });
+    expect(all.at(-1)).toEqual({ type: "stop", stop_reason: "end_turn", exit_code: 0 });
+    expect(stderr).not.toContain("✓"); // the events carry the calls
+  });
+
+  it("runs in ask mode by default: bash is refused with the reason, and the model is told", async () => {
+    const model = await withModel({ toolCalls: [{ name: "bash", arguments: { command: "touch made" } }] }, { text: "I could not run it." });
+    const { code, stdout, stderr } = await toolhost(["run", "make a file"]);
+    expect(code).toBe(0); // the turn itself ended normally: the model answered the refusal
+    expect(stdout).toBe("I could not run it.\n");
+    expect(stderr).toMatch(/^✗ .*touch made.*: permission_denied .*needs approval and nobody can answer here.*--mode full/m);
+    await expect(fsp.access(path.join(ws, "made"))).rejects.toThrow();
+    expect(JSON.stringify(model.requests[1]?.body.messages)).toContain("needs approval");
+  });
+
+  it("reports the refusal as a failed call with its code in --json", async () => {
+    await withModel({ toolCalls: [{ name: "bash", arguments: { command: "touch made" } }] }, { text: "No." });
+    const { stdout } = await toolhost(["run", "--json", "make a file"]);
+    expect(events(stdout)).toContainEqual(
+      expect.objectContaining({ type: "tool_call_end", tool: "bash", status: "failed", error_code: "permission_denied" }),
+    );
+  });
+
+  it("runs bash with --mode full", async () => {
+    await withModel({ toolCalls: [{ name: "bash", arguments: { command: "touch made" } }] }, { text: "Done." });
+    const { code, stdout, stderr } = await toolhost(["run", "--mode", "full", "make a file"]);
+    expect(code).toBe(0);
+    expect(stdout).toBe("Done.\n");
+    expect(stderr).toMatch(/^✓ .*touch made/m);
+    await fsp.access(path.join(ws, "made"));
+  });
+
+  it("reads the prompt from stdin when it is -", async () => {
+    const model = await withModel({ text: "Hello." });
+    const { code, stdout } = await toolhost(["run", "-"], { stdin: "a prompt from a pipe\n" });
+    expect(code).toBe(0);
+    expect(stdout).toBe("Hello.\n");
+    expect(JSON.stringify(model.requests[0]?.body.messages)).toContain("a prompt from a pipe");
+  });
+
+  it("runs a slash command without a model: its result on stdout", async () => {
+    const { code, stdout, stderr } = await toolhost(["run", "/grep TODO"], { model: false });
+    expect(code).toBe(0);
+    expect(stdout).toContain('"path":"src/a.ts"');
+    expect(stderr).toMatch(/^✓ grep/m);
+    const failed = await toolhost(["run", "/read missing.ts"], { model: false });
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/^✗ /m);
+    expect(failed.stdout).toBe("");
+  });
+
+  it("exits 1 with the setup help on stderr when no model is configured", async () => {
+    const { code, stdout, stderr } = await toolhost(["run", "hello"], { model: false });
+    expect(code).toBe(1);
+    expect(stdout).toBe("");
+    expect(stderr).toContain("No model is configured");
+    expect(stderr).toContain("TOOLHOST_MODEL");
+  });
+
+  it("exits 1 when the provider fails or the response hits max tokens", async () => {
+    await withModel({ status: 400, message: "bad request from the fake" });
+    const failed = await toolhost(["run", "--json", "hello"]);
+    expect(failed.code).toBe(1);
+    const all = events(failed.stdout);
+    expect(all).toContainEqual(expect.objectContaining({ type: "error" }));
+    expect(all.at(-1)).toEqual({ type: "stop", stop_reason: "end_turn", exit_code: 1 });
+
+    fake?.push({ text: "cut", finish: "length" });
+    const cut = await toolhost(["run", "hello"]);
+    expect(cut.code).toBe(1);
+    expect(cut.stderr).toContain("max_tokens");
+  });
+
+  it("exits 2 on bad usage", async () => {
+    for (const args of [
+      ["run"],
+      ["run", "--mode", "yolo", "x"],
+      ["run", "a", "b"],
+      ["run", "--nope", "x"],
+      ["run", "--model", "nope", "x"],
+    ]) {
+      const { code, stderr } = await toolhost(args, { model: false });
+      expect(code, args.join(" ")).toBe(2);
+      expect(stderr).toContain("toolhost:");
+    }
+  });
+
+  it("exits 130 on SIGINT, cancelling the turn and its command", async () => {
+    await withModel({ text: "Running.", toolCalls: [{ name: "bash", arguments: { command: "sleep 37.25; touch late" } }] });
+    let sent = false;
+    let running = "";
+    const started = Date.now();
+    const { code, signal } = await toolhost(["run", "--mode", "full", "wait"], {
+      onStdout: (all, child) => {
+        if (!sent && all.includes("Running.")) {
+          sent = true;
+          // Give bash a moment to start, then interrupt.
+          setTimeout(() => {
+            void run("ps", ["-eo", "args"]).then((ps) => {
+              running = ps.stdout;
+              child.kill("SIGINT");
+            });
+          }, 500);
+        }
+      },
+    });
+    expect(running).toContain("sleep 37.25"); // the command was running when interrupted
+    expect(signal).toBeNull();
+    expect(code).toBe(130);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    // The command's process is gone with the CLI, not left running.
+    const ps = await run("ps", ["-eo", "args"]);
+    expect(ps.stdout).not.toContain("sleep 37.25");
+    await expect(fsp.access(path.join(ws, "late"))).rejects.toThrow();
+  });
+});
