@@ -104,8 +104,12 @@ export class AcpSession implements SessionFrontEnd {
   /** Session start: the commands, and load problems once. */
   async announceStart(): Promise<void> {
     await this.commandsChanged();
-    const problems = this.agent.tools.startMessage();
-    if (problems) await this.say(problems);
+    const rules = this.agent.permissionProblems;
+    const problems = [
+      this.agent.tools.startMessage(),
+      rules.length ? `Permission rules left out (the others hold):\n${rules.map((p) => `- ${p}`).join("\n")}` : null,
+    ].filter(Boolean);
+    if (problems.length) await this.say(problems.join("\n\n"));
   }
 
   /** Changes the mode; false for an unknown mode id. */

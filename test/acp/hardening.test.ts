@@ -191,3 +191,24 @@ describe("slash command friction", () => {
     expect(messageText(h, sessionId)).toMatch(/src\/a\.ts:5-1: the range ends before it starts/);
   });
 });
+
+describe("permission rules at session start", () => {
+  it("says which rules of the user config were left out, and keeps serving", async () => {
+    const home = await tempDir({
+      "config.json": JSON.stringify({
+        permissions: [
+          { permission: "bash", pattern: "git push*", action: "deny" },
+          { permission: "bash", action: "maybe" },
+        ],
+      }),
+    });
+    try {
+      const { h, sessionId } = await start({ env: { TOOLHOST_HOME: home } });
+      await h.waitFor(() => messageText(h, sessionId).includes("Permission rules left out"));
+      expect(messageText(h, sessionId)).toMatch(/config\.json/);
+      expect((await prompt(h, sessionId, "/tools")).stopReason).toBe("end_turn");
+    } finally {
+      await fsp.rm(home, { recursive: true, force: true });
+    }
+  });
+});
