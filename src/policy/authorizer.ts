@@ -1,7 +1,25 @@
 import type { Authorize, Decision, ToolCallRequest } from "./call.js";
+import { parseBash } from "./bash-parse.js";
 import { modeAction, type ModeId } from "./modes.js";
 import { describeRule, evaluateRules, type SourcedRule } from "./ruleset.js";
+
 import { alwaysScope, describeScope, type RuleScope, type SessionRules } from "./session-rules.js";
+
+/** Each command line's simple commands, for rules to match one by one; `unparsed` when a line does not parse. */
+async function commandUnits(commands: readonly string[]): Promise<{ units: Map<string, string[]>; unparsed: boolean }> {
+  const units = new Map<string, string[]>();
+  let unparsed = false;
+  for (const line of commands) {
+    const parsed = await parseBash(line).catch(() => null);
+    if (parsed && parsed.commands.length)
+      units.set(
+        line,
+        parsed.commands.map((c) => c.text.trim()),
+      );
+    else unparsed = true;
+  }
+  return { units, unparsed };
+}
 
 /** The user's answer to an approval request. Anything but an allow is a reject (fail closed). */
 export type ApprovalAnswer = "allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancelled";
@@ -35,7 +53,11 @@ export interface PermissionOptions {
  */
 export function sessionAuthorizer(options: PermissionOptions): Authorize {
   return async (call, signal): Promise<Decision> => {
-    const verdict = evaluateRules(options.ruleset?.() ?? [], call, { workspace: options.roots[0] ?? process.cwd() });
+    const rules = options.ruleset?.() ?? [];
+    const { units, unparsed } = rules.length ? await commandUnits(call.targets.commands) : { units: undefined, unparsed: false };
+    let verdict = evaluateRules(rules, call, { workspace: options.roots[0] ?? process.cwd(), commandUnits: units });
+    // A line the parser cannot read is asked about, whatever a rule for the whole line allows.
+    if (unparsed && verdict?.action === "allow") verdict = { ...verdict, action: "ask" };
     if (verdict?.action === "deny") {
       return {
         outcome: "deny",

@@ -55,6 +55,8 @@ interface RulesetContext {
   workspace: string;
   /** For `~` in patterns (default: the user's home). */
   home?: string;
+  /** Each command line's simple commands (policy/bash-parse.ts); a line not in it is matched whole. */
+  commandUnits?: ReadonlyMap<string, readonly string[]>;
 }
 
 type TargetKind = "path" | "command" | "host" | "none";
@@ -70,17 +72,8 @@ interface Target {
   primary: boolean;
 }
 
-/**
- * The command units a command line is matched as. Today the whole line is one unit; the bash
- * parser (policy/bash-parse.ts) plugs in here and returns each simple command, so that a line
- * runs without asking only when every part of it is allowed.
- */
-function commandUnits(command: string): string[] {
-  return [command.trim()];
-}
-
 /** What the call touches, each with the capability it exercises. */
-function targetsOf(call: PolicyCall): Target[] {
+function targetsOf(call: PolicyCall, ctx: RulesetContext): Target[] {
   const writes = !isReadOnlyKind(call.tool.kind) && call.tool.kind !== "execute";
   const runs = call.targets.commands.length > 0;
   const out: Target[] = [];
@@ -88,7 +81,9 @@ function targetsOf(call: PolicyCall): Target[] {
     out.push({ kind: "path", value: p, capability: writes ? "fs.write" : "fs.read", primary: !runs });
   }
   for (const c of call.targets.commands) {
-    for (const unit of commandUnits(c)) out.push({ kind: "command", value: unit, capability: "shell.run", primary: true });
+    // Each simple command on its own: a line runs without asking only when every part is allowed.
+    for (const unit of ctx.commandUnits?.get(c) ?? [c.trim()])
+      out.push({ kind: "command", value: unit, capability: "shell.run", primary: true });
   }
   for (const h of call.targets.hosts) out.push({ kind: "host", value: h.toLowerCase(), capability: "net.fetch", primary: true });
   if (out.length === 0) out.push({ kind: "none", value: "", capability: null, primary: true });
@@ -172,7 +167,7 @@ function moreSpecific(a: SourcedRule, b: SourcedRule): boolean {
 /** The ruleset's verdict on a call, or null when no rule covers it (the session mode decides). */
 export function evaluateRules(rules: readonly SourcedRule[], call: PolicyCall, ctx: RulesetContext): RuleVerdict | null {
   if (rules.length === 0) return null;
-  const targets = targetsOf(call);
+  const targets = targetsOf(call, ctx);
   const capabilities = callCapabilities(call, targets);
   const decided: RuleVerdict[] = [];
   let uncovered = false;

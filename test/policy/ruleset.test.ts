@@ -220,6 +220,31 @@ describe("sessionAuthorizer with rules, over the real pipeline", () => {
     expect(await exists("notes/m.md")).toBe(false);
   });
 
+  it("matches each simple command of a bash line on its own", async () => {
+    ruleset = [rule("bash", "touch allowed*", "allow"), rule("bash", "rm *", "deny")];
+    // Every part allowed: runs without a question.
+    expect((await run("ask", "bash", { command: "touch allowed-1 && touch allowed-2" })).type).toBe("output");
+    expect(asked).toEqual([]);
+    // A part no rule allows: the line is asked about, even though it starts with an allowed command.
+    expect((await run("ask", "bash", { command: "touch allowed-3; touch smuggled" })).type).toBe("error");
+    expect(asked).toHaveLength(1);
+    expect(await exists("smuggled")).toBe(false);
+    // A denied part hidden after an allowed one, or in a substitution, denies the line in full mode.
+    for (const command of ["touch allowed-4; rm -f a.txt", "touch allowed-5 $(rm -f a.txt)"]) {
+      const envelope = await run("full", "bash", { command });
+      expect(envelope.type === "error" && envelope.metadata.error_code).toBe("permission_denied");
+    }
+    expect(await exists("a.txt")).toBe(true);
+  });
+
+  it("asks about a line that does not parse, whatever a rule allows", async () => {
+    ruleset = [rule("bash", "*", "allow")];
+    expect((await run("ask", "bash", { command: "echo ok > parsed" })).type).toBe("output");
+    expect((await run("ask", "bash", { command: "echo 'unclosed > broken" })).type).toBe("error");
+    expect(asked).toHaveLength(1);
+    expect(await exists("broken")).toBe(false);
+  });
+
   it("an ask rule asks in full mode; headless, the refusal names the rule", async () => {
     ruleset = [rule("fs.write", "*.md", "ask", "project")];
     expect((await run("full", "write", { path: "r.md", content: "x\n" })).type).toBe("error");
