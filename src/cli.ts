@@ -9,6 +9,9 @@ Usage:
   toolhost tools [--json] [--cwd DIR]            list a session's tools, where each came from, load problems
   toolhost call <tool> '<json args>' [--cwd DIR] [--mode MODE]
                                                  run one tool call through the session's policy, print its envelope
+  toolhost policy explain <tool> '<json args>' [--cwd DIR] [--mode MODE] [--json]
+                                                 what the policy decides about one call, and which rule wins
+  toolhost policy list [--cwd DIR] [--json]      the permission rules in force, with their sources
   toolhost run "<prompt>" [--cwd DIR] [--model ID] [--mode MODE] [--json]
                                                  one model turn without an editor (prompt "-": read stdin)
   toolhost trust [DIR] [--revoke]                let a project's .toolhost/tools/ load (they run code)
@@ -105,6 +108,28 @@ async function main(argv: string[]): Promise<number> {
       const out = guardStdout();
       const { runCall } = await import("./commands/call.js");
       return thenExit(runCall({ id, args, cwd: parsed.values.cwd, profile: parsed.values.profile, mode, out }), out);
+    }
+    case "policy": {
+      const [sub, ...more] = rest;
+      const parsed = parse(more, { ...SESSION_OPTIONS, mode: { type: "string" }, json: { type: "boolean" } }, sub === "explain" ? 2 : 0);
+      const mode = parsed.values.mode ?? "full";
+      checkMode(mode);
+      const out = guardStdout();
+      const options = { cwd: parsed.values.cwd, profile: parsed.values.profile, mode, json: parsed.values.json ?? false, out };
+      const { runPolicyExplain, runPolicyList } = await import("./commands/policy.js");
+      if (sub === "list") return thenExit(runPolicyList(options), out);
+      if (sub !== "explain") fail("policy takes explain <tool> '<json args>' or list");
+      const [id, json] = parsed.positionals;
+      if (!id) fail("policy explain needs a tool id");
+      let args: unknown = {};
+      if (json !== undefined) {
+        try {
+          args = JSON.parse(json);
+        } catch (err) {
+          fail(`the arguments are not valid JSON: ${(err as Error).message}`);
+        }
+      }
+      return thenExit(runPolicyExplain(id, args, options), out);
     }
     case "run": {
       const parsed = parse(rest, { ...SESSION_OPTIONS, mode: { type: "string" }, model: { type: "string" }, json: { type: "boolean" } }, 1);

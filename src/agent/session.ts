@@ -139,6 +139,11 @@ export class AgentSession {
     return this.permissionRules as { rules: SourcedRule[]; problems: string[] };
   }
 
+  /** The permission rules in force (manifest, user, trusted project). */
+  get rulesInForce(): readonly SourcedRule[] {
+    return this.loadPermissionRules().rules;
+  }
+
   /** Rules that could not be read (each names its file and rule); the others hold. */
   get permissionProblems(): readonly string[] {
     return this.loadPermissionRules().problems;

@@ -175,7 +175,7 @@ async function capErrorText(call: PreparedCall, envelope: Envelope): Promise<Env
 }
 
 /** What the call touches and what it would do: the tool's targets and preview hooks (read-only). */
-async function examine(call: PreparedCall): Promise<void> {
+export async function examine(call: PreparedCall): Promise<void> {
   if (call.examined) return;
   const { tool, args, ctx } = call;
   const targets: CallTargets = tool.targets ? completeTargets(await tool.targets(args, ctx)) : await defaultTargets(tool, args, ctx);

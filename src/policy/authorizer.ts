@@ -6,7 +6,7 @@ import { describeRule, evaluateRules, type SourcedRule } from "./ruleset.js";
 import { alwaysScope, describeScope, type RuleScope, type SessionRules } from "./session-rules.js";
 
 /** Each command line's simple commands, for rules to match one by one; `unparsed` when a line does not parse. */
-async function commandUnits(commands: readonly string[]): Promise<{ units: Map<string, string[]>; unparsed: boolean }> {
+export async function commandUnits(commands: readonly string[]): Promise<{ units: Map<string, string[]>; unparsed: boolean }> {
   const units = new Map<string, string[]>();
   let unparsed = false;
   for (const line of commands) {

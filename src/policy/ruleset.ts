@@ -164,27 +164,47 @@ function moreSpecific(a: SourcedRule, b: SourcedRule): boolean {
   return (order.find((d) => d !== 0) ?? 0) > 0;
 }
 
-/** The ruleset's verdict on a call, or null when no rule covers it (the session mode decides). */
-export function evaluateRules(rules: readonly SourcedRule[], call: PolicyCall, ctx: RulesetContext): RuleVerdict | null {
-  if (rules.length === 0) return null;
+/** One target of a call as the ruleset saw it: the rules that cover it, and the one that decides it. */
+export interface TargetExplanation {
+  kind: TargetKind;
+  value: string;
+  capability: string | null;
+  matching: SourcedRule[];
+  winner: SourcedRule | null;
+}
+
+/** Every target of the call with its covering rules and winner, and the verdict they add up to. */
+export function explainRules(
+  rules: readonly SourcedRule[],
+  call: PolicyCall,
+  ctx: RulesetContext,
+): { targets: TargetExplanation[]; verdict: RuleVerdict | null } {
   const targets = targetsOf(call, ctx);
   const capabilities = callCapabilities(call, targets);
+  const explained: TargetExplanation[] = [];
   const decided: RuleVerdict[] = [];
+  let manifestDeny: SourcedRule | undefined;
   let uncovered = false;
   for (const target of targets) {
     const matching = rules.filter((r) => covers(r, call, capabilities, target, ctx));
-    const manifestDeny = matching.find((r) => r.source === "manifest" && r.action === "deny");
-    if (manifestDeny) return { action: "deny", rule: manifestDeny };
-    let best: SourcedRule | undefined;
-    for (const r of matching) if (!best || moreSpecific(r, best)) best = r;
+    const deny = matching.find((r) => r.source === "manifest" && r.action === "deny");
+    let best: SourcedRule | undefined = deny;
+    if (!best) for (const r of matching) if (!best || moreSpecific(r, best)) best = r;
+    manifestDeny ??= deny;
+    explained.push({ kind: target.kind, value: target.value, capability: target.capability, matching, winner: best ?? null });
     if (best) decided.push({ action: best.action, rule: best });
     else if (target.primary) uncovered = true;
   }
-  const deny = decided.find((v) => v.action === "deny");
-  if (deny) return deny;
-  const ask = decided.find((v) => v.action === "ask");
-  if (ask) return ask;
-  return uncovered ? null : (decided[0] ?? null);
+  const verdict: RuleVerdict | null = manifestDeny
+    ? { action: "deny", rule: manifestDeny }
+    : (decided.find((v) => v.action === "deny") ?? decided.find((v) => v.action === "ask") ?? (uncovered ? null : (decided[0] ?? null)));
+  return { targets: explained, verdict };
+}
+
+/** The ruleset's verdict on a call, or null when no rule covers it (the session mode decides). */
+export function evaluateRules(rules: readonly SourcedRule[], call: PolicyCall, ctx: RulesetContext): RuleVerdict | null {
+  if (rules.length === 0) return null;
+  return explainRules(rules, call, ctx).verdict;
 }
 
 /** How a rule is named in messages: its source (and file), its permission and pattern. */

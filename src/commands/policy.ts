@@ -1,0 +1,126 @@
+import path from "node:path";
+import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
+import { SessionTools } from "../agent/session-tools.js";
+import { examine, prepareCall } from "../host/invoke.js";
+import { commandUnits, sessionAuthorizer } from "../policy/authorizer.js";
+import { isModeId, type ModeId } from "../policy/modes.js";
+import { describeRule, explainRules, type SourcedRule } from "../policy/ruleset.js";
+
+type Out = (chunk: string) => Promise<void>;
+
+export interface PolicyOptions {
+  cwd?: string;
+  profile?: string;
+  mode?: string;
+  json: boolean;
+  out: Out;
+}
+
+const quiet: SessionFrontEnd = {
+  pending: () => {},
+  event: () => {},
+  running: () => {},
+  done: () => {},
+  text: () => {},
+  thought: () => {},
+  usage: () => {},
+  say: () => {},
+};
+
+async function openSession(options: PolicyOptions): Promise<AgentSession> {
+  const workspace = path.resolve(options.cwd ?? process.cwd());
+  const tools = await SessionTools.create(workspace, options.profile);
+  const session = new AgentSession({ cwd: workspace, tools, frontEnd: quiet });
+  session.setMode(options.mode ?? "full");
+  return session;
+}
+
+const ruleJson = (rule: SourcedRule) => ({
+  source: rule.source,
+  file: rule.file,
+  permission: rule.permission,
+  pattern: rule.pattern,
+  action: rule.action,
+});
+
+/** `toolhost policy list`: the rules in force with their sources, and the rules left out. */
+export async function runPolicyList(options: PolicyOptions): Promise<number> {
+  const session = await openSession(options);
+  const rules = session.rulesInForce;
+  const problems = session.permissionProblems;
+  if (options.json) {
+    await options.out(`${JSON.stringify({ rules: rules.map(ruleJson), problems }, null, 2)}\n`);
+  } else {
+    const lines = rules.length ? rules.map((r) => `- ${describeRule(r)}`) : ["(no permission rules: the session mode decides every call)"];
+    if (problems.length) lines.push("", "Left out:", ...problems.map((p) => `- ${p}`));
+    await options.out(`${lines.join("\n")}\n`);
+  }
+  return problems.length ? 1 : 0;
+}
+
+/**
+ * `toolhost policy explain <tool> '<json>'`: what the policy would decide about one call, every
+ * rule that covers each thing the call touches, and the one that wins. Nothing runs.
+ */
+export async function runPolicyExplain(toolId: string, args: unknown, options: PolicyOptions): Promise<number> {
+  if (options.mode !== undefined && !isModeId(options.mode)) throw new Error(`Unknown mode ${options.mode}`);
+  const session = await openSession(options);
+  const mode = session.mode as ModeId;
+  const prepared = prepareCall(session.registry, toolId, args, { session: session.runtime, manifest: session.tools.manifest });
+  if (!prepared.ok) {
+    const text = prepared.envelope.type === "error" ? prepared.envelope.error_text : "";
+    await options.out(options.json ? `${JSON.stringify({ tool: toolId, error: text }, null, 2)}\n` : `${text}\n`);
+    return 1;
+  }
+  const call = prepared.call;
+  try {
+    await examine(call);
+  } catch (err) {
+    const text = err instanceof Error ? err.message : String(err);
+    await options.out(options.json ? `${JSON.stringify({ tool: toolId, error: text }, null, 2)}\n` : `${text}\n`);
+    return 1;
+  } finally {
+    call.limits.dispose();
+  }
+  const rules = session.rulesInForce;
+  const { units, unparsed } = await commandUnits(call.targets.commands);
+  const explained = explainRules(rules, call, { workspace: session.runtime.workspace, commandUnits: units });
+  let wouldAsk = false;
+  const authorize = sessionAuthorizer({
+    roots: session.runtime.roots,
+    mode: () => mode,
+    rules: session.rules,
+    ruleset: () => rules,
+    ask: async () => {
+      wouldAsk = true;
+      return "reject_once";
+    },
+  });
+  const decision = await authorize(call, new AbortController().signal);
+  const verdict = wouldAsk ? "ask" : decision.outcome;
+  const reason = decision.outcome === "deny" && !wouldAsk ? decision.reason : undefined;
+  const winner = explained.verdict ? describeRule(explained.verdict.rule) : null;
+  if (options.json) {
+    const targets = explained.targets.map((t) => ({ ...t, matching: t.matching.map(ruleJson), winner: t.winner && ruleJson(t.winner) }));
+    await options.out(`${JSON.stringify({ tool: toolId, mode, decision: verdict, reason, rule: winner, unparsed, targets }, null, 2)}\n`);
+    return 0;
+  }
+  const lines = [
+    `${toolId} in ${mode} mode: ${verdict === "ask" ? "asks the user (headless: refused)" : verdict}`,
+    winner
+      ? `decided by the ${winner}`
+      : rules.length
+        ? "no rule covers every part: the mode decides"
+        : "no permission rules: the mode decides",
+    ...(reason ? [`reason: ${reason}`] : []),
+    ...(unparsed ? ["the command line does not parse: a rule's allow becomes an ask"] : []),
+    "what the call touches:",
+  ];
+  for (const t of explained.targets) {
+    const what = t.kind === "none" ? "(nothing named)" : `${t.kind} ${JSON.stringify(t.value)}${t.capability ? ` (${t.capability})` : ""}`;
+    lines.push(`  ${what}:${t.matching.length ? "" : " no rule"}`);
+    for (const r of t.matching) lines.push(`    ${r === t.winner ? "→" : " "} ${describeRule(r)}`);
+  }
+  await options.out(`${lines.join("\n")}\n`);
+  return 0;
+}

@@ -1,0 +1,78 @@
+import { execFile } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tempDir } from "./helpers.js";
+
+// `toolhost policy explain` and `list` against real config files: the decision, each thing the
+// call touches with the rules that cover it, and the winner. Nothing runs.
+
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+
+let home: string;
+let ws: string;
+async function toolhost(args: string[]) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd: ws, env: { ...process.env, TOOLHOST_HOME: home } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+beforeAll(async () => {
+  ws = await tempDir({ "a.txt": "a\n" });
+  home = await tempDir({
+    "config.json": JSON.stringify({
+      permissions: [
+        { permission: "bash", pattern: "git push*", action: "deny" },
+        { permission: "bash", pattern: "git *", action: "allow" },
+        { permission: "bash", action: "sometimes" },
+      ],
+    }),
+  });
+});
+afterAll(async () => {
+  await fsp.rm(ws, { recursive: true, force: true });
+  await fsp.rm(home, { recursive: true, force: true });
+});
+
+describe("toolhost policy", () => {
+  it("explains a compound line: the denied part and the rule that wins it", async () => {
+    const { code, stdout } = await toolhost([
+      "policy",
+      "explain",
+      "bash",
+      '{"command":"git status; git push origin main"}',
+      "--mode",
+      "ask",
+    ]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^bash in ask mode: deny$/m);
+    expect(stdout).toMatch(/decided by the user rule in .*config\.json: deny bash "git push\*"/);
+    expect(stdout).toMatch(/command "git status" \(shell\.run\):\n\s+→ user rule .*allow bash "git \*"/);
+  });
+
+  it("answers in JSON, and explains a call no rule covers", async () => {
+    const allowed = JSON.parse(
+      (await toolhost(["policy", "explain", "bash", '{"command":"git status"}', "--mode", "ask", "--json"])).stdout,
+    );
+    expect(allowed).toMatchObject({ tool: "bash", mode: "ask", decision: "allow", rule: expect.stringContaining('allow bash "git *"') });
+    const asked = JSON.parse((await toolhost(["policy", "explain", "bash", '{"command":"make"}', "--mode", "ask", "--json"])).stdout);
+    expect(asked).toMatchObject({ decision: "ask", rule: null });
+    const read = JSON.parse((await toolhost(["policy", "explain", "read", '{"path":"a.txt"}', "--json"])).stdout);
+    expect(read.decision).toBe("allow");
+    expect(read.targets[0]).toMatchObject({ kind: "path", capability: "fs.read", matching: [] });
+  });
+
+  it("lists the rules in force with their sources and says which were left out", async () => {
+    const { code, stdout } = await toolhost(["policy", "list"]);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/- user rule in .*config\.json: deny bash "git push\*"/);
+    expect(stdout).toMatch(/Left out:\n- .*config\.json/);
+    expect((await toolhost(["policy", "nope"])).code).toBe(2);
+  });
+});
