@@ -74,6 +74,16 @@ function guardStdout(): StdoutWriter {
   return (chunk) => new Promise<void>((resolve, reject) => void real(chunk, (err) => (err ? reject(err) : resolve())));
 }
 
+/** A tool call's JSON arguments from the command line (none: `{}`). */
+function parseJsonArgs(json: string | undefined): unknown {
+  if (json === undefined) return {};
+  try {
+    return JSON.parse(json) as unknown;
+  } catch (err) {
+    fail(`the arguments are not valid JSON: ${(err as Error).message}`);
+  }
+}
+
 /** Runs a command that may load extension code, then exits: a stray timer in a tool file must not keep the CLI alive. */
 async function thenExit(run: Promise<number>, out?: StdoutWriter): Promise<never> {
   const code = await run;
@@ -95,14 +105,7 @@ async function main(argv: string[]): Promise<number> {
       const parsed = parse(rest, { ...SESSION_OPTIONS, mode: { type: "string" } }, 2);
       const [id, json] = parsed.positionals;
       if (!id) fail("call needs a tool id");
-      let args: unknown = {};
-      if (json !== undefined) {
-        try {
-          args = JSON.parse(json);
-        } catch (err) {
-          fail(`the arguments are not valid JSON: ${(err as Error).message}`);
-        }
-      }
+      const args = parseJsonArgs(json);
       const mode = parsed.values.mode ?? "full";
       checkMode(mode);
       const out = guardStdout();
@@ -121,14 +124,7 @@ async function main(argv: string[]): Promise<number> {
       if (sub !== "explain") fail("policy takes explain <tool> '<json args>' or list");
       const [id, json] = parsed.positionals;
       if (!id) fail("policy explain needs a tool id");
-      let args: unknown = {};
-      if (json !== undefined) {
-        try {
-          args = JSON.parse(json);
-        } catch (err) {
-          fail(`the arguments are not valid JSON: ${(err as Error).message}`);
-        }
-      }
+      const args = parseJsonArgs(json);
       return thenExit(runPolicyExplain(id, args, options), out);
     }
     case "run": {

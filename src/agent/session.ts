@@ -46,6 +46,15 @@ export interface SessionFrontEnd extends TurnObserver {
   askTrust?(files: string[], signal: AbortSignal, decide: (answer: TrustAnswer) => Promise<string | null>): Promise<void>;
 }
 
+/**
+ * A front end with no one behind it: it shows nothing, and with no `approve` every call that needs
+ * approval is refused. `say` gets the session's own messages (default: dropped).
+ */
+export function headlessFrontEnd(say: (text: string) => void = () => {}): SessionFrontEnd {
+  const ignore = () => {};
+  return { pending: ignore, event: ignore, running: ignore, done: ignore, text: ignore, thought: ignore, usage: ignore, say };
+}
+
 /** A prompt as the session needs it: its text (for slash commands) and its content for a model. */
 export interface PromptInput {
   /** The first text of the prompt: a slash command is this text alone. */

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
+import { AgentSession, headlessFrontEnd } from "../agent/session.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { formatLoadProblems } from "../host/toolset-report.js";
 import { CLI_SIDECAR_PREFIX, sweepStaleSidecars } from "../runtime/sidecars.js";
@@ -16,20 +16,6 @@ export interface CallOptions {
   out: (text: string) => Promise<void>;
 }
 
-/** Headless: nothing to show along the way, and nobody to ask, so a call that needs approval is refused. */
-const headless: SessionFrontEnd = {
-  pending: () => {},
-  event: () => {},
-  running: () => {},
-  done: () => {},
-  text: () => {},
-  thought: () => {},
-  usage: () => {},
-  say: (text) => {
-    process.stderr.write(`${text}\n`);
-  },
-};
-
 /**
  * `toolhost call`: one call through the same session machinery the editor uses — toolset,
  * policy, pipeline. The sidecar folder is kept after the call so a printed output_path stays
@@ -43,7 +29,12 @@ export async function runCall(options: CallOptions): Promise<number> {
     if (problems) process.stderr.write(`${problems}\n`);
   }
   // Named as a CLI folder, so the sweep removes it after a day rather than a week.
-  const session = new AgentSession({ id: `${CLI_SIDECAR_PREFIX}${randomUUID()}`, cwd: workspace, tools, frontEnd: headless });
+  const session = new AgentSession({
+    id: `${CLI_SIDECAR_PREFIX}${randomUUID()}`,
+    cwd: workspace,
+    tools,
+    frontEnd: headlessFrontEnd((text) => process.stderr.write(`${text}\n`)),
+  });
   if (!session.setMode(options.mode ?? "full")) throw new Error(`Unknown mode ${options.mode}`);
   const controller = new AbortController();
   const onSignal = () => controller.abort(new Error("Interrupted"));

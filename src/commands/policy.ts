@@ -1,5 +1,5 @@
 import path from "node:path";
-import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
+import { AgentSession, headlessFrontEnd } from "../agent/session.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { examine, prepareCall } from "../host/invoke.js";
 import { commandUnits, sessionAuthorizer } from "../policy/authorizer.js";
@@ -16,21 +16,10 @@ export interface PolicyOptions {
   out: Out;
 }
 
-const quiet: SessionFrontEnd = {
-  pending: () => {},
-  event: () => {},
-  running: () => {},
-  done: () => {},
-  text: () => {},
-  thought: () => {},
-  usage: () => {},
-  say: () => {},
-};
-
 async function openSession(options: PolicyOptions): Promise<AgentSession> {
   const workspace = path.resolve(options.cwd ?? process.cwd());
   const tools = await SessionTools.create(workspace, options.profile);
-  const session = new AgentSession({ cwd: workspace, tools, frontEnd: quiet });
+  const session = new AgentSession({ cwd: workspace, tools, frontEnd: headlessFrontEnd() });
   session.setMode(options.mode ?? "full");
   return session;
 }
