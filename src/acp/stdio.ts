@@ -70,6 +70,9 @@ export async function serveStdio(out: Out): Promise<void> {
     }
     return null;
   };
+  // The client went away before the SDK loaded: nothing has started yet, so just stop.
+  const goneEarly = () => process.exit(0);
+  process.stdout.on("error", goneEarly);
   const early = answerEarly(guardedStdin(out), {
     answer,
     write: async (line) => {
@@ -83,5 +86,6 @@ export async function serveStdio(out: Out): Promise<void> {
   clearTimeout(idle);
   const { serveConnection } = await import("./server.js");
   early.endEarly();
+  process.stdout.off("error", goneEarly);
   await serveConnection(early.stream, out, state);
 }

@@ -47,3 +47,18 @@ describe("the early handshake", () => {
     expect(byId.get(902)).toMatchObject({ result: { sessionId: expect.any(String) } });
   });
 });
+
+describe("a client that goes away during the handshake", () => {
+  it("ends the agent quietly with exit 0", async () => {
+    const { spawn } = await import("node:child_process");
+    const { CLI } = await import("./harness.js");
+    const child = spawn(process.execPath, [CLI], { stdio: ["pipe", "pipe", "pipe"], cwd: ws });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += String(d)));
+    // The reading end closes before the answer can be written.
+    child.stdout.destroy();
+    child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } })}\n`);
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+  });
+});
