@@ -1,24 +1,12 @@
 import * as z from "zod";
 import type { AnyTool } from "../tool/define.js";
+import { editDistance } from "../tool/edit-distance.js";
 
 // What a call's arguments and a tool's result must be: the checks of the pipeline, with messages
 // that say what to do next.
 
 export function formatValidationError(toolId: string, error: z.ZodError): string {
   return `The ${toolId} tool was called with invalid arguments:\n${z.prettifyError(error)}\nRewrite the arguments so they satisfy the tool's schema.`;
-}
-
-/** Edit distance, for "did you mean": small strings only (argument names). */
-function distance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    row = next;
-  }
-  return row[b.length]!;
 }
 
 /**
@@ -39,8 +27,11 @@ export function unknownKeysError(tool: AnyTool, rawArgs: unknown): string | unde
   if (!unknown.length) return undefined;
   const named = unknown.map((key) => {
     const near = valid
-      .map((name) => ({ name, d: distance(key.toLowerCase(), name.toLowerCase()) }))
-      .filter(({ name, d }) => d <= Math.max(1, Math.floor(Math.max(key.length, name.length) / 3)))
+      .map((name) => {
+        const limit = Math.max(1, Math.floor(Math.max(key.length, name.length) / 3));
+        return { name, d: editDistance(key.toLowerCase(), name.toLowerCase(), limit), limit };
+      })
+      .filter(({ d, limit }) => d <= limit)
       .sort((x, y) => x.d - y.d)[0];
     return near ? `${JSON.stringify(key)} (did you mean ${JSON.stringify(near.name)}?)` : JSON.stringify(key);
   });

@@ -4,6 +4,8 @@
  * only the bytes it matched. The first tier with a candidate decides; no looser tier is tried.
  */
 
+import { editDistance } from "../tool/edit-distance.js";
+
 export type MatchTier =
   "exact" | "bom" | "eof_newline" | "nfc" | "unicode" | "trailing_whitespace" | "indentation" | "unescaped" | "spaces" | "block";
 
@@ -366,27 +368,7 @@ function withinDistance(a: string, b: string, max: number, budget: { left: numbe
   if (Math.abs(a.length - b.length) > max) return false;
   budget.left -= (a.length + 1) * (2 * max + 1);
   if (budget.left < 0) return null;
-  // Banded DP: cells farther than `max` from the diagonal cannot end within `max`.
-  const INF = max + 1;
-  let prev = new Array<number>(b.length + 1);
-  let cur = new Array<number>(b.length + 1);
-  for (let j = 0; j <= b.length; j++) prev[j] = j <= max ? j : INF;
-  for (let i = 1; i <= a.length; i++) {
-    const lo = Math.max(1, i - max);
-    const hi = Math.min(b.length, i + max);
-    cur.fill(INF);
-    cur[0] = i <= max ? i : INF;
-    let rowMin = cur[0] as number;
-    for (let j = lo; j <= hi; j++) {
-      const cost = a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1;
-      const v = Math.min((prev[j - 1] as number) + cost, (prev[j] as number) + 1, (cur[j - 1] as number) + 1, INF);
-      cur[j] = v;
-      if (v < rowMin) rowMin = v;
-    }
-    if (rowMin > max) return false;
-    [prev, cur] = [cur, prev];
-  }
-  return (prev[b.length] as number) <= max;
+  return editDistance(a, b, max) <= max;
 }
 
 /**

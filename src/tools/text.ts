@@ -2,6 +2,7 @@ import { constants } from "node:buffer";
 import path from "node:path";
 import type { FileInfo, ToolContext, ToolEvent } from "../tool/context.js";
 import { ToolError } from "../tool/errors.js";
+import { editDistance } from "../tool/edit-distance.js";
 
 /** Shared text helpers of the file tools: binary sniffing, encodings, line endings, placeholders, near names. */
 
@@ -311,23 +312,6 @@ export function newPlaceholders(previous: string | null, next: string): string[]
 }
 
 // --- Near names for a missing file -------------------------------------------------------
-
-function editDistance(a: string, b: string, cap: number): number {
-  if (Math.abs(a.length - b.length) > cap) return cap + 1;
-  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    let best = i;
-    for (let j = 1; j <= b.length; j++) {
-      const v = Math.min((prev[j] as number) + 1, (cur[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
-      cur.push(v);
-      best = Math.min(best, v);
-    }
-    if (best > cap) return cap + 1;
-    prev = cur;
-  }
-  return prev[b.length] as number;
-}
 
 function stem(name: string): string {
   const ext = path.extname(name);
