@@ -4,6 +4,7 @@ import type { Envelope } from "../tool/envelope.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import type { HostServices, Subagents, SubagentRequest, SubagentResult, ToolIndex, UserQuestions } from "../tool/services.js";
 import { sessionAuthorizer, type AskUser } from "../policy/authorizer.js";
+import type { Authorize } from "../policy/call.js";
 import { DEFAULT_MODE, isKindVisible, isModeId, type ModeId } from "../policy/modes.js";
 import { loadRules, type SourcedRule } from "../policy/ruleset.js";
 import { SessionRules } from "../policy/session-rules.js";
@@ -401,28 +402,35 @@ export class AgentSession {
 
   /** Tools, runtime, services and approvals for one turn. */
   private toolContext(signal: AbortSignal): ToolRunContext {
-    const authorize = sessionAuthorizer({
-      roots: this.runtime.roots,
-      mode: () => this.mode,
-      rules: this.rules,
-      ruleset: () => this.loadPermissionRules().rules,
-      ask: this.frontEnd.approve,
-    });
-    const allowed = this.allowedTools;
     return {
       registry: this.registry,
       manifest: this.tools.manifest,
       session: this.runtime,
       host: this.services(),
       signal,
-      // A subagent's narrower tool set is enforced here too, not only by what it is offered.
-      authorize: allowed
-        ? async (call, s) =>
-            allowed.has(call.tool.id)
-              ? authorize(call, s)
-              : { outcome: "deny", code: "permission_denied", reason: `The ${call.tool.id} tool is not available to this subagent.` }
-        : authorize,
+      authorize: this.authorizer(),
     };
+  }
+
+  /**
+   * The session's policy for one call: rules, mode, remembered answers, then `ask` (default: the
+   * front end's approval). `toolhost policy explain` passes an ask that only records.
+   */
+  authorizer(ask: AskUser | undefined = this.frontEnd.approve): Authorize {
+    const authorize = sessionAuthorizer({
+      roots: this.runtime.roots,
+      mode: () => this.mode,
+      rules: this.rules,
+      ruleset: () => this.loadPermissionRules().rules,
+      ask,
+    });
+    const allowed = this.allowedTools;
+    // A subagent's narrower tool set is enforced here too, not only by what it is offered.
+    if (!allowed) return authorize;
+    return async (call, s) =>
+      allowed.has(call.tool.id)
+        ? authorize(call, s)
+        : { outcome: "deny", code: "permission_denied", reason: `The ${call.tool.id} tool is not available to this subagent.` };
   }
 
   /** The services tools reach through `ctx.host`. */

@@ -1,8 +1,8 @@
 import path from "node:path";
 import { AgentSession, headlessFrontEnd } from "../agent/session.js";
 import { SessionTools } from "../agent/session-tools.js";
-import { examine, prepareCall } from "../host/invoke.js";
-import { commandUnits, sessionAuthorizer } from "../policy/authorizer.js";
+import { discardPreparedCall, examine, prepareCall } from "../host/invoke.js";
+import { commandUnits } from "../policy/authorizer.js";
 import { isModeId, type ModeId } from "../policy/modes.js";
 import { describeRule, explainRules, type SourcedRule } from "../policy/ruleset.js";
 
@@ -69,21 +69,16 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
     await options.out(options.json ? `${JSON.stringify({ tool: toolId, error: text }, null, 2)}\n` : `${text}\n`);
     return 1;
   } finally {
-    call.limits.dispose();
+    discardPreparedCall(call);
   }
   const rules = session.rulesInForce;
   const { units, unparsed } = await commandUnits(call.targets.commands);
   const explained = explainRules(rules, call, { workspace: session.runtime.workspace, commandUnits: units });
   let wouldAsk = false;
-  const authorize = sessionAuthorizer({
-    roots: session.runtime.roots,
-    mode: () => mode,
-    rules: session.rules,
-    ruleset: () => rules,
-    ask: async () => {
-      wouldAsk = true;
-      return "reject_once";
-    },
+  // The session's own policy, with an ask that only records: nothing is asked and nothing runs.
+  const authorize = session.authorizer(async () => {
+    wouldAsk = true;
+    return "reject_once";
   });
   const decision = await authorize(call, new AbortController().signal);
   const verdict = wouldAsk ? "ask" : decision.outcome;
