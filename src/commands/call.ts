@@ -1,9 +1,7 @@
-import { randomUUID } from "node:crypto";
-import path from "node:path";
-import { AgentSession, headlessFrontEnd } from "../agent/session.js";
-import { SessionTools } from "../agent/session-tools.js";
+import { headlessFrontEnd } from "../agent/session.js";
 import { formatLoadProblems } from "../host/toolset-report.js";
-import { CLI_SIDECAR_PREFIX, sweepStaleSidecars } from "../runtime/sidecars.js";
+import { sweepStaleSidecars } from "../runtime/sidecars.js";
+import { headlessSession } from "./headless.js";
 
 export interface CallOptions {
   id: string;
@@ -22,20 +20,16 @@ export interface CallOptions {
  * readable (a `cli-` folder, swept after a day).
  */
 export async function runCall(options: CallOptions): Promise<number> {
-  const workspace = path.resolve(options.cwd ?? process.cwd());
-  const tools = await SessionTools.create(workspace, options.profile);
-  if (!tools.registry.has(options.id)) {
-    const problems = formatLoadProblems(tools.toolset.report);
-    if (problems) process.stderr.write(`${problems}\n`);
-  }
-  // Named as a CLI folder, so the sweep removes it after a day rather than a week.
-  const session = new AgentSession({
-    id: `${CLI_SIDECAR_PREFIX}${randomUUID()}`,
-    cwd: workspace,
-    tools,
+  const session = await headlessSession({
+    cwd: options.cwd,
+    profile: options.profile,
+    mode: options.mode ?? "full",
     frontEnd: headlessFrontEnd((text) => process.stderr.write(`${text}\n`)),
   });
-  if (!session.setMode(options.mode ?? "full")) throw new Error(`Unknown mode ${options.mode}`);
+  if (!session.registry.has(options.id)) {
+    const problems = formatLoadProblems(session.tools.toolset.report);
+    if (problems) process.stderr.write(`${problems}\n`);
+  }
   const controller = new AbortController();
   const onSignal = () => controller.abort(new Error("Interrupted"));
   process.once("SIGINT", onSignal);

@@ -1,10 +1,9 @@
-import path from "node:path";
-import { AgentSession, headlessFrontEnd } from "../agent/session.js";
-import { SessionTools } from "../agent/session-tools.js";
+import { headlessFrontEnd, type AgentSession } from "../agent/session.js";
 import { discardPreparedCall, examine, prepareCall } from "../host/invoke.js";
 import { commandUnits } from "../policy/authorizer.js";
 import { isModeId, type ModeId } from "../policy/modes.js";
 import { describeRule, explainRules, type SourcedRule } from "../policy/ruleset.js";
+import { headlessSession } from "./headless.js";
 
 type Out = (chunk: string) => Promise<void>;
 
@@ -16,12 +15,8 @@ export interface PolicyOptions {
   out: Out;
 }
 
-async function openSession(options: PolicyOptions): Promise<AgentSession> {
-  const workspace = path.resolve(options.cwd ?? process.cwd());
-  const tools = await SessionTools.create(workspace, options.profile);
-  const session = new AgentSession({ cwd: workspace, tools, frontEnd: headlessFrontEnd() });
-  session.setMode(options.mode ?? "full");
-  return session;
+function openSession(options: PolicyOptions): Promise<AgentSession> {
+  return headlessSession({ cwd: options.cwd, profile: options.profile, mode: options.mode ?? "full", frontEnd: headlessFrontEnd() });
 }
 
 const ruleJson = (rule: SourcedRule) => ({

@@ -1,11 +1,9 @@
-import { randomUUID } from "node:crypto";
-import path from "node:path";
 import { parseSlash } from "../agent/commands.js";
-import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
-import { SessionTools } from "../agent/session-tools.js";
+import type { SessionFrontEnd } from "../agent/session.js";
 import type { TurnStopReason } from "../agent/turn-types.js";
 import { envelopeToText, type Envelope } from "../tool/envelope.js";
-import { CLI_SIDECAR_PREFIX, sweepStaleSidecars } from "../runtime/sidecars.js";
+import { sweepStaleSidecars } from "../runtime/sidecars.js";
+import { headlessSession } from "./headless.js";
 
 export interface RunOptions {
   prompt: string;
@@ -48,9 +46,8 @@ const DENIED_HINT = "(toolhost run is headless: --mode accept-edits or --mode fu
  * on stdout). With `--json`, stdout carries one event per line and nothing else.
  */
 export async function runPrompt(options: RunOptions): Promise<number> {
-  const workspace = path.resolve(options.cwd ?? process.cwd());
-  const tools = await SessionTools.create(workspace, options.profile);
-  const slash = parseSlash(options.prompt, tools.registry) !== null;
+  // Set once the session exists: a slash command's call is the run's whole answer.
+  let slash = false;
   let failed = false;
   let midLine = false; // stdout has text with no newline yet
   const emit = (event: RunEvent) => options.out(`${JSON.stringify(event)}\n`);
@@ -105,9 +102,8 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     },
   };
 
-  // Named as a CLI folder, so the sweep removes one a crashed run left after a day.
-  const session = new AgentSession({ id: `${CLI_SIDECAR_PREFIX}${randomUUID()}`, cwd: workspace, tools, frontEnd });
-  if (!session.setMode(options.mode ?? "ask")) throw new Error(`Unknown mode ${options.mode}`);
+  const session = await headlessSession({ cwd: options.cwd, profile: options.profile, mode: options.mode ?? "ask", frontEnd });
+  slash = parseSlash(options.prompt, session.registry) !== null;
   if (options.model) {
     const problem = session.setModel(options.model);
     if (problem) {

@@ -1,0 +1,22 @@
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
+import { SessionTools } from "../agent/session-tools.js";
+import { CLI_SIDECAR_PREFIX } from "../runtime/sidecars.js";
+
+/**
+ * The session a CLI command runs on: the toolset of `cwd` (and `profile`), in `mode`. Its
+ * sidecar folder is named as a CLI folder, so the sweep removes what a command left after a day.
+ */
+export async function headlessSession(options: {
+  cwd?: string;
+  profile?: string;
+  mode: string;
+  frontEnd: SessionFrontEnd;
+}): Promise<AgentSession> {
+  const workspace = path.resolve(options.cwd ?? process.cwd());
+  const tools = await SessionTools.create(workspace, options.profile);
+  const session = new AgentSession({ id: `${CLI_SIDECAR_PREFIX}${randomUUID()}`, cwd: workspace, tools, frontEnd: options.frontEnd });
+  if (!session.setMode(options.mode)) throw new Error(`Unknown mode ${options.mode}`);
+  return session;
+}
