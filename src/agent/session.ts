@@ -34,6 +34,8 @@ export const MAX_SUBAGENT_DEPTH = 3;
 export interface SessionFrontEnd extends TurnObserver {
   /** A message of the agent's own (help, problems, results of commands): not model text. */
   say(text: string): void | Promise<void>;
+  /** The turn could not be answered (no model, a provider error, a crash); default: said like any message. */
+  failed?(text: string): void | Promise<void>;
   /** The slash commands changed (a reload, a profile, trusted project tools). */
   commandsChanged?(): void | Promise<void>;
   /** Asks whether to approve a call. Absent (headless): every ask is a deny. */
@@ -326,7 +328,7 @@ export class AgentSession {
     } catch (err) {
       if (signal.aborted) return "cancelled";
       process.stderr.write(`toolhost: turn failed: ${err instanceof Error ? err.stack : String(err)}\n`);
-      await Promise.resolve(this.frontEnd.say(`The turn failed: ${(err as Error).message}`)).catch(() => {});
+      await Promise.resolve(this.fail(`The turn failed: ${(err as Error).message}`)).catch(() => {});
       return stop("end_turn");
     } finally {
       if (this.turn === controller) this.turn = null;
@@ -362,10 +364,14 @@ export class AgentSession {
     await this.frontEnd.commandsChanged?.();
   }
 
+  private fail(text: string): void | Promise<void> {
+    return this.frontEnd.failed ? this.frontEnd.failed(text) : this.frontEnd.say(text);
+  }
+
   /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
   private async modelTurn(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason> {
     const result = await this.askModel(input, signal, this.frontEnd);
-    if (result.error && !signal.aborted) await this.frontEnd.say(result.error);
+    if (result.error && !signal.aborted) await this.fail(result.error);
     return result.stopReason;
   }
 

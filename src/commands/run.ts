@@ -94,7 +94,13 @@ export async function runPrompt(options: RunOptions): Promise<number> {
         else await print(`${text}\n`);
         return;
       }
-      // In a model turn the session only speaks up when it failed: no model, a provider error.
+      // Anything else the session says during a model turn is a note for the person at the terminal.
+      if (options.json) await emit({ type: "message", text });
+      else await endLine();
+      process.stderr.write(`${text}\n`);
+    },
+    failed: async (text) => {
+      // No model, a provider error, a crash: the run failed, whatever the stop reason.
       failed = true;
       if (options.json) await emit({ type: "error", message: text });
       else await endLine();
