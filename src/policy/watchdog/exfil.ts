@@ -21,8 +21,13 @@ function optionValues(args: readonly Word[], names: readonly string[]): Word[] {
         if (next) values.push(next);
       } else if (name.startsWith("--") && word.text.startsWith(`${name}=`)) {
         values.push({ ...word, text: word.text.slice(name.length + 1) });
-      } else if (!name.startsWith("--") && word.text.startsWith(name) && word.text.length > name.length && !word.text.startsWith("--")) {
-        values.push({ ...word, text: word.text.slice(name.length) });
+      } else if (!name.startsWith("--") && word.literal && !word.text.startsWith("--")) {
+        // A cluster of short flags ending in this one (`-sSd @f`), or with its value attached (`-d@f`, `-sd@f`).
+        const cluster = new RegExp(`^-[A-Za-z]*?${name.slice(1)}(.*)$`, "s").exec(word.text);
+        if (!cluster) continue;
+        const attached = cluster[1] ?? "";
+        if (attached) values.push({ ...word, text: attached });
+        else if (args[i + 1]) values.push(args[i + 1] as Word);
       }
     }
   }
