@@ -23,6 +23,7 @@ export * from "./host/toolset-report.js";
 export { selectProfileName } from "./config/profile-name.js";
 export { loadProfile, listProfiles, type Profile } from "./host/profiles.js";
 export type { PermissionRule } from "./policy/rules.js";
+export type { Watchdog, WatchdogCall, WatchdogManifest, WatchdogVerdict } from "./policy/watchdog.js";
 export { isTrusted, trust, untrust } from "./host/trust.js";
 export type { LoadProblem } from "./host/loader.js";
 export { RuntimeSession, type RuntimeSessionOptions } from "./runtime/session.js";

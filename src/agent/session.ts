@@ -3,11 +3,14 @@ import type { UserContent } from "ai";
 import type { Envelope } from "../tool/envelope.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import type { HostServices, Subagents, SubagentRequest, SubagentResult, ToolIndex, UserQuestions } from "../tool/services.js";
-import { sessionAuthorizer, type AskUser } from "../policy/authorizer.js";
-import type { Authorize } from "../policy/call.js";
+import { parseBash } from "../policy/bash-parse.js";
+import { sessionAuthorizer, watch, type AskUser, type PermissionOptions } from "../policy/authorizer.js";
+import type { Authorize, ToolCallRequest } from "../policy/call.js";
 import { DEFAULT_MODE, isKindVisible, isModeId, type ModeId } from "../policy/modes.js";
 import { loadRules, type SourcedRule } from "../policy/ruleset.js";
 import { SessionRules } from "../policy/session-rules.js";
+import { composeWatchdogs, type Watchdog, type WatchdogVerdict } from "../policy/watchdog.js";
+import { builtinWatchdog } from "../policy/watchdog/builtin.js";
 import type { ToolRegistry } from "../host/registry.js";
 import type { Toolset } from "../host/toolset.js";
 import type { FsBackend } from "../runtime/fs/backend.js";
@@ -388,6 +391,8 @@ export class AgentSession {
         error: noModelHelp(peek, choice ? `The configured model is not usable: ${choice.error}` : undefined),
       };
     }
+    // The policy parses every command line (rules, watchdog): load the parser while the model thinks.
+    if (this.registry.has("bash")) void parseBash(":").catch(() => {});
     const { runPromptTurn } = await import("./turn.js");
     const info = modelInfo(choice.spec);
     return runPromptTurn(
@@ -423,13 +428,7 @@ export class AgentSession {
    * front end's approval). `toolhost policy explain` passes an ask that only records.
    */
   authorizer(ask: AskUser | undefined = this.frontEnd.approve): Authorize {
-    const authorize = sessionAuthorizer({
-      roots: this.runtime.roots,
-      mode: () => this.mode,
-      rules: this.rules,
-      ruleset: () => this.loadPermissionRules().rules,
-      ask,
-    });
+    const authorize = sessionAuthorizer(this.permissionOptions(ask));
     const allowed = this.allowedTools;
     // A subagent's narrower tool set is enforced here too, not only by what it is offered.
     if (!allowed) return authorize;
@@ -437,6 +436,32 @@ export class AgentSession {
       allowed.has(call.tool.id)
         ? authorize(call, s)
         : { outcome: "deny", code: "permission_denied", reason: `The ${call.tool.id} tool is not available to this subagent.` };
+  }
+
+  private permissionOptions(ask: AskUser | undefined): PermissionOptions {
+    return {
+      roots: this.runtime.roots,
+      mode: () => this.mode,
+      rules: this.rules,
+      ruleset: () => this.loadPermissionRules().rules,
+      ask,
+      watchdog: this.watchdog(),
+      manifest: () => {
+        const { profile } = this.tools.toolset;
+        return { profile: profile.name, requires: profile.requires, permissions: profile.permissions };
+      },
+    };
+  }
+
+  /** What the session's watchdog (built-in checks and the profile's) says about a call: for `toolhost policy explain`. */
+  watchdogVerdict(call: ToolCallRequest, signal: AbortSignal): Promise<WatchdogVerdict> {
+    return watch(this.permissionOptions(undefined), call, signal);
+  }
+
+  /** The built-in checks and the profile's own watchdog (read on each call: a rebuild may change it). */
+  private watchdog(): Watchdog {
+    const builtin = builtinWatchdog();
+    return (call, signal) => composeWatchdogs(builtin, this.tools.toolset.watchdog)(call, signal);
   }
 
   /** The services tools reach through `ctx.host`. */

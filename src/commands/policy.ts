@@ -76,12 +76,15 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
     return "reject_once";
   });
   const decision = await authorize(call, new AbortController().signal);
+  const watchdog = await session.watchdogVerdict(call, new AbortController().signal);
   const verdict = wouldAsk ? "ask" : decision.outcome;
   const reason = decision.outcome === "deny" && !wouldAsk ? decision.reason : undefined;
   const winner = explained.verdict ? describeRule(explained.verdict.rule) : null;
   if (options.json) {
     const targets = explained.targets.map((t) => ({ ...t, matching: t.matching.map(ruleJson), winner: t.winner && ruleJson(t.winner) }));
-    await options.out(`${JSON.stringify({ tool: toolId, mode, decision: verdict, reason, rule: winner, unparsed, targets }, null, 2)}\n`);
+    await options.out(
+      `${JSON.stringify({ tool: toolId, mode, decision: verdict, reason, rule: winner, watchdog, unparsed, targets }, null, 2)}\n`,
+    );
     return 0;
   }
   const lines = [
@@ -92,6 +95,7 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
         ? "no rule covers every part: the mode decides"
         : "no permission rules: the mode decides",
     ...(reason ? [`reason: ${reason}`] : []),
+    watchdog.action === "allow" ? "watchdog: allow" : `watchdog: ${watchdog.action} (${watchdog.check}): ${watchdog.reason}`,
     ...(unparsed ? ["the command line does not parse: a rule's allow becomes an ask"] : []),
     "what the call touches:",
   ];

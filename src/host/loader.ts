@@ -21,7 +21,11 @@ export interface LoadedFile {
   problems: LoadProblem[];
 }
 
-export type LoadFile = (file: string) => Promise<LoadedFile>;
+/** Imports a module file as the extension loader does (jiti, "toolhost" handed in), with its timeout. */
+export type ImportModule = (file: string) => Promise<Record<string, unknown>>;
+
+/** Loads an extension file's tools; the host's loader can also import a plain module (a profile's watchdog). */
+export type LoadFile = ((file: string) => Promise<LoadedFile>) & { importModule?: ImportModule };
 
 /** What an extension file gets when it imports "toolhost": the host's public entry, without `z`. */
 export type ExtensionApi = Record<string, unknown>;
@@ -155,7 +159,7 @@ export function createExtensionLoader(options: LoaderOptions): LoadFile {
     }));
   const timeoutMs = options.importTimeoutMs ?? 10_000;
 
-  return async (file: string): Promise<LoadedFile> => {
+  const load = async (file: string): Promise<LoadedFile> => {
     const importFile = await ready(); // a broken install throws, as before: no file is to blame
     const loaded: LoadedFile = { file, tools: [], problems: [] };
     let mod: Record<string, unknown>;
@@ -182,4 +186,6 @@ export function createExtensionLoader(options: LoaderOptions): LoadFile {
     });
     return loaded;
   };
+  const importModule: ImportModule = async (file) => withTimeout((await ready())(file), timeoutMs, "the import");
+  return Object.assign(load, { importModule });
 }

@@ -11,6 +11,8 @@ import { loadProfile, type Profile } from "./profiles.js";
 import { ToolRegistry } from "./registry.js";
 import type { DisabledTool, ToolsetReport } from "./toolset-report.js";
 import { projectKey, readTrust } from "./trust.js";
+import { loadProfileWatchdog } from "./watchdog-module.js";
+import type { Watchdog } from "../policy/watchdog.js";
 
 export interface ToolsetOptions {
   /** The session's workspace: its `.toolhost/tools/` are the project's tools. */
@@ -36,6 +38,8 @@ export interface Toolset {
   manifest: RequirementSet;
   profile: Profile;
   report: ToolsetReport;
+  /** The profile's own watchdog (`<profile dir>/watchdog.ts`), when it has one; fails closed. */
+  watchdog?: Watchdog;
 }
 
 /** Why the profile leaves a tool out (`enable` is an allowlist, then `disable`, then `kinds`), or null. */
@@ -148,6 +152,8 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const { profile, problems } = await loadProfile(profileName, { home, root: options.root });
   errors.push(...problems);
   const trusted = await projectTrust(cwd, home, options.trusted, errors);
+  const watched = await loadProfileWatchdog(profile, options.loader.importModule);
+  errors.push(...watched.problems);
 
   const found = await discoverTools(await toolFolders(profile, cwd, config), {
     trusted,
@@ -160,5 +166,5 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
 
   const report = toolsetReport({ cwd, profile: profile.name, trusted }, registry, found, { errors, disabled });
   noteAbsentTools(registry, report);
-  return { registry, manifest: profile.requires, profile, report };
+  return { registry, manifest: profile.requires, profile, report, watchdog: watched.watchdog };
 }

@@ -4,6 +4,7 @@ import { modeAction, type ModeId } from "./modes.js";
 import { describeRule, evaluateRules, type SourcedRule } from "./ruleset.js";
 
 import { alwaysScope, describeScope, type RuleScope, type SessionRules } from "./session-rules.js";
+import type { Watchdog, WatchdogManifest, WatchdogVerdict } from "./watchdog.js";
 
 /** Each command line's simple commands, for rules to match one by one; `unparsed` when a line does not parse. */
 export async function commandUnits(commands: readonly string[]): Promise<{ units: Map<string, string[]>; unparsed: boolean }> {
@@ -29,6 +30,8 @@ export interface ApprovalRequest {
   /** What an "always" answer would cover, and its label (`git status …` commands). */
   scope: RuleScope;
   scopeLabel: string;
+  /** Why the call is asked about: the rule, the watchdog check, the sandbox, or the mode. */
+  why: string;
 }
 
 /** Asks a human. Absent (headless), every ask is a deny: the agent never invents an answer. */
@@ -42,6 +45,35 @@ export interface PermissionOptions {
   /** The permission rules of the manifest, user and project (policy/ruleset.ts); read on each call. */
   ruleset?: () => readonly SourcedRule[];
   ask?: AskUser;
+  /** The watchdog (policy/watchdog.ts): after the rules' deny, before the mode; it can refuse or ask, never allow. */
+  watchdog?: Watchdog;
+  /** The manifest the watchdog sees (default: none). */
+  manifest?: () => WatchdogManifest;
+  /** Whether commands run in the OS sandbox, for the watchdog; true when unknown. */
+  sandboxed?: () => boolean;
+}
+
+const NO_MANIFEST: WatchdogManifest = { profile: "", requires: {}, permissions: [] };
+
+/** The watchdog's verdict on a call (allow without one); one that throws denies (fail closed). */
+export async function watch(options: PermissionOptions, call: ToolCallRequest, signal: AbortSignal): Promise<WatchdogVerdict> {
+  if (!options.watchdog) return { action: "allow" };
+  const { tool, args, targets, sessionId } = call;
+  const manifest = options.manifest?.() ?? NO_MANIFEST;
+  try {
+    const seen = {
+      tool: { id: tool.id, kind: tool.kind },
+      args,
+      targets,
+      manifest,
+      sessionId,
+      roots: options.roots,
+      sandboxed: options.sandboxed?.() ?? true,
+    };
+    return await options.watchdog(seen, signal);
+  } catch (err) {
+    return { action: "deny", check: "watchdog", reason: `the watchdog failed: ${err instanceof Error ? err.message : String(err)}` };
+  }
 }
 
 /**
@@ -65,9 +97,26 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
         reason: `The ${call.tool.id} call was refused by a permission rule (${describeRule(verdict.rule)}). Do not work around it; ask the user if it should run.`,
       };
     }
+    // The watchdog: it can refuse what the rules allow, and its ask holds in any mode.
+    const watched = await watch(options, call, signal);
+    if (watched.action === "deny") {
+      return {
+        outcome: "deny",
+        code: "permission_denied",
+        reason: `The watchdog refused this ${call.tool.id} call (${watched.check}: ${watched.reason}). Do not work around it; ask the user if it should run.`,
+      };
+    }
     const modeVerdict = modeAction(options.mode(), call, options.roots);
     const action =
-      modeVerdict === "deny" ? "deny" : verdict?.action === "allow" ? "allow" : verdict?.action === "ask" ? "ask" : modeVerdict;
+      modeVerdict === "deny"
+        ? "deny"
+        : watched.action === "ask"
+          ? "ask"
+          : verdict?.action === "allow"
+            ? "allow"
+            : verdict?.action === "ask"
+              ? "ask"
+              : modeVerdict;
     if (action === "deny") {
       return {
         outcome: "deny",
@@ -81,8 +130,14 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
     if (remembered === "deny") {
       return { outcome: "deny", code: "rejected", reason: `The user rejected ${call.tool.id} calls like this one for this session.` };
     }
+    const why =
+      watched.action === "ask"
+        ? `watchdog: ${watched.check}: ${watched.reason}`
+        : verdict?.action === "ask"
+          ? `rule ${describeRule(verdict.rule)}`
+          : `no rule matched and ${options.mode()} mode asks before this call`;
     if (!options.ask) {
-      const asked = verdict?.action === "ask" ? ` (${describeRule(verdict.rule)})` : "";
+      const asked = watched.action === "ask" || verdict?.action === "ask" ? ` (${why})` : "";
       return {
         outcome: "deny",
         code: "permission_denied",
@@ -92,7 +147,7 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
     const scope = alwaysScope(call);
     let answer: ApprovalAnswer;
     try {
-      answer = await options.ask({ call, scope, scopeLabel: describeScope(call.tool.id, scope, options.roots[0] ?? "") }, signal);
+      answer = await options.ask({ call, scope, scopeLabel: describeScope(call.tool.id, scope, options.roots[0] ?? ""), why }, signal);
     } catch {
       answer = "cancelled";
     }

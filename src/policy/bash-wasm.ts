@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import v8 from "node:v8";
 import type { Parser } from "web-tree-sitter";
 
 let loading: Promise<Parser> | undefined;
@@ -18,12 +19,22 @@ export function bashParser(): Promise<Parser> {
 }
 
 async function load(): Promise<Parser> {
-  const { Parser, Language } = await import("web-tree-sitter");
-  await Parser.init();
-  const require = createRequire(import.meta.url);
-  const wasm = require.resolve("tree-sitter-bash/tree-sitter-bash.wasm");
-  const bash = await Language.load(wasm);
-  const parser = new Parser();
-  parser.setLanguage(bash);
-  return parser;
+  // Compiled with V8's optimising tier, the two wasm modules keep background threads busy for
+  // about a second, and the next CommonJS module to load (execa's dependencies, when bash runs
+  // its first command) waits for them: +1.3 s on a busy two-core machine. The baseline tier alone
+  // compiles them at once and parses a line in well under a millisecond; hot functions may still
+  // tier up afterwards. The flag is set for these two compilations only.
+  v8.setFlagsFromString("--liftoff-only");
+  try {
+    const { Parser, Language } = await import("web-tree-sitter");
+    await Parser.init();
+    const require = createRequire(import.meta.url);
+    const wasm = require.resolve("tree-sitter-bash/tree-sitter-bash.wasm");
+    const bash = await Language.load(wasm);
+    const parser = new Parser();
+    parser.setLanguage(bash);
+    return parser;
+  } finally {
+    v8.setFlagsFromString("--no-liftoff-only");
+  }
 }

