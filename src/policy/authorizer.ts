@@ -26,6 +26,8 @@ export type ApprovalAnswer = "allow_once" | "allow_always" | "reject_once" | "re
 
 export interface ApprovalRequest {
   call: ToolCallRequest;
+  /** Why the call is asked about: the rule, the watchdog check, the sandbox, or the mode. */
+  why: string;
   /** What an "always" answer would cover, and its label (`git status …` commands). */
   scope: RuleScope;
   scopeLabel: string;
@@ -42,6 +44,33 @@ export interface PermissionOptions {
   /** The permission rules of the manifest, user and project (policy/ruleset.ts); read on each call. */
   ruleset?: () => readonly SourcedRule[];
   ask?: AskUser;
+  /**
+   * The OS sandbox (absent: the policy ignores it). Where none can run and it is not switched
+   * off, every call that runs commands is asked about, in every mode; a call that asks to leave
+   * an active sandbox (`targets.unsandboxed`) is asked about every time.
+   */
+  sandbox?: () => SandboxState | Promise<SandboxState>;
+}
+
+/** Whether commands run inside the OS sandbox here. */
+export interface SandboxState {
+  active: boolean;
+  /** The user switched the sandbox off: commands run unsandboxed, without extra prompts. */
+  off: boolean;
+  /** Why it is not active. */
+  reason?: string;
+}
+
+const OUTSIDE_SANDBOX = "runs outside the sandbox";
+
+/** Why the sandbox makes this call ask in every mode, or null when it does not. */
+async function sandboxWhy(call: ToolCallRequest, sandbox: PermissionOptions["sandbox"]): Promise<string | null> {
+  const runsCommands = call.targets.commands.length > 0 || (call.tool.requires?.shell?.length ?? 0) > 0;
+  if (!sandbox || !(runsCommands || call.targets.unsandboxed)) return null;
+  const state = await sandbox();
+  if (state.off) return null;
+  if (!state.active) return `no sandbox can run here: ${state.reason ?? "the sandbox is unavailable"}`;
+  return call.targets.unsandboxed ? OUTSIDE_SANDBOX : null;
 }
 
 /**
@@ -65,9 +94,19 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
         reason: `The ${call.tool.id} call was refused by a permission rule (${describeRule(verdict.rule)}). Do not work around it; ask the user if it should run.`,
       };
     }
+    // The sandbox: no sandbox here, or a call that asks to leave it, asks in every mode.
+    const sandboxAsks = await sandboxWhy(call, options.sandbox);
     const modeVerdict = modeAction(options.mode(), call, options.roots);
     const action =
-      modeVerdict === "deny" ? "deny" : verdict?.action === "allow" ? "allow" : verdict?.action === "ask" ? "ask" : modeVerdict;
+      modeVerdict === "deny"
+        ? "deny"
+        : sandboxAsks
+          ? "ask"
+          : verdict?.action === "allow"
+            ? "allow"
+            : verdict?.action === "ask"
+              ? "ask"
+              : modeVerdict;
     if (action === "deny") {
       return {
         outcome: "deny",
@@ -76,10 +115,22 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
       };
     }
     if (action === "allow") return { outcome: "allow" };
+    const allow: Decision = sandboxAsks ? { outcome: "allow", unsandboxed: true } : { outcome: "allow" };
     const remembered = options.rules.lookup(call);
-    if (remembered === "allow") return { outcome: "allow" };
+    // Leaving the sandbox is asked about every time; an "always" answer never covers it.
+    if (remembered === "allow" && sandboxAsks !== OUTSIDE_SANDBOX) return allow;
     if (remembered === "deny") {
       return { outcome: "deny", code: "rejected", reason: `The user rejected ${call.tool.id} calls like this one for this session.` };
+    }
+    if (!options.ask && sandboxAsks) {
+      return {
+        outcome: "deny",
+        code: "permission_denied",
+        reason:
+          sandboxAsks === OUTSIDE_SANDBOX
+            ? `The ${call.tool.id} call asked to run outside the sandbox, which only the user can approve, and nobody can answer here, so it was refused. Run it inside the sandbox instead.`
+            : `The ${call.tool.id} call runs commands and ${sandboxAsks}. Running them unsandboxed needs the user's approval and nobody can answer here, so it was refused. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to sandbox commands, or set "sandbox": "off" in ~/.toolhost/config.json to run them unsandboxed.`,
+      };
     }
     if (!options.ask) {
       const asked = verdict?.action === "ask" ? ` (${describeRule(verdict.rule)})` : "";
@@ -92,16 +143,19 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
     const scope = alwaysScope(call);
     let answer: ApprovalAnswer;
     try {
-      answer = await options.ask({ call, scope, scopeLabel: describeScope(call.tool.id, scope, options.roots[0] ?? "") }, signal);
+      const why =
+        sandboxAsks ??
+        (verdict?.action === "ask" ? `rule ${describeRule(verdict.rule)}` : `${options.mode()} mode asks before this kind of call`);
+      answer = await options.ask({ call, why, scope, scopeLabel: describeScope(call.tool.id, scope, options.roots[0] ?? "") }, signal);
     } catch {
       answer = "cancelled";
     }
     switch (answer) {
       case "allow_always":
         options.rules.remember(call, "allow");
-        return { outcome: "allow" };
+        return allow;
       case "allow_once":
-        return { outcome: "allow" };
+        return allow;
       case "reject_always":
         options.rules.remember(call, "deny");
         return {
