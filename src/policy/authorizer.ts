@@ -63,10 +63,14 @@ export interface SandboxState {
 
 const OUTSIDE_SANDBOX = "runs outside the sandbox";
 
+/** Whether the call runs commands: it names command lines, or its tool declares shell access. */
+export function runsCommands(call: ToolCallRequest): boolean {
+  return call.targets.commands.length > 0 || (call.tool.requires?.shell?.length ?? 0) > 0;
+}
+
 /** Why the sandbox makes this call ask in every mode, or null when it does not. */
 async function sandboxWhy(call: ToolCallRequest, sandbox: PermissionOptions["sandbox"]): Promise<string | null> {
-  const runsCommands = call.targets.commands.length > 0 || (call.tool.requires?.shell?.length ?? 0) > 0;
-  if (!sandbox || !(runsCommands || call.targets.unsandboxed)) return null;
+  if (!sandbox || !(runsCommands(call) || call.targets.unsandboxed)) return null;
   const state = await sandbox();
   if (state.off) return null;
   if (!state.active) return `no sandbox can run here: ${state.reason ?? "the sandbox is unavailable"}`;

@@ -90,3 +90,15 @@ export class SessionSandbox {
     return { ...(await this.wrap(request, context)), sandboxed: true };
   };
 }
+
+/** What to do where no sandbox can run. */
+export const SANDBOX_INSTALL_HINT =
+  'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to sandbox commands, or set "sandbox": "off" in ~/.toolhost/config.json to run them unsandboxed without asking.';
+
+/** One line on the sandbox for `toolhost doctor` and `toolhost policy explain`. */
+export function describeSandbox(state: SessionSandboxState): string {
+  if (state.off) return `off, ${state.reason ?? "switched off"}: commands run unsandboxed, without extra prompts`;
+  if (state.active)
+    return "active (bubblewrap): a read-only system, writable workspace roots and a private /tmp, no network, secrets hidden";
+  return `unavailable: ${state.reason ?? "unknown"}. Every call that runs commands asks first (headless: refused). ${SANDBOX_INSTALL_HINT}`;
+}
