@@ -104,7 +104,7 @@ export default defineTool({
     "write, edit, glob and grep tools do that. Output past 200 KB keeps the head and tail and",
     "saves the output (its first 64 MB) to output_path (read it with read or grep). The command and",
     "everything it started are killed after timeout_ms (default 120000, max 600000); processes",
-    "still writing to the output after the command exits are killed too. Commands run in a sandbox:",
+    "still writing to the output after the command exits are killed too. Unless the user switched it off, commands run in a sandbox:",
     "the workspace and /tmp (private to the call) are writable, the rest of the machine is read-only,",
     "there is no network, secrets in the home folder are hidden, and background jobs end with the",
     "command. When a command must run outside it (a package install, a write outside the workspace),",
