@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // No sandbox here: TOOLHOST_SANDBOX=off for the suite, the sandbox tests skip.
+    globalSetup: ["test/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Two cores here: forks keep real child processes (bash, rg) isolated per file.

@@ -17,6 +17,7 @@ import type { FsBackend } from "../runtime/fs/backend.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { ShellBackend } from "../runtime/shell/backend.js";
 import type { SpawnTransform } from "../runtime/shell/scoped.js";
+import { SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
 import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./commands.js";
 import { History } from "./history.js";
 import { peekUserConfig } from "../config/file.js";
@@ -76,8 +77,13 @@ export interface RuntimeBackends {
   /** Picks the backend per path (the editor's buffers inside the workspace, the disk elsewhere). */
   route?: (abs: string, fallback: FsBackend) => FsBackend;
   shell?: ShellBackend;
-  /** Rewrites what a command runs, before either shell backend (where an OS sandbox plugs in). */
+  /**
+   * Rewrites what a command runs, before either shell backend. Given, it replaces the session's
+   * sandbox (the embedder owns what commands run in).
+   */
   spawnTransform?: SpawnTransform;
+  /** The session's OS sandbox (default: bubblewrap where it can run, per the user's `sandbox` setting). */
+  sandbox?: SessionSandbox;
 }
 
 export interface AgentSessionOptions {
@@ -91,7 +97,14 @@ export interface AgentSessionOptions {
   /** The session's model (`provider/model`), over env and config file. */
   model?: string;
   /** For a subagent: the parent's runtime, rules and call ids, and how deep it is. */
-  parent?: { runtime: RuntimeSession; rules: SessionRules; nextCallId: () => string; depth: number; mode: () => ModeId };
+  parent?: {
+    runtime: RuntimeSession;
+    rules: SessionRules;
+    sandbox: SessionSandbox | undefined;
+    nextCallId: () => string;
+    depth: number;
+    mode: () => ModeId;
+  };
   /** Tool ids this session may use (a subagent's narrower set); default all. */
   allowedTools?: ReadonlySet<string>;
 }
@@ -113,6 +126,8 @@ export class AgentSession {
   readonly rules: SessionRules;
   readonly history = new History();
   readonly meter: CostMeter = { amount: 0 };
+  /** The OS sandbox every command of the session runs in; undefined when an embedder's transform replaces it. */
+  readonly sandbox: SessionSandbox | undefined;
   private readonly frontEnd: SessionFrontEnd;
   private readonly parent: AgentSessionOptions["parent"];
   private readonly allowedTools: ReadonlySet<string> | undefined;
@@ -132,7 +147,21 @@ export class AgentSession {
     this.ownMode = options.mode ?? DEFAULT_MODE;
     this.modelId = options.model;
     this.rules = options.parent?.rules ?? new SessionRules();
-    this.runtime = options.parent?.runtime ?? new RuntimeSession({ id: options.id, workspace: options.cwd, ...options.backends });
+    const backends = options.backends ?? {};
+    // On by default: the probe starts now, in the background; the first command waits for it.
+    this.sandbox = options.parent
+      ? options.parent.sandbox
+      : backends.spawnTransform
+        ? undefined
+        : (backends.sandbox ?? new SessionSandbox({ setting: sandboxSetting() })).start();
+    this.runtime =
+      options.parent?.runtime ??
+      new RuntimeSession({
+        id: options.id,
+        workspace: options.cwd,
+        ...backends,
+        spawnTransform: backends.spawnTransform ?? this.sandbox?.transform,
+      });
     this.id = this.runtime.id;
     this.loadPermissionRules();
   }
@@ -439,12 +468,14 @@ export class AgentSession {
   }
 
   private permissionOptions(ask: AskUser | undefined): PermissionOptions {
+    const sandbox = this.sandbox;
     return {
       roots: this.runtime.roots,
       mode: () => this.mode,
       rules: this.rules,
       ruleset: () => this.loadPermissionRules().rules,
       ask,
+      sandbox: sandbox && (() => sandbox.state()),
       watchdog: this.watchdog(),
       manifest: () => {
         const { profile } = this.tools.toolset;
@@ -454,8 +485,9 @@ export class AgentSession {
   }
 
   /** What the session's watchdog (built-in checks and the profile's) says about a call: for `toolhost policy explain`. */
-  watchdogVerdict(call: ToolCallRequest, signal: AbortSignal): Promise<WatchdogVerdict> {
-    return watch(this.permissionOptions(undefined), call, signal);
+  async watchdogVerdict(call: ToolCallRequest, signal: AbortSignal): Promise<WatchdogVerdict> {
+    const sandbox = await this.sandbox?.state();
+    return watch(this.permissionOptions(undefined), call, signal, !sandbox || (sandbox.active && !call.targets.unsandboxed));
   }
 
   /** The built-in checks and the profile's own watchdog (read on each call: a rebuild may change it). */
@@ -520,7 +552,14 @@ export class AgentSession {
       frontEnd,
       model: this.modelId,
       allowedTools: allowed,
-      parent: { runtime: this.runtime, rules: this.rules, nextCallId: () => this.nextCallId(), depth: depth + 1, mode: () => this.mode },
+      parent: {
+        runtime: this.runtime,
+        rules: this.rules,
+        sandbox: this.sandbox,
+        nextCallId: () => this.nextCallId(),
+        depth: depth + 1,
+        mode: () => this.mode,
+      },
     });
     const result = await child.askModel({ text: request.prompt, content: () => request.prompt }, signal, frontEnd);
     // A subagent's turn ends with its last message: text of earlier requests was narration.

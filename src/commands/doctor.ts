@@ -3,6 +3,7 @@ import { extensionLoader } from "../agent/extension-loader.js";
 import { packageRoot, toolhostHome, version } from "../config/paths.js";
 import { loadUserConfig } from "../config/schema.js";
 import { buildToolset } from "../host/toolset.js";
+import { describeSandbox, SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
 
 export interface DoctorOptions {
   cwd?: string;
@@ -33,6 +34,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     ...report.folders.map((f) => `  ${f.origin.padEnd(7)}  ${f.status.padEnd(10)}  ${f.files} file(s)  ${f.dir}`),
     `tools:   ${report.tools.length} (${report.tools.filter((t) => t.source !== "builtin").length} from extensions)`,
     `types for extension files: ${path.join(packageRoot(), "dist", "index.d.ts")}`,
+    `sandbox: ${describeSandbox(await new SessionSandbox({ setting: sandboxSetting() }).state())}`,
   ];
   const block = (title: string, items: string[]) => {
     if (items.length) lines.push("", title, ...items.map((i) => `  ${i.replace(/\n/g, "\n    ")}`));

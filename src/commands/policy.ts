@@ -1,8 +1,9 @@
 import { headlessFrontEnd, type AgentSession } from "../agent/session.js";
 import { discardPreparedCall, examine, prepareCall } from "../host/invoke.js";
-import { commandUnits } from "../policy/authorizer.js";
+import { commandUnits, runsCommands } from "../policy/authorizer.js";
 import { isModeId, type ModeId } from "../policy/modes.js";
 import { describeRule, explainRules, type SourcedRule } from "../policy/ruleset.js";
+import { describeSandbox } from "../runtime/shell/session-sandbox.js";
 import { headlessSession } from "./headless.js";
 
 type Out = (chunk: string) => Promise<void>;
@@ -80,11 +81,11 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
   const verdict = wouldAsk ? "ask" : decision.outcome;
   const reason = decision.outcome === "deny" && !wouldAsk ? decision.reason : undefined;
   const winner = explained.verdict ? describeRule(explained.verdict.rule) : null;
+  const sandbox = await sandboxApplies(session, call);
   if (options.json) {
     const targets = explained.targets.map((t) => ({ ...t, matching: t.matching.map(ruleJson), winner: t.winner && ruleJson(t.winner) }));
-    await options.out(
-      `${JSON.stringify({ tool: toolId, mode, decision: verdict, reason, rule: winner, watchdog, unparsed, targets }, null, 2)}\n`,
-    );
+    const json = { tool: toolId, mode, decision: verdict, reason, rule: winner, watchdog, unparsed, sandbox: sandbox.json, targets };
+    await options.out(`${JSON.stringify(json, null, 2)}\n`);
     return 0;
   }
   const lines = [
@@ -97,6 +98,7 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
     ...(reason ? [`reason: ${reason}`] : []),
     watchdog.action === "allow" ? "watchdog: allow" : `watchdog: ${watchdog.action} (${watchdog.check}): ${watchdog.reason}`,
     ...(unparsed ? ["the command line does not parse: a rule's allow becomes an ask"] : []),
+    `sandbox: ${sandbox.text}`,
     "what the call touches:",
   ];
   for (const t of explained.targets) {
@@ -106,4 +108,28 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
   }
   await options.out(`${lines.join("\n")}\n`);
   return 0;
+}
+
+/** Whether the OS sandbox applies to the call, for explain's line and its JSON. */
+async function sandboxApplies(
+  session: AgentSession,
+  call: Parameters<typeof runsCommands>[0],
+): Promise<{
+  text: string;
+  json: { applies: boolean; state: "active" | "off" | "unavailable" | "none"; outside?: true; reason?: string };
+}> {
+  const state = session.sandbox ? await session.sandbox.state() : undefined;
+  const kind = !state ? "none" : state.off ? "off" : state.active ? "active" : "unavailable";
+  const reason = state?.reason;
+  if (!runsCommands(call) && !call.targets.unsandboxed) {
+    return { text: "does not apply (the call runs no command)", json: { applies: false, state: kind, ...(reason ? { reason } : {}) } };
+  }
+  if (!state) return { text: "none in this session", json: { applies: false, state: kind } };
+  if (state.active && call.targets.unsandboxed) {
+    return {
+      text: "the call asks to run outside it: the user is asked every time (headless: refused); approved, it runs unsandboxed",
+      json: { applies: false, state: kind, outside: true },
+    };
+  }
+  return { text: describeSandbox(state), json: { applies: state.active, state: kind, ...(reason ? { reason } : {}) } };
 }

@@ -28,6 +28,8 @@ export interface ConfigPeek {
   profile?: string;
   /** Providers that have an API key in the file. */
   keyed: string[];
+  /** `"off"` when the file switches the sandbox off; anything else leaves it on (fail closed). */
+  sandbox?: "off";
   path: string;
   error?: string;
 }
@@ -35,7 +37,12 @@ export interface ConfigPeek {
 export function peekUserConfig(home = toolhostHome()): ConfigPeek {
   const raw = readConfigFile(home);
   if (raw.error || typeof raw.json !== "object" || raw.json === null) return { keyed: [], path: raw.path, error: raw.error };
-  const json = raw.json as { model?: unknown; profile?: unknown; providers?: Record<string, { apiKey?: unknown } | undefined> };
+  const json = raw.json as {
+    model?: unknown;
+    profile?: unknown;
+    providers?: Record<string, { apiKey?: unknown } | undefined>;
+    sandbox?: unknown;
+  };
   const providers = json.providers && typeof json.providers === "object" ? json.providers : {};
   return {
     model: typeof json.model === "string" && json.model.trim() !== "" ? json.model : undefined,
@@ -43,6 +50,7 @@ export function peekUserConfig(home = toolhostHome()): ConfigPeek {
     keyed: Object.entries(providers)
       .filter(([, p]) => typeof p?.apiKey === "string" && p.apiKey !== "")
       .map(([name]) => name),
+    ...(json.sandbox === "off" ? { sandbox: "off" as const } : {}),
     path: raw.path,
   };
 }

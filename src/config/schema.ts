@@ -10,7 +10,7 @@ const ProviderSettings = z
   .strict();
 
 /**
- * `~/.toolhost/config.json` (file.ts peeks at `model`, `profile` and `providers` without zod:
+ * `~/.toolhost/config.json` (file.ts peeks at `model`, `profile`, `providers` and `sandbox` without zod:
  * keep the two in step). Every field is optional; the most specific source wins elsewhere
  * (ACP config option, then environment, then this file).
  */
@@ -29,6 +29,11 @@ export const UserConfigSchema = z
      * import policy/), so one broken rule is reported by its index and the rest of the file stays.
      */
     permissions: z.array(z.unknown()).optional(),
+    /**
+     * `"off"` runs every command unsandboxed, without extra prompts (default `"on"`: the OS sandbox
+     * wherever it can run). Read from the user's file only: a project cannot switch it off.
+     */
+    sandbox: z.enum(["on", "off"]).optional(),
   })
   .strict();
 

@@ -12,6 +12,7 @@ import { allowAll, type Authorize, type ToolCallRequest } from "../policy/call.j
 import { createToolContext } from "../runtime/context.js";
 import { ScopeError } from "../runtime/scope.js";
 import type { RuntimeSession } from "../runtime/session.js";
+import type { CallGrant } from "../runtime/shell/scoped.js";
 import { notJsonData, thrownText, unknownKeysError, formatValidationError } from "./call-checks.js";
 import { CallTimeout, callLimits, untilAborted, type CallLimits } from "./call-limits.js";
 import type { ToolRegistry } from "./registry.js";
@@ -58,6 +59,8 @@ export interface PreparedCall extends ToolCallRequest {
   readonly options: CallOptions;
   readonly limits: CallLimits;
   readonly elapsed: () => number;
+  /** What the policy granted (running outside the sandbox), set once the call is approved; the call's shell reads it. */
+  readonly grant: CallGrant;
 }
 
 export type Prepared = { ok: true; call: PreparedCall } | { ok: false; envelope: Envelope; info: ToolCallInfo };
@@ -104,6 +107,7 @@ export function prepareCall(registry: ToolRegistry, id: string, rawArgs: unknown
     return failDescribed("capability_denied", `The ${id} tool requires capabilities this host does not provide: ${missing.join(", ")}`);
   }
   const limits = callLimits(id, options.signal ?? new AbortController().signal, tool.timeoutMs);
+  const grant: CallGrant = { unsandboxed: false };
   let ctx: ToolContext;
   try {
     ctx = createToolContext({
@@ -114,6 +118,7 @@ export function prepareCall(registry: ToolRegistry, id: string, rawArgs: unknown
       signal: limits.signal,
       emit: options.emit,
       host: options.host,
+      grant,
     });
   } catch (err) {
     limits.dispose();
@@ -135,6 +140,7 @@ export function prepareCall(registry: ToolRegistry, id: string, rawArgs: unknown
     options,
     limits,
     elapsed,
+    grant,
   };
   return { ok: true, call };
 }
@@ -205,6 +211,7 @@ async function runSteps(call: PreparedCall, authorize: Authorize): Promise<Envel
     await examine(call);
     const decision = await authorize(call, signal);
     if (decision.outcome === "deny") return fail(decision.code ?? "rejected", decision.reason);
+    call.grant.unsandboxed = decision.unsandboxed === true;
     if (signal.aborted) return fail("aborted", "The call was cancelled before it started");
 
     const { tool, args } = call;

@@ -26,9 +26,13 @@ export interface ToolCallRequest extends PolicyCall {
   preview: ToolEvent[];
 }
 
-/** What the policy decides. `deny` fails the call with the reason; nothing runs. */
+/**
+ * What the policy decides. `deny` fails the call with the reason; nothing runs. An `allow` with
+ * `unsandboxed` is the user's approval to run the call's commands outside the OS sandbox.
+ */
 export type Decision =
-  { outcome: "allow" } | { outcome: "deny"; reason: string; code?: Extract<ErrorCode, "rejected" | "permission_denied" | "aborted"> };
+  | { outcome: "allow"; unsandboxed?: boolean }
+  | { outcome: "deny"; reason: string; code?: Extract<ErrorCode, "rejected" | "permission_denied" | "aborted"> };
 
 /** Runs before execute: modes, rules, the watchdog and approvals (ask → the user) plug in here. */
 export type Authorize = (call: ToolCallRequest, signal: AbortSignal) => Promise<Decision>;

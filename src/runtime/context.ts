@@ -5,7 +5,7 @@ import { ScopedFs } from "./fs/scoped.js";
 import { ScopedNet } from "./net.js";
 import { ScopedSearch } from "./search/scoped.js";
 import type { RuntimeSession } from "./session.js";
-import { ScopedShell } from "./shell/scoped.js";
+import { ScopedShell, type CallGrant } from "./shell/scoped.js";
 
 export interface ToolContextOptions {
   session: RuntimeSession;
@@ -17,6 +17,8 @@ export interface ToolContextOptions {
   emit?: (event: ToolEvent) => void;
   /** The agent's services for this call (none for a bare runtime). */
   host?: HostServices;
+  /** What the policy grants the call once approved (running outside the sandbox). */
+  grant?: CallGrant;
 }
 
 /** Builds the capability surface for one call. Throws ScopeError when the requirements do not compile. */
@@ -45,6 +47,7 @@ export function createToolContext(options: ToolContextOptions): ToolContext {
       toolId,
       emit,
       transform: session.spawnTransform,
+      grant: options.grant,
     }),
     search: new ScopedSearch(fs, session.route, session.workspace, signal),
     net: new ScopedNet(scope, signal),

@@ -78,6 +78,8 @@ export interface ShellResult {
   output_path?: string;
   /** Set when the output was shown in an editor terminal; the editor owns the live view. */
   terminal_id?: string;
+  /** Set when the command ran inside the OS sandbox (read-only system, no network, secrets hidden). */
+  sandboxed?: boolean;
 }
 
 export interface ToolShell {

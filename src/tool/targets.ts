@@ -13,13 +13,23 @@ export interface CallTargets {
   commands: string[];
   /** Network hosts the call reaches. */
   hosts: string[];
+  /**
+   * The call asks to run its commands outside the OS sandbox (bash's `sandbox: "off"`). The
+   * policy then always asks, and only an approved call is granted it.
+   */
+  unsandboxed?: boolean;
 }
 
 export const NO_TARGETS: CallTargets = Object.freeze({ paths: [], commands: [], hosts: [] }) as CallTargets;
 
 /** Fills the lists a tool's `targets` hook left out. */
 export function completeTargets(partial: Partial<CallTargets> | undefined): CallTargets {
-  return { paths: [...(partial?.paths ?? [])], commands: [...(partial?.commands ?? [])], hosts: [...(partial?.hosts ?? [])] };
+  return {
+    paths: [...(partial?.paths ?? [])],
+    commands: [...(partial?.commands ?? [])],
+    hosts: [...(partial?.hosts ?? [])],
+    ...(partial?.unsandboxed === true ? { unsandboxed: true } : {}),
+  };
 }
 
 /**

@@ -10,29 +10,46 @@ export const BASH_OUTPUT_BYTES = 200 * 1024;
 export const BASH_LIVE_OUTPUT_CHARS = 1024 * 1024;
 const TITLE_CHARS = 120;
 
-const parameters = z.object({
-  command: z
-    .string()
-    .refine((c) => c.trim() !== "", "The command is empty")
-    .describe("The command line to run with bash -c"),
-  description: z
-    .string()
-    .optional()
-    .describe('What the command does, in 5-10 words ("Run the unit tests"), for the permission prompt and the log'),
-  workdir: z
-    .string()
-    .optional()
-    .describe("Directory to run in, relative to the workspace or absolute inside it (default: the workspace root)"),
-  timeout_ms: z
-    .number()
-    .int()
-    .positive()
-    .max(BASH_MAX_TIMEOUT_MS)
-    .optional()
-    .describe(
-      `Milliseconds before the command and everything it started are killed (default ${BASH_DEFAULT_TIMEOUT_MS}, max ${BASH_MAX_TIMEOUT_MS})`,
-    ),
-});
+const parameters = z
+  .object({
+    command: z
+      .string()
+      .refine((c) => c.trim() !== "", "The command is empty")
+      .describe("The command line to run with bash -c"),
+    description: z
+      .string()
+      .optional()
+      .describe('What the command does, in 5-10 words ("Run the unit tests"), for the permission prompt and the log'),
+    workdir: z
+      .string()
+      .optional()
+      .describe("Directory to run in, relative to the workspace or absolute inside it (default: the workspace root)"),
+    timeout_ms: z
+      .number()
+      .int()
+      .positive()
+      .max(BASH_MAX_TIMEOUT_MS)
+      .optional()
+      .describe(
+        `Milliseconds before the command and everything it started are killed (default ${BASH_DEFAULT_TIMEOUT_MS}, max ${BASH_MAX_TIMEOUT_MS})`,
+      ),
+    sandbox: z
+      .enum(["on", "off"])
+      .optional()
+      .describe(
+        'Default "on": the command runs in the sandbox. "off" asks the user to run this one command outside it (needs justification); use it only after a command failed because of the sandbox',
+      ),
+    justification: z
+      .string()
+      .optional()
+      .describe(
+        'With sandbox "off": one short question for the user saying why it must run outside the sandbox ("Install the dependencies from the registry?")',
+      ),
+  })
+  .refine((args) => args.sandbox !== "off" || (args.justification ?? "").trim() !== "", {
+    message: 'sandbox "off" needs a justification: one short question for the user saying why the command must run outside the sandbox',
+    path: ["justification"],
+  });
 
 export type BashResult = ShellResult & { notice?: string };
 
@@ -44,6 +61,13 @@ export function bashTitle(command: string): string {
   if (first.length > TITLE_CHARS) return `${first.slice(0, TITLE_CHARS - 1)}…`;
   return more ? `${first} …` : first;
 }
+
+/** Failures that look like the sandbox's walls: a read-only file system, no network, a hidden secret. */
+const SANDBOX_FAILURE =
+  /Read-only file system|Network is unreachable|Could not resolve host|Temporary failure in name resolution|Permission denied/i;
+
+export const SANDBOX_NOTICE =
+  'The command ran in a sandbox: only the workspace (and /tmp, private to the call) is writable, there is no network, and secrets in the home folder are hidden. If it failed because of that and it must run as it is, call bash again with sandbox: "off" and a justification; the user will be asked to approve running it outside the sandbox.';
 
 /** Forwards live output until the budget is spent, then says so once and asks for no more. */
 function liveOutput(ctx: ToolContext): (chunk: string, stream: "stdout" | "stderr") => boolean {
@@ -80,7 +104,11 @@ export default defineTool({
     "write, edit, glob and grep tools do that. Output past 200 KB keeps the head and tail and",
     "saves the output (its first 64 MB) to output_path (read it with read or grep). The command and",
     "everything it started are killed after timeout_ms (default 120000, max 600000); processes",
-    "still writing to the output after the command exits are killed too.",
+    "still writing to the output after the command exits are killed too. Unless the user switched it off, commands run in a sandbox:",
+    "the workspace and /tmp (private to the call) are writable, the rest of the machine is read-only,",
+    "there is no network, secrets in the home folder are hidden, and background jobs end with the",
+    "command. When a command must run outside it (a package install, a write outside the workspace),",
+    'set sandbox: "off" with a justification: the user is asked every time.',
   ].join(" "),
   parameters,
   requires: { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } },
@@ -91,17 +119,24 @@ export default defineTool({
   shorthandHint: "a command line",
   // The command line, and the directory it runs in, resolved as the shell will resolve it.
   async targets(args, ctx) {
-    return { commands: [args.command], paths: [await ctx.fs.resolve(args.workdir ?? ctx.workspace, "read")] };
+    return {
+      commands: [args.command],
+      paths: [await ctx.fs.resolve(args.workdir ?? ctx.workspace, "read")],
+      ...(args.sandbox === "off" ? { unsandboxed: true } : {}),
+    };
   },
   async execute(args, ctx) {
     const timeoutMs = args.timeout_ms ?? BASH_DEFAULT_TIMEOUT_MS;
-    const result: BashResult = await ctx.shell.run(args.command, {
+    const { sandboxed, ...ran } = await ctx.shell.run(args.command, {
       cwd: args.workdir,
       timeoutMs,
       maxOutputBytes: BASH_OUTPUT_BYTES,
       onOutput: liveOutput(ctx),
     });
-    if (result.timed_out) {
+    const result: BashResult = ran;
+    if (sandboxed && !result.timed_out && result.exit_code !== 0 && SANDBOX_FAILURE.test(`${result.stderr}\n${result.stdout}`)) {
+      result.notice = SANDBOX_NOTICE;
+    } else if (result.timed_out) {
       const seconds = Math.round(timeoutMs / 100) / 10;
       result.notice = `Command timed out after ${seconds} s and was killed; if it was not waiting for input, run it again with a larger timeout_ms (max ${BASH_MAX_TIMEOUT_MS})`;
     } else if (ctx.signal.aborted) {

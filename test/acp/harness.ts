@@ -84,6 +84,9 @@ export class Harness {
     let pendingOut = "";
     const toAgent = new WritableStream<Uint8Array>({
       write(chunk) {
+        // After close() the agent may still finish a cancelled call (release its terminal): like an
+        // editor that closed the pipe, the client's answers go nowhere.
+        if (stdin.writableEnded) return;
         pendingOut += Buffer.from(chunk).toString("utf8");
         let nl: number;
         while ((nl = pendingOut.indexOf("\n")) >= 0) {

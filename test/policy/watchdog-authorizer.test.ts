@@ -60,7 +60,9 @@ function run(
       return watchdog(call, signal);
     },
     manifest: () => ({ profile: "default", requires: {}, permissions: [] }),
-    sandboxed: options.sandboxed === undefined ? undefined : () => options.sandboxed as boolean,
+    // Not sandboxed: the user switched the sandbox off (so the sandbox stage itself asks nothing).
+    sandbox:
+      options.sandboxed === undefined ? undefined : () => (options.sandboxed ? { active: true, off: false } : { active: false, off: true }),
   });
   return invoke(registry, toolId, args, { session: ws.session, authorize });
 }

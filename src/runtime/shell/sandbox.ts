@@ -75,9 +75,11 @@ function isUnder(child: string, parent: string): boolean {
 export function bubblewrapArgs(request: SpawnRequest, context: SpawnContext, options: BubblewrapOptions = {}): string[] {
   const args = [
     "--die-with-parent",
-    // A new session: the sandboxed command cannot push input to our terminal (TIOCSTI). It also
-    // leaves our process group; the pid namespace below is what still ends it with bwrap.
-    "--new-session",
+    // A new session: the sandboxed command cannot push input to a terminal (TIOCSTI). The local
+    // backend already starts bwrap in a session of its own with no terminal, and there the
+    // command must stay in bwrap's process group: a kill right after the start, before
+    // --die-with-parent holds inside, would otherwise leave the sandbox running.
+    ...(context.backend === "local" ? [] : ["--new-session"]),
     // Own pid namespace: when bwrap dies (the tree kill, a timeout), everything inside goes with it.
     "--unshare-pid",
     // No network at all. Allowed hosts through a proxy are a later step.

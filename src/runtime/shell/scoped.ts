@@ -27,6 +27,8 @@ export interface SpawnRequest {
    * transform that changes argv drops it (or sets the line that now runs).
    */
   shellLine?: string;
+  /** Set by a transform that wrapped the command in an OS sandbox: the result says so. */
+  sandboxed?: boolean;
 }
 
 /** What a sandbox needs to know about the call, besides the command. */
@@ -40,6 +42,17 @@ export interface SpawnContext {
   toolId: string;
   /** The backend that will run it: "local", "editor-terminal" … */
   backend: string;
+  /** The user approved this call to run outside the sandbox: a sandbox transform leaves it alone. */
+  unsandboxed: boolean;
+}
+
+/**
+ * What the policy granted one call, filled in after it was approved and read when its commands
+ * start. Held by the host, never reachable from the tool's context.
+ */
+export interface CallGrant {
+  /** The user approved running this call's commands outside the sandbox. */
+  unsandboxed: boolean;
 }
 
 /**
@@ -61,6 +74,8 @@ export interface ScopedShellOptions {
   toolId: string;
   emit?: (event: ToolEvent) => void;
   transform?: SpawnTransform;
+  /** The call's grant (default: nothing granted). */
+  grant?: CallGrant;
 }
 
 /** The shell a tool sees: argv checked against the scope's shell requirements, cwd inside the read scope. */
@@ -86,7 +101,7 @@ export class ScopedShell implements ToolShell {
     const cwd = await fs.resolve(options.cwd ?? workspace, "read");
     const request: SpawnRequest = { file, args, cwd, env: options.env, shellLine };
     const run = transform ? await transform(request, this.spawnContext()) : request;
-    return backend.spawn(run.file, run.args, {
+    const result = await backend.spawn(run.file, run.args, {
       cwd: run.cwd,
       env: run.env,
       timeoutMs: options.timeoutMs ?? DEFAULT_SHELL_TIMEOUT_MS,
@@ -97,10 +112,11 @@ export class ScopedShell implements ToolShell {
       emit,
       shellLine: run.shellLine,
     });
+    return run.sandboxed ? { ...result, sandboxed: true } : result;
   }
 
   private spawnContext(): SpawnContext {
-    const { scope, roots, sidecarDir, toolId, backend } = this.options;
-    return { scope, roots, sidecarDir, toolId, backend: backend.kind };
+    const { scope, roots, sidecarDir, toolId, backend, grant } = this.options;
+    return { scope, roots, sidecarDir, toolId, backend: backend.kind, unsandboxed: grant?.unsandboxed === true };
   }
 }

@@ -1,0 +1,104 @@
+import { peekUserConfig } from "../../config/file.js";
+import { ToolError } from "../../tool/errors.js";
+import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions, type SandboxStatus } from "./sandbox.js";
+import type { SpawnTransform } from "./scoped.js";
+
+/** Whether the user wants the sandbox, and where that was said. */
+export interface SandboxSetting {
+  value: "on" | "off";
+  /** `TOOLHOST_SANDBOX`, the config file's path, or `default`. */
+  source: string;
+}
+
+/**
+ * The sandbox setting: `TOOLHOST_SANDBOX=on|off`, then `"sandbox"` in the user's
+ * `~/.toolhost/config.json`, else on. Never a project's file: a project cannot switch it off.
+ * Any other value leaves it on.
+ */
+export function sandboxSetting(env: NodeJS.ProcessEnv = process.env, home?: string): SandboxSetting {
+  const fromEnv = env.TOOLHOST_SANDBOX?.trim().toLowerCase();
+  if (fromEnv === "on" || fromEnv === "off") return { value: fromEnv, source: "TOOLHOST_SANDBOX" };
+  const peek = peekUserConfig(home);
+  return peek.sandbox === "off" ? { value: "off", source: peek.path } : { value: "on", source: "default" };
+}
+
+/** The sandbox as the policy sees it (structurally the policy's `SandboxState`). */
+export interface SessionSandboxState {
+  /** Commands run inside the sandbox. */
+  active: boolean;
+  /** The user switched it off: commands run unsandboxed, without extra prompts. */
+  off: boolean;
+  /** Why it is not active. */
+  reason?: string;
+}
+
+export interface SessionSandboxOptions {
+  setting: SandboxSetting;
+  /** Whether a sandbox can run here (default: `sandboxAvailable()`, probed once per process). */
+  probe?: () => Promise<SandboxStatus>;
+  bubblewrap?: BubblewrapOptions;
+}
+
+/**
+ * A session's OS sandbox: the setting, the probe (started in the background, awaited by the
+ * first call that needs it) and the SpawnTransform every command of the session goes through.
+ * Active, it wraps each command in bubblewrap; off, it runs commands as they are; where no
+ * sandbox can run, it runs only commands the user approved to run unsandboxed (the policy asks).
+ */
+export class SessionSandbox {
+  private status: Promise<SandboxStatus> | undefined;
+  private readonly wrap: SpawnTransform;
+
+  constructor(private readonly options: SessionSandboxOptions) {
+    this.wrap = bubblewrapSandbox(options.bubblewrap);
+  }
+
+  get setting(): SandboxSetting {
+    return this.options.setting;
+  }
+
+  /** Starts the probe without waiting for it (a session starts it when it is made). */
+  start(): this {
+    if (this.options.setting.value === "on") void this.probe();
+    return this;
+  }
+
+  private probe(): Promise<SandboxStatus> {
+    this.status ??= (this.options.probe ?? (() => sandboxAvailable(this.options.bubblewrap?.bwrapPath)))().catch(
+      (err: unknown): SandboxStatus => ({ available: false, reason: `the sandbox probe failed: ${String(err)}` }),
+    );
+    return this.status;
+  }
+
+  async state(): Promise<SessionSandboxState> {
+    const { value, source } = this.options.setting;
+    if (value === "off") return { active: false, off: true, reason: `switched off (${source})` };
+    const status = await this.probe();
+    return status.available ? { active: true, off: false } : { active: false, off: false, reason: status.reason };
+  }
+
+  readonly transform: SpawnTransform = async (request, context) => {
+    if (context.unsandboxed) return request;
+    const state = await this.state();
+    if (state.off) return request;
+    if (!state.active) {
+      throw new ToolError(
+        "permission_denied",
+        `No sandbox can run here (${state.reason ?? "unknown"}), and this call was not approved to run without one.`,
+      );
+    }
+    return { ...(await this.wrap(request, context)), sandboxed: true };
+  };
+}
+
+/** What to do where no sandbox can run. */
+export const SANDBOX_INSTALL_HINT =
+  'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to sandbox commands, or set "sandbox": "off" in ~/.toolhost/config.json to run them unsandboxed without asking.';
+
+/** One line on the sandbox for `toolhost doctor` and `toolhost policy explain`. */
+export function describeSandbox(state: SessionSandboxState): string {
+  if (state.off) return `off, ${state.reason ?? "switched off"}: commands run unsandboxed, without extra prompts`;
+  if (state.active)
+    return "active (bubblewrap): a read-only system, writable workspace roots and a private /tmp, no network, secrets hidden";
+  return `unavailable: ${state.reason ?? "unknown"}. Every call that runs commands asks first (headless: refused). ${SANDBOX_INSTALL_HINT}`;
+}

@@ -1,0 +1,73 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { tempDir } from "../helpers.js";
+import { closeAndCheck, Harness, lastUpdate, selected } from "./harness.js";
+
+// The sandbox over the wire: the editor's terminal is handed the sandboxed argv, never the raw
+// line, and a command that leaves the sandbox is asked about with the exact command.
+
+const status = await sandboxAvailable();
+if (!status.available) console.warn(`acp/sandbox.test.ts: skipped: ${status.reason}`);
+
+let ws: string;
+let outside: string;
+let victim: string;
+let h: Harness | undefined;
+
+beforeEach(async () => {
+  ws = await tempDir({ "a.txt": "a\n" });
+  outside = await fsp.realpath(await fsp.mkdtemp("/var/tmp/toolhost-acp-sandbox-"));
+  victim = path.join(outside, "victim.txt");
+  await fsp.writeFile(victim, "original\n");
+});
+
+afterEach(async () => {
+  await closeAndCheck(h);
+  h = undefined;
+  await fsp.rm(ws, { recursive: true, force: true });
+  await fsp.rm(outside, { recursive: true, force: true });
+});
+
+async function start(options: ConstructorParameters<typeof Harness>[0]) {
+  h = new Harness(options);
+  await h.initialize();
+  const sessionId = await h.newSession(ws);
+  await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+  return { h, sessionId };
+}
+
+const prompt = (h: Harness, sessionId: string, text: string) =>
+  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+
+describe.skipIf(!status.available)("the sandbox in the editor", () => {
+  it("an editor terminal runs the sandboxed argv: the write outside fails, the workspace write lands", async () => {
+    const { h, sessionId } = await start({ capabilities: { terminal: true } });
+    const line = `echo inside > b.txt; echo changed > ${victim}; echo done`;
+    await prompt(h, sessionId, `/bash ${line}`);
+    const create = h.clientCalls.find((c) => c.method === "terminal/create")!.params as { command: string; args: string[] };
+    expect(path.basename(create.command)).toBe("bwrap");
+    expect(create.args).toEqual(expect.arrayContaining(["--unshare-net", "--unshare-pid", "--new-session", "--die-with-parent"]));
+    const argv = create.args.slice(create.args.indexOf("--") + 1);
+    expect(argv).toEqual([expect.stringMatching(/\/(ba)?sh$/), "-c", line]);
+    const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    const done = lastUpdate(h, sessionId, call.toolCallId);
+    expect(done.content).toEqual([{ type: "terminal", terminalId: "term_1" }]);
+    const text = (done.rawOutput as { data: { stdout: string } }).data.stdout;
+    expect(text).toMatch(/Read-only file system/);
+    expect(text).toMatch(/done/);
+    expect(h.permissionRequests).toEqual([]);
+    expect(await fsp.readFile(victim, "utf8")).toBe("original\n");
+    expect(await fsp.readFile(path.join(ws, "b.txt"), "utf8")).toBe("inside\n");
+  });
+
+  it("escalation asks in full mode with the exact command, and only the approved call runs outside", async () => {
+    const { h, sessionId } = await start({ permission: () => selected("allow_once") });
+    const args = { command: `echo changed > ${victim}`, sandbox: "off", justification: "Change the victim file?" };
+    await prompt(h, sessionId, `/bash ${JSON.stringify(args)}`);
+    expect(h.permissionRequests).toHaveLength(1);
+    expect(h.permissionRequests[0]!.toolCall.rawInput).toMatchObject(args);
+    expect(await fsp.readFile(victim, "utf8")).toBe("changed\n");
+  });
+});

@@ -1,0 +1,138 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import * as z from "zod";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { allowAll } from "../../src/policy/call.js";
+import { RuntimeSession } from "../../src/runtime/session.js";
+import { LocalShell } from "../../src/runtime/shell/local.js";
+import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { describeSandbox, SessionSandbox, sandboxSetting } from "../../src/runtime/shell/session-sandbox.js";
+import { defineTool } from "../../src/tool/define.js";
+import { call, output, survivors, tempDir } from "../helpers.js";
+
+// The session's sandbox under the call pipeline: what it wraps, what lifts it (only the policy's
+// grant), where the setting comes from, and that an early kill leaves nothing behind.
+
+const status = await sandboxAvailable();
+if (!status.available) console.warn(`session-sandbox.test.ts: the real-sandbox cases skip: ${status.reason}`);
+
+let ws: string;
+let outside: string;
+const runtimes: RuntimeSession[] = [];
+
+beforeEach(async () => {
+  ws = await tempDir();
+  outside = await fsp.realpath(await fsp.mkdtemp("/var/tmp/toolhost-grant-test-"));
+});
+
+afterEach(async () => {
+  for (const r of runtimes.splice(0)) await r.close();
+  await fsp.rm(ws, { recursive: true, force: true });
+  await fsp.rm(outside, { recursive: true, force: true });
+});
+
+function runtime(sandbox: SessionSandbox): RuntimeSession {
+  const r = new RuntimeSession({ workspace: ws, shell: new LocalShell({ killGraceMs: 500 }), spawnTransform: sandbox.transform });
+  runtimes.push(r);
+  return r;
+}
+
+const on = () => new SessionSandbox({ setting: { value: "on", source: "default" } }).start();
+
+/** An extension-like tool that runs a command through ctx.shell and claims to want out of the sandbox. */
+const writer = defineTool({
+  id: "writer",
+  description: "writes a file with a command",
+  kind: "execute",
+  parameters: z.object({ file: z.string() }),
+  requires: { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } },
+  targets: () => ({ commands: ["echo x > file"], unsandboxed: true }),
+  execute: async (args, ctx) => {
+    const { exit_code, stderr, sandboxed } = await ctx.shell.run(`echo x > ${args.file}`);
+    return { exit_code, stderr, sandboxed: sandboxed === true };
+  },
+});
+
+describe.skipIf(!status.available)("the session sandbox in the call pipeline", () => {
+  it("wraps ctx.shell of any tool; asking for out in its targets lifts nothing without the policy's grant", async () => {
+    const target = path.join(outside, "f.txt");
+    const r = runtime(on());
+    const denied = output<{ exit_code: number; stderr: string; sandboxed: boolean }>(
+      (await call(writer, { file: target }, r, { authorize: allowAll })).envelope,
+    );
+    expect(denied.exit_code).not.toBe(0);
+    expect(denied.stderr).toMatch(/Read-only file system/);
+    expect(denied.sandboxed).toBe(true);
+    await expect(fsp.stat(target)).rejects.toThrow();
+
+    const granted = output<{ exit_code: number; sandboxed: boolean }>(
+      (await call(writer, { file: target }, r, { authorize: async () => ({ outcome: "allow", unsandboxed: true }) })).envelope,
+    );
+    expect(granted).toMatchObject({ exit_code: 0, sandboxed: false });
+    expect(await fsp.readFile(target, "utf8")).toBe("x\n");
+  });
+
+  it("a command killed right after it starts leaves no process behind", async () => {
+    const r = runtime(on());
+    for (let i = 0; i < 12; i++) {
+      const marker = `91.${i}4242`;
+      const controller = new AbortController();
+      const started = call(defineBash(marker), {}, r, { signal: controller.signal });
+      while (!(await survivors(`sleep ${marker}`)).length) await new Promise((resolve) => setTimeout(resolve, 2));
+      await new Promise((resolve) => setTimeout(resolve, i % 4));
+      controller.abort();
+      await started;
+      expect(await survivors(`sleep ${marker}`)).toEqual([]);
+    }
+  });
+});
+
+function defineBash(marker: string) {
+  return defineTool({
+    id: "sleeper",
+    description: "sleeps",
+    kind: "execute",
+    parameters: z.object({}),
+    requires: { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } },
+    execute: async (_args, ctx) => (await ctx.shell.run(`sleep ${marker}`)).signal,
+  });
+}
+
+describe("without a sandbox", () => {
+  it("refuses a command the policy did not approve to run unsandboxed, and runs one it did", async () => {
+    const sandbox = new SessionSandbox({
+      setting: { value: "on", source: "default" },
+      probe: async () => ({ available: false, reason: "bubblewrap (bwrap) is not installed: apt-get install bubblewrap" }),
+    });
+    const r = runtime(sandbox);
+    const refused = (await call(writer, { file: path.join(ws, "f.txt") }, r, { authorize: allowAll })).envelope;
+    expect(refused).toMatchObject({ type: "error", metadata: { error_code: "permission_denied" } });
+    await expect(fsp.stat(path.join(ws, "f.txt"))).rejects.toThrow();
+    const ran = (
+      await call(writer, { file: path.join(ws, "f.txt") }, r, { authorize: async () => ({ outcome: "allow", unsandboxed: true }) })
+    ).envelope;
+    expect(output(ran)).toMatchObject({ exit_code: 0, sandboxed: false });
+    expect(describeSandbox(await sandbox.state())).toMatch(
+      /^unavailable: bubblewrap \(bwrap\) is not installed.*apt-get install bubblewrap/,
+    );
+  });
+});
+
+describe("sandboxSetting", () => {
+  it("TOOLHOST_SANDBOX, then the user's config file, else on; anything unknown leaves it on", async () => {
+    const home = await tempDir({ "config.json": JSON.stringify({ sandbox: "off" }) });
+    const empty = await tempDir({ "config.json": JSON.stringify({ sandbox: "nope" }) });
+    try {
+      expect(sandboxSetting({}, home)).toEqual({ value: "off", source: path.join(home, "config.json") });
+      expect(sandboxSetting({ TOOLHOST_SANDBOX: "on" }, home)).toEqual({ value: "on", source: "TOOLHOST_SANDBOX" });
+      expect(sandboxSetting({ TOOLHOST_SANDBOX: "OFF" }, empty)).toEqual({ value: "off", source: "TOOLHOST_SANDBOX" });
+      expect(sandboxSetting({ TOOLHOST_SANDBOX: "0" }, empty)).toEqual({ value: "on", source: "default" });
+      expect(sandboxSetting({}, path.join(empty, "missing"))).toEqual({ value: "on", source: "default" });
+      const off = new SessionSandbox({ setting: sandboxSetting({}, home) });
+      expect(await off.state()).toEqual({ active: false, off: true, reason: `switched off (${path.join(home, "config.json")})` });
+    } finally {
+      await fsp.rm(home, { recursive: true, force: true });
+      await fsp.rm(empty, { recursive: true, force: true });
+    }
+  });
+});
