@@ -204,19 +204,22 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
   return Object.assign(transform, { close });
 }
 
-/** 127.0.0.1:PROXY_PORT as /proc/net/tcp shows it listening. */
-const LISTENING = ` 0100007F:${PROXY_PORT.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A `;
+/** 127.0.0.1:PROXY_PORT as /proc/net/tcp shows it listening: local address, remote address, state. */
+const LISTENING = `0100007F:${PROXY_PORT.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A`;
 
 /**
  * Inside the sandbox, before the command: socat listens on 127.0.0.1:PROXY_PORT and forwards
  * each connection to the proxy's socket. It is started detached (a child of the sandbox's init,
- * not of the command) and waited for, at most 2 s, so the command's first request finds it.
- * It ends with the sandbox's pid namespace. `$1` is socat, `$2` the socket, the rest the command.
+ * not of the command) and waited for, so the command's first request finds it: /proc/net/tcp is
+ * read with shell builtins (socat is usually up within a few reads), then every 10 ms, at most
+ * 2 s in all. It ends with the sandbox's pid namespace. `$1` is socat, `$2` the socket, the rest
+ * the command.
  */
 const PROXY_BRIDGE = [
   "socat=$1 sock=$2; shift 2",
   `("$socat" TCP-LISTEN:${PROXY_PORT},bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:$sock" </dev/null >/dev/null 2>&1 &)`,
-  `i=0; while [ $i -lt 400 ] && ! grep -qs '${LISTENING}' /proc/net/tcp; do i=$((i+1)); sleep 0.005; done`,
+  `listening() { while read -r _ here there state _; do [ "$here $there $state" = "${LISTENING}" ] && return 0; done </proc/net/tcp; return 1; }`,
+  "i=0; until listening || [ $i -ge 300 ]; do i=$((i+1)); [ $i -gt 100 ] && sleep 0.01; done",
   'exec "$@"',
 ].join("\n");
 
