@@ -133,6 +133,8 @@ describe("isPrivateAddress", () => {
     ["::ffff:127.0.0.1", true],
     ["::ffff:7f00:1", true],
     ["64:ff9b::a00:1", true],
+    ["fe80::1%eth0", true],
+    ["not-an-address", true],
     ["8.8.8.8", false],
     ["172.32.0.1", false],
     ["140.82.112.3", false],
@@ -207,6 +209,18 @@ describe("the sandbox proxy on the host", () => {
     expect(unknown.status).toBe(502);
     expect(unknown.body).toContain("nowhere.test could not be resolved");
     expect((await connect(p, "no-port-here")).status).toBe(400);
+
+    // An allowed host where nothing listens.
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const deadPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const refused = await get(p, `http://allowed.test:${deadPort}/`);
+    expect(refused.status).toBe(502);
+    expect(refused.body).toContain(`allowed.test:${deadPort} could not be reached: connect ECONNREFUSED`);
+    const tunnel = await connect(p, `allowed.test:${deadPort}`);
+    expect(tunnel.status).toBe(502);
+    expect(tunnel.body).toContain("ECONNREFUSED");
   });
 
   it("ends open tunnels and removes its socket when closed", async () => {

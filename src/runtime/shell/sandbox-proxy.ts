@@ -145,6 +145,8 @@ function embeddedV4(address: string): string | undefined {
 /** Whether an address is private, loopback, link-local or otherwise not on the public internet. */
 export function isPrivateAddress(address: string): boolean {
   if (net.isIPv4(address)) return BLOCKED_V4.check(address, "ipv4");
+  // A zone (`fe80::1%eth0`) is only ever on a local link.
+  if (address.includes("%")) return true;
   if (!net.isIPv6(address)) return true;
   const v4 = embeddedV4(address);
   if (v4 !== undefined) return BLOCKED_V4.check(v4, "ipv4");
