@@ -176,6 +176,16 @@ describe("the sandbox proxy on the host", () => {
     expect(tunnel.status).toBe(403);
     expect(tunnel.body).toContain("other.test is not an allowed host");
     expect(seen).toEqual([`api.allowed.test:${port}`]);
+
+    // A denied pattern wins over an allowed one.
+    const withDeny = await proxy({ allowedHosts: ["*.allowed.test"], deniedHosts: ["API.allowed.test"], privateHosts: ["*"] });
+    const denied = await get(withDeny, `http://api.allowed.test:${port}/`);
+    expect(denied).toEqual({
+      status: 403,
+      body: "toolhost sandbox proxy: api.allowed.test is denied for this sandbox (API.allowed.test)\n",
+    });
+    expect((await connect(withDeny, `api.allowed.test:${port}`)).status).toBe(403);
+    expect(seen).toEqual([`api.allowed.test:${port}`]);
   });
 
   it("refuses an allowed name that resolves to a private or loopback address, unless that is allowed too", async () => {
@@ -229,6 +239,7 @@ describe("the sandbox proxy on the host", () => {
     expect(await pool.forHosts(["ALLOWED.test", "allowed.test"])).toBe(a);
     const b = await pool.forHosts(["other.test"]);
     expect(b.socketPath).not.toBe(a.socketPath);
+    expect((await pool.forHosts(["allowed.test"], ["x.allowed.test"])).socketPath).not.toBe(a.socketPath);
     expect((await fsp.stat(pool.dir)).mode & 0o777).toBe(0o700);
 
     const open = await new Promise<net.Socket>((resolve, reject) => {
@@ -274,7 +285,11 @@ describe.skipIf(skipSandbox)("a sandboxed command's network through the proxy", 
   const curl = "curl -sS --max-time 10";
 
   it("reaches an allowed host through the proxy (plain and CONNECT), and nothing else", async () => {
-    const { shell: sh } = shell({ allowedHosts: () => ["allowed.test"], privateHosts: ["allowed.test"] });
+    const { shell: sh } = shell({
+      allowedHosts: () => ["allowed.test", "*.allowed.test"],
+      deniedHosts: () => ["api.allowed.test"],
+      privateHosts: ["allowed.test"],
+    });
     const plain = await sh.run(`${curl} http://allowed.test:${port}/in`);
     expect(plain).toMatchObject({ exit_code: 0, stdout: `hello GET /in host=allowed.test:${port}\n` });
     // -p: a CONNECT tunnel, as for https.
@@ -282,11 +297,13 @@ describe.skipIf(skipSandbox)("a sandboxed command's network through the proxy", 
     expect(tunnelled).toMatchObject({ exit_code: 0, stdout: `hello GET /tunnelled host=allowed.test:${port}\n` });
 
     const other = await sh.run(`${curl} -w '%{http_code}' http://other.test:${port}/`);
-    expect(other.stdout).toContain("other.test is not an allowed host for this sandbox (allowed: allowed.test)");
+    expect(other.stdout).toContain("other.test is not an allowed host for this sandbox (allowed: *.allowed.test, allowed.test)");
     expect(other.stdout).toMatch(/403$/);
     const otherTunnel = await sh.run(`${curl} -p http://other.test:${port}/`);
     expect(otherTunnel.exit_code).not.toBe(0);
     expect(otherTunnel.stderr).toMatch(/CONNECT tunnel failed, response 403/);
+    const denied = await sh.run(`${curl} http://api.allowed.test:${port}/`);
+    expect(denied.stdout).toBe("toolhost sandbox proxy: api.allowed.test is denied for this sandbox (api.allowed.test)\n");
 
     // Around the proxy there is no way out: the network namespace has nothing but its loopback.
     const direct = await sh.run(`${curl} --noproxy '*' http://127.0.0.1:${port}/direct`);

@@ -21,6 +21,8 @@ export const PROXY_PORT = 3128;
 export interface SandboxProxyOptions {
   /** Host patterns a request may reach (`*.github.com`), matched as the scope's `net.hosts` are. */
   allowedHosts: readonly string[];
+  /** Host patterns refused even when an allowed pattern matches (the session's deny rules for net.fetch). */
+  deniedHosts?: readonly string[];
   /** Host patterns that may reach private, loopback or link-local addresses (default: none). */
   privateHosts?: readonly string[];
   /** Resolves a host name to its addresses (default: the system resolver, every address). */
@@ -214,6 +216,7 @@ function withoutHopByHop(headers: http.IncomingHttpHeaders | http.OutgoingHttpHe
 /** Starts a proxy for one allow list. Close it with the session. */
 export async function startSandboxProxy(options: SandboxProxyOptions): Promise<SandboxProxy> {
   const allowed = options.allowedHosts.map(hostMatcher);
+  const denied = (options.deniedHosts ?? []).map(hostMatcher);
   const privateOk = (options.privateHosts ?? []).map(hostMatcher);
   const resolve = options.resolve ?? systemResolve;
   const idleTimeoutMs = options.idleTimeoutMs ?? 5 * 60_000;
@@ -229,6 +232,8 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
 
   async function judge(host: string): Promise<Verdict> {
     const allowedList = options.allowedHosts.join(", ") || "none";
+    const deniedBy = options.deniedHosts?.find((_, i) => denied[i]?.(host));
+    if (deniedBy !== undefined) return { ok: false, status: 403, message: `${host} is denied for this sandbox (${deniedBy})` };
     if (!allowed.some((m) => m(host))) {
       return { ok: false, status: 403, message: `${host} is not an allowed host for this sandbox (allowed: ${allowedList})` };
     }
@@ -388,14 +393,14 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
 export interface SandboxProxies {
   /** The folder every proxy socket is in (the sandbox hides it, and binds in the one socket a call may use). */
   readonly dir: string;
-  /** The proxy for one allow list, started on first use (the same list shares one proxy). */
-  forHosts(hosts: readonly string[]): Promise<SandboxProxy>;
+  /** The proxy for one allow list (and deny list), started on first use (the same lists share one proxy). */
+  forHosts(hosts: readonly string[], denied?: readonly string[]): Promise<SandboxProxy>;
   /** Closes every proxy and removes the folder. */
   close(): Promise<void>;
 }
 
 /** A session's proxies, one per distinct allow list, in one private folder, all closed together. */
-export function sandboxProxies(options: Omit<SandboxProxyOptions, "allowedHosts" | "socketPath"> = {}): SandboxProxies {
+export function sandboxProxies(options: Omit<SandboxProxyOptions, "allowedHosts" | "deniedHosts" | "socketPath"> = {}): SandboxProxies {
   let dir: Promise<string> | undefined;
   let dirPath = "";
   const proxies = new Map<string, Promise<SandboxProxy>>();
@@ -405,15 +410,19 @@ export function sandboxProxies(options: Omit<SandboxProxyOptions, "allowedHosts"
     get dir() {
       return dirPath;
     },
-    forHosts(hosts) {
+    forHosts(hosts, denied = []) {
       if (closing) return Promise.reject(new Error("the sandbox's network proxies are closed"));
-      const list = [...new Set(hosts.map((h) => h.toLowerCase()))].sort();
-      const key = JSON.stringify(list);
+      const normalize = (patterns: readonly string[]) => [...new Set(patterns.map((h) => h.toLowerCase()))].sort();
+      const list = normalize(hosts);
+      const deniedList = normalize(denied);
+      const key = JSON.stringify([list, deniedList]);
       let proxy = proxies.get(key);
       if (!proxy) {
         dir ??= privateDir().then((made) => (dirPath = made));
         const n = started++;
-        proxy = dir.then((d) => startSandboxProxy({ ...options, allowedHosts: list, socketPath: path.join(d, `${n}.sock`) }));
+        proxy = dir.then((d) =>
+          startSandboxProxy({ ...options, allowedHosts: list, deniedHosts: deniedList, socketPath: path.join(d, `${n}.sock`) }),
+        );
         proxies.set(key, proxy);
         // A proxy that failed to start is tried again by the next call.
         proxy.catch(() => proxies.delete(key));

@@ -50,6 +50,8 @@ export interface BubblewrapOptions {
    * an HTTP proxy it sees on 127.0.0.1 (HTTP_PROXY…); a call with none has no network at all.
    */
   allowedHosts?: (context: SpawnContext) => readonly string[];
+  /** Host patterns the proxy refuses even when allowed (the session's deny rules for net.fetch). */
+  deniedHosts?: (context: SpawnContext) => readonly string[];
   /** Host patterns the proxy lets reach private or loopback addresses (default: none). */
   privateHosts?: readonly string[];
   /** How the proxy resolves host names (default: the system resolver). */
@@ -181,7 +183,7 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     network ??= hosts.length > 0 ? sandboxNetworkStatus(options.socatPath) : undefined;
     if (hosts.length > 0 && network?.available) {
       const pool = proxies;
-      const proxy = await pool.forHosts(hosts);
+      const proxy = await pool.forHosts(hosts, options.deniedHosts?.(context));
       mount = { dir: pool.dir, socketPath: proxy.socketPath };
       Object.assign(env, proxyEnv());
       command = ["/bin/sh", "-c", PROXY_BRIDGE, "toolhost-net", network.socat, proxy.socketPath, ...command];
