@@ -16,6 +16,8 @@ import {
   type SandboxProxy,
   type SandboxProxyOptions,
 } from "../../src/runtime/shell/sandbox-proxy.js";
+import { netFetchHosts } from "../../src/policy/net-hosts.js";
+import type { SourcedRule } from "../../src/policy/ruleset.js";
 import type { RequirementSet } from "../../src/tool/requirements.js";
 import { tempDir } from "../helpers.js";
 
@@ -33,6 +35,7 @@ const names: Record<string, string[]> = {
   "api.allowed.test": ["127.0.0.1"],
   "other.test": ["127.0.0.1"],
   "scoped.test": ["127.0.0.1"],
+  "www.allowed.test": ["127.0.0.1"],
 };
 const resolveHost = async (host: string): Promise<readonly string[]> => {
   const found = names[host];
@@ -319,6 +322,22 @@ describe.skipIf(skipSandbox)("a sandboxed command's network through the proxy", 
     const literal = await sh.run(`NO_PROXY= no_proxy= ${curl} http://127.0.0.1:${port}/`);
     expect(literal.stdout).toContain("127.0.0.1 resolves to 127.0.0.1, a private or loopback address");
     expect(seen).toEqual([]);
+  });
+
+  it("follows the session's net.fetch rules: allow rules open hosts, deny and ask rules close them", async () => {
+    const rules: SourcedRule[] = [
+      { permission: "net.fetch", pattern: "*.allowed.test", action: "allow", source: "user" },
+      { permission: "net.fetch", pattern: "api.allowed.test", action: "ask", source: "project" },
+    ];
+    const { shell: sh } = shell({
+      allowedHosts: () => netFetchHosts(rules).allowed,
+      deniedHosts: () => netFetchHosts(rules).denied,
+      privateHosts: ["*"],
+    });
+    const result = await sh.run(`${curl} http://www.allowed.test:${port}/; ${curl} http://api.allowed.test:${port}/`);
+    expect(result.stdout).toBe(
+      `hello GET / host=www.allowed.test:${port}\ntoolhost sandbox proxy: api.allowed.test is denied for this sandbox (api.allowed.test)\n`,
+    );
   });
 
   it("allows the hosts of the call's own scope", async () => {
