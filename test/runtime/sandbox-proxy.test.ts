@@ -43,6 +43,8 @@ const resolveHost = async (host: string): Promise<readonly string[]> => {
   return found;
 };
 
+/** What /big answers, in bytes. */
+const BIG = 8_000_000;
 let server: http.Server;
 let port: number;
 /** The Host header of each request the test server received. */
@@ -51,6 +53,16 @@ let seen: string[] = [];
 beforeAll(async () => {
   server = http.createServer((req, res) => {
     seen.push(req.headers.host ?? "");
+    if (req.url === "/big") {
+      res.end(Buffer.alloc(BIG, "x"));
+      return;
+    }
+    if (req.url === "/count") {
+      let bytes = 0;
+      req.on("data", (chunk: Buffer) => (bytes += chunk.length));
+      req.on("end", () => res.end(`received ${bytes}\n`));
+      return;
+    }
     let body = "";
     req.on("data", (chunk) => (body += chunk));
     req.on("end", () => res.end(`hello ${req.method} ${req.url} host=${req.headers.host}${body ? ` body=${body}` : ""}\n`));
@@ -338,6 +350,17 @@ describe.skipIf(skipSandbox)("a sandboxed command's network through the proxy", 
     expect(result.stdout).toBe(
       `hello GET / host=www.allowed.test:${port}\ntoolhost sandbox proxy: api.allowed.test is denied for this sandbox (api.allowed.test)\n`,
     );
+  });
+
+  it("streams large bodies both ways, plain and through a tunnel", async () => {
+    const { shell: sh } = shell({ allowedHosts: () => ["allowed.test"], privateHosts: ["allowed.test"] });
+    const down = await sh.run(`${curl} http://allowed.test:${port}/big | wc -c; ${curl} -p http://allowed.test:${port}/big | wc -c`);
+    expect(down.stdout).toBe(`${BIG}\n${BIG}\n`);
+    const up = await sh.run(
+      `head -c 3000000 /dev/zero | ${curl} --data-binary @- http://allowed.test:${port}/count; ` +
+        `head -c 3000000 /dev/zero | ${curl} -p --data-binary @- http://allowed.test:${port}/count`,
+    );
+    expect(up.stdout).toBe("received 3000000\nreceived 3000000\n");
   });
 
   it("allows the hosts of the call's own scope", async () => {
