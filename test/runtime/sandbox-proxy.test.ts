@@ -225,6 +225,23 @@ describe("the sandbox proxy on the host", () => {
     expect((await get(allowedPrivate, `http://allowed.test:${port}/`)).status).toBe(200);
   });
 
+  it("resolves a name once, and connects to one of the addresses it checked, the next when one fails", async () => {
+    const asked: string[] = [];
+    // Nothing listens on [::1]:port (the test server is on 127.0.0.1): the next address is tried.
+    const answers: Record<string, string[]> = { "dual.test": ["::1", "127.0.0.1"] };
+    const p = await proxy({
+      allowedHosts: ["dual.test"],
+      privateHosts: ["dual.test"],
+      resolve: async (host) => {
+        asked.push(host);
+        return answers[host] ?? [];
+      },
+    });
+    expect(await get(p, `http://dual.test:${port}/a`)).toEqual({ status: 200, body: `hello GET /a host=dual.test:${port}\n` });
+    expect((await connect(p, `dual.test:${port}`)).body).toContain("hello GET /tunnel host=dual.test");
+    expect(asked).toEqual(["dual.test", "dual.test"]);
+  });
+
   it("answers 400 to a request that is not for a proxy, and 502 to a name that does not resolve", async () => {
     const p = await proxy({ allowedHosts: ["*"], privateHosts: ["*"] });
     const relative = await get(p, "/just-a-path");

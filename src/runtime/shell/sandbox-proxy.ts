@@ -186,7 +186,19 @@ async function systemResolve(host: string): Promise<readonly string[]> {
   return found.map((entry) => entry.address);
 }
 
-type Verdict = { ok: true; address: string } | { ok: false; status: number; message: string };
+type Verdict = { ok: true; addresses: readonly string[] } | { ok: false; status: number; message: string };
+
+/**
+ * A lookup that answers only the addresses that were checked: the connection goes to one of
+ * them (trying each in turn, as autoSelectFamily does), never to what a second resolution says.
+ */
+function pinnedLookup(addresses: readonly string[]): net.LookupFunction {
+  const entries = addresses.map((address) => ({ address, family: net.isIPv6(address) ? 6 : 4 }));
+  return (_hostname, options, callback) => {
+    if (options.all) callback(null, entries);
+    else callback(null, entries[0]?.address ?? "", entries[0]?.family ?? 4);
+  };
+}
 
 const HOP_BY_HOP = new Set([
   "connection",
@@ -252,8 +264,7 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
         message: `${host} resolves to ${blocked}, a private or loopback address, which the sandbox may not reach`,
       };
     }
-    // Connect to the address that was checked: resolving again could give another one.
-    return { ok: true, address: addresses[0] as string };
+    return { ok: true, addresses };
   }
 
   const refusalBody = (message: string) => `toolhost sandbox proxy: ${message}\n`;
@@ -294,7 +305,9 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
     // The Host header names the host that was checked, whatever the client wrote.
     const headers = { ...withoutHopByHop(req.headers), host: url.host };
     const upstream = http.request({
-      host: verdict.address,
+      host,
+      // Node 20 tries each address in turn (autoSelectFamily is on by default).
+      lookup: pinnedLookup(verdict.addresses),
       port: url.port === "" ? 80 : Number(url.port),
       method: req.method,
       path: url.pathname + url.search,
@@ -341,7 +354,12 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
       refuseTunnel(verdict.status, verdict.message);
       return;
     }
-    const upstream = net.connect({ host: verdict.address, port: target.port });
+    const upstream = net.connect({
+      host: target.host,
+      port: target.port,
+      lookup: pinnedLookup(verdict.addresses),
+      autoSelectFamily: true,
+    });
     track(upstream);
     const connectTimer = setTimeout(() => upstream.destroy(new Error(`timed out after ${connectTimeoutMs} ms`)), connectTimeoutMs);
     let established = false;
