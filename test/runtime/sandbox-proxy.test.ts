@@ -43,6 +43,8 @@ const resolveHost = async (host: string): Promise<readonly string[]> => {
   return found;
 };
 
+/** Called when the server sees /slow's client go. */
+let slowClosed = () => {};
 /** What /big answers, in bytes. */
 const BIG = 8_000_000;
 let server: http.Server;
@@ -55,6 +57,12 @@ beforeAll(async () => {
     seen.push(req.headers.host ?? "");
     if (req.url === "/big") {
       res.end(Buffer.alloc(BIG, "x"));
+      return;
+    }
+    if (req.url === "/slow") {
+      // One chunk, then nothing until the other side goes away.
+      res.write("first\n");
+      res.on("close", () => slowClosed());
       return;
     }
     if (req.url === "/count") {
@@ -240,6 +248,18 @@ describe("the sandbox proxy on the host", () => {
     expect(await get(p, `http://dual.test:${port}/a`)).toEqual({ status: 200, body: `hello GET /a host=dual.test:${port}\n` });
     expect((await connect(p, `dual.test:${port}`)).body).toContain("hello GET /tunnel host=dual.test");
     expect(asked).toEqual(["dual.test", "dual.test"]);
+  });
+
+  it("ends the upstream request when the client goes away before the answer is complete", async () => {
+    const closed = new Promise<void>((resolve) => (slowClosed = resolve));
+    const p = await proxy({ allowedHosts: ["allowed.test"], privateHosts: ["allowed.test"] });
+    await new Promise<void>((resolve, reject) => {
+      const req = http.request({ socketPath: p.socketPath, path: `http://allowed.test:${port}/slow` });
+      req.on("response", (res) => res.once("data", () => (req.destroy(), resolve())));
+      req.on("error", reject);
+      req.end();
+    });
+    await closed;
   });
 
   it("answers 400 to a request that is not for a proxy, and 502 to a name that does not resolve", async () => {

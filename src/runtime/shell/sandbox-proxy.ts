@@ -328,6 +328,8 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
       if (!res.headersSent) refuse(res, 502, `${url.host} could not be reached: ${err.message}`);
       else res.destroy();
     });
+    // A client gone before the answer ends takes the upstream request with it.
+    res.on("close", () => upstream.destroy());
     req.pipe(upstream);
   }
 
