@@ -2,9 +2,8 @@ import path from "node:path";
 import { extensionLoader } from "../agent/extension-loader.js";
 import { packageRoot, toolhostHome, version } from "../config/paths.js";
 import { loadUserConfig } from "../config/schema.js";
-import { buildToolset } from "../host/toolset.js";
-import { sandboxAvailable } from "../runtime/shell/sandbox.js";
 import { sandboxNetworkStatus } from "../runtime/shell/sandbox-proxy.js";
+import { buildToolset } from "../host/toolset.js";
 
 export interface DoctorOptions {
   cwd?: string;
@@ -25,7 +24,6 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     home,
     loader: extensionLoader(),
   });
-  const sandbox = await sandboxAvailable();
   const network = sandboxNetworkStatus();
   const lines = [
     `toolhost ${version} on Node ${process.versions.node}`,
@@ -33,7 +31,6 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     `config:  ${config.path}${config.error ? " (invalid)" : ""}`,
     `profile: ${profile.name} (${profile.origin}${profile.dir ? `, ${profile.dir}` : ""})`,
     `project: ${report.cwd} (${report.trusted ? "trusted" : "not trusted"})`,
-    `sandbox: ${sandbox.available ? "bubblewrap can run here" : sandbox.reason}`,
     `sandbox network: ${network.available ? `allowed hosts through the proxy (socat: ${network.socat})` : network.reason}`,
     "tool folders, in discovery order:",
     ...report.folders.map((f) => `  ${f.origin.padEnd(7)}  ${f.status.padEnd(10)}  ${f.files} file(s)  ${f.dir}`),
