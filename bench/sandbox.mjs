@@ -1,5 +1,6 @@
 // Issue 11 §5: what the bubblewrap sandbox costs a shell call. `true` and printing 500 MB, each
-// through the real RuntimeSession + LocalShell, sandboxed and not, interleaved.
+// through the real RuntimeSession + LocalShell, sandboxed and not, interleaved; and `true` in a
+// sandbox whose call has allowed hosts (the network proxy and socat set up) against one without.
 // Run after `npm run build`: node bench/sandbox.mjs (BENCH_ROUNDS, default 15 / 5).
 import * as fsp from "node:fs/promises";
 import os from "node:os";
@@ -12,6 +13,7 @@ const dist = (p) => path.join(root, "dist", p);
 const { RuntimeSession } = await import(dist("runtime/session.js"));
 const { createToolContext } = await import(dist("runtime/context.js"));
 const { bubblewrapSandbox, sandboxAvailable } = await import(dist("runtime/shell/sandbox.js"));
+const { sandboxNetworkStatus } = await import(dist("runtime/shell/sandbox-proxy.js"));
 
 const status = await sandboxAvailable();
 if (!status.available) {
@@ -31,6 +33,9 @@ function shellFor(spawnTransform) {
 
 const plain = shellFor(undefined);
 const boxed = shellFor(bubblewrapSandbox());
+const network = sandboxNetworkStatus();
+// Nothing is fetched: the line measures what setting the proxy up costs each call.
+const proxied = network.available ? shellFor(bubblewrapSandbox({ allowedHosts: () => ["*.github.com"] })) : undefined;
 
 function report(name, plainRuns, boxedRuns) {
   const p = median(plainRuns);
@@ -50,6 +55,20 @@ try {
   );
   report("exec true", trueRuns.a, trueRuns.b);
 
+  if (proxied) {
+    await proxied.shell.exec("true", []);
+    const proxyRuns = await interleave(
+      ROUNDS,
+      () => timed(() => boxed.shell.exec("true", [])),
+      () => timed(() => proxied.shell.exec("true", [])),
+    );
+    const b = median(proxyRuns.a);
+    const p = median(proxyRuns.b);
+    console.log(`exec true, hosts allowed: sandboxed ${fmt(b)} ms, with the proxy ${fmt(p)} ms, +${fmt(p - b)} ms, ratio ${fmt(p / b, 2)}`);
+  } else {
+    console.log(`exec true, hosts allowed: skipped, ${network.reason}`);
+  }
+
   const BYTES = 500_000_000;
   const cmd = `yes 'the quick brown fox jumps over the lazy dog 0123456789' | head -c ${BYTES}`;
   const bigRuns = await interleave(
@@ -61,5 +80,6 @@ try {
 } finally {
   await plain.session.close();
   await boxed.session.close();
+  await proxied?.session.close();
   await fsp.rm(workspace, { recursive: true, force: true });
 }

@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { beforeEach, describe, expect, it } from "vitest";
+import { sandboxNetworkStatus } from "../src/runtime/shell/sandbox-proxy.js";
 import { tempDir } from "./helpers.js";
 import { toolFile } from "./host/extension-fixtures.js";
 
@@ -95,6 +96,21 @@ describe("toolhost doctor", () => {
     const profile = await toolhost("doctor", "--profile", "nope");
     expect(profile.code).toBe(1);
     expect(profile.stdout).toMatch(/no profile named "nope"/);
+  });
+
+  it("says whether the sandbox's network to allowed hosts can run here", async () => {
+    const network = sandboxNetworkStatus();
+    if (network.available) {
+      const here = (await toolhost("doctor")).stdout;
+      expect(here).toContain(`\nsandbox network: allowed hosts through the proxy (socat: ${network.socat})\n`);
+    }
+    // No socat on PATH: the line says what is missing, and the report goes on.
+    const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", PATH: home };
+    const { stdout } = await run(process.execPath, [CLI, "doctor"], { cwd: project, env, timeout: 20_000 });
+    expect(stdout).toContain(
+      "\nsandbox network: socat is not installed (apt-get install socat): sandboxed commands get no network, not even to allowed hosts\n",
+    );
+    expect(stdout).toContain("No problems found.");
   });
 
   it("counts a configured tool folder that does not exist as a problem", async () => {

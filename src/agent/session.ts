@@ -7,6 +7,7 @@ import { parseBash } from "../policy/bash-parse.js";
 import { sessionAuthorizer, watch, type AskUser, type PermissionOptions } from "../policy/authorizer.js";
 import type { Authorize, ToolCallRequest } from "../policy/call.js";
 import { DEFAULT_MODE, isKindVisible, isModeId, type ModeId } from "../policy/modes.js";
+import { netFetchHosts } from "../policy/net-hosts.js";
 import { loadRules, type SourcedRule } from "../policy/ruleset.js";
 import { SessionRules } from "../policy/session-rules.js";
 import { composeWatchdogs, type Watchdog, type WatchdogVerdict } from "../policy/watchdog.js";
@@ -153,7 +154,7 @@ export class AgentSession {
       ? options.parent.sandbox
       : backends.spawnTransform
         ? undefined
-        : (backends.sandbox ?? new SessionSandbox({ setting: sandboxSetting() })).start();
+        : (backends.sandbox ?? this.defaultSandbox()).start();
     this.runtime =
       options.parent?.runtime ??
       new RuntimeSession({
@@ -164,6 +165,18 @@ export class AgentSession {
       });
     this.id = this.runtime.id;
     this.loadPermissionRules();
+  }
+
+  /**
+   * Bubblewrap per the user's setting. Its network: the hosts a call's tool declares, plus those
+   * the net.fetch rules allow (the rules' deny and ask patterns are refused at its proxy).
+   */
+  private defaultSandbox(): SessionSandbox {
+    const hosts = () => netFetchHosts(this.loadPermissionRules().rules);
+    return new SessionSandbox({
+      setting: sandboxSetting(),
+      bubblewrap: { allowedHosts: () => hosts().allowed, deniedHosts: () => hosts().denied },
+    });
   }
 
   /**

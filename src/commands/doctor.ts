@@ -2,6 +2,7 @@ import path from "node:path";
 import { extensionLoader } from "../agent/extension-loader.js";
 import { packageRoot, toolhostHome, version } from "../config/paths.js";
 import { loadUserConfig } from "../config/schema.js";
+import { sandboxNetworkStatus } from "../runtime/shell/sandbox-proxy.js";
 import { buildToolset } from "../host/toolset.js";
 import { describeSandbox, SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
 
@@ -24,12 +25,14 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     home,
     loader: extensionLoader(),
   });
+  const network = sandboxNetworkStatus();
   const lines = [
     `toolhost ${version} on Node ${process.versions.node}`,
     `home:    ${home}`,
     `config:  ${config.path}${config.error ? " (invalid)" : ""}`,
     `profile: ${profile.name} (${profile.origin}${profile.dir ? `, ${profile.dir}` : ""})`,
     `project: ${report.cwd} (${report.trusted ? "trusted" : "not trusted"})`,
+    `sandbox network: ${network.available ? `allowed hosts through the proxy (socat: ${network.socat})` : network.reason}`,
     "tool folders, in discovery order:",
     ...report.folders.map((f) => `  ${f.origin.padEnd(7)}  ${f.status.padEnd(10)}  ${f.files} file(s)  ${f.dir}`),
     `tools:   ${report.tools.length} (${report.tools.filter((t) => t.source !== "builtin").length} from extensions)`,

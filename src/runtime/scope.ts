@@ -94,7 +94,7 @@ export function compileScope(requires: RequirementSet, vars: ScopeVariables, bas
   return {
     read: new PathMatcher(expand(requires.fs?.read), base),
     write: new PathMatcher(expand(requires.fs?.write), base),
-    hosts: hostPatterns.map((h) => picomatch(h.toLowerCase(), { dot: true })),
+    hosts: hostPatterns.map(hostMatcher),
     hostPatterns,
     shell: requires.shell ?? [],
     capabilities: new Set(requires.capabilities ?? []),
@@ -115,6 +115,11 @@ export function shellAllowed(scope: CompiledScope, cmd: string, args: string[]):
     if (!req.args) return true;
     return req.args.length === args.length && req.args.every((p, i) => argMatches(p, args[i] as string));
   });
+}
+
+/** Matches a host name (lower case) against one `net.hosts` pattern (`*.github.com`). */
+export function hostMatcher(pattern: string): (host: string) => boolean {
+  return picomatch(pattern.toLowerCase(), { dot: true });
 }
 
 export function hostAllowed(scope: CompiledScope, host: string): boolean {

@@ -106,8 +106,9 @@ export class RuntimeSession implements SessionState {
     return scope;
   }
 
-  /** Removes the session's sidecar files. */
+  /** Removes the session's sidecar files and ends what its spawn transform keeps (a sandbox's proxies). */
   async close(): Promise<void> {
+    await this.spawnTransform?.close?.();
     await this.sidecars.remove();
   }
 }

@@ -5,6 +5,7 @@ import { AgentSession, headlessFrontEnd, type SessionFrontEnd } from "../../src/
 import { SessionTools } from "../../src/agent/session-tools.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../../src/policy/authorizer.js";
 import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { sandboxNetworkStatus } from "../../src/runtime/shell/sandbox-proxy.js";
 import { SessionSandbox } from "../../src/runtime/shell/session-sandbox.js";
 import type { Envelope } from "../../src/tool/envelope.js";
 import { SANDBOX_NOTICE, type BashResult } from "../../src/tools/bash.js";
@@ -120,6 +121,22 @@ describe.skipIf(!status.available)("on by default", () => {
     expect(bashData(await call(await session(), "bash", { command: writeVictim() })).exit_code).not.toBe(0);
     expect(await fsp.readFile(victim, "utf8")).toBe("original\n");
   });
+
+  it.skipIf(!sandboxNetworkStatus().available)(
+    "a net.fetch allow rule gives sandboxed commands that host, through the proxy, and no other",
+    async () => {
+      const curl = (host: string) => `curl -s -m 5 -o /dev/null -w '%{http_code}' http://${host}/`;
+      // No rule: no network at all (curl cannot even resolve the name).
+      expect(bashData(await call(await session(), "bash", { command: curl("other.test") })).stdout).toBe("000");
+      const rules = [{ permission: "net.fetch", pattern: "allowed.test", action: "allow" }];
+      await fsp.writeFile(path.join(home, "config.json"), JSON.stringify({ permissions: rules }));
+      const s = await session();
+      // Another host: the session's proxy refuses it. The allowed one gets past the proxy's
+      // check (and fails to resolve, .test being reserved: 502 from the proxy, not 403).
+      expect(bashData(await call(s, "bash", { command: curl("other.test") })).stdout).toBe("403");
+      expect(bashData(await call(s, "bash", { command: curl("allowed.test") })).stdout).toBe("502");
+    },
+  );
 });
 
 describe.skipIf(!status.available)("escalation: one call outside the sandbox", () => {

@@ -59,7 +59,10 @@ export interface CallGrant {
  * Rewrites what a shell call runs, between the scope check and the backend (local or editor
  * terminal): where an OS sandbox wraps the command. The scope check has seen the original.
  */
-export type SpawnTransform = (request: SpawnRequest, context: SpawnContext) => SpawnRequest | Promise<SpawnRequest>;
+export type SpawnTransform = ((request: SpawnRequest, context: SpawnContext) => SpawnRequest | Promise<SpawnRequest>) & {
+  /** Ends what the transform keeps for the session (the sandbox's network proxies); called when the session closes. */
+  close?: () => Promise<void>;
+};
 
 export interface ScopedShellOptions {
   scope: CompiledScope;

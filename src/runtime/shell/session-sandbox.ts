@@ -1,7 +1,7 @@
 import { peekUserConfig } from "../../config/file.js";
 import { ToolError } from "../../tool/errors.js";
 import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions, type SandboxStatus } from "./sandbox.js";
-import type { SpawnTransform } from "./scoped.js";
+import type { SpawnContext, SpawnRequest, SpawnTransform } from "./scoped.js";
 
 /** Whether the user wants the sandbox, and where that was said. */
 export interface SandboxSetting {
@@ -47,7 +47,7 @@ export interface SessionSandboxOptions {
  */
 export class SessionSandbox {
   private status: Promise<SandboxStatus> | undefined;
-  private readonly wrap: SpawnTransform;
+  private readonly wrap: ReturnType<typeof bubblewrapSandbox>;
 
   constructor(private readonly options: SessionSandboxOptions) {
     this.wrap = bubblewrapSandbox(options.bubblewrap);
@@ -77,7 +77,12 @@ export class SessionSandbox {
     return status.available ? { active: true, off: false } : { active: false, off: false, reason: status.reason };
   }
 
-  readonly transform: SpawnTransform = async (request, context) => {
+  /** Every command of the session goes through it; `close()` ends the network proxies it started. */
+  readonly transform: SpawnTransform & { close(): Promise<void> } = Object.assign(this.run.bind(this), {
+    close: () => this.wrap.close(),
+  });
+
+  private async run(request: SpawnRequest, context: SpawnContext): Promise<SpawnRequest> {
     if (context.unsandboxed) return request;
     const state = await this.state();
     if (state.off) return request;
@@ -88,7 +93,7 @@ export class SessionSandbox {
       );
     }
     return { ...(await this.wrap(request, context)), sandboxed: true };
-  };
+  }
 }
 
 /** What to do where no sandbox can run. */

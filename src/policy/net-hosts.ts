@@ -1,0 +1,18 @@
+import type { SourcedRule } from "./ruleset.js";
+
+/**
+ * The hosts a sandboxed command may reach through its network proxy, from the rules in force
+ * (for `bubblewrapSandbox`'s `allowedHosts` and `deniedHosts`): the patterns of `allow
+ * net.fetch` rules are allowed; those of `deny` and `ask` net.fetch rules are refused, since
+ * the proxy cannot ask. The proxy is stricter than the ruleset is for one call: there the more
+ * specific rule wins; at the proxy a refusal always does.
+ */
+export function netFetchHosts(rules: readonly SourcedRule[]): { allowed: string[]; denied: string[] } {
+  const allowed: string[] = [];
+  const denied: string[] = [];
+  for (const rule of rules) {
+    if (rule.permission !== "net.fetch") continue;
+    (rule.action === "allow" ? allowed : denied).push(rule.pattern);
+  }
+  return { allowed, denied };
+}
