@@ -141,3 +141,38 @@ describe("extension code cannot hold the CLI open", () => {
     expect(result.stdout).toContain("disabled by the profile:\n  write: the read-only profile disables it");
   });
 });
+
+describe("an extension's commands stay inside its declared shell scope (RFC ShellRunRequirement)", () => {
+  const gitTool = `import { defineTool, z } from "toolhost";
+export default defineTool({
+  id: "git_peek",
+  description: "Runs one git command.",
+  kind: "execute",
+  parameters: z.object({ line: z.string() }),
+  requires: { shell: [{ cmd: "git", args: ["status", { wildcard: true }] }], fs: { read: ["{workspace}/**"] } },
+  execute: async (args, ctx) => ctx.shell.run(args.line),
+});
+`;
+  const gitExecTool = gitTool
+    .replace("git_peek", "git_exec")
+    .replace("ctx.shell.run(args.line)", 'ctx.shell.exec("git", args.line.split(" "))');
+
+  it("a command outside it is a capability_denied envelope, and nothing runs; one inside runs", async () => {
+    await put(path.join(home, "profiles/default/tools/git_peek.ts"), gitTool);
+    await put(path.join(home, "profiles/default/tools/git_exec.ts"), gitExecTool);
+    await run("git", ["init", "-q"], { cwd: project });
+    // A whole command line is `bash -c …`, which the tool did not declare.
+    const line = await toolhost("call", "git_peek", JSON.stringify({ line: "touch made" }));
+    expect(line.code).toBe(1);
+    expect(JSON.parse(line.stdout).metadata.error_code).toBe("capability_denied");
+    // argv outside the declared arguments.
+    const push = await toolhost("call", "git_exec", JSON.stringify({ line: "init -q again" }));
+    expect(JSON.parse(push.stdout)).toMatchObject({ type: "error", metadata: { error_code: "capability_denied" } });
+    expect(JSON.parse(push.stdout).error_text).toContain("outside this tool's shell requirements");
+    await expect(fsp.access(path.join(project, "made"))).rejects.toThrow();
+    await expect(fsp.access(path.join(project, "again"))).rejects.toThrow();
+    const status = await toolhost("call", "git_exec", JSON.stringify({ line: "status --short" }));
+    expect(status.code, status.stdout).toBe(0);
+    expect(JSON.parse(status.stdout).data.stdout).toContain("?? notes.md");
+  });
+});
