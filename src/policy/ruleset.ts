@@ -29,9 +29,10 @@ import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
 //    beats the shorter; on a tie deny beats ask beats allow, then the later source (session >
 //    project > user > manifest) wins.
 // 3. The call: deny if any target is denied; else ask if any target asks; else allow if every
-//    primary target was allowed (the commands of a call that runs commands, every target of
-//    other calls: the directory a command runs in can be denied, but needs no allow); else null
-//    (no rule covers the call: the session mode decides).
+//    primary target was allowed (the commands of a call that runs commands and the files its
+//    lines write outside the workspace, every target of other calls: the directory a command
+//    runs in, or a file it reads, can be denied, but needs no allow); else null (no rule covers
+//    the call: the session mode decides).
 
 const CAPABILITIES = ["fs.read", "fs.write", "shell.run", "net.fetch"] as const;
 type Capability = (typeof CAPABILITIES)[number];
