@@ -1,4 +1,6 @@
+import { realpathSync } from "node:fs";
 import os from "node:os";
+import path from "node:path";
 import { displayPath, isInsideAny } from "../tool/paths.js";
 import type { Authorize, Decision, PolicyCall, ToolCallRequest } from "./call.js";
 import { parseBash, type ParsedLine } from "./bash-parse.js";
@@ -22,6 +24,29 @@ export interface CommandFacts {
   unknown: string[];
 }
 
+/** The real path of `p`: its nearest existing parent resolved through symlinks, the rest as written. */
+function realPath(p: string): string {
+  const rest: string[] = [];
+  for (let dir = p; ; dir = path.dirname(dir)) {
+    try {
+      return path.join(realpathSync(dir), ...rest.reverse());
+    } catch {
+      if (path.dirname(dir) === dir) return p;
+      rest.push(path.basename(dir));
+    }
+  }
+}
+
+/**
+ * Where a path a command line names lands when it is outside the roots (its real path when a
+ * symlink inside the workspace leads out), or null when it stays inside.
+ */
+function outsideRoots(p: string, roots: readonly string[]): string | null {
+  if (!isInsideAny(p, roots)) return p;
+  const real = realPath(p);
+  return isInsideAny(real, roots) || isInsideAny(real, roots.map(realPath)) ? null : real;
+}
+
 /**
  * Parses a call's command lines: their simple commands, and the files they name outside the
  * roots (resolved against the call's working directory: its one path target, else the first root).
@@ -42,7 +67,8 @@ export async function commandFacts(call: PolicyCall, roots: readonly string[], h
     );
     const files = bashFileTargets(parsed, cwd, home);
     for (const f of files.targets) {
-      if (!isInsideAny(f.path, roots) && !facts.outside.some((o) => o.path === f.path && o.access === f.access)) facts.outside.push(f);
+      const where = outsideRoots(f.path, roots);
+      if (where && !facts.outside.some((o) => o.path === where && o.access === f.access)) facts.outside.push({ ...f, path: where });
     }
     facts.unknown.push(...files.unknown);
   }

@@ -123,6 +123,16 @@ describe("the authorizer judges the files a bash line writes outside the workspa
     expect(await ws.text("inside.txt")).toBe("x\n");
   });
 
+  it("a symlink inside the workspace that leads out is judged where it lands", async () => {
+    mode = "full";
+    ruleset = [rule("fs.write", "~/**", "deny")];
+    await fsp.symlink(home, path.join(ws.root, "link"));
+    const envelope = await run("echo x > link/.bashrc");
+    expect(outcome(envelope)).toBe("permission_denied");
+    expect(await exists(path.join(home, ".bashrc"))).toBe(false);
+    expect(outcome(await run("echo x > a-file.txt"))).toBe("ran");
+  });
+
   it("an allow rule for the command does not cover a write outside the workspace: it asks, saying why", async () => {
     for (const m of ["ask", "accept-edits"] as const) {
       mode = m;
