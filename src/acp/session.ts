@@ -187,7 +187,7 @@ export class AcpSession implements SessionFrontEnd {
     const { call } = request;
     const diffs: ToolCallContent[] = call.preview.flatMap((e) => (e.type === "diff" ? [diffContent(e.path, e.oldText, e.newText)] : []));
     const shown = diffs.length ? diffs : call.targets.commands.map((command) => textContent(fenced(command, "sh")));
-    const content = [...shown, textContent(`Asked because ${request.why}.`)];
+    const content = [...shown, textContent(`Why it asks: ${request.why}.`)];
     return requestPermission(
       this.client,
       this.id,

@@ -197,7 +197,7 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
       return {
         outcome: "deny",
         code: "permission_denied",
-        reason: `The ${call.tool.id} call needs approval and nobody can answer here, so it was refused (asked because ${why}).`,
+        reason: `The ${call.tool.id} call needs approval and nobody can answer here, so it was refused (${why}).`,
       };
     }
     const scope = alwaysScope(call, facts, workspace);

@@ -51,7 +51,7 @@ describe("session/request_permission", () => {
       title: "Allow git status?",
       description: 'Why: no rule matched; ask mode asks before running commands. "Always" covers `git status …` commands.',
     });
-    expect(lastText(request)).toBe("Asked because no rule matched; ask mode asks before running commands.");
+    expect(lastText(request)).toBe("Why it asks: no rule matched; ask mode asks before running commands.");
     // The request with its _meta is valid ACP (every message is checked against the schema).
     expect(h.checker.seenMethods.has("session/request_permission")).toBe(true);
     expect(h.checker.problems).toEqual([]);
