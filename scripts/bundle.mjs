@@ -23,7 +23,7 @@ await build({
   // The AI SDK loads on the first model turn, from node_modules: bundled, its namespace use of zod
   // would keep all of zod (every locale) alive in the chunk that session/new loads.
   external: ["@vscode/ripgrep", "jiti", "esbuild", "ai", "@ai-sdk/*", "web-tree-sitter"],
-  // CommonJS dependencies (tree-kill, picomatch, shell-quote) call require() for node builtins.
+  // CommonJS dependencies (tree-kill, picomatch) call require() for node builtins.
   banner: { js: "import { createRequire as __thCreateRequire } from 'node:module'; const require = __thCreateRequire(import.meta.url);" },
   logLevel: "warning",
 });

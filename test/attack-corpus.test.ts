@@ -115,10 +115,10 @@ const ATTACKS: { name: string; calls: (port: number) => FakeToolCall[] }[] = [
   { name: "cp", calls: () => [bash("cp src/a.ts ~/victim.txt")] },
   { name: "tee", calls: () => [bash("echo pwned | tee ~/victim.txt")] },
   { name: "python -c write", calls: () => [bash(`python3 -c "open('$HOME/victim.txt', 'w').write('pwned')"`)] },
-  { name: "the write tool", calls: (_p) => [{ name: "write", arguments: { path: "~/victim.txt", content: "pwned" } }] },
+  { name: "the write tool", calls: () => [{ name: "write", arguments: { path: "~/victim.txt", content: "pwned" } }] },
   {
     name: "the edit tool",
-    calls: (_p) => [{ name: "edit", arguments: { path: "~/victim.txt", old_string: "untouched", new_string: "pwned" } }],
+    calls: () => [{ name: "edit", arguments: { path: "~/victim.txt", old_string: "untouched", new_string: "pwned" } }],
   },
   // Smuggled inside something harmless.
   { name: "a list", calls: () => [bash("git status; rm -f ~/victim.txt")] },

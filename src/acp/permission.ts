@@ -7,17 +7,50 @@ export function approvalTimeoutMs(): number {
   return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 10 * 60 * 1000;
 }
 
-/** The four options, each label naming what it covers. */
+/**
+ * The options, each label naming what it covers; "always, for this project" (saved to the
+ * project's .toolhost/config.json) only when the project is trusted.
+ */
 export function permissionOptions(request: ApprovalRequest): PermissionOption[] {
+  // Nothing an "always" could cover (running one command outside the sandbox): once or not at all.
+  if (request.always.length === 0) {
+    return [
+      { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
+      { optionId: "reject_once", name: "Reject", kind: "reject_once" },
+    ];
+  }
   return [
     { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
     { optionId: "allow_always", name: `Always allow ${request.scopeLabel} in this session`, kind: "allow_always" },
+    ...(request.project
+      ? [
+          {
+            optionId: "allow_always_project",
+            name: `Always allow ${request.scopeLabel} in this project (saved to .toolhost/config.json)`,
+            kind: "allow_always" as const,
+          },
+        ]
+      : []),
     { optionId: "reject_once", name: "Reject", kind: "reject_once" },
     { optionId: "reject_always", name: `Always reject ${request.scopeLabel} in this session`, kind: "reject_always" },
   ];
 }
 
-const ANSWERS = new Set<ApprovalAnswer>(["allow_once", "allow_always", "reject_once", "reject_always"]);
+/**
+ * What the request says about itself, for clients that show it (`_meta.permission`, the shape
+ * Claude Code's and codex's ACP adapters send): a title, and why it asks and what "always" covers.
+ */
+export function permissionMeta(request: ApprovalRequest): { permission: { title: string; description: string } } {
+  const { call } = request;
+  return {
+    permission: {
+      title: `Allow ${call.title || call.tool.id}?`,
+      description: request.always.length ? `Why: ${request.why}. "Always" covers ${request.scopeLabel}.` : `Why: ${request.why}.`,
+    },
+  };
+}
+
+const ANSWERS = new Set<ApprovalAnswer>(["allow_once", "allow_always", "allow_always_project", "reject_once", "reject_always"]);
 
 /**
  * One session/request_permission round trip: the id of the option the user picked, or null for
@@ -30,13 +63,14 @@ export async function askClient(
   toolCall: ToolCallUpdate,
   options: PermissionOption[],
   signal: AbortSignal,
+  meta?: Record<string, unknown>,
 ): Promise<string | null> {
   if (signal.aborted) return null;
   const cancellationSignal = AbortSignal.any([signal, AbortSignal.timeout(approvalTimeoutMs())]);
   try {
     const { outcome } = await client.request(
       "session/request_permission",
-      { sessionId, toolCall, options },
+      { sessionId, toolCall, options, ...(meta ? { _meta: meta } : {}) },
       { cancellationSignal, stopWaitingOnCancel: true },
     );
     return outcome.outcome === "selected" ? outcome.optionId : null;
@@ -45,7 +79,7 @@ export async function askClient(
   }
 }
 
-/** Asks about a tool call (its diff or exact command); anything but one of the four answers is "cancelled". */
+/** Asks about a tool call (its diff or exact command, and why); anything but one of the options is "cancelled". */
 export async function requestPermission(
   client: AgentContext,
   sessionId: string,
@@ -53,6 +87,9 @@ export async function requestPermission(
   request: ApprovalRequest,
   signal: AbortSignal,
 ): Promise<ApprovalAnswer> {
-  const choice = await askClient(client, sessionId, toolCall, permissionOptions(request), signal);
-  return choice !== null && ANSWERS.has(choice as ApprovalAnswer) ? (choice as ApprovalAnswer) : "cancelled";
+  const options = permissionOptions(request);
+  const choice = await askClient(client, sessionId, toolCall, options, signal, permissionMeta(request));
+  // Only an option that was offered counts (no project rule from a client that invents one).
+  const offered = options.some((o) => o.optionId === choice);
+  return offered && ANSWERS.has(choice as ApprovalAnswer) ? (choice as ApprovalAnswer) : "cancelled";
 }

@@ -177,11 +177,17 @@ export class AcpSession implements SessionFrontEnd {
   running: SessionFrontEnd["running"] = (callId) => this.views.running(callId);
   done: SessionFrontEnd["done"] = (callId, envelope, _info, display) => this.views.done(callId, envelope, display);
 
-  /** Approval of a call through session/request_permission, with the preview's diff or the exact command. */
+  /**
+   * Approval of a call through session/request_permission, with the preview's diff or the exact
+   * command, then why it asks. The why goes in `_meta.permission` and also as the last text block
+   * of the call's content in the request, which every client shows (Zed shows the call's content
+   * above the options and ignores `_meta`).
+   */
   approve = (request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer> => {
     const { call } = request;
     const diffs: ToolCallContent[] = call.preview.flatMap((e) => (e.type === "diff" ? [diffContent(e.path, e.oldText, e.newText)] : []));
-    const content = diffs.length ? diffs : call.targets.commands.map((command) => textContent(fenced(command, "sh")));
+    const shown = diffs.length ? diffs : call.targets.commands.map((command) => textContent(fenced(command, "sh")));
+    const content = [...shown, textContent(`Why it asks: ${request.why}.`)];
     return requestPermission(
       this.client,
       this.id,

@@ -8,6 +8,7 @@ import { sessionAuthorizer, watch, type AskUser, type PermissionOptions } from "
 import type { Authorize, ToolCallRequest } from "../policy/call.js";
 import { DEFAULT_MODE, isKindVisible, isModeId, type ModeId } from "../policy/modes.js";
 import { netFetchHosts } from "../policy/net-hosts.js";
+import type { PermissionRule } from "../policy/rules.js";
 import { loadRules, type SourcedRule } from "../policy/ruleset.js";
 import { SessionRules } from "../policy/session-rules.js";
 import { composeWatchdogs, type Watchdog, type WatchdogVerdict } from "../policy/watchdog.js";
@@ -22,6 +23,7 @@ import { SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox
 import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./commands.js";
 import { History } from "./history.js";
 import { peekUserConfig } from "../config/file.js";
+import { appendProjectRules } from "../config/project-permissions.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
@@ -196,9 +198,24 @@ export class AgentSession {
     return this.permissionRules as { rules: SourcedRule[]; problems: string[] };
   }
 
-  /** The permission rules in force (manifest, user, trusted project). */
+  /** The permission rules in force (manifest, user, trusted project), then the session's remembered answers. */
   get rulesInForce(): readonly SourcedRule[] {
-    return this.loadPermissionRules().rules;
+    return [...this.loadPermissionRules().rules, ...this.rules.list()];
+  }
+
+  /**
+   * "Always, for this project": appends the rules to the project's config and reads the rules
+   * again. False when they could not be saved; the user is told why (the answer then holds for
+   * this session only).
+   */
+  private async saveProjectRules(rules: PermissionRule[]): Promise<boolean> {
+    const { error, file } = await appendProjectRules(this.tools.toolset.report.cwd, rules);
+    this.permissionRules = null;
+    if (error) {
+      await this.frontEnd.say(`The rule was not saved to ${file} (${error}); it holds for this session only.`);
+      return false;
+    }
+    return true;
   }
 
   /** Rules that could not be read (each names its file and rule); the others hold. */
@@ -488,6 +505,9 @@ export class AgentSession {
       rules: this.rules,
       ruleset: () => this.loadPermissionRules().rules,
       ask,
+      project: this.parent
+        ? undefined
+        : { trusted: () => this.tools.toolset.report.trusted, save: (rules) => this.saveProjectRules(rules) },
       sandbox: sandbox && (() => sandbox.state()),
       watchdog: this.watchdog(),
       manifest: () => {

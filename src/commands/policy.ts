@@ -1,6 +1,7 @@
 import { headlessFrontEnd, type AgentSession } from "../agent/session.js";
 import { discardPreparedCall, examine, prepareCall } from "../host/invoke.js";
-import { commandUnits, runsCommands } from "../policy/authorizer.js";
+import { runsCommands } from "../policy/authorizer.js";
+import { commandFacts } from "../policy/command-facts.js";
 import { isModeId, type ModeId } from "../policy/modes.js";
 import { describeRule, explainRules, type SourcedRule } from "../policy/ruleset.js";
 import { describeSandbox } from "../runtime/shell/session-sandbox.js";
@@ -68,12 +69,19 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
     discardPreparedCall(call);
   }
   const rules = session.rulesInForce;
-  const { units, unparsed } = await commandUnits(call.targets.commands);
-  const explained = explainRules(rules, call, { workspace: session.runtime.workspace, commandUnits: units });
+  const facts = await commandFacts(call, session.runtime.roots);
+  const unparsed = facts.unparsed;
+  const explained = explainRules(rules, call, {
+    workspace: session.runtime.workspace,
+    commandUnits: facts.units,
+    lineFiles: facts.outside,
+  });
   let wouldAsk = false;
   // The session's own policy, with an ask that only records: nothing is asked and nothing runs.
-  const authorize = session.authorizer(async () => {
+  let why: string | undefined;
+  const authorize = session.authorizer(async (request) => {
     wouldAsk = true;
+    why = request.why;
     return "reject_once";
   });
   const decision = await authorize(call, new AbortController().signal);
@@ -84,7 +92,19 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
   const sandbox = await sandboxApplies(session, call);
   if (options.json) {
     const targets = explained.targets.map((t) => ({ ...t, matching: t.matching.map(ruleJson), winner: t.winner && ruleJson(t.winner) }));
-    const json = { tool: toolId, mode, decision: verdict, reason, rule: winner, watchdog, unparsed, sandbox: sandbox.json, targets };
+    const json = {
+      tool: toolId,
+      mode,
+      decision: verdict,
+      why,
+      reason,
+      rule: winner,
+      watchdog,
+      unparsed,
+      unknown: facts.unknown,
+      sandbox: sandbox.json,
+      targets,
+    };
     await options.out(`${JSON.stringify(json, null, 2)}\n`);
     return 0;
   }
@@ -95,6 +115,7 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
       : rules.length
         ? "no rule covers every part: the mode decides"
         : "no permission rules: the mode decides",
+    ...(why ? [`why it asks: ${why}`] : []),
     ...(reason ? [`reason: ${reason}`] : []),
     watchdog.action === "allow" ? "watchdog: allow" : `watchdog: ${watchdog.action} (${watchdog.check}): ${watchdog.reason}`,
     ...(unparsed ? ["the command line does not parse: a rule's allow becomes an ask"] : []),

@@ -1,37 +1,25 @@
-import type { Authorize, Decision, ToolCallRequest } from "./call.js";
-import { parseBash } from "./bash-parse.js";
+import { isInsideAny, displayPath } from "../tool/paths.js";
+import type { Authorize, Decision, PolicyCall, ToolCallRequest } from "./call.js";
+import { commandFacts, type CommandFacts } from "./command-facts.js";
 import { modeAction, type ModeId } from "./modes.js";
-import { describeRule, evaluateRules, type SourcedRule } from "./ruleset.js";
-
-import { alwaysScope, describeScope, type RuleScope, type SessionRules } from "./session-rules.js";
+import type { PermissionRule } from "./rules.js";
+import { describeRule, explainRules, type SourcedRule } from "./ruleset.js";
+import { alwaysScope, type SessionRules } from "./session-rules.js";
 import type { Watchdog, WatchdogManifest, WatchdogVerdict } from "./watchdog.js";
 
-/** Each command line's simple commands, for rules to match one by one; `unparsed` when a line does not parse. */
-export async function commandUnits(commands: readonly string[]): Promise<{ units: Map<string, string[]>; unparsed: boolean }> {
-  const units = new Map<string, string[]>();
-  let unparsed = false;
-  for (const line of commands) {
-    const parsed = await parseBash(line).catch(() => null);
-    if (parsed && parsed.commands.length)
-      units.set(
-        line,
-        parsed.commands.map((c) => c.text.trim()),
-      );
-    else unparsed = true;
-  }
-  return { units, unparsed };
-}
-
 /** The user's answer to an approval request. Anything but an allow is a reject (fail closed). */
-export type ApprovalAnswer = "allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancelled";
+export type ApprovalAnswer = "allow_once" | "allow_always" | "allow_always_project" | "reject_once" | "reject_always" | "cancelled";
 
 export interface ApprovalRequest {
   call: ToolCallRequest;
   /** Why the call is asked about: the rule, the watchdog check, the sandbox, or the mode. */
   why: string;
-  /** What an "always" answer would cover, and its label (`git status …` commands). */
-  scope: RuleScope;
+  /** What an "always" answer would cover (`\`git status …\` commands`), for the option labels. */
   scopeLabel: string;
+  /** The rules an "always" answer adds (action aside). */
+  always: readonly Omit<PermissionRule, "action">[];
+  /** "Always, for this project" can be offered: the project is trusted and its config can be written. */
+  project: boolean;
 }
 
 /** Asks a human. Absent (headless), every ask is a deny: the agent never invents an answer. */
@@ -41,10 +29,19 @@ export interface PermissionOptions {
   /** The workspace roots: "accept edits" allows edits inside them. */
   roots: readonly string[];
   mode: () => ModeId;
+  /** The session's remembered "always" answers, evaluated with the other rules. */
   rules: SessionRules;
   /** The permission rules of the manifest, user and project (policy/ruleset.ts); read on each call. */
   ruleset?: () => readonly SourcedRule[];
   ask?: AskUser;
+  /**
+   * "Always, for this project": present when the project is trusted (asked on each call). `save`
+   * appends the rules to the project's config and says whether they were saved (when not, the
+   * caller has told the user why, and the answer holds for the session).
+   */
+  project?: { trusted: () => boolean; save: (rules: PermissionRule[]) => Promise<boolean> };
+  /** For `~` in command lines (default: the user's home). */
+  home?: string;
   /** The watchdog (policy/watchdog.ts): after the rules' deny, before the mode; it can refuse or ask, never allow. */
   watchdog?: Watchdog;
   /** The manifest the watchdog sees (default: none). */
@@ -109,21 +106,60 @@ function sandboxWhy(call: ToolCallRequest, state: SandboxState | undefined): str
   return call.targets.unsandboxed ? OUTSIDE_SANDBOX : null;
 }
 
+const CHANGES_FILES = new Set(["edit", "delete", "move"]);
+
+/** What a mode asks before, in words. */
+function asksBefore(call: PolicyCall): string {
+  if (call.tool.kind === "execute") return "running commands";
+  if (CHANGES_FILES.has(call.tool.kind)) return "changing files";
+  return `${call.tool.kind} calls such as ${call.tool.id}`;
+}
+
+/** Why the mode asks, when no rule did. */
+function modeWhy(mode: ModeId, call: PolicyCall, roots: readonly string[], facts: CommandFacts, ruled: boolean): string {
+  const workspace = roots[0] ?? "";
+  const lead = ruled ? "no rule covers every part of the call" : "no rule matched";
+  const writes = facts.outside.filter((f) => f.access === "write").map((f) => displayPath(f.path, workspace));
+  if (writes.length) return `${lead} (it writes ${writes.join(", ")}, outside the workspace); ${mode} mode asks before ${asksBefore(call)}`;
+  if (mode === "accept-edits" && CHANGES_FILES.has(call.tool.kind)) {
+    const outside = call.targets.paths.filter((p) => !isInsideAny(p, roots)).map((p) => displayPath(p, workspace));
+    if (outside.length) return `${lead}; accept-edits mode asks before changing files outside the workspace (${outside.join(", ")})`;
+  }
+  return `${lead}; ${mode} mode asks before ${asksBefore(call)}`;
+}
+
 /**
- * The authorise hook for a session: the permission rules, the watchdog, the sandbox, then the
- * mode's verdict, then remembered "always" answers, then the user. The mode is a preset under the rules: a deny rule
- * holds in `full` mode, an allow rule lets a call run in `ask` or `accept-edits` mode, an ask rule
- * asks in any mode; only `read-only` still refuses changes whatever the rules allow. Errors and
+ * The authorise hook for a session, in layers: the permission rules (the manifest's, the user's,
+ * the project's and the session's remembered "always" answers, judged together), the watchdog,
+ * the sandbox, then the mode's verdict, then the user. The mode is a preset under the rules: a
+ * deny rule holds in `full` mode, an allow rule lets a call run in `ask` or `accept-edits` mode,
+ * an ask rule asks in any mode; only `read-only` still refuses changes whatever the rules allow.
+ * The watchdog and the sandbox can make a call ask in any mode; a remembered "always" answer
+ * covers their ask, except leaving the sandbox, which is asked about every time. Errors and
  * cancellations count as rejects.
  */
 export function sessionAuthorizer(options: PermissionOptions): Authorize {
   return async (call, signal): Promise<Decision> => {
-    const rules = options.ruleset?.() ?? [];
-    const { units, unparsed } = rules.length ? await commandUnits(call.targets.commands) : { units: undefined, unparsed: false };
-    let verdict = evaluateRules(rules, call, { workspace: options.roots[0] ?? process.cwd(), commandUnits: units });
-    // A line the parser cannot read is asked about, whatever a rule for the whole line allows.
-    if (unparsed && verdict?.action === "allow") verdict = { ...verdict, action: "ask" };
+    const workspace = options.roots[0] ?? process.cwd();
+    const rules = [...(options.ruleset?.() ?? []), ...options.rules.list()];
+    // The parser loads (wasm) only when a rule needs the lines' parts, or when the user is asked.
+    let facts = rules.length ? await commandFacts(call, options.roots, options.home) : null;
+    const explained = facts
+      ? explainRules(rules, call, { workspace, home: options.home, commandUnits: facts.units, lineFiles: facts.outside })
+      : null;
+    let verdict = explained?.verdict ?? null;
+    let why: string | null = null;
+    if (facts && verdict?.action === "allow" && (facts.unparsed || facts.unknown.length > 0)) {
+      // A line the parser cannot read, or one that names a file only the shell can resolve, is asked about, whatever a rule allows.
+      why = facts.unparsed
+        ? "the command line does not parse, so no rule can allow it without asking"
+        : `the line names ${facts.unknown.map((u) => `\`${u}\``).join(", ")}, known only when it runs, so no rule can allow it without asking`;
+      verdict = { ...verdict, action: "ask" };
+    }
     if (verdict?.action === "deny") {
+      if (verdict.rule.source === "session") {
+        return { outcome: "deny", code: "rejected", reason: `The user rejected ${call.tool.id} calls like this one for this session.` };
+      }
       return {
         outcome: "deny",
         code: "permission_denied",
@@ -133,8 +169,7 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
     const sandbox = options.sandbox ? await options.sandbox() : undefined;
     // The watchdog: it can refuse what the rules allow, and its ask holds in any mode. It knows
     // whether the commands will be contained (its network check applies only when not).
-    const sandboxed = !sandbox || (sandbox.active && !call.targets.unsandboxed);
-    const watched = await watch(options, call, signal, sandboxed);
+    const watched = await watch(options, call, signal, !sandbox || (sandbox.active && !call.targets.unsandboxed));
     if (watched.action === "deny") {
       return {
         outcome: "deny",
@@ -144,11 +179,16 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
     }
     // The sandbox: no sandbox here, or a call that asks to leave it, asks in every mode.
     const sandboxAsks = sandboxWhy(call, sandbox);
-    const modeVerdict = modeAction(options.mode(), call, options.roots);
+    const layerWhy = sandboxAsks ?? (watched.action === "ask" ? `watchdog: ${watched.check}: ${watched.reason}` : null);
+    // An "always" answer the user gave covers what the watchdog or a missing sandbox asks about.
+    const remembered = verdict?.action === "allow" && verdict.rule.source === "session";
+    const layerAsks = layerWhy !== null && (sandboxAsks === OUTSIDE_SANDBOX || !remembered);
+    const mode = options.mode();
+    const modeVerdict = modeAction(mode, call, options.roots);
     const action =
       modeVerdict === "deny"
         ? "deny"
-        : sandboxAsks || watched.action === "ask"
+        : layerAsks
           ? "ask"
           : verdict?.action === "allow"
             ? "allow"
@@ -159,17 +199,12 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
       return {
         outcome: "deny",
         code: "permission_denied",
-        reason: `The ${call.tool.id} tool is not available in ${options.mode()} mode (it changes files or runs commands). Switch the session mode to use it.`,
+        reason: `The ${call.tool.id} tool is not available in ${mode} mode (it changes files or runs commands). Switch the session mode to use it.`,
       };
     }
-    if (action === "allow") return { outcome: "allow" };
+    // Where no sandbox can run, an approved command runs unsandboxed: the grant says so.
     const allow: Decision = sandboxAsks ? { outcome: "allow", unsandboxed: true } : { outcome: "allow" };
-    const remembered = options.rules.lookup(call);
-    // Leaving the sandbox is asked about every time; an "always" answer never covers it.
-    if (remembered === "allow" && sandboxAsks !== OUTSIDE_SANDBOX) return allow;
-    if (remembered === "deny") {
-      return { outcome: "deny", code: "rejected", reason: `The user rejected ${call.tool.id} calls like this one for this session.` };
-    }
+    if (action === "allow") return allow;
     if (!options.ask && sandboxAsks) {
       return {
         outcome: "deny",
@@ -180,36 +215,47 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
             : `The ${call.tool.id} call runs commands and ${sandboxAsks}. Running them unsandboxed needs the user's approval and nobody can answer here, so it was refused. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to sandbox commands, or set "sandbox": "off" in ~/.toolhost/config.json to run them unsandboxed.`,
       };
     }
-    const why =
-      sandboxAsks ??
-      (watched.action === "ask"
-        ? `watchdog: ${watched.check}: ${watched.reason}`
-        : verdict?.action === "ask"
-          ? `rule ${describeRule(verdict.rule)}`
-          : `no rule matched and ${options.mode()} mode asks before this kind of call`);
+    facts ??= await commandFacts(call, options.roots, options.home);
+    why =
+      (layerAsks ? layerWhy : null) ??
+      why ??
+      (verdict?.action === "ask"
+        ? describeRule(verdict.rule)
+        : modeWhy(
+            mode,
+            call,
+            options.roots,
+            facts,
+            (explained?.targets ?? []).some((t) => t.winner),
+          ));
     if (!options.ask) {
-      const asked = watched.action === "ask" || verdict?.action === "ask" ? ` (${why})` : "";
       return {
         outcome: "deny",
         code: "permission_denied",
-        reason: `The ${call.tool.id} call needs approval${asked} and nobody can answer here, so it was refused.`,
+        reason: `The ${call.tool.id} call needs approval and nobody can answer here, so it was refused (${why}).`,
       };
     }
-    const scope = alwaysScope(call);
+    // Leaving the sandbox is one call's approval: no "always" is offered for it.
+    const once = sandboxAsks === OUTSIDE_SANDBOX;
+    const scope = once ? { label: "", rules: [] } : alwaysScope(call, facts, workspace);
+    const project = !once && options.project?.trusted() ? options.project : undefined;
     let answer: ApprovalAnswer;
     try {
-      answer = await options.ask({ call, why, scope, scopeLabel: describeScope(call.tool.id, scope, options.roots[0] ?? "") }, signal);
+      answer = await options.ask({ call, why, scopeLabel: scope.label, always: scope.rules, project: project !== undefined }, signal);
     } catch {
       answer = "cancelled";
     }
     switch (answer) {
+      case "allow_always_project":
+        if (!project || !(await project.save(scope.rules.map((r) => ({ ...r, action: "allow" }))))) options.rules.remember(scope, "allow");
+        return allow;
       case "allow_always":
-        options.rules.remember(call, "allow");
+        options.rules.remember(scope, "allow");
         return allow;
       case "allow_once":
         return allow;
       case "reject_always":
-        options.rules.remember(call, "deny");
+        options.rules.remember(scope, "deny");
         return {
           outcome: "deny",
           code: "rejected",

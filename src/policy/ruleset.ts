@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import picomatch from "picomatch";
 import * as z from "zod";
+import { projectConfigPath } from "../config/project-permissions.js";
 import { loadUserConfig } from "../config/schema.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import type { PolicyCall } from "./call.js";
@@ -11,7 +12,8 @@ import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
 // The permission ruleset (issue 11 §1). A rule is (permission, pattern, action):
 // - permission: a tool id (`bash`), a capability (`fs.read`, `fs.write`, `shell.run`, `net.fetch`) or `*`;
 // - pattern: a glob over what the call touches (its targets): a path (picomatch; relative to the
-//   workspace or absolute, `~` expanded), a command line (`git push*`), a host (`*.github.com`); `*` is all;
+//   workspace or absolute, `~` expanded), a command line (`git push*`; `\` makes the next character
+//   plain: `rm \*.txt`), a host (`*.github.com`); `*` is all;
 // - action: allow / deny / ask.
 //
 // Evaluation, per target the call touches (a call without targets is one empty target):
@@ -27,15 +29,16 @@ import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
 //    beats the shorter; on a tie deny beats ask beats allow, then the later source (session >
 //    project > user > manifest) wins.
 // 3. The call: deny if any target is denied; else ask if any target asks; else allow if every
-//    primary target was allowed (the commands of a call that runs commands, every target of
-//    other calls: the directory a command runs in can be denied, but needs no allow); else null
-//    (no rule covers the call: the session mode decides).
+//    primary target was allowed (the commands of a call that runs commands and the files its
+//    lines write outside the workspace, every target of other calls: the directory a command
+//    runs in, or a file it reads, can be denied, but needs no allow); else null (no rule covers
+//    the call: the session mode decides).
 
 const CAPABILITIES = ["fs.read", "fs.write", "shell.run", "net.fetch"] as const;
 type Capability = (typeof CAPABILITIES)[number];
 
-/** Where a rule comes from, least to most specific. */
-type RuleSource = "manifest" | "user" | "project" | "session";
+/** Where a rule comes from, least to most specific; `session` rules are remembered "always" answers. */
+export type RuleSource = "manifest" | "user" | "project" | "session";
 const SOURCE_ORDER: readonly RuleSource[] = ["manifest", "user", "project", "session"];
 
 export interface SourcedRule extends PermissionRule {
@@ -57,6 +60,11 @@ interface RulesetContext {
   home?: string;
   /** Each command line's simple commands (policy/bash-parse.ts); a line not in it is matched whole. */
   commandUnits?: ReadonlyMap<string, readonly string[]>;
+  /**
+   * Files the command lines name outside the workspace (policy/bash-targets.ts): a write needs an
+   * allow of its own, like a command; a read can be denied or asked about but needs no allow.
+   */
+  lineFiles?: readonly { path: string; access: "read" | "write" }[];
 }
 
 type TargetKind = "path" | "command" | "host" | "none";
@@ -84,6 +92,9 @@ function targetsOf(call: PolicyCall, ctx: RulesetContext): Target[] {
     // Each simple command on its own: a line runs without asking only when every part is allowed.
     for (const unit of ctx.commandUnits?.get(c) ?? [c.trim()])
       out.push({ kind: "command", value: unit, capability: "shell.run", primary: true });
+  }
+  for (const f of ctx.lineFiles ?? []) {
+    out.push({ kind: "path", value: f.path, capability: f.access === "write" ? "fs.write" : "fs.read", primary: f.access === "write" });
   }
   for (const h of call.targets.hosts) out.push({ kind: "host", value: h.toLowerCase(), capability: "net.fetch", primary: true });
   if (out.length === 0) out.push({ kind: "none", value: "", capability: null, primary: true });
@@ -113,12 +124,12 @@ function permissionRank(permission: string): number {
 
 const ACTION_RANK = { allow: 0, ask: 1, deny: 2 } as const;
 
-/** A simple glob over a whole string: `*` any run of characters, `?` one. */
+/** A simple glob over a whole string: `*` any run of characters, `?` one, `\` makes the next character plain. */
 function lineGlob(pattern: string, flags = ""): RegExp {
-  const body = pattern
-    .split("")
-    .map((ch) => (ch === "*" ? ".*" : ch === "?" ? "." : ch.replace(/[.+^${}()|[\]\\]/g, "\\$&")))
-    .join("");
+  const plain = (ch: string) => ch.replace(/[.*?+^${}()|[\]\\]/g, "\\$&");
+  const body = Array.from(pattern.matchAll(/\\(.)|(.)/gs), ([, escaped, ch]) =>
+    escaped !== undefined ? plain(escaped) : ch === "*" ? ".*" : ch === "?" ? "." : plain(ch as string),
+  ).join("");
   return new RegExp(`^${body}$`, `s${flags}`);
 }
 
@@ -230,14 +241,9 @@ function parseRules(raw: unknown, source: RuleSource, file: string): { rules: So
   return { rules, problems };
 }
 
-/** The project's rules file. */
-function projectConfigFile(project: string): string {
-  return path.join(project, ".toolhost", "config.json");
-}
-
 /** The `permissions` of `<project>/.toolhost/config.json` (a missing file has none). */
 function readProjectRules(project: string): { rules: SourcedRule[]; problems: string[] } {
-  const file = projectConfigFile(project);
+  const file = projectConfigPath(project);
   let text: string;
   try {
     text = readFileSync(file, "utf8");

@@ -113,6 +113,7 @@ describe("slash commands run tools through the pipeline", () => {
         oldText: "export const a = 1; // TODO: rename\n",
         newText: "export const a = 42; // TODO: rename\n",
       },
+      { type: "content", content: { type: "text", text: "Why it asks: no rule matched; ask mode asks before changing files." } },
     ]);
     const call = h.updatesOf(sessionId, "tool_call")[0]!;
     const done = lastUpdate(h, sessionId, call.toolCallId);

@@ -154,7 +154,8 @@ describe("a prompt answered by a model", () => {
       newText: "export const a = 42; // TODO: rename\n",
     };
     expect(h.permissionRequests).toHaveLength(1);
-    expect(h.permissionRequests[0]!.toolCall).toMatchObject({ toolCallId: calls[2]!.toolCallId, content: [diff] });
+    const why = { type: "content", content: { type: "text", text: "Why it asks: no rule matched; ask mode asks before changing files." } };
+    expect(h.permissionRequests[0]!.toolCall).toMatchObject({ toolCallId: calls[2]!.toolCallId, content: [diff, why] });
     const editDone = h
       .updatesOf(sessionId, "tool_call_update")
       .filter((u) => u.toolCallId === calls[2]!.toolCallId)

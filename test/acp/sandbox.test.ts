@@ -68,6 +68,9 @@ describe.skipIf(!status.available)("the sandbox in the editor", () => {
     await prompt(h, sessionId, `/bash ${JSON.stringify(args)}`);
     expect(h.permissionRequests).toHaveLength(1);
     expect(h.permissionRequests[0]!.toolCall.rawInput).toMatchObject(args);
+    // One command, once: no "always" is offered for leaving the sandbox.
+    expect(h.permissionRequests[0]!.options.map((o) => o.optionId)).toEqual(["allow_once", "reject_once"]);
+    expect(h.permissionRequests[0]!._meta).toMatchObject({ permission: { description: "Why: runs outside the sandbox." } });
     expect(await fsp.readFile(victim, "utf8")).toBe("changed\n");
   });
 });

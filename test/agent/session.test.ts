@@ -101,6 +101,28 @@ describe("slash commands", () => {
     await expect(fsp.access(`${ws}/made`)).rejects.toThrow();
   });
 
+  it("an 'always' answer is a session rule among the rules in force", async () => {
+    let asked = 0;
+    const { s } = await session(
+      frontEnd({
+        approve: async (request) => {
+          asked += 1;
+          expect(request.why).toBe("no rule matched; ask mode asks before running commands");
+          return "allow_always";
+        },
+      }),
+      "ask",
+    );
+    await s.prompt({ text: "/bash touch made", content: () => "" });
+    await s.prompt({ text: "/bash touch made", content: () => "" });
+    expect(asked).toBe(1);
+    expect(s.rulesInForce.filter((r) => r.source === "session")).toEqual([
+      { permission: "bash", pattern: "touch made", action: "allow", source: "session" },
+      { permission: "bash", pattern: "touch made *", action: "allow", source: "session" },
+    ]);
+    await fsp.access(`${ws}/made`);
+  });
+
   it("an approval callback that throws counts as a reject: nothing runs", async () => {
     let asked = 0;
     const { s, fe } = await session(

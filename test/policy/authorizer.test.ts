@@ -126,7 +126,7 @@ describe("targets", () => {
     expect(outcome(await call("edit", edit("@src/a.ts", "1", "2")))).toBe("ran");
     expect(outcome(await call("edit", edit("src/a.ts", "2", "3")))).toBe("ran");
     expect(asked).toHaveLength(1);
-    expect(rules.list()[0]?.scope).toEqual({ kind: "path", path: path.join(ws.root, "src/a.ts") });
+    expect(rules.list()).toEqual([{ permission: "edit", pattern: path.join(ws.root, "src/a.ts"), action: "allow", source: "session" }]);
   });
 
   it("judges ~/x.txt as the home-directory file it is, not as a workspace file", async () => {
@@ -136,5 +136,86 @@ describe("targets", () => {
     expect(outcome(envelope)).toBe("outside_root");
     expect(envelope.type === "error" && envelope.error_text).toContain(path.join(os.homedir(), "x.txt"));
     expect(asked).toHaveLength(0);
+  });
+});
+
+describe("why it asks, and 'always' as rules", () => {
+  it("says which rule or mode asks", async () => {
+    answers = ["reject_once", "reject_once", "reject_once"];
+    await call("bash", { command: "true" });
+    expect(asked[0]?.why).toBe("no rule matched; ask mode asks before running commands");
+    await call("edit", edit("src/a.ts", "1", "2"));
+    expect(asked[1]?.why).toBe("no rule matched; ask mode asks before changing files");
+    const authorize = sessionAuthorizer({
+      roots: ws.session.roots,
+      mode: () => "full",
+      rules,
+      ruleset: () => [{ permission: "bash", pattern: "git push*", action: "ask", source: "user", file: "/h/config.json" }],
+      ask: async (request) => {
+        asked.push(request);
+        return "reject_once";
+      },
+    });
+    await invoke(registry, "bash", { command: "git push origin" }, { session: ws.session, authorize });
+    expect(asked[2]?.why).toBe('user rule in /h/config.json: ask bash "git push*"');
+  });
+
+  it("a remembered reject is a session deny rule, refused as rejected without asking", async () => {
+    answers = ["reject_always"];
+    expect(outcome(await call("bash", { command: "git status" }))).toBe("rejected");
+    expect(outcome(await call("bash", { command: "git status -s" }))).toBe("rejected");
+    expect(asked).toHaveLength(1);
+    expect(rules.list().map((r) => `${r.source} ${r.action} ${r.permission} ${r.pattern}`)).toEqual([
+      "session deny bash git status",
+      "session deny bash git status *",
+    ]);
+  });
+
+  it("a manifest deny wins over a session 'always'", async () => {
+    rules.remember({ rules: [{ permission: "bash", pattern: "touch *" }], label: "" }, "allow");
+    const authorize = sessionAuthorizer({
+      roots: ws.session.roots,
+      mode: () => "ask",
+      rules,
+      ruleset: () => [{ permission: "bash", pattern: "touch *", action: "deny", source: "manifest" }],
+    });
+    const envelope = await invoke(registry, "bash", { command: "touch x" }, { session: ws.session, authorize });
+    expect(outcome(envelope)).toBe("permission_denied");
+    expect(await ws.text("x")).toBeUndefined();
+  });
+
+  it("offers 'always, for this project' only when the project is trusted; a failed save holds for the session", async () => {
+    let trusted = false;
+    const saved: unknown[] = [];
+    const authorize = sessionAuthorizer({
+      roots: ws.session.roots,
+      mode: () => "ask",
+      rules,
+      project: {
+        trusted: () => trusted,
+        save: async (r) => {
+          saved.push(...r);
+          return false;
+        },
+      },
+      ask: async (request) => {
+        asked.push(request);
+        return answers.shift() ?? "reject_once";
+      },
+    });
+    const go = (command: string) => invoke(registry, "bash", { command }, { session: ws.session, authorize });
+    await go("git log");
+    expect(asked[0]?.project).toBe(false);
+    trusted = true;
+    answers = ["allow_always_project"];
+    expect(outcome(await go("git status"))).toBe("ran");
+    expect(asked[1]?.project).toBe(true);
+    expect(saved).toEqual([
+      { permission: "bash", pattern: "git status", action: "allow" },
+      { permission: "bash", pattern: "git status *", action: "allow" },
+    ]);
+    // Not saved: it holds as a session "always".
+    expect(outcome(await go("git status -s"))).toBe("ran");
+    expect(asked).toHaveLength(2);
   });
 });

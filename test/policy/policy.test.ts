@@ -1,55 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { commandPrefix, matchesPrefix, simpleCommandWords } from "../../src/policy/command-prefix.js";
 import path from "node:path";
 import type { PolicyCall } from "../../src/policy/call.js";
 import { isKindVisible, modeAction } from "../../src/policy/modes.js";
-import { SessionRules, alwaysScope, describeScope } from "../../src/policy/session-rules.js";
+import { commandFacts } from "../../src/policy/command-facts.js";
+import { evaluateRules } from "../../src/policy/ruleset.js";
+import { SessionRules, alwaysScope } from "../../src/policy/session-rules.js";
 
 // The policy sees targets as the runtime resolved them (here: against /ws).
 const targets = (t: Partial<PolicyCall["targets"]>): PolicyCall["targets"] => ({ paths: [], commands: [], hosts: [], ...t });
 const bash = (command: string): PolicyCall => ({ tool: { id: "bash", kind: "execute" }, targets: targets({ commands: [command] }) });
 const edit = (p: string): PolicyCall => ({ tool: { id: "edit", kind: "edit" }, targets: targets({ paths: [path.resolve("/ws", p)] }) });
 const read = (p: string): PolicyCall => ({ tool: { id: "read", kind: "read" }, targets: targets({ paths: [path.resolve("/ws", p)] }) });
-
-describe("command prefixes for 'always'", () => {
-  it("takes the command and its subcommand", () => {
-    expect(commandPrefix("git status")).toEqual(["git", "status"]);
-    expect(commandPrefix("git status -s")).toEqual(["git", "status"]);
-    expect(commandPrefix("npm run build --watch")).toEqual(["npm", "run", "build"]);
-    expect(commandPrefix("ls -la src")).toEqual(["ls"]);
-  });
-
-  it("refuses compound lines, substitutions, newlines and assignments", () => {
-    for (const line of [
-      "git status && rm -rf /",
-      "git status; rm -rf /",
-      "git status | sh",
-      "git status > /etc/passwd",
-      "git status\nrm -rf ~",
-      "echo $(rm -rf ~)",
-      "echo `rm -rf ~`",
-      "PATH=/evil git status",
-      "(git status)",
-      "git status &",
-    ]) {
-      expect(simpleCommandWords(line), line).toBeNull();
-      expect(commandPrefix(line), line).toBeNull();
-    }
-  });
-
-  it("never takes a prefix of an interpreter or wrapper", () => {
-    for (const line of ["bash -c 'rm -rf /'", "sudo rm x", "env X=1 make", "python3 evil.py", "xargs rm", "./script.sh"]) {
-      expect(commandPrefix(line), line).toBeNull();
-    }
-  });
-
-  it("matches later commands only when they are simple and start with the prefix", () => {
-    expect(matchesPrefix("git status --porcelain", ["git", "status"])).toBe(true);
-    expect(matchesPrefix("git stash", ["git", "status"])).toBe(false);
-    expect(matchesPrefix("git status && git push", ["git", "status"])).toBe(false);
-    expect(matchesPrefix("git status\ngit push", ["git", "status"])).toBe(false);
-  });
-});
 
 describe("modes", () => {
   const ws = ["/ws"];
@@ -78,34 +39,72 @@ describe("modes", () => {
   });
 });
 
-describe("session rules", () => {
-  it("remembers a narrow command prefix, never all of bash", () => {
+describe("session rules: what an 'always' answer covers", () => {
+  const facts = async (call: PolicyCall) => commandFacts(call, ["/ws"], "/home/u");
+  const scope = async (call: PolicyCall) => alwaysScope(call, await facts(call), "/ws");
+  const patterns = async (call: PolicyCall) => (await scope(call)).rules.map((r) => `${r.permission} ${r.pattern}`);
+  /** The session's remembered rules' verdict on a call, through the ruleset as the authorizer runs it. */
+  const verdict = async (rules: SessionRules, call: PolicyCall) => {
+    const f = await facts(call);
+    return (
+      evaluateRules(rules.list(), call, { workspace: "/ws", home: "/home/u", commandUnits: f.units, lineFiles: f.outside })?.action ?? null
+    );
+  };
+
+  it("stores the parser's arity-aware prefix, matching the prefix alone or followed by a space", async () => {
+    expect(await patterns(bash("git status -s"))).toEqual(["bash git status", "bash git status *"]);
+    expect(await patterns(bash("npm run test -- --watch"))).toEqual(["bash npm run test", "bash npm run test *"]);
+    expect(await patterns(bash("docker compose up -d"))).toEqual(["bash docker compose up", "bash docker compose up *"]);
     const rules = new SessionRules();
-    expect(rules.remember(bash("git status -s"), "allow").scope).toEqual({ kind: "command_prefix", prefix: ["git", "status"] });
-    expect(rules.lookup(bash("git status"))).toBe("allow");
-    expect(rules.lookup(bash("git push"))).toBeNull();
-    expect(rules.lookup(bash("git status; git push"))).toBeNull();
+    rules.remember(await scope(bash("git status -s")), "allow");
+    expect(await verdict(rules, bash("git status"))).toBe("allow");
+    expect(await verdict(rules, bash("git status --porcelain"))).toBe("allow");
+    expect(await verdict(rules, bash("git statusfoo"))).toBeNull();
+    expect(await verdict(rules, bash("git push"))).toBeNull();
+    expect(await verdict(rules, bash("git status; git push"))).toBeNull();
+    expect(await verdict(rules, bash("git status && rm -rf ~/x"))).toBeNull();
+    expect(rules.list().every((r) => r.source === "session" && r.action === "allow")).toBe(true);
   });
 
-  it("remembers compound lines exactly", () => {
+  it("never takes a prefix of an interpreter or wrapper: each simple command exactly", async () => {
+    for (const line of ["python3 evil.py", "node -e 1", "bash -c 'rm -rf x'", "env X=1 make", "xargs rm", "sudo rm x"]) {
+      const p = await patterns(bash(line));
+      expect(p, line).not.toContain(expect.stringMatching(/\*$/));
+    }
+    expect(await patterns(bash("python3 evil.py"))).toEqual(["bash python3 evil.py"]);
+    expect(await patterns(bash("bash -c 'rm -rf x'"))).toEqual(["bash bash -c 'rm -rf x'", "bash rm -rf x"]);
     const rules = new SessionRules();
-    expect(rules.remember(bash("make && make test"), "allow").scope).toEqual({ kind: "exact_command", command: "make && make test" });
-    expect(rules.lookup(bash("make && make test"))).toBe("allow");
-    expect(rules.lookup(bash("make && make install"))).toBeNull();
+    rules.remember(await scope(bash("python3 evil.py")), "allow");
+    expect(await verdict(rules, bash("python3 evil.py"))).toBe("allow");
+    expect(await verdict(rules, bash("python3 other.py"))).toBeNull();
   });
 
-  it("scopes file tools to the file and a reject wins", () => {
+  it("stores compound lines as their simple commands exactly, glob characters made plain", async () => {
     const rules = new SessionRules();
-    rules.remember(edit("src/a.ts"), "allow");
-    expect(rules.lookup(edit("/ws/src/a.ts"))).toBe("allow");
-    expect(rules.lookup(edit("src/b.ts"))).toBeNull();
-    rules.remember(edit("src/a.ts"), "deny");
-    expect(rules.lookup(edit("src/a.ts"))).toBe("deny");
+    rules.remember(await scope(bash("make && make test")), "allow");
+    expect(await verdict(rules, bash("make && make test"))).toBe("allow");
+    expect(await verdict(rules, bash("make && make install"))).toBeNull();
+    rules.remember(await scope(bash("rm *.txt")), "allow");
+    expect(rules.list().at(-1)?.pattern).toBe("rm \\*.txt");
+    expect(await verdict(rules, bash("rm *.txt"))).toBe("allow");
+    expect(await verdict(rules, bash("rm a.txt"))).toBeNull();
   });
 
-  it("labels scopes for the permission options", () => {
-    expect(describeScope("bash", alwaysScope(bash("git status")), "/ws")).toBe("`git status …` commands");
-    expect(describeScope("edit", alwaysScope(edit("src/a.ts")), "/ws")).toBe("edit on src/a.ts");
-    expect(describeScope("x", { kind: "tool" }, "/ws")).toBe("the x tool");
+  it("scopes file tools to the absolute path, other tools to the tool, and a reject is a deny rule", async () => {
+    expect(await patterns(edit("src/a.ts"))).toEqual(["edit /ws/src/a.ts"]);
+    expect(await patterns({ tool: { id: "webfetch", kind: "fetch" }, targets: targets({ hosts: ["x.org"] }) })).toEqual(["webfetch *"]);
+    const rules = new SessionRules();
+    rules.remember(await scope(edit("src/[id].ts")), "allow");
+    expect(await verdict(rules, edit("src/[id].ts"))).toBe("allow");
+    expect(await verdict(rules, edit("src/i.ts"))).toBeNull();
+    rules.remember(await scope(edit("src/[id].ts")), "deny");
+    expect(await verdict(rules, edit("src/[id].ts"))).toBe("deny");
+  });
+
+  it("labels scopes for the permission options", async () => {
+    expect((await scope(bash("git status"))).label).toBe("`git status …` commands");
+    expect((await scope(bash("make && make test"))).label).toBe("exactly `make && make test`");
+    expect((await scope(edit("src/a.ts"))).label).toBe("edit on src/a.ts");
+    expect((await scope({ tool: { id: "x", kind: "other" }, targets: targets({}) })).label).toBe("the x tool");
   });
 });

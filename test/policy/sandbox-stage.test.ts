@@ -74,17 +74,22 @@ describe("escalation (sandbox active)", () => {
     expect(asked).toEqual([]);
   });
 
-  it("a remembered always does not cover it, a remembered reject still refuses", async () => {
+  it("a remembered always does not cover it, and none is offered; a remembered reject still refuses", async () => {
     expect(await decide({ command: "make install" }, { sandbox: ACTIVE, mode: "ask", answer: "allow_always" })).toEqual({
       outcome: "allow",
     });
-    expect(await decide(outside, { sandbox: ACTIVE, mode: "ask", answer: "reject_always" })).toMatchObject({
+    // The same command asking to leave the sandbox is asked about again, once or not at all.
+    expect(await decide(outside, { sandbox: ACTIVE, mode: "ask", answer: "allow_once" })).toEqual({ outcome: "allow", unsandboxed: true });
+    expect(asked.map((a) => a.why)).toEqual(["no rule matched; ask mode asks before running commands", "runs outside the sandbox"]);
+    expect(asked[1]?.always).toEqual([]);
+    expect(asked[1]?.project).toBe(false);
+    // A command the user rejected for the session stays rejected, inside the sandbox or out.
+    expect(await decide({ command: "make clean" }, { sandbox: ACTIVE, mode: "ask", answer: "reject_always" })).toMatchObject({
       outcome: "deny",
-      code: "rejected",
     });
-    expect(asked.map((a) => a.why)).toEqual(["no rule matched and ask mode asks before this kind of call", "runs outside the sandbox"]);
-    expect(await decide(outside, { sandbox: ACTIVE, mode: "ask" })).toMatchObject({ outcome: "deny", code: "rejected" });
-    expect(asked).toHaveLength(2);
+    const escalated = { ...outside, command: "make clean" };
+    expect(await decide(escalated, { sandbox: ACTIVE, mode: "ask" })).toMatchObject({ outcome: "deny", code: "rejected" });
+    expect(asked).toHaveLength(3);
   });
 
   it("a command inside the sandbox is not asked about in full mode, and has no grant", async () => {

@@ -104,7 +104,7 @@ describe("the watchdog in the authorizer", () => {
   it("headless, an ask is a deny that names the check", async () => {
     const envelope = await run("bash", { command: "curl https://example.invalid" }, { sandboxed: false, headless: true });
     expect(code(envelope)).toBe("permission_denied");
-    expect(text(envelope)).toMatch(/needs approval \(watchdog: network: curl reaches the network/);
+    expect(text(envelope)).toMatch(/needs approval .*\(watchdog: network: curl reaches the network/);
   });
 
   it("never allows what read-only mode refuses", async () => {

@@ -1,0 +1,124 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import type { RequestPermissionRequest } from "@agentclientprotocol/sdk";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { trust } from "../../src/host/trust.js";
+import { tempDir } from "../helpers.js";
+import { Harness, closeAndCheck, selected, textOf, type PermissionHandler } from "./harness.js";
+
+// The approval over the real wire: why it asks (in _meta.permission and in the call's content),
+// "always" remembered as rules, and "always, for this project" written to the project's config.
+// Every message is checked against the ACP schema (closeAndCheck).
+
+let h: Harness | undefined;
+let ws: string;
+let home: string;
+
+beforeEach(async () => {
+  ws = await tempDir({ "a.txt": "a\n" });
+  home = await tempDir();
+});
+afterEach(async () => {
+  await closeAndCheck(h);
+  h = undefined;
+  await fsp.rm(ws, { recursive: true, force: true });
+  await fsp.rm(home, { recursive: true, force: true });
+});
+
+async function start(permission: PermissionHandler) {
+  h = new Harness({ permission, env: { TOOLHOST_HOME: home } });
+  await h.initialize();
+  const sessionId = await h.newSession(ws);
+  const bash = (command: string) => h!.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: `/bash ${command}` }] });
+  return { h, sessionId, bash };
+}
+
+const meta = (r: RequestPermissionRequest | undefined) => (r?._meta as { permission?: { title: string; description: string } })?.permission;
+const lastText = (r: RequestPermissionRequest | undefined) => {
+  const block = r?.toolCall.content?.at(-1);
+  return block?.type === "content" && block.content.type === "text" ? block.content.text : undefined;
+};
+
+describe("session/request_permission", () => {
+  it("says why it asks, in _meta.permission and in the call's content; 'always' covers the parser's prefix", async () => {
+    const { h, bash } = await start(() => selected("allow_always"));
+    await bash("git status");
+    expect(h.permissionRequests).toHaveLength(1);
+    const request = h.permissionRequests[0];
+    expect(request?.options.map((o) => o.optionId)).toEqual(["allow_once", "allow_always", "reject_once", "reject_always"]);
+    expect(request?.options[1]?.name).toBe("Always allow `git status …` commands in this session");
+    expect(meta(request)).toEqual({
+      title: "Allow git status?",
+      description: 'Why: no rule matched; ask mode asks before running commands. "Always" covers `git status …` commands.',
+    });
+    expect(lastText(request)).toBe("Why it asks: no rule matched; ask mode asks before running commands.");
+    // The request with its _meta is valid ACP (every message is checked against the schema).
+    expect(h.checker.seenMethods.has("session/request_permission")).toBe(true);
+    expect(h.checker.problems).toEqual([]);
+    await bash("git status --short");
+    expect(h.permissionRequests).toHaveLength(1);
+    h.permission = () => selected("reject_once");
+    await bash("git statusfoo");
+    expect(h.permissionRequests).toHaveLength(2);
+  });
+
+  it("offers 'always, for this project' in a trusted project and saves the rule there; the next call runs unasked", async () => {
+    await trust(ws, home);
+    await fsp.mkdir(path.join(ws, ".toolhost"));
+    const file = path.join(ws, ".toolhost", "config.json");
+    await fsp.writeFile(file, JSON.stringify({ note: "kept", permissions: [{ permission: "read", pattern: "*", action: "allow" }] }));
+    const { h, bash } = await start(() => selected("allow_always_project"));
+    await bash("npm run lint --if-present");
+    const request = h.permissionRequests[0];
+    const option = request?.options.find((o) => o.optionId === "allow_always_project");
+    expect(option).toEqual({
+      optionId: "allow_always_project",
+      kind: "allow_always",
+      name: "Always allow `npm run lint …` commands in this project (saved to .toolhost/config.json)",
+    });
+    expect(JSON.parse(await fsp.readFile(file, "utf8"))).toEqual({
+      note: "kept",
+      permissions: [
+        { permission: "read", pattern: "*", action: "allow" },
+        { permission: "bash", pattern: "npm run lint", action: "allow" },
+        { permission: "bash", pattern: "npm run lint *", action: "allow" },
+      ],
+    });
+    h.permission = () => selected("reject_once");
+    await bash("npm run lint --if-present --silent");
+    expect(h.permissionRequests).toHaveLength(1);
+  });
+
+  it("a project config that is not valid JSON is left alone: the answer holds for the session, and the user is told", async () => {
+    await trust(ws, home);
+    await fsp.mkdir(path.join(ws, ".toolhost"));
+    const file = path.join(ws, ".toolhost", "config.json");
+    await fsp.writeFile(file, "{ broken");
+    const { h, sessionId, bash } = await start(() => selected("allow_always_project"));
+    await bash("git log -1");
+    expect(h.permissionRequests).toHaveLength(1);
+    expect(await fsp.readFile(file, "utf8")).toBe("{ broken");
+    const said = h
+      .updatesOf(sessionId, "agent_message_chunk")
+      .map((u) => (u.content.type === "text" ? u.content.text : ""))
+      .join("\n");
+    expect(said).toContain(`The rule was not saved to ${file} (it is not valid JSON`);
+    expect(said).toContain("it holds for this session only");
+    await bash("git log -2");
+    expect(h.permissionRequests).toHaveLength(1);
+  });
+
+  it("an untrusted project is not offered the project option", async () => {
+    const { h, sessionId, bash } = await start(() => selected("allow_always_project"));
+    await bash("true");
+    expect(h.permissionRequests[0]?.options.map((o) => o.optionId)).not.toContain("allow_always_project");
+    // Picking an option that was not offered counts as no answer: refused.
+    const done = h.updatesOf(sessionId, "tool_call_update").at(-1);
+    expect(done?.status).toBe("failed");
+    expect(textOf(done!)).toMatch(/not answered/);
+    await fsp.access(path.join(ws, ".toolhost")).then(
+      () => expect.fail("no project config may be written"),
+      () => undefined,
+    );
+  });
+});
