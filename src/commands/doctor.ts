@@ -32,12 +32,12 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     `config:  ${config.path}${config.error ? " (invalid)" : ""}`,
     `profile: ${profile.name} (${profile.origin}${profile.dir ? `, ${profile.dir}` : ""})`,
     `project: ${report.cwd} (${report.trusted ? "trusted" : "not trusted"})`,
-    `sandbox network: ${network.available ? `allowed hosts through the proxy (socat: ${network.socat})` : network.reason}`,
     "tool folders, in discovery order:",
     ...report.folders.map((f) => `  ${f.origin.padEnd(7)}  ${f.status.padEnd(10)}  ${f.files} file(s)  ${f.dir}`),
     `tools:   ${report.tools.length} (${report.tools.filter((t) => t.source !== "builtin").length} from extensions)`,
     `types for extension files: ${path.join(packageRoot(), "dist", "index.d.ts")}`,
     `sandbox: ${describeSandbox(await new SessionSandbox({ setting: sandboxSetting() }).state())}`,
+    `sandbox network: ${network.available ? `allowed hosts through the proxy (socat: ${network.socat})` : network.reason}`,
   ];
   const block = (title: string, items: string[]) => {
     if (items.length) lines.push("", title, ...items.map((i) => `  ${i.replace(/\n/g, "\n    ")}`));

@@ -67,7 +67,7 @@ const SANDBOX_FAILURE =
   /Read-only file system|Network is unreachable|Could not resolve host|Temporary failure in name resolution|Permission denied/i;
 
 export const SANDBOX_NOTICE =
-  'The command ran in a sandbox: only the workspace (and /tmp, private to the call) is writable, there is no network, and secrets in the home folder are hidden. If it failed because of that and it must run as it is, call bash again with sandbox: "off" and a justification; the user will be asked to approve running it outside the sandbox.';
+  'The command ran in a sandbox: only the workspace (and /tmp, private to the call) is writable, there is no network (except hosts the user allowed), and secrets in the home folder are hidden. If it failed because of that and it must run as it is, call bash again with sandbox: "off" and a justification; the user will be asked to approve running it outside the sandbox.';
 
 /** Forwards live output until the budget is spent, then says so once and asks for no more. */
 function liveOutput(ctx: ToolContext): (chunk: string, stream: "stdout" | "stderr") => boolean {

@@ -104,6 +104,6 @@ export const SANDBOX_INSTALL_HINT =
 export function describeSandbox(state: SessionSandboxState): string {
   if (state.off) return `off, ${state.reason ?? "switched off"}: commands run unsandboxed, without extra prompts`;
   if (state.active)
-    return "active (bubblewrap): a read-only system, writable workspace roots and a private /tmp, no network, secrets hidden";
+    return "active (bubblewrap): a read-only system, writable workspace roots and a private /tmp, secrets hidden, no network but the hosts a call may reach";
   return `unavailable: ${state.reason ?? "unknown"}. Every call that runs commands asks first (headless: refused). ${SANDBOX_INSTALL_HINT}`;
 }
