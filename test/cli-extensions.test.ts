@@ -1,27 +1,19 @@
 import { execFile } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { beforeEach, describe, expect, it } from "vitest";
 import { sandboxNetworkStatus } from "../src/runtime/shell/sandbox-proxy.js";
+import { CLI, runCli } from "./cli-harness.js";
 import { tempDir } from "./helpers.js";
 import { toolFile } from "./host/extension-fixtures.js";
 
 const run = promisify(execFile);
-const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 
 let home: string;
 let project: string;
-async function toolhost(...args: string[]) {
-  const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" };
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd: project, env, timeout: 20_000 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+function toolhost(...args: string[]) {
+  return runCli(args, { cwd: project, env: { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" }, timeout: 20_000 });
 }
 const put = async (file: string, text: string) => {
   await fsp.mkdir(path.dirname(file), { recursive: true });

@@ -1,26 +1,15 @@
-import { execFile } from "node:child_process";
 import * as fsp from "node:fs/promises";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./cli-harness.js";
 import { tempDir } from "./helpers.js";
 
 // `toolhost policy explain` and `list` against real config files: the decision, each thing the
 // call touches with the rules that cover it, and the winner. Nothing runs.
 
-const run = promisify(execFile);
-const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
-
 let home: string;
 let ws: string;
-async function toolhost(args: string[]) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd: ws, env: { ...process.env, TOOLHOST_HOME: home } });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+function toolhost(args: string[]) {
+  return runCli(args, { cwd: ws, env: { ...process.env, TOOLHOST_HOME: home } });
 }
 
 beforeAll(async () => {

@@ -1,33 +1,23 @@
-import { execFile } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sandboxAvailable } from "../src/runtime/shell/sandbox.js";
+import { runCli } from "./cli-harness.js";
 import { tempDir } from "./helpers.js";
 
 // The sandbox as the CLI reports it: doctor, policy explain, and `toolhost call` on a machine
 // without bwrap (a PATH that has node and nothing else).
 
-const run = promisify(execFile);
-const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 const status = await sandboxAvailable();
 
 let home: string;
 let ws: string;
 let bareBin: string;
 
-async function toolhost(args: string[], env: Record<string, string> = {}) {
+function toolhost(args: string[], env: Record<string, string> = {}) {
   const base: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" };
   delete base.TOOLHOST_SANDBOX;
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd: ws, env: { ...base, ...env }, timeout: 20_000 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+  return runCli(args, { cwd: ws, env: { ...base, ...env }, timeout: 20_000 });
 }
 
 beforeAll(async () => {

@@ -1,18 +1,13 @@
-import { execFile } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import type { SessionUpdate } from "@agentclientprotocol/sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { closeAndCheck, Harness, selected } from "./acp/harness.js";
+import { runCli } from "./cli-harness.js";
 import { tempDir } from "./helpers.js";
 
 // stdout carries the protocol (or the CLI's JSON) only, whatever an extension writes to it:
 // at import, in execute, with console.log or process.stdout.write, with or without a newline.
-
-const run = promisify(execFile);
-const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 
 /** A tool that writes to stdout when imported and when it runs. */
 const NOISY = `import { defineTool, z } from "toolhost";
@@ -50,15 +45,8 @@ afterEach(async () => {
   await fsp.rm(home, { recursive: true, force: true });
 });
 
-async function toolhost(...args: string[]) {
-  const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" };
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd: ws, env, timeout: 20_000 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+function toolhost(...args: string[]) {
+  return runCli(args, { cwd: ws, env: { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" }, timeout: 20_000 });
 }
 
 describe("an extension that writes to stdout", () => {

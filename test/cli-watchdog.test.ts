@@ -1,17 +1,12 @@
-import { execFile } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./cli-harness.js";
 import { tempDir } from "./helpers.js";
 
 // The watchdog end to end through the built CLI: `toolhost call` runs headless in full mode,
 // and the watchdog (built-in checks and a profile's own) still refuses; `policy explain` prints
 // its verdict.
-
-const run = promisify(execFile);
-const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 
 let ws: string;
 let home: string; // the user's HOME, with a planted key
@@ -19,15 +14,8 @@ let thHome: string; // TOOLHOST_HOME
 let outside: string;
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY----- planted";
 
-async function toolhost(args: string[]) {
-  try {
-    const env = { ...process.env, HOME: home, TOOLHOST_HOME: thHome };
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd: ws, env });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+function toolhost(args: string[]) {
+  return runCli(args, { cwd: ws, env: { ...process.env, HOME: home, TOOLHOST_HOME: thHome } });
 }
 
 beforeAll(async () => {

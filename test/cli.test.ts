@@ -1,25 +1,13 @@
-import { execFile } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI, runCli } from "./cli-harness.js";
 import { tempDir } from "./helpers.js";
 
-const run = promisify(execFile);
-const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
-
 let home: string;
-async function toolhost(args: string[], cwd?: string) {
-  try {
-    // A fresh TOOLHOST_HOME: a developer's own ~/.toolhost (profiles, tools, trust) must not leak in.
-    const env = { ...process.env, TOOLHOST_HOME: home };
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd, env, maxBuffer: 64 * 1024 * 1024 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+function toolhost(args: string[], cwd?: string) {
+  // A fresh TOOLHOST_HOME: a developer's own ~/.toolhost (profiles, tools, trust) must not leak in.
+  return runCli(args, { cwd, env: { ...process.env, TOOLHOST_HOME: home } });
 }
 
 let ws: string;
