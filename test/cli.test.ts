@@ -1,6 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NO_ONE_TO_ASK } from "../src/tools/question.js";
 import { CLI, runCli } from "./cli-harness.js";
 import { tempDir } from "./helpers.js";
 
@@ -28,7 +29,7 @@ afterAll(async () => {
 });
 
 describe("toolhost tools", () => {
-  it("lists the seven local locked tools with kinds and JSON Schemas", async () => {
+  it("lists the local locked tools with kinds and JSON Schemas", async () => {
     const { code, stdout } = await toolhost(["tools", "--json"]);
     expect(code).toBe(0);
     const { tools } = JSON.parse(stdout) as { tools: { id: string; kind: string; source: string; parameters: { type: string } }[] };
@@ -40,6 +41,7 @@ describe("toolhost tools", () => {
       ["grep", "search"],
       ["bash", "execute"],
       ["todo", "think"],
+      ["question", "other"],
     ]);
     for (const t of tools) {
       expect(t.parameters.type).toBe("object");
@@ -129,6 +131,19 @@ describe("toolhost call", () => {
       expect(bad.code).toBe(2);
       expect(bad.stdout).toBe("");
       expect(bad.stderr).toMatch(/Usage/);
+    }
+  });
+
+  it("question is headless here: one fixed refusal, in every mode (asking needs no approval)", async () => {
+    const args = JSON.stringify({ questions: [{ question: "Which database?", options: [{ label: "Postgres" }, { label: "SQLite" }] }] });
+    for (const mode of ["full", "ask", "read-only"]) {
+      const { code, stdout } = await toolhost(["call", "question", args, "--cwd", ws, "--mode", mode]);
+      expect(code).toBe(1);
+      expect(JSON.parse(stdout)).toMatchObject({
+        type: "error",
+        error_text: NO_ONE_TO_ASK,
+        metadata: { error_code: "unavailable" },
+      });
     }
   });
 });

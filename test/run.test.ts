@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { RunEvent } from "../src/commands/run.js";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "./fixtures/fake-openai.mjs";
+import { NO_ONE_TO_ASK } from "../src/tools/question.js";
 import { tempDir } from "./helpers.js";
 
 // `toolhost run`: the built CLI against a local OpenAI-compatible server, in a real workspace.
@@ -132,6 +133,19 @@ describe("toolhost run", () => {
     expect(events(stdout)).toContainEqual(
       expect.objectContaining({ type: "tool_call_end", tool: "bash", status: "failed", error_code: "permission_denied" }),
     );
+  });
+
+  it("a question gets the headless refusal, and the model goes on with its best guess", async () => {
+    const model = await withModel(
+      { toolCalls: [{ id: "call_q", name: "question", arguments: { questions: [{ question: "Which database?" }] } }] },
+      { text: "Assuming Postgres." },
+    );
+    const { code, stdout, stderr } = await toolhost(["run", "set up the database"]);
+    expect(code).toBe(0);
+    expect(stdout).toBe("Assuming Postgres.\n");
+    expect(stderr).toMatch(/^✗ .*: unavailable /m);
+    const told = model.requests[1]?.body.messages?.find((m) => m.role === "tool" && m.tool_call_id === "call_q");
+    expect(String(told?.content)).toBe(`Error (unavailable): ${NO_ONE_TO_ASK}`);
   });
 
   it("runs bash with --mode full", async () => {

@@ -15,6 +15,7 @@ import { modelOptionState } from "../agent/model-config.js";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
 import type { SessionTools, TrustAnswer } from "../agent/session-tools.js";
 import type { UsageReport } from "../agent/turn-types.js";
+import type { UserQuestions } from "../tool/services.js";
 import { NodeFs } from "../runtime/fs/node.js";
 import { ToolCallViews } from "./calls.js";
 import { availableCommands } from "./commands.js";
@@ -23,6 +24,7 @@ import { EditorFs } from "./editor-fs.js";
 import { configOptions } from "./modes.js";
 import { askClient, requestPermission } from "./permission.js";
 import { promptContent } from "./prompt.js";
+import { acpQuestions } from "./questions.js";
 import { TerminalShell } from "./terminal-shell.js";
 
 export interface AcpSessionOptions {
@@ -54,6 +56,8 @@ export class AcpSession implements SessionFrontEnd {
   private readonly profiles: string[];
   private readonly views: ToolCallViews;
   private trustSeq = 0;
+  /** The question tool's questions: an elicitation form, a permission request, or nothing this client can show. */
+  readonly questions: UserQuestions;
 
   constructor(options: AcpSessionOptions) {
     this.id = options.id;
@@ -62,6 +66,7 @@ export class AcpSession implements SessionFrontEnd {
     this.profiles = options.profiles ?? [options.tools.toolset.profile.name];
     this.views = new ToolCallViews((update) => this.update(update));
     const caps = options.clientCapabilities;
+    this.questions = acpQuestions(this.client, this.id, caps, () => this.agent.cancel());
     const local = new NodeFs();
     const canRead = caps.fs?.readTextFile === true;
     const canWrite = caps.fs?.writeTextFile === true;

@@ -297,7 +297,7 @@ export class AgentSession {
     const host = this.services();
     return this.registry
       .list()
-      .filter(({ tool }) => isKindVisible(this.mode, tool.kind) && (!this.allowedTools || this.allowedTools.has(tool.id)))
+      .filter(({ tool }) => isKindVisible(this.mode, tool.kind, tool.id) && (!this.allowedTools || this.allowedTools.has(tool.id)))
       .map(({ tool }) => {
         let description = tool.description;
         try {
@@ -542,7 +542,7 @@ export class AgentSession {
   private toolIndex(): ToolIndex {
     return registryIndex(
       this.registry,
-      (tool) => isKindVisible(this.mode, tool.kind) && (!this.allowedTools || this.allowedTools.has(tool.id)),
+      (tool) => isKindVisible(this.mode, tool.kind, tool.id) && (!this.allowedTools || this.allowedTools.has(tool.id)),
     );
   }
 

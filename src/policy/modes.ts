@@ -26,14 +26,21 @@ export function isModeId(value: string): value is ModeId {
 
 export type PolicyAction = "allow" | "deny" | "ask";
 
-/** Whether the model is offered tools of this kind in this mode: read-only mode hides what it would refuse. */
-export function isKindVisible(mode: ModeId, kind: ToolKind): boolean {
-  return mode !== "read-only" || isReadOnlyKind(kind);
+/**
+ * Locked tools whose whole job is to talk to the user (question): they change nothing, and the
+ * user answering is the approval, so no mode refuses them or asks before them. Locked ids: no
+ * extension can take one.
+ */
+const USER_FACING_TOOLS: ReadonlySet<string> = new Set(["question"]);
+
+/** Whether the model is offered tools of this kind (and id) in this mode: read-only mode hides what it would refuse. */
+export function isKindVisible(mode: ModeId, kind: ToolKind, id?: string): boolean {
+  return mode !== "read-only" || isReadOnlyKind(kind) || (id !== undefined && USER_FACING_TOOLS.has(id));
 }
 
 /** The session mode's verdict on a call, before remembered answers are consulted. */
 export function modeAction(mode: ModeId, call: PolicyCall, roots: readonly string[]): PolicyAction {
-  if (isReadOnlyKind(call.tool.kind)) return "allow";
+  if (isReadOnlyKind(call.tool.kind) || USER_FACING_TOOLS.has(call.tool.id)) return "allow";
   switch (mode) {
     case "read-only":
       return "deny";

@@ -6,23 +6,43 @@ import type { ToolKind } from "./kinds.js";
 
 /** One choice of a question to the user. */
 export interface QuestionOption {
-  id: string;
   label: string;
   description?: string;
 }
 
+/** One question of the question tool (the RFC's shape). */
 export interface Question {
-  /** A short title, shown as the request's heading. */
-  title: string;
   /** The question itself. */
-  prompt: string;
-  /** The choices; the user picks one. */
-  options: QuestionOption[];
+  question: string;
+  /** A short label for it (a heading, a field's title). */
+  header?: string;
+  /** The choices; none: the answer is free text. The user may always write their own answer. */
+  options?: QuestionOption[];
+  /** Several choices may be picked. */
+  multiSelect?: boolean;
 }
 
-/** The user's answer: the chosen option's id, or null when nobody answered (cancelled, dismissed). */
+export interface QuestionsRequest {
+  /** The tool call asking (so the editor can show the question on it). */
+  callId: string;
+  /** The call's title. */
+  title: string;
+  questions: Question[];
+}
+
+/**
+ * What became of the questions:
+ * - `answered`: one array of answers per question (chosen labels, or the user's own text);
+ * - `declined`: the user saw them and chose not to answer;
+ * - `cancelled`: the user cancelled (the front end has cancelled the turn);
+ * - `unsupported`: this front end cannot ask these questions (the headless refusal applies).
+ */
+export type QuestionsOutcome =
+  { outcome: "answered"; answers: string[][] } | { outcome: "declined" } | { outcome: "cancelled" } | { outcome: "unsupported" };
+
+/** Asks the user questions; the turn waits for the answer. Absent headless: nobody can answer. */
 export interface UserQuestions {
-  ask(question: Question, signal: AbortSignal): Promise<{ optionId: string } | null>;
+  ask(request: QuestionsRequest, signal: AbortSignal): Promise<QuestionsOutcome>;
 }
 
 /** A subagent run: a child session with its own history, the parent's rules and fewer tools. */

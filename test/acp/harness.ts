@@ -10,6 +10,8 @@ import {
   type ClientCapabilities,
   type ClientContext,
   type ClientConnection,
+  type CreateElicitationRequest,
+  type CreateElicitationResponse,
   type RequestPermissionRequest,
   type RequestPermissionResponse,
   type SessionNotification,
@@ -39,11 +41,15 @@ function cleanEnv(): Record<string, string | undefined> {
 
 export type PermissionHandler = (request: RequestPermissionRequest) => Promise<RequestPermissionResponse> | RequestPermissionResponse;
 
+export type ElicitationHandler = (request: CreateElicitationRequest) => Promise<CreateElicitationResponse> | CreateElicitationResponse;
+
 export interface HarnessOptions {
   capabilities?: ClientCapabilities;
   env?: Record<string, string>;
   /** Answers session/request_permission; default: reject once. */
   permission?: PermissionHandler;
+  /** Answers elicitation/create (advertise `elicitation: { form: {} }` too); default: decline. */
+  elicitation?: ElicitationHandler;
   /** Unsaved editor buffers by absolute path, seen through fs/read_text_file. */
   buffers?: Map<string, string>;
 }
@@ -61,6 +67,7 @@ export class Harness {
   readonly checker = new WireChecker();
   readonly updates: SessionNotification[] = [];
   readonly permissionRequests: RequestPermissionRequest[] = [];
+  readonly elicitationRequests: CreateElicitationRequest[] = [];
   readonly clientCalls: { method: string; params: unknown }[] = [];
   readonly terminals = new Map<string, TestTerminal>();
   readonly stderr: string[] = [];
@@ -70,9 +77,11 @@ export class Harness {
   /** A fresh ~/.toolhost unless the test gives TOOLHOST_HOME. */
   private readonly home: string | null;
   permission: PermissionHandler;
+  elicitation: ElicitationHandler;
 
   constructor(private readonly options: HarnessOptions = {}) {
     this.permission = options.permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
+    this.elicitation = options.elicitation ?? (() => ({ action: "decline" }));
     this.home = options.env?.TOOLHOST_HOME ? null : mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
     this.child = spawn(process.execPath, [CLI], {
       stdio: ["pipe", "pipe", "pipe"],
@@ -123,6 +132,10 @@ export class Harness {
       .onRequest("session/request_permission", async ({ params }) => {
         this.permissionRequests.push(params);
         return this.permission(params);
+      })
+      .onRequest("elicitation/create", async ({ params }) => {
+        this.elicitationRequests.push(params);
+        return this.elicitation(params);
       })
       .onRequest("fs/read_text_file", async ({ params }) => {
         this.clientCalls.push({ method: "fs/read_text_file", params });

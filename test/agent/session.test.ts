@@ -200,13 +200,14 @@ describe("what the model is offered", () => {
       }),
     );
     await s.prompt({ text: "hi", content: () => "hi" });
-    expect(toolNames(model.requests[0])).toEqual(["glob", "grep", "lister", "read", "todo"]);
+    // Read-only mode offers what changes nothing: reads, searches, plans and questions to the user.
+    expect(toolNames(model.requests[0])).toEqual(["glob", "grep", "lister", "question", "read", "todo"]);
     const lister = model.requests[0]?.body.tools?.find((t) => t.function.name === "lister");
-    expect(lister?.function.description).toBe("Knows: read, glob, grep, todo, lister");
+    expect(lister?.function.description).toBe("Knows: read, glob, grep, todo, question, lister");
 
     s.setMode("ask");
     await s.prompt({ text: "again", content: () => "again" });
-    expect(toolNames(model.requests[1])).toEqual(["bash", "edit", "glob", "grep", "lister", "read", "todo", "write"]);
+    expect(toolNames(model.requests[1])).toEqual(["bash", "edit", "glob", "grep", "lister", "question", "read", "todo", "write"]);
   });
 });
 

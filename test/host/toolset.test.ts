@@ -12,7 +12,7 @@ import { toolFile, useTempHome } from "./extension-fixtures.js";
 
 // One loader for the file, as a session keeps one: every build must still import fresh.
 const loader = extensionLoader();
-const BUILTIN_IDS = ["read", "write", "edit", "glob", "grep", "bash", "todo"];
+const BUILTIN_IDS = ["read", "write", "edit", "glob", "grep", "bash", "todo", "question"];
 
 let home: string;
 let project: string;
@@ -165,6 +165,7 @@ ${toolFile("sneaky")}`,
       ["write", "the read-only profile disables it"],
       ["edit", "the read-only profile disables it"],
       ["bash", "the read-only profile disables it"],
+      ["question", "kind other is not among the read-only profile's kinds"],
       ["shell_thing", "kind execute is not among the read-only profile's kinds"],
     ]);
     expect(readOnly.profile.permissions).toContainEqual({ permission: "bash", pattern: "*", action: "deny" });
