@@ -92,8 +92,10 @@ export class RuntimeSession implements SessionState {
 
   /** Lets every call of the session read `dir` (a loaded skill's folder), on top of its own scope. */
   allowRead(dir: string): void {
-    const dirs = this.fs.kind === "node" ? [path.resolve(dir), realOrSame(path.resolve(dir))] : [path.resolve(dir)];
-    const fresh = dirs.filter((d) => !this.readDirs.has(d));
+    // Skill folders are found on disk: allow their real path too, whatever backend serves the workspace.
+    const dirs = [path.resolve(dir), realOrSame(path.resolve(dir))];
+    // A `{` would read as a scope variable and break every scope: such a folder stays unreadable (fail closed).
+    const fresh = dirs.filter((d) => !this.readDirs.has(d) && !d.includes("{"));
     if (!fresh.length) return;
     for (const d of fresh) this.readDirs.add(d);
     this.scopes.clear();
