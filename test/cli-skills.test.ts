@@ -84,6 +84,14 @@ describe("toolhost skills", () => {
     expect(out.skills.map((s) => [s.name, s.origin])).toContainEqual(["project-only", "project"]);
   });
 
+  it("toolhost doctor counts a broken SKILL.md as a problem and notes a shadowed skill", async () => {
+    const { code, stdout } = await toolhost(["doctor", "--cwd", ws]);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/^skills: {2}\d+/m);
+    expect(stdout).toContain(`${path.join(home, "skills/broken/SKILL.md")}: the front matter is not valid YAML`);
+    expect(stdout).toContain(`skill deploy: ${path.join(base, "user/.claude/skills/deploy/SKILL.md")} lost to`);
+  });
+
   it("toolhost tools lists skill with kind read", async () => {
     const { stdout } = await toolhost(["tools", "--cwd", ws, "--json"]);
     const { tools } = JSON.parse(stdout) as { tools: { id: string; kind: string }[] };

@@ -97,6 +97,7 @@ export function helpText(registry: ToolRegistry): string {
     "- `/read src/a.ts:10-40`, `/grep TODO`, `/glob **/*.ts`, `/bash ls -la` — plain-text shorthands",
     "- `/tools` — the tools of this session; `/reload` — re-scan and re-import tool files; `/help` — this text",
     "- `/trust` — load this project's own tools for this session (`/trust always`: in every session)",
+    "- `/<skill> [text]` — a model turn with an Agent Skill loaded (`toolhost skills` lists them)",
     "",
     `Tools: ${registry.ids().join(", ")}`,
   ].join("\n");

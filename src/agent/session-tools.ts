@@ -62,7 +62,8 @@ export class SessionTools {
       trusted: this.trustedForSession,
       loader: this.loader,
     });
-    return formatDiff(diffToolsets(before.report, this.current.report));
+    const skills = formatSkillProblems(this.current.skills);
+    return [formatDiff(diffToolsets(before.report, this.current.report)), skills].filter((p) => p !== null).join("\n");
   }
 
   /** Applies the user's answer about the project's tools; returns what changed, or null. */

@@ -149,4 +149,20 @@ describe("skills in an ACP session", () => {
     expect(toolResults(fake.requests[1]!.body).at(-1)).toContain("CHECKLIST-MARKER");
     expect(messageText(h, sessionId, "")).toContain("Reviewed src/a.ts.");
   });
+
+  it("/reload picks up a new skill, and a tool's name wins over a skill's", async () => {
+    const { h, sessionId } = await start([]);
+    await fsp.mkdir(path.join(home, "skills/fresh"), { recursive: true });
+    await fsp.writeFile(path.join(home, "skills/fresh/SKILL.md"), "---\nname: fresh\ndescription: A new skill.\n---\nFresh.\n");
+    await fsp.mkdir(path.join(home, "skills/read"), { recursive: true });
+    await fsp.writeFile(path.join(home, "skills/read/SKILL.md"), "---\nname: read\ndescription: Shadowed by the read tool.\n---\nNo.\n");
+    await prompt(h, sessionId, "/reload");
+    const updates = h.updatesOf(sessionId, "available_commands_update");
+    expect(updates.length).toBeGreaterThan(1);
+    const names = updates.at(-1)!.availableCommands.map((c) => c.name);
+    expect(names).toContain("fresh");
+    expect(names.filter((n) => n === "read")).toHaveLength(1);
+    // The reload's answer repeats the skill problems, after the start message.
+    expect(messageText(h, sessionId).split("Some skills could not be loaded")).toHaveLength(3);
+  });
 });
