@@ -9,6 +9,7 @@ Usage:
   toolhost tools [--json] [--cwd DIR]            list a session's tools, where each came from, load problems
   toolhost call <tool> '<json args>' [--cwd DIR] [--mode MODE]
                                                  run one tool call through the session's policy, print its envelope
+  toolhost skills [--json] [--cwd DIR]           list a session's skills, where each came from, shadowing, problems
   toolhost policy explain <tool> '<json args>' [--cwd DIR] [--mode MODE] [--json]
                                                  what the policy decides about one call, and which rule wins
   toolhost policy list [--cwd DIR] [--json]      the permission rules in force, with their sources
@@ -18,7 +19,7 @@ Usage:
   toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
   toolhost --version | --help
 
-tools, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
+tools, skills, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
 call runs in mode full (typing the command approves that one call) unless --mode says read-only,
 ask or accept-edits; what the policy denies stays denied, and a call that needs approval is refused.
 Exit codes of call: 0 output envelope, 1 error envelope, 2 bad usage.
@@ -100,6 +101,12 @@ async function main(argv: string[]): Promise<number> {
       const out = guardStdout();
       const { runTools } = await import("./commands/tools.js");
       return thenExit(runTools({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
+    }
+    case "skills": {
+      const { values } = parse(rest, { json: { type: "boolean" }, ...SESSION_OPTIONS });
+      const out = guardStdout();
+      const { runSkills } = await import("./commands/skills.js");
+      return thenExit(runSkills({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
     }
     case "call": {
       const parsed = parse(rest, { ...SESSION_OPTIONS, mode: { type: "string" } }, 2);

@@ -42,6 +42,7 @@ describe("toolhost tools", () => {
       ["bash", "execute"],
       ["todo", "think"],
       ["question", "other"],
+      ["skill", "read"],
     ]);
     for (const t of tools) {
       expect(t.parameters.type).toBe("object");

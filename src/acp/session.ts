@@ -170,7 +170,10 @@ export class AcpSession implements SessionFrontEnd {
   }
 
   async commandsChanged(): Promise<void> {
-    await this.update({ sessionUpdate: "available_commands_update", availableCommands: availableCommands(this.agent.registry) });
+    await this.update({
+      sessionUpdate: "available_commands_update",
+      availableCommands: availableCommands(this.agent.registry, this.agent.tools.toolset.skills.skills),
+    });
   }
 
   text = (text: string) => this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });

@@ -43,6 +43,7 @@ export type SlashCommand =
   | { type: "help" }
   | { type: "tools" }
   | { type: "reload" }
+  | { type: "skill"; name: string; args: string }
   | { type: "invalid"; message: string };
 
 export function firstSentence(text: string): string {
@@ -50,8 +51,8 @@ export function firstSentence(text: string): string {
   return sentence.length > 160 ? `${sentence.slice(0, 157)}…` : sentence;
 }
 
-/** Parses `/name rest`; null when the text is not a slash command. */
-export function parseSlash(text: string, registry: ToolRegistry): SlashCommand | null {
+/** Parses `/name rest`; null when the text is not a slash command. A tool's name wins over a skill's. */
+export function parseSlash(text: string, registry: ToolRegistry, skills: readonly string[] = []): SlashCommand | null {
   const match = /^\/([A-Za-z][\w-]*)(?:\s+([\s\S]*))?$/.exec(text.trim());
   if (!match) return null;
   const name = match[1] as string;
@@ -60,6 +61,7 @@ export function parseSlash(text: string, registry: ToolRegistry): SlashCommand |
   if (name === "tools") return { type: "tools" };
   if (name === "reload") return { type: "reload" };
   const tool = registry.get(name);
+  if (!tool && skills.includes(name)) return { type: "skill", name, args: rest };
   if (!tool) return { type: "invalid", message: `Unknown command /${name}. ${helpText(registry)}` };
   if (rest.startsWith("{")) {
     const parsed = parseJsonObject(rest);
@@ -95,6 +97,7 @@ export function helpText(registry: ToolRegistry): string {
     "- `/read src/a.ts:10-40`, `/grep TODO`, `/glob **/*.ts`, `/bash ls -la` — plain-text shorthands",
     "- `/tools` — the tools of this session; `/reload` — re-scan and re-import tool files; `/help` — this text",
     "- `/trust` — load this project's own tools for this session (`/trust always`: in every session)",
+    "- `/<skill> [text]` — a model turn with an Agent Skill loaded (`toolhost skills` lists them)",
     "",
     `Tools: ${registry.ids().join(", ")}`,
   ].join("\n");

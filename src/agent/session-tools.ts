@@ -1,6 +1,7 @@
 import type { LoadFile } from "../host/loader.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { buildToolset, type Toolset } from "../host/toolset.js";
+import { formatSkillProblems } from "../host/skills.js";
 import { diffToolsets, formatDiff, formatLoadProblems } from "../host/toolset-report.js";
 import { trust } from "../host/trust.js";
 import type { RequirementSet } from "../tool/requirements.js";
@@ -42,7 +43,8 @@ export class SessionTools {
 
   /** Load problems worth one message at session start (untrusted files are asked about instead). */
   startMessage(): string | null {
-    return formatLoadProblems({ ...this.current.report, skipped: [] });
+    const parts = [formatLoadProblems({ ...this.current.report, skipped: [] }), formatSkillProblems(this.current.skills)];
+    return parts.filter((p) => p !== null).join("\n\n") || null;
   }
 
   /** Project tool files that wait for the user's trust; empty once asked. */
@@ -60,7 +62,8 @@ export class SessionTools {
       trusted: this.trustedForSession,
       loader: this.loader,
     });
-    return formatDiff(diffToolsets(before.report, this.current.report));
+    const skills = formatSkillProblems(this.current.skills);
+    return [formatDiff(diffToolsets(before.report, this.current.report)), skills].filter((p) => p !== null).join("\n");
   }
 
   /** Applies the user's answer about the project's tools; returns what changed, or null. */

@@ -2,7 +2,7 @@ import path from "node:path";
 import type { UserContent } from "ai";
 import type { Envelope } from "../tool/envelope.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
-import type { HostServices, Subagents, SubagentRequest, SubagentResult, ToolIndex, UserQuestions } from "../tool/services.js";
+import type { HostServices, SkillIndex, Subagents, SubagentRequest, SubagentResult, ToolIndex, UserQuestions } from "../tool/services.js";
 import { parseBash } from "../policy/bash-parse.js";
 import { sessionAuthorizer, watch, type AskUser, type PermissionOptions } from "../policy/authorizer.js";
 import type { Authorize, ToolCallRequest } from "../policy/call.js";
@@ -14,6 +14,7 @@ import { SessionRules } from "../policy/session-rules.js";
 import { composeWatchdogs, type Watchdog, type WatchdogVerdict } from "../policy/watchdog.js";
 import { builtinWatchdog } from "../policy/watchdog/builtin.js";
 import type { ToolRegistry } from "../host/registry.js";
+import { loadSkill } from "../host/skills.js";
 import type { Toolset } from "../host/toolset.js";
 import type { FsBackend } from "../runtime/fs/backend.js";
 import { RuntimeSession } from "../runtime/session.js";
@@ -345,7 +346,11 @@ export class AgentSession {
       }
       let slash;
       try {
-        slash = parseSlash(input.text, this.registry);
+        slash = parseSlash(
+          input.text,
+          this.registry,
+          this.tools.toolset.skills.skills.map((s) => s.name),
+        );
       } catch (err) {
         // A shorthand that cannot make sense of its text says why.
         await this.frontEnd.say(err instanceof Error ? err.message : String(err));
@@ -373,6 +378,8 @@ export class AgentSession {
         case "invalid":
           await this.frontEnd.say(slash.message);
           break;
+        case "skill":
+          return stop(await this.skillTurn(slash.name, slash.args, signal));
         case "tool": {
           // `/read` alone: how to call it, rather than the schema's complaints.
           const tool = this.registry.get(slash.toolId);
@@ -430,6 +437,24 @@ export class AgentSession {
     return this.frontEnd.failed ? this.frontEnd.failed(text) : this.frontEnd.say(text);
   }
 
+  /** `/<skill> [arguments]`: a model turn with the skill's instructions loaded, its folder readable. */
+  private async skillTurn(name: string, args: string, signal: AbortSignal): Promise<TurnStopReason> {
+    const skill = await this.services().skills?.load(name);
+    if (!skill) {
+      await this.frontEnd.say(`The skill "${name}" is gone (its SKILL.md was removed?): /reload re-reads the skill folders.`);
+      return "end_turn";
+    }
+    const files = skill.files.length
+      ? `\nIts folder ${skill.dir} also holds: ${skill.files.join(", ")}${skill.moreFiles ? ", …" : ""}.`
+      : "";
+    const text = [
+      `The user ran /${name}${args ? ` ${args}` : ""}, which loads the skill "${name}". Follow its instructions.${files}`,
+      `<skill name="${name}" dir="${skill.dir}">\n${skill.body}\n</skill>`,
+      args ? `The user's arguments: ${args}` : "The user gave no arguments.",
+    ].join("\n\n");
+    return this.modelTurn({ text, content: () => text }, signal);
+  }
+
   /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
   private async modelTurn(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason> {
     const result = await this.askModel(input, signal, this.frontEnd);
@@ -454,6 +479,7 @@ export class AgentSession {
     if (this.registry.has("bash")) void parseBash(":").catch(() => {});
     const { runPromptTurn } = await import("./turn.js");
     const info = modelInfo(choice.spec);
+    const declarations = this.declarations();
     return runPromptTurn(
       {
         spec: choice.spec,
@@ -461,10 +487,11 @@ export class AgentSession {
         history: this.history,
         prompt: input.content({ images: info.images, modelId: choice.spec.id }),
         tools: this.toolContext(signal),
-        declarations: this.declarations(),
+        declarations,
         nextCallId: () => this.nextCallId(),
         meter: this.meter,
         profilePrompt: this.tools.toolset.profile.prompt || undefined,
+        skills: declarations.some((d) => d.id === "skill") ? this.tools.toolset.skills.skills : undefined,
       },
       observer,
     );
@@ -536,6 +563,22 @@ export class AgentSession {
       questions: this.frontEnd.questions,
       tools: this.toolIndex(),
       subagents: depth < MAX_SUBAGENT_DEPTH ? this.subagents(depth) : undefined,
+      skills: this.skillIndex(),
+    };
+  }
+
+  /** The toolset's skills; loading one makes its folder readable for the whole session (subagents share the runtime). */
+  private skillIndex(): SkillIndex {
+    const skills = () => this.tools.toolset.skills.skills;
+    return {
+      list: () => skills().map(({ name, description, path }) => ({ name, description, path })),
+      load: async (name) => {
+        const skill = skills().find((s) => s.name === name);
+        if (!skill) return undefined;
+        const loaded = await loadSkill(skill);
+        this.runtime.allowRead(skill.dir);
+        return loaded;
+      },
     };
   }
 

@@ -20,6 +20,8 @@ export interface SystemPromptOptions {
   cwd: string;
   /** The active profile's prompt (replaces the default prompt). */
   profilePrompt?: string;
+  /** The session's skills, listed one line each (the skill tool loads one). */
+  skills?: readonly { name: string; description: string }[];
   platform?: string;
   date?: Date;
 }
@@ -65,6 +67,15 @@ export async function buildSystemPrompt(options: SystemPromptOptions): Promise<s
       `- Git repository: ${git ? "yes" : "no"}`,
     ].join("\n"),
   ];
+  if (options.skills?.length) {
+    sections.push(
+      [
+        "# Skills",
+        "Load a skill with the skill tool when the task matches its description, then follow it:",
+        ...options.skills.map((s) => `- ${s.name}: ${s.description}`),
+      ].join("\n"),
+    );
+  }
   if (instructions) {
     sections.push(`# Project instructions (${instructions.file})\n\n${instructions.text.trim()}`);
   }

@@ -25,6 +25,8 @@ export interface PromptTurn {
   meter: CostMeter;
   /** The active profile's prompt, when a profile brings one. */
   profilePrompt?: string;
+  /** The skills the system prompt lists (one line each). */
+  skills?: readonly { name: string; description: string }[];
   maxRequests?: number;
 }
 
@@ -38,7 +40,7 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
     if (!(err instanceof ModelSetupError)) throw err;
     return { stopReason: "end_turn", error: loaded.error ? `${err.message}\n(${loaded.error})` : err.message };
   }
-  const system = await buildSystemPrompt({ cwd: turn.cwd, profilePrompt: turn.profilePrompt });
+  const system = await buildSystemPrompt({ cwd: turn.cwd, profilePrompt: turn.profilePrompt, skills: turn.skills });
   return runModelTurn(
     {
       model,

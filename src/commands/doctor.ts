@@ -18,7 +18,7 @@ export interface DoctorOptions {
 export async function runDoctor(options: DoctorOptions): Promise<number> {
   const home = toolhostHome();
   const config = loadUserConfig(home);
-  const { profile, report } = await buildToolset({
+  const { profile, report, skills } = await buildToolset({
     cwd: options.cwd ?? process.cwd(),
     profile: options.profile,
     config,
@@ -35,6 +35,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     "tool folders, in discovery order:",
     ...report.folders.map((f) => `  ${f.origin.padEnd(7)}  ${f.status.padEnd(10)}  ${f.files} file(s)  ${f.dir}`),
     `tools:   ${report.tools.length} (${report.tools.filter((t) => t.source !== "builtin").length} from extensions)`,
+    `skills:  ${skills.skills.length} (\`toolhost skills\` lists them)`,
     `types for extension files: ${path.join(packageRoot(), "dist", "index.d.ts")}`,
     `sandbox: ${describeSandbox(await new SessionSandbox({ setting: sandboxSetting() }).state())}`,
     `sandbox network: ${network.available ? `allowed hosts through the proxy (socat: ${network.socat})` : network.reason}`,
@@ -46,15 +47,16 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   // profile's and the project's folders are optional.
   const problems = [
     ...report.errors.map((e) => `${e.file}: ${e.message}`),
+    ...skills.problems.map((p) => `${p.file}: ${p.message} (the skill is left out)`),
     ...report.folders
       .filter((f) => f.origin === "config" && f.status === "missing")
       .map((f) => `${f.dir}: this folder is listed in toolDirs (${config.path}) but does not exist; create it or fix the entry`),
   ];
   block(`problems (${problems.length}):`, problems);
-  block(
-    "shadowed (the first definition found wins):",
-    report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`),
-  );
+  block("shadowed (the first definition found wins):", [
+    ...report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`),
+    ...skills.shadowed.map((s) => `skill ${s.name}: ${s.file} lost to ${s.winner}`),
+  ]);
   block(
     "skipped, project not trusted (`toolhost trust` loads them):",
     report.skipped.map((s) => s.file),

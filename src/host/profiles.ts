@@ -50,7 +50,7 @@ export interface Profile {
   origin: "user" | "shipped" | "fallback";
   /** Tool folders, in discovery order (the user's before the shipped one). */
   toolDirs: string[];
-  /** Skill folders, in discovery order. Stored, not yet read: the `skill` tool (issue 12) reads them. */
+  /** Skill folders, in discovery order: the first of host/skills.ts's folders. */
   skillDirs: string[];
 }
 

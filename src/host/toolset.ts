@@ -10,6 +10,7 @@ import { isLockedId } from "./locked.js";
 import { loadProfile, type Profile } from "./profiles.js";
 import { ToolRegistry } from "./registry.js";
 import type { DisabledTool, ToolsetReport } from "./toolset-report.js";
+import { discoverSkills, type SkillDiscovery } from "./skills.js";
 import { projectKey, readTrust } from "./trust.js";
 import { loadProfileWatchdog } from "./watchdog-module.js";
 import type { Watchdog } from "../policy/watchdog.js";
@@ -29,6 +30,8 @@ export interface ToolsetOptions {
   root?: string;
   /** The user config, when the caller has read it already. */
   config?: LoadedConfig;
+  /** The user's home folder, for `~/.claude/skills/` (default: os.homedir()). */
+  userHome?: string;
 }
 
 /** A session's tools: what the ACP layer and the CLI run calls against. */
@@ -40,6 +43,8 @@ export interface Toolset {
   report: ToolsetReport;
   /** The profile's own watchdog (`<profile dir>/watchdog.ts`), when it has one; fails closed. */
   watchdog?: Watchdog;
+  /** The session's Agent Skills (host/skills.ts), with the folders read and their problems. */
+  skills: SkillDiscovery;
 }
 
 /** Why the profile leaves a tool out (`enable` is an allowlist, then `disable`, then `kinds`), or null. */
@@ -164,7 +169,9 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const { registry, disabled } = applyProfile(profile, found.placed.values());
   errors.push(...unknownProfileIds(profile, found.offeredIds));
 
+  const skills = await discoverSkills({ cwd, profileDirs: profile.skillDirs, home, userHome: options.userHome, trusted });
+
   const report = toolsetReport({ cwd, profile: profile.name, trusted }, registry, found, { errors, disabled });
   noteAbsentTools(registry, report);
-  return { registry, manifest: profile.requires, profile, report, watchdog: watched.watchdog };
+  return { registry, manifest: profile.requires, profile, report, watchdog: watched.watchdog, skills };
 }

@@ -61,6 +61,8 @@ export class RuntimeSession implements SessionState {
   private readonly vars: ScopeVariables;
   private readonly router: (abs: string, fallback: FsBackend) => FsBackend;
   private readonly scopes = new Map<string, CompiledScope>();
+  /** Folders every call may read besides its scope (loaded skills' folders). */
+  private readonly readDirs = new Set<string>();
 
   constructor(options: RuntimeSessionOptions) {
     if (!path.isAbsolute(options.workspace)) throw new Error(`Workspace must be absolute: ${options.workspace}`);
@@ -88,6 +90,17 @@ export class RuntimeSession implements SessionState {
     return this.router(abs, this.fs);
   };
 
+  /** Lets every call of the session read `dir` (a loaded skill's folder), on top of its own scope. */
+  allowRead(dir: string): void {
+    // Skill folders are found on disk: allow their real path too, whatever backend serves the workspace.
+    const dirs = [path.resolve(dir), realOrSame(path.resolve(dir))];
+    // A `{` would read as a scope variable and break every scope: such a folder stays unreadable (fail closed).
+    const fresh = dirs.filter((d) => !this.readDirs.has(d) && !d.includes("{"));
+    if (!fresh.length) return;
+    for (const d of fresh) this.readDirs.add(d);
+    this.scopes.clear();
+  }
+
   /**
    * The compiled scope of a requirement set. The session's own sidecar folder is always
    * readable, so a truncated output can be read on. Throws ScopeError on an undefined variable.
@@ -98,7 +111,10 @@ export class RuntimeSession implements SessionState {
     if (!scope) {
       const withSidecars: RequirementSet = {
         ...requires,
-        fs: { ...requires.fs, read: [...(requires.fs?.read ?? []), `${this.sidecars.dir}/**`] },
+        fs: {
+          ...requires.fs,
+          read: [...(requires.fs?.read ?? []), `${this.sidecars.dir}/**`, ...[...this.readDirs].map((d) => `${d}/**`)],
+        },
       };
       scope = compileScope(withSidecars, this.vars, this.workspace);
       this.scopes.set(key, scope);

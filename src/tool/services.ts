@@ -91,8 +91,24 @@ export interface SkillInfo {
   path: string;
 }
 
+/** A skill loaded for the model: its instructions and what else its folder holds. */
+export interface LoadedSkill {
+  name: string;
+  description: string;
+  /** The skill's folder: its files are readable for the rest of the session. */
+  dir: string;
+  /** SKILL.md without its front matter. */
+  body: string;
+  /** The folder's other files, relative to `dir`, `/`-separated (capped). */
+  files: string[];
+  /** Whether the folder holds more files than `files` lists. */
+  moreFiles: boolean;
+}
+
 export interface SkillIndex {
   list(): SkillInfo[];
+  /** Loads a skill by name and makes its folder readable; undefined for an unknown name. */
+  load(name: string): Promise<LoadedSkill | undefined>;
 }
 
 export interface HostServices {
