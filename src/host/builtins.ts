@@ -4,12 +4,13 @@ import edit from "../tools/edit.js";
 import glob from "../tools/glob.js";
 import grep from "../tools/grep.js";
 import read from "../tools/read.js";
+import task from "../tools/task.js";
 import todo from "../tools/todo.js";
 import write from "../tools/write.js";
 import { ToolRegistry } from "./registry.js";
 
 /** The locked tools this build implements, in the RFC's order. */
-export const BUILTIN_TOOLS: readonly AnyTool[] = [read, write, edit, glob, grep, bash, todo];
+export const BUILTIN_TOOLS: readonly AnyTool[] = [read, write, edit, glob, grep, bash, todo, task];
 
 export function builtinRegistry(): ToolRegistry {
   const registry = new ToolRegistry();

@@ -200,13 +200,13 @@ describe("what the model is offered", () => {
       }),
     );
     await s.prompt({ text: "hi", content: () => "hi" });
-    expect(toolNames(model.requests[0])).toEqual(["glob", "grep", "lister", "read", "todo"]);
+    expect(toolNames(model.requests[0])).toEqual(["glob", "grep", "lister", "read", "task", "todo"]);
     const lister = model.requests[0]?.body.tools?.find((t) => t.function.name === "lister");
-    expect(lister?.function.description).toBe("Knows: read, glob, grep, todo, lister");
+    expect(lister?.function.description).toBe("Knows: read, glob, grep, todo, task, lister");
 
     s.setMode("ask");
     await s.prompt({ text: "again", content: () => "again" });
-    expect(toolNames(model.requests[1])).toEqual(["bash", "edit", "glob", "grep", "lister", "read", "todo", "write"]);
+    expect(toolNames(model.requests[1])).toEqual(["bash", "edit", "glob", "grep", "lister", "read", "task", "todo", "write"]);
   });
 });
 
