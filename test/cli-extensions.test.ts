@@ -53,7 +53,7 @@ describe("the issue's walkthrough: hello.ts in the profile and in a trusted proj
 
     const trusted = JSON.parse((await toolhost("tools", "--json")).stdout);
     expect(trusted.trusted).toBe(true);
-    expect(trusted.tools.map((t: { id: string; source: string }) => [t.id, t.source]).slice(7)).toEqual([
+    expect(trusted.tools.map((t: { id: string; source: string }) => [t.id, t.source]).slice(8)).toEqual([
       ["hello", mine],
       ["project_only", path.join(project, ".toolhost/tools/project_only.ts")],
     ]);

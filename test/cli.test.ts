@@ -40,7 +40,7 @@ afterAll(async () => {
 });
 
 describe("toolhost tools", () => {
-  it("lists the seven local locked tools with kinds and JSON Schemas", async () => {
+  it("lists the eight local locked tools with kinds and JSON Schemas", async () => {
     const { code, stdout } = await toolhost(["tools", "--json"]);
     expect(code).toBe(0);
     const { tools } = JSON.parse(stdout) as { tools: { id: string; kind: string; source: string; parameters: { type: string } }[] };
@@ -52,6 +52,7 @@ describe("toolhost tools", () => {
       ["grep", "search"],
       ["bash", "execute"],
       ["todo", "think"],
+      ["task", "think"],
     ]);
     for (const t of tools) {
       expect(t.parameters.type).toBe("object");

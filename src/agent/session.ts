@@ -30,9 +30,13 @@ import { appendProjectRules } from "../config/project-permissions.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
+import { DEFAULT_PROMPT } from "./system-prompt.js";
 import { registryIndex } from "./tool-index.js";
 import { runToolCall, type ToolCallInfo, type ToolRunContext } from "./tool-runner.js";
 import type { CostMeter, ToolDeclaration, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
+
+const SUBAGENT_NOTE =
+  "# Subagent\nYou are a subagent: another agent gave you one task through the task tool. Nobody else reads this conversation: do the task, then answer with one final message that holds everything the other agent needs (findings with file paths, what you changed).";
 
 /** How deep subagents may nest (a subagent's own subagents count one more). */
 export const MAX_SUBAGENT_DEPTH = 3;
@@ -496,7 +500,9 @@ export class AgentSession {
         declarations: this.declarations(),
         nextCallId: () => this.nextCallId(),
         meter: this.meter,
-        profilePrompt: [this.tools.toolset.profile.prompt, this.instructions].filter(Boolean).join("\n\n") || undefined,
+        profilePrompt: this.instructions
+          ? `${this.tools.toolset.profile.prompt || DEFAULT_PROMPT}\n\n${this.instructions}`
+          : this.tools.toolset.profile.prompt || undefined,
       },
       observer,
     );
@@ -692,7 +698,8 @@ export class AgentSession {
       frontEnd: state.frontEnd,
       model: agent?.model ?? this.modelId,
       allowedTools: allowed,
-      instructions: agent?.prompt || undefined,
+      // The system prompt adds the subagent's situation, then its agent's own instructions.
+      instructions: [SUBAGENT_NOTE, agent?.prompt].filter(Boolean).join("\n\n"),
       parent: {
         runtime: this.runtime,
         rules: this.rules,
