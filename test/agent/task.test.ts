@@ -9,6 +9,7 @@ import type { ToolCallInfo } from "../../src/agent/tool-runner.js";
 import type { ToolEvent } from "../../src/tool/context.js";
 import { defineTool } from "../../src/tool/define.js";
 import type { Envelope } from "../../src/tool/envelope.js";
+import { startFakeAnthropic } from "../fixtures/fake-anthropic.mjs";
 import { startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { sleepMarker, survivors, tempDir } from "../helpers.js";
 
@@ -42,10 +43,11 @@ interface Log {
   done: Map<string, Envelope>;
   events: { callId: string; event: ToolEvent }[];
   text: string;
+  costs: (number | undefined)[];
 }
 
 function frontEnd(): SessionFrontEnd & { log: Log } {
-  const log: Log = { pending: [], done: new Map(), events: [], text: "" };
+  const log: Log = { pending: [], done: new Map(), events: [], text: "", costs: [] };
   return {
     log,
     say: () => {},
@@ -53,7 +55,7 @@ function frontEnd(): SessionFrontEnd & { log: Log } {
       log.text += delta;
     },
     thought: () => {},
-    usage: () => {},
+    usage: (report) => void log.costs.push(report.cost?.amount),
     pending: (info) => void log.pending.push(info),
     event: (callId, event) => void log.events.push({ callId, event }),
     running: () => {},
@@ -294,6 +296,30 @@ describe("the task tool", () => {
       ["depth 2", ["read", "task"]],
       ["depth 3", ["read"]],
     ]);
+  });
+
+  it("counts a child's cost in the parent's usage", async () => {
+    const anthropic = await startFakeAnthropic([
+      { toolUse: { name: "task", input: { description: "Look", prompt: "look" } } },
+      { text: "Looked." },
+      { text: "Done." },
+    ]);
+    try {
+      await fsp.writeFile(
+        path.join(home, "config.json"),
+        JSON.stringify({
+          model: "anthropic/claude-sonnet-4-5",
+          providers: { anthropic: { apiKey: "sk-ant-test", baseURL: anthropic.url } },
+        }),
+      );
+      const { s, fe } = await session("ask");
+      expect(await s.prompt({ text: "go", content: () => "go" })).toBe("end_turn");
+      expect(anthropic.requests).toHaveLength(3);
+      // Each request: 42 input and 12 output tokens at $3/$15 per million = $0.000306.
+      expect(fe.log.costs).toEqual([0.000306, 0.000612, 0.000918]);
+    } finally {
+      await anthropic.close();
+    }
   });
 
   it("cancelling the parent cancels every child and kills what they started", async () => {
