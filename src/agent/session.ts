@@ -615,6 +615,7 @@ export class AgentSession {
     state.parentCallId = request.parentCallId;
     state.progress = request.progress;
     state.text = "";
+    state.description = request.description;
     const historyLength = child.history.length;
     try {
       const result = await child.askModel({ text: request.prompt, content: () => request.prompt }, signal, state.frontEnd);
@@ -652,13 +653,15 @@ export class AgentSession {
     const allowed = new Set(wanted.filter((id) => this.registry.has(id) && (!parentAllowed || parentAllowed.has(id))));
     const parentEnd = this.frontEnd;
     const lines = new Map<string, string>();
-    const state: SubagentEntry["state"] = { text: "", frontEnd: undefined as unknown as SessionFrontEnd };
+    const state: SubagentEntry["state"] = { text: "", description: request.description, frontEnd: undefined as unknown as SessionFrontEnd };
     const show = (info: ToolCallInfo, status: string) => {
       lines.set(info.callId, `${info.title} — ${status}`);
       state.progress?.([...lines.values()]);
     };
     const nested = (info: ToolCallInfo): ToolCallInfo => (state.parentCallId ? { ...info, parentCallId: state.parentCallId } : info);
     const agentMode = agent?.mode;
+    const agentName = agent ? `agent ${agent.name}` : "read-only tools";
+    const parentApprove = parentEnd.approve;
     state.frontEnd = {
       // The child's calls show in the parent's view under the task's call; its text becomes the result.
       pending: (info) => {
@@ -689,7 +692,10 @@ export class AgentSession {
       // A child's cost adds to the parent's meter (shared): the parent's usage shows it.
       usage: () => this.reportUsage(),
       say: () => {},
-      approve: parentEnd.approve,
+      // The child's approval requests reach the same person, saying which subagent asks.
+      approve:
+        parentApprove &&
+        ((req, sig) => parentApprove({ ...req, why: `${req.why}; asked by the subagent "${state.description}" (${agentName})` }, sig)),
       questions: parentEnd.questions,
     };
     const child = new AgentSession({
@@ -727,5 +733,5 @@ interface SubagentEntry {
   taskId: string;
   child: AgentSession;
   busy: boolean;
-  state: { text: string; frontEnd: SessionFrontEnd; parentCallId?: string; progress?: (lines: string[]) => void };
+  state: { text: string; description: string; frontEnd: SessionFrontEnd; parentCallId?: string; progress?: (lines: string[]) => void };
 }

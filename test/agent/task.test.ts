@@ -298,6 +298,25 @@ describe("the task tool", () => {
     ]);
   });
 
+  it("asks the parent's person about a child's call, saying which subagent asks", async () => {
+    await withModel((body) => {
+      const results = toolResults(body);
+      if (firstUser(body) === "go")
+        return results.length ? { text: "ok" } : call("task", { description: "Bump a", prompt: "bump it" }, "t1");
+      return results.length ? { text: "bumped" } : call("edit", { path: "src/a.ts", old_string: "= 1", new_string: "= 2" });
+    });
+    const asked: string[] = [];
+    const fe = frontEnd();
+    fe.approve = async (request) => {
+      asked.push(`${request.call.tool.id}: ${request.why}`);
+      return "allow_once";
+    };
+    const { s } = await session("ask", fe);
+    await s.prompt({ text: "go", content: () => "go" });
+    expect(asked).toEqual([expect.stringMatching(/^edit: .*; asked by the subagent "Bump a" \(agent general-purpose\)$/)]);
+    expect(await fsp.readFile(path.join(ws, "src/a.ts"), "utf8")).toBe("export const a = 2;\n");
+  });
+
   it("counts a child's cost in the parent's usage", async () => {
     const anthropic = await startFakeAnthropic([
       { toolUse: { name: "task", input: { description: "Look", prompt: "look" } } },
