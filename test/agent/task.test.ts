@@ -212,7 +212,7 @@ describe("the task tool", () => {
     await fsp.mkdir(path.join(home, "agents"), { recursive: true });
     await fsp.writeFile(
       path.join(home, "agents", "looker.md"),
-      "---\nname: looker\ndescription: Looks only\ntools: [read, grep, bash]\nmode: read-only\n---\nYou only look.\n",
+      "---\nname: looker\ndescription: Looks only\ntools: [read, grep, bash]\nmode: read-only\nmodel: openai-compatible/looker-model\n---\nYou only look.\n",
     );
     await fsp.writeFile(path.join(home, "agents", "wide.md"), "---\nname: wide\ndescription: Wants full\nmode: full\n---\n");
     const model = await withModel((body) => {
@@ -234,6 +234,9 @@ describe("the task tool", () => {
     // bash is listed by the agent but hidden by its read-only mode; task is not listed.
     expect(toolNames(looker.body)).toEqual(["grep", "read"]);
     expect(systemOf(looker.body)).toContain("You only look.");
+    // The agent's model, on the same provider; the parent keeps its own.
+    expect(looker.body.model).toBe("looker-model");
+    expect(model.requests[0]?.body.model).toBe("fake");
     // "mode: full" under an ask parent stays ask: headless, the write is refused, not run.
     const [, wide] = [...fe.log.done.entries()].filter(([, e]) => e).map(([, e]) => e);
     expect(resultText(wide)).not.toMatch(/^task_id: .*\n\n.*wrote/i);
