@@ -41,6 +41,7 @@ describe("toolhost tools", () => {
       ["grep", "search"],
       ["bash", "execute"],
       ["todo", "think"],
+      ["task", "think"],
       ["question", "other"],
       ["skill", "read"],
     ]);

@@ -16,6 +16,11 @@ interface CallView {
   liveTimer: NodeJS.Timeout | null;
 }
 
+/** A subagent's call names the task call that started it (clients without ACP subagent sessions nest it). */
+function parentMeta(info: ToolCallInfo): { _meta?: { parentToolCallId: string } } {
+  return info.parentCallId ? { _meta: { parentToolCallId: info.parentCallId } } : {};
+}
+
 /**
  * The editor's view of the session's tool calls: tool_call → diffs, terminal or live output →
  * in_progress → completed / failed, each as a session/update.
@@ -36,6 +41,7 @@ export class ToolCallViews {
       status: "pending",
       locations: info.locations,
       ...(info.args === undefined ? {} : { rawInput: boundedJson(info.args) }),
+      ...parentMeta(info),
     });
   }
 
@@ -48,6 +54,7 @@ export class ToolCallViews {
       title: info.title,
       locations: info.locations,
       rawInput: boundedJson(info.args),
+      ...parentMeta(info),
     });
   }
 
@@ -92,6 +99,16 @@ export class ToolCallViews {
         if (!view) return;
         view.terminal = { type: "terminal", terminalId: event.terminalId };
         await this.update({ sessionUpdate: "tool_call_update", toolCallId: callId, content: [view.terminal] });
+        return;
+      }
+      case "progress": {
+        if (!view) return;
+        // A subagent's calls, one line each (title — status): the whole list replaces the last.
+        await this.update({
+          sessionUpdate: "tool_call_update",
+          toolCallId: callId,
+          content: [textContent(event.lines.map((line) => `- ${line}`).join("\n"))],
+        });
         return;
       }
       case "output": {

@@ -1,6 +1,8 @@
+import { randomUUID } from "node:crypto";
 import path from "node:path";
 import type { UserContent } from "ai";
 import type { Envelope } from "../tool/envelope.js";
+import { ToolError } from "../tool/errors.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import type { HostServices, SkillIndex, Subagents, SubagentRequest, SubagentResult, ToolIndex, UserQuestions } from "../tool/services.js";
 import { parseBash } from "../policy/bash-parse.js";
@@ -21,6 +23,7 @@ import { RuntimeSession } from "../runtime/session.js";
 import type { ShellBackend } from "../runtime/shell/backend.js";
 import type { SpawnTransform } from "../runtime/shell/scoped.js";
 import { SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
+import { loadAgents, stricterMode, type AgentCatalog, type AgentDefinition } from "./agents.js";
 import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./commands.js";
 import { History } from "./history.js";
 import { peekUserConfig } from "../config/file.js";
@@ -28,9 +31,13 @@ import { appendProjectRules } from "../config/project-permissions.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
+import { DEFAULT_PROMPT } from "./system-prompt.js";
 import { registryIndex } from "./tool-index.js";
-import { runToolCall, type ToolRunContext } from "./tool-runner.js";
-import type { CostMeter, ToolDeclaration, TurnObserver, TurnStopReason } from "./turn-types.js";
+import { runToolCall, type ToolCallInfo, type ToolRunContext } from "./tool-runner.js";
+import type { CostMeter, ToolDeclaration, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
+
+const SUBAGENT_NOTE =
+  "# Subagent\nYou are a subagent: another agent gave you one task through the task tool. Nobody else reads this conversation: do the task, then answer with one final message that holds everything the other agent needs (findings with file paths, what you changed).";
 
 /** How deep subagents may nest (a subagent's own subagents count one more). */
 export const MAX_SUBAGENT_DEPTH = 3;
@@ -108,7 +115,11 @@ export interface AgentSessionOptions {
     nextCallId: () => string;
     depth: number;
     mode: () => ModeId;
+    /** The parent's cost meter: a child's cost counts in the parent's. */
+    meter: CostMeter;
   };
+  /** Instructions added to the system prompt (a subagent's agent file body). */
+  instructions?: string;
   /** Tool ids this session may use (a subagent's narrower set); default all. */
   allowedTools?: ReadonlySet<string>;
 }
@@ -129,7 +140,7 @@ export class AgentSession {
   readonly tools: SessionTools;
   readonly rules: SessionRules;
   readonly history = new History();
-  readonly meter: CostMeter = { amount: 0 };
+  readonly meter: CostMeter;
   /** The OS sandbox every command of the session runs in; undefined when an embedder's transform replaces it. */
   readonly sandbox: SessionSandbox | undefined;
   private readonly frontEnd: SessionFrontEnd;
@@ -141,6 +152,10 @@ export class AgentSession {
   private turnDone: Promise<unknown> = Promise.resolve();
   private callSeq = 0;
   private permissionRules: { toolset: Toolset; rules: SourcedRule[]; problems: string[] } | null = null;
+  /** Subagents started by this session's task calls, by task id (a later call continues one). */
+  private readonly children = new Map<string, SubagentEntry>();
+  private readonly instructions: string | undefined;
+  private lastUsage: UsageReport | undefined;
 
   constructor(options: AgentSessionOptions) {
     this.cwd = options.cwd;
@@ -148,6 +163,8 @@ export class AgentSession {
     this.frontEnd = options.frontEnd;
     this.parent = options.parent;
     this.allowedTools = options.allowedTools;
+    this.instructions = options.instructions;
+    this.meter = options.parent?.meter ?? { amount: 0 };
     this.ownMode = options.mode ?? DEFAULT_MODE;
     this.modelId = options.model;
     this.rules = options.parent?.rules ?? new SessionRules();
@@ -296,18 +313,22 @@ export class AgentSession {
   /** The tools the model is offered: the mode's visible kinds, this session's allowed ids, each tool's own description. */
   declarations(): ToolDeclaration[] {
     const host = this.services();
-    return this.registry
-      .list()
-      .filter(({ tool }) => isKindVisible(this.mode, tool.kind, tool.id) && (!this.allowedTools || this.allowedTools.has(tool.id)))
-      .map(({ tool }) => {
-        let description = tool.description;
-        try {
-          description = tool.describe?.({ host }) ?? tool.description;
-        } catch (err) {
-          process.stderr.write(`toolhost: ${tool.id}'s describe failed: ${String(err)}\n`);
-        }
-        return { id: tool.id, description, inputSchema: tool.inputSchema };
-      });
+    return (
+      this.registry
+        .list()
+        .filter(({ tool }) => isKindVisible(this.mode, tool.kind, tool.id) && (!this.allowedTools || this.allowedTools.has(tool.id)))
+        // No task where no subagent can start (the depth limit).
+        .filter(({ tool }) => tool.id !== "task" || host.subagents !== undefined)
+        .map(({ tool }) => {
+          let description = tool.description;
+          try {
+            description = tool.describe?.({ host }) ?? tool.description;
+          } catch (err) {
+            process.stderr.write(`toolhost: ${tool.id}'s describe failed: ${String(err)}\n`);
+          }
+          return { id: tool.id, description, inputSchema: tool.inputSchema };
+        })
+    );
   }
 
   private async runTurn(input: PromptInput): Promise<TurnStopReason> {
@@ -457,7 +478,22 @@ export class AgentSession {
 
   /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
   private async modelTurn(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason> {
-    const result = await this.askModel(input, signal, this.frontEnd);
+    const frontEnd = this.frontEnd;
+    // The front end may be a class: delegate, do not spread.
+    const observer: TurnObserver = {
+      pending: (info) => frontEnd.pending(info),
+      describe: (info) => frontEnd.describe?.(info),
+      event: (callId, event) => frontEnd.event(callId, event),
+      running: (callId) => frontEnd.running(callId),
+      done: (callId, envelope, info, display) => frontEnd.done(callId, envelope, info, display),
+      text: (delta) => frontEnd.text(delta),
+      thought: (delta) => frontEnd.thought(delta),
+      usage: (report) => {
+        this.lastUsage = report;
+        return frontEnd.usage(report);
+      },
+    };
+    const result = await this.askModel(input, signal, observer);
     if (result.error && !signal.aborted) await this.fail(result.error);
     return result.stopReason;
   }
@@ -490,7 +526,9 @@ export class AgentSession {
         declarations,
         nextCallId: () => this.nextCallId(),
         meter: this.meter,
-        profilePrompt: this.tools.toolset.profile.prompt || undefined,
+        profilePrompt: this.instructions
+          ? `${this.tools.toolset.profile.prompt || DEFAULT_PROMPT}\n\n${this.instructions}`
+          : this.tools.toolset.profile.prompt || undefined,
         skills: declarations.some((d) => d.id === "skill") ? this.tools.toolset.skills.skills : undefined,
       },
       observer,
@@ -593,57 +631,150 @@ export class AgentSession {
   private subagents(depth: number): Subagents {
     return {
       run: (request, signal) => this.runSubagent(request, signal, depth),
+      agents: () => this.agentCatalog().agents.map(({ name, description }) => ({ name, description })),
     };
   }
 
+  /** The agents a task may run (agent files of a trusted project only). */
+  agentCatalog(): AgentCatalog {
+    return loadAgents(this.cwd, this.tools.toolset.report.trusted);
+  }
+
   private async runSubagent(request: SubagentRequest, signal: AbortSignal, depth: number): Promise<SubagentResult> {
-    const readOnly = this.registry
-      .list()
-      .filter(({ tool }) => isReadOnlyKind(tool.kind))
-      .map(({ tool }) => tool.id);
-    const wanted = request.tools ?? readOnly;
+    let entry = request.taskId ? this.children.get(request.taskId) : undefined;
+    if (request.taskId && !entry)
+      throw new ToolError(
+        "invalid_arguments",
+        `There is no task ${request.taskId} in this session${this.children.size ? ` (tasks: ${[...this.children.keys()].join(", ")})` : ""}; leave task_id out to start a new one.`,
+      );
+    if (entry?.busy)
+      throw new ToolError("invalid_arguments", `Task ${request.taskId} is still running; wait for its answer before continuing it.`);
+    if (!entry) {
+      entry = this.newChild(request, depth);
+      this.children.set(entry.taskId, entry);
+    }
+    const { child, state } = entry;
+    entry.busy = true;
+    state.parentCallId = request.parentCallId;
+    state.progress = request.progress;
+    state.text = "";
+    state.description = request.description;
+    const historyLength = child.history.length;
+    try {
+      const result = await child.askModel({ text: request.prompt, content: () => request.prompt }, signal, state.frontEnd);
+      // A subagent's turn ends with its last message: text of earlier requests was narration.
+      const last = child.history.length > historyLength ? child.history.lastAssistantText() : undefined;
+      return {
+        text: last ?? state.text,
+        stopReason: signal.aborted ? "cancelled" : result.stopReason,
+        ...(result.error ? { error: result.error } : {}),
+        taskId: entry.taskId,
+      };
+    } finally {
+      entry.busy = false;
+    }
+  }
+
+  /** A child session for a request: its agent's tools (never wider than this session's), model and stricter mode. */
+  private newChild(request: SubagentRequest, depth: number): SubagentEntry {
+    let agent: AgentDefinition | undefined;
+    if (request.agent !== undefined) {
+      const { agents } = this.agentCatalog();
+      agent = agents.find((a) => a.name === request.agent);
+      if (!agent)
+        throw new ToolError(
+          "invalid_arguments",
+          `Unknown agent ${JSON.stringify(request.agent)}. Valid agents: ${agents.map((a) => a.name).join(", ")}.`,
+        );
+    }
+    const ids = this.registry.list().map(({ tool }) => tool);
+    const wanted =
+      request.tools ??
+      agent?.tools ??
+      (agent ? ids : ids.filter((t) => isReadOnlyKind(t.kind))).map((t) => t.id).filter((id) => id !== "task");
     const parentAllowed = this.allowedTools;
     const allowed = new Set(wanted.filter((id) => this.registry.has(id) && (!parentAllowed || parentAllowed.has(id))));
-    let text = "";
     const parentEnd = this.frontEnd;
-    const frontEnd: SessionFrontEnd = {
-      // The child's calls show in the parent's view; its text becomes the result.
-      pending: (info) => parentEnd.pending(info),
-      describe: (info) => parentEnd.describe?.(info),
+    const lines = new Map<string, string>();
+    const state: SubagentEntry["state"] = { text: "", description: request.description, frontEnd: undefined as unknown as SessionFrontEnd };
+    const show = (info: ToolCallInfo, status: string) => {
+      lines.set(info.callId, `${info.title} — ${status}`);
+      state.progress?.([...lines.values()]);
+    };
+    const nested = (info: ToolCallInfo): ToolCallInfo => (state.parentCallId ? { ...info, parentCallId: state.parentCallId } : info);
+    const agentMode = agent?.mode;
+    const agentName = agent ? `agent ${agent.name}` : "read-only tools";
+    const parentApprove = parentEnd.approve;
+    state.frontEnd = {
+      // The child's calls show in the parent's view under the task's call; its text becomes the result.
+      pending: (info) => {
+        show(info, "pending");
+        return parentEnd.pending(nested(info));
+      },
+      describe: (info) => {
+        show(info, "pending");
+        return parentEnd.describe?.(nested(info));
+      },
       event: (callId, event) => parentEnd.event(callId, event),
-      running: (callId) => parentEnd.running(callId),
-      done: (callId, envelope, info) => parentEnd.done(callId, envelope, info),
+      running: (callId) => {
+        const line = lines.get(callId);
+        if (line !== undefined) {
+          lines.set(callId, line.replace(/ — [a-z_]+$/, " — in progress"));
+          state.progress?.([...lines.values()]);
+        }
+        return parentEnd.running(callId);
+      },
+      done: (callId, envelope, info, display) => {
+        show(info, envelope.type === "output" && !display?.failed ? "completed" : "failed");
+        return parentEnd.done(callId, envelope, nested(info), display);
+      },
       text: (delta) => {
-        text += delta;
+        state.text += delta;
       },
       thought: () => {},
-      usage: () => {},
+      // A child's cost adds to the parent's meter (shared): the parent's usage shows it.
+      usage: () => this.reportUsage(),
       say: () => {},
-      approve: parentEnd.approve,
+      // The child's approval requests reach the same person, saying which subagent asks.
+      approve:
+        parentApprove &&
+        ((req, sig) => parentApprove({ ...req, why: `${req.why}; asked by the subagent "${state.description}" (${agentName})` }, sig)),
       questions: parentEnd.questions,
     };
     const child = new AgentSession({
       cwd: this.cwd,
       tools: this.tools,
-      frontEnd,
-      model: this.modelId,
+      frontEnd: state.frontEnd,
+      model: agent?.model ?? this.modelId,
       allowedTools: allowed,
+      // The system prompt adds the subagent's situation, then its agent's own instructions.
+      instructions: [SUBAGENT_NOTE, agent?.prompt].filter(Boolean).join("\n\n"),
       parent: {
         runtime: this.runtime,
         rules: this.rules,
         sandbox: this.sandbox,
         nextCallId: () => this.nextCallId(),
         depth: depth + 1,
-        mode: () => this.mode,
+        // The parent's mode, narrowed by the agent's: never wider.
+        mode: () => stricterMode(this.mode, agentMode),
+        meter: this.meter,
       },
     });
-    const result = await child.askModel({ text: request.prompt, content: () => request.prompt }, signal, frontEnd);
-    // A subagent's turn ends with its last message: text of earlier requests was narration.
-    const last = child.history.lastAssistantText();
-    return {
-      text: last ?? text,
-      stopReason: signal.aborted ? "cancelled" : result.stopReason,
-      ...(result.error ? { error: result.error } : {}),
-    };
+    return { taskId: `task_${randomUUID().slice(0, 8)}`, child, busy: false, state };
   }
+
+  /** The parent's last usage, with the cost its children added since. */
+  private reportUsage(): void | Promise<void> {
+    const last = this.lastUsage;
+    // Without a price there is no cost to add (the context size is the parent's own).
+    if (!last || this.meter.amount === 0) return;
+    return this.frontEnd.usage({ ...last, cost: { amount: Math.round(this.meter.amount * 1e6) / 1e6, currency: "USD" } });
+  }
+}
+
+interface SubagentEntry {
+  taskId: string;
+  child: AgentSession;
+  busy: boolean;
+  state: { text: string; description: string; frontEnd: SessionFrontEnd; parentCallId?: string; progress?: (lines: string[]) => void };
 }

@@ -46,6 +46,8 @@ export interface ToolCallInfo {
   locations: ToolLocation[];
   /** The arguments as given (undefined while a model is still streaming them). */
   args: unknown;
+  /** A subagent's call: the call (task) that started the subagent. */
+  parentCallId?: string;
 }
 
 /** A looked-up, validated call with its context: what the runner, the editor and the approval all use. */

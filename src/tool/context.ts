@@ -181,7 +181,9 @@ export type ToolEvent =
   | { type: "diff"; path: string; oldText: string | null; newText: string }
   | { type: "terminal"; terminalId: string }
   /** Live output of a running command (bash), for a progress view when there is no editor terminal. */
-  | { type: "output"; stream: "stdout" | "stderr"; chunk: string };
+  | { type: "output"; stream: "stdout" | "stderr"; chunk: string }
+  /** A running call's progress as a whole (a subagent's calls, one line each): replaces the previous. */
+  | { type: "progress"; lines: string[] };
 
 /** What a call's preview produced: the events the editor was shown, and the tool's own plan. */
 export interface ToolPreview {

@@ -51,8 +51,16 @@ export interface SubagentRequest {
   prompt: string;
   /** A few words for the editor's title. */
   description: string;
-  /** Tool ids the subagent may use (default: the parent's read-only tools). */
+  /** Tool ids the subagent may use (default: the parent's read-only tools; with `agent`, the agent's). */
   tools?: string[];
+  /** The agent to run (its tools, model, mode and instructions); unknown: an `invalid_arguments` error listing the valid ones. */
+  agent?: string;
+  /** Continues the conversation of the child this id names (from an earlier result). */
+  taskId?: string;
+  /** The calling tool call, so the child's calls show nested under it. */
+  parentCallId?: string;
+  /** The child's progress (each of its tool calls, one line with its title and status), as it changes. */
+  progress?: (lines: string[]) => void;
 }
 
 export interface SubagentResult {
@@ -61,10 +69,20 @@ export interface SubagentResult {
   stopReason: "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
   /** A failure stated for the user (no model, a provider error). */
   error?: string;
+  /** The child's id: a later request with it continues the child's conversation. */
+  taskId: string;
+}
+
+/** An agent a subagent can run, as its tool's description lists it. */
+export interface AgentInfo {
+  name: string;
+  description: string;
 }
 
 export interface Subagents {
   run(request: SubagentRequest, signal: AbortSignal): Promise<SubagentResult>;
+  /** The agents `run` knows, the default first. */
+  agents(): AgentInfo[];
 }
 
 /** A tool as the tool index lists it. */

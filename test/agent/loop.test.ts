@@ -148,7 +148,18 @@ describe("the model turn loop", () => {
     expect(opts.history.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     const request = model.doStreamCalls[0]!;
     expect(request.prompt[0]).toEqual({ role: "system", content: "You are a test." });
-    expect(request.tools?.map((t) => t.name)).toEqual(["read", "write", "edit", "glob", "grep", "bash", "todo", "question", "skill"]);
+    expect(request.tools?.map((t) => t.name)).toEqual([
+      "read",
+      "write",
+      "edit",
+      "glob",
+      "grep",
+      "bash",
+      "todo",
+      "task",
+      "question",
+      "skill",
+    ]);
     expect(request.tools?.[0]).toMatchObject({
       type: "function",
       inputSchema: { type: "object", properties: { path: { type: "string" } } },

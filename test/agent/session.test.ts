@@ -201,13 +201,25 @@ describe("what the model is offered", () => {
     );
     await s.prompt({ text: "hi", content: () => "hi" });
     // Read-only mode offers what changes nothing: reads, searches, plans, skills and questions to the user.
-    expect(toolNames(model.requests[0])).toEqual(["glob", "grep", "lister", "question", "read", "skill", "todo"]);
+    expect(toolNames(model.requests[0])).toEqual(["glob", "grep", "lister", "question", "read", "skill", "task", "todo"]);
     const lister = model.requests[0]?.body.tools?.find((t) => t.function.name === "lister");
-    expect(lister?.function.description).toBe("Knows: read, glob, grep, todo, question, skill, lister");
+    expect(lister?.function.description).toBe("Knows: read, glob, grep, todo, task, question, skill, lister");
 
     s.setMode("ask");
     await s.prompt({ text: "again", content: () => "again" });
-    expect(toolNames(model.requests[1])).toEqual(["bash", "edit", "glob", "grep", "lister", "question", "read", "skill", "todo", "write"]);
+    expect(toolNames(model.requests[1])).toEqual([
+      "bash",
+      "edit",
+      "glob",
+      "grep",
+      "lister",
+      "question",
+      "read",
+      "skill",
+      "task",
+      "todo",
+      "write",
+    ]);
   });
 });
 

@@ -12,7 +12,7 @@ import { toolFile, useTempHome } from "./extension-fixtures.js";
 
 // One loader for the file, as a session keeps one: every build must still import fresh.
 const loader = extensionLoader();
-const BUILTIN_IDS = ["read", "write", "edit", "glob", "grep", "bash", "todo", "question", "skill"];
+const BUILTIN_IDS = ["read", "write", "edit", "glob", "grep", "bash", "todo", "task", "question", "skill"];
 
 let home: string;
 let project: string;
@@ -76,7 +76,7 @@ describe("buildToolset", () => {
     const bashLike = await write(path.join(extra, "task.ts"), toolFile("task"));
     const { registry, report } = await buildToolset({ loader, cwd: project });
     expect(registry.entry("read")!.source).toBe("builtin");
-    expect(registry.has("task")).toBe(false);
+    expect(registry.entry("task")!.source).toBe("builtin");
     expect(report.errors).toEqual([
       { file, id: "read", message: `"read" is a locked tool id: an extension cannot take it` },
       { file: bashLike, id: "task", message: `"task" is a locked tool id: an extension cannot take it` },
@@ -160,7 +160,7 @@ ${toolFile("sneaky")}`,
     await write(path.join(extra, "shell_thing.ts"), toolFile("shell_thing").replace('kind: "read"', 'kind: "execute"'));
     await write(path.join(extra, "reader.ts"), toolFile("reader"));
     const readOnly = await buildToolset({ loader, cwd: project, profile: "read-only" });
-    expect(readOnly.registry.ids()).toEqual(["read", "glob", "grep", "todo", "skill", "reader"]);
+    expect(readOnly.registry.ids()).toEqual(["read", "glob", "grep", "todo", "task", "skill", "reader"]);
     expect(readOnly.report.disabled.map((d) => [d.id, d.reason])).toEqual([
       ["write", "the read-only profile disables it"],
       ["edit", "the read-only profile disables it"],
@@ -176,7 +176,7 @@ ${toolFile("sneaky")}`,
       JSON.stringify({ name: "narrow", description: "Only two tools", tools: { enable: ["read", "reader", "missing_tool", "task"] } }),
     );
     const narrow = await buildToolset({ loader, cwd: project, profile: "narrow" });
-    expect(narrow.registry.ids()).toEqual(["read", "reader"]);
+    expect(narrow.registry.ids()).toEqual(["read", "task", "reader"]);
     expect(narrow.report.errors).toEqual([
       {
         file: path.join(home, "profiles", "narrow", "profile.json"),
@@ -212,6 +212,6 @@ ${toolFile("sneaky")}`,
     expect(report.errors[1]!.message).toMatch(/description/);
     expect(report.errors[2]!.message).toMatch(/no project counts as trusted/);
     expect(profile.origin).toBe("fallback");
-    expect(registry.ids()).toEqual(["read", "glob", "grep", "todo", "skill"]);
+    expect(registry.ids()).toEqual(["read", "glob", "grep", "todo", "task", "skill"]);
   });
 });

@@ -1,0 +1,58 @@
+import * as fsp from "node:fs/promises";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
+import { SessionTools } from "../../src/agent/session-tools.js";
+import { BUILTIN_TOOLS } from "../../src/host/builtins.js";
+import { startFakeOpenAI, type FakeOpenAI } from "../fixtures/fake-openai.mjs";
+import { tempDir } from "../helpers.js";
+
+// Issue 12: the system prompt plus every locked tool's declaration stay under 4,000 tokens, so a
+// small model's context is left for the work. Tokens are estimated as characters / 4 (the common
+// rule of thumb for English and JSON with these providers' tokenizers), counted on what really
+// goes over the wire: the first request the model gets.
+
+const TOKEN_BUDGET = 4000;
+const CHARS_PER_TOKEN = 4;
+
+let ws: string;
+let home: string;
+let fake: FakeOpenAI | undefined;
+const saved = { ...process.env };
+
+beforeEach(async () => {
+  ws = await tempDir({ "a.txt": "a\n" });
+  home = await tempDir();
+  process.env.TOOLHOST_HOME = home;
+});
+
+afterEach(async () => {
+  process.env = { ...saved };
+  await fake?.close();
+  fake = undefined;
+  for (const dir of [ws, home]) await fsp.rm(dir, { recursive: true, force: true });
+});
+
+describe("the prompt budget", () => {
+  it("the system prompt and all the locked tools' declarations fit in 4,000 tokens", async () => {
+    fake = await startFakeOpenAI({ script: [{ text: "ok" }] });
+    process.env.TOOLHOST_MODEL = "openai-compatible/fake";
+    process.env.TOOLHOST_BASE_URL = fake.url;
+    // Someone to ask, so every tool is offered; ask mode hides none.
+    const frontEnd = {
+      ...headlessFrontEnd(),
+      approve: async () => "reject_once" as const,
+      questions: { ask: async () => ({ outcome: "cancelled" as const }) },
+    };
+    const s = new AgentSession({ cwd: ws, tools: await SessionTools.create(ws), frontEnd, mode: "ask" });
+    await s.prompt({ text: "hi", content: () => "hi" });
+    await s.close();
+    const body = fake.requests[0]?.body;
+    const declared = (body?.tools ?? []).map((t) => t.function.name);
+    expect(declared.sort()).toEqual(BUILTIN_TOOLS.map((t) => t.id).sort());
+    const system = (body?.messages ?? []).filter((m) => m.role === "system").map((m) => JSON.stringify(m.content));
+    const chars = system.join("").length + JSON.stringify(body?.tools).length;
+    const tokens = Math.ceil(chars / CHARS_PER_TOKEN);
+    console.log(`prompt budget: ${tokens} tokens (${chars} characters) for the system prompt and ${declared.length} tools`);
+    expect(tokens).toBeLessThan(TOKEN_BUDGET);
+  });
+});
