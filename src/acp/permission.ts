@@ -1,5 +1,6 @@
-import type { AgentContext, PermissionOption, ToolCallUpdate } from "@agentclientprotocol/sdk";
+import type { AgentContext, PermissionOption, ToolCallContent, ToolCallUpdate } from "@agentclientprotocol/sdk";
 import type { ApprovalAnswer, ApprovalRequest } from "../policy/authorizer.js";
+import { boundedJson, diffContent, fenced, textContent } from "./content.js";
 
 /** How long an approval may stay unanswered before it counts as a reject (a silent client must not hang a turn). */
 export function approvalTimeoutMs(): number {
@@ -80,7 +81,7 @@ export async function askClient(
 }
 
 /** Asks about a tool call (its diff or exact command, and why); anything but one of the options is "cancelled". */
-export async function requestPermission(
+async function requestPermission(
   client: AgentContext,
   sessionId: string,
   toolCall: ToolCallUpdate,
@@ -92,4 +93,37 @@ export async function requestPermission(
   // Only an option that was offered counts (no project rule from a client that invents one).
   const offered = options.some((o) => o.optionId === choice);
   return offered && ANSWERS.has(choice as ApprovalAnswer) ? (choice as ApprovalAnswer) : "cancelled";
+}
+
+/**
+ * Approval of a call through session/request_permission, with the preview's diff or the exact
+ * command, then why it asks. The why goes in `_meta.permission` and also as the last text block
+ * of the call's content in the request, which every client shows (Zed shows the call's content
+ * above the options and ignores `_meta`).
+ */
+export function approveCall(
+  client: AgentContext,
+  sessionId: string,
+  request: ApprovalRequest,
+  signal: AbortSignal,
+): Promise<ApprovalAnswer> {
+  const { call } = request;
+  const diffs: ToolCallContent[] = call.preview.flatMap((e) => (e.type === "diff" ? [diffContent(e.path, e.oldText, e.newText)] : []));
+  const shown = diffs.length ? diffs : call.targets.commands.map((command) => textContent(fenced(command, "sh")));
+  const content = [...shown, textContent(`Why it asks: ${request.why}.`)];
+  return requestPermission(
+    client,
+    sessionId,
+    {
+      toolCallId: call.callId,
+      title: call.title,
+      kind: call.tool.kind,
+      status: "pending",
+      content,
+      locations: call.locations,
+      rawInput: boundedJson(call.args),
+    },
+    request,
+    signal,
+  );
 }

@@ -13,6 +13,7 @@ import { isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { cwdProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { MAX_MESSAGE_BYTES } from "./line-guard.js";
+import { withSubagents } from "./subagents.js";
 import type { AcpSession } from "./session.js";
 
 /**
@@ -94,7 +95,8 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
 
   const app = agent({ name: "toolhost" })
     .onRequest("initialize", ({ params }): InitializeResponse => {
-      clientCapabilities = params.clientCapabilities ?? {};
+      // The stable binding strips unstable capabilities: `subagents` comes from the raw line the early reader kept.
+      clientCapabilities = { ...withSubagents(early.clientCapabilities), ...params.clientCapabilities };
       return initializeResponse();
     })
     .onRequest("session/new", ({ params, client }) => {
@@ -133,7 +135,10 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
     })
     .onRequest("session/prompt", async ({ params }) => (await handle(params.sessionId).ready).prompt(params.prompt))
     .onNotification("session/cancel", async ({ params }) => {
-      (await sessions.get(params.sessionId)?.ready)?.cancel();
+      const own = sessions.get(params.sessionId);
+      if (own) return (await own.ready).cancel();
+      // Not a session of session/new: a subagent's child session (ACP subagent sessions) cancels that child alone.
+      for (const h of sessions.values()) if ((await h.ready.catch(() => null))?.cancelChild(params.sessionId)) return;
     })
     .onRequest("session/close", async ({ params }) => {
       const h = handle(params.sessionId);

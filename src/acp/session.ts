@@ -6,7 +6,6 @@ import {
   type McpServer,
   type PromptResponse,
   type SessionUpdate,
-  type ToolCallContent,
 } from "@agentclientprotocol/sdk";
 import type { ApprovalAnswer, ApprovalRequest } from "../policy/authorizer.js";
 import type { ModeId } from "../policy/modes.js";
@@ -19,10 +18,11 @@ import type { UserQuestions } from "../tool/services.js";
 import { NodeFs } from "../runtime/fs/node.js";
 import { ToolCallViews } from "./calls.js";
 import { availableCommands } from "./commands.js";
-import { boundedJson, diffContent, fenced, textContent } from "./content.js";
+import { textContent } from "./content.js";
 import { EditorFs } from "./editor-fs.js";
 import { configOptions } from "./modes.js";
-import { askClient, requestPermission } from "./permission.js";
+import { approveCall, askClient } from "./permission.js";
+import { AcpSubagents, wantsSubagents } from "./subagents.js";
 import { promptContent } from "./prompt.js";
 import { acpQuestions } from "./questions.js";
 import { TerminalShell } from "./terminal-shell.js";
@@ -58,6 +58,8 @@ export class AcpSession implements SessionFrontEnd {
   private trustSeq = 0;
   /** The question tool's questions: an elicitation form, a permission request, or nothing this client can show. */
   readonly questions: UserQuestions;
+  /** The subagents as child sessions, when the client advertises `subagents`. */
+  private readonly children: AcpSubagents | undefined;
 
   constructor(options: AcpSessionOptions) {
     this.id = options.id;
@@ -67,6 +69,7 @@ export class AcpSession implements SessionFrontEnd {
     this.views = new ToolCallViews((update) => this.update(update));
     const caps = options.clientCapabilities;
     this.questions = acpQuestions(this.client, this.id, caps, () => this.agent.cancel());
+    this.children = wantsSubagents(caps) ? new AcpSubagents(this.client, this.id, this.questions) : undefined;
     const local = new NodeFs();
     const canRead = caps.fs?.readTextFile === true;
     const canWrite = caps.fs?.writeTextFile === true;
@@ -187,31 +190,17 @@ export class AcpSession implements SessionFrontEnd {
 
   /**
    * Approval of a call through session/request_permission, with the preview's diff or the exact
-   * command, then why it asks. The why goes in `_meta.permission` and also as the last text block
-   * of the call's content in the request, which every client shows (Zed shows the call's content
-   * above the options and ignores `_meta`).
+   * command, then why it asks (acp/permission.ts).
    */
-  approve = (request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer> => {
-    const { call } = request;
-    const diffs: ToolCallContent[] = call.preview.flatMap((e) => (e.type === "diff" ? [diffContent(e.path, e.oldText, e.newText)] : []));
-    const shown = diffs.length ? diffs : call.targets.commands.map((command) => textContent(fenced(command, "sh")));
-    const content = [...shown, textContent(`Why it asks: ${request.why}.`)];
-    return requestPermission(
-      this.client,
-      this.id,
-      {
-        toolCallId: call.callId,
-        title: call.title,
-        kind: call.tool.kind,
-        status: "pending",
-        content,
-        locations: call.locations,
-        rawInput: boundedJson(call.args),
-      },
-      request,
-      signal,
-    );
-  };
+  approve = (request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer> => approveCall(this.client, this.id, request, signal);
+
+  /** With the client's subagent sessions: each subagent is a child session of its own (acp/subagents.ts). */
+  subagent: SessionFrontEnd["subagent"] = (child) => this.children?.open(child);
+
+  /** session/cancel on one of this session's subagents: aborts that child only; false when the id is not one. */
+  cancelChild(sessionId: string): boolean {
+    return this.children?.cancel(sessionId) ?? false;
+  }
 
   /**
    * The first prompt in an untrusted project that has its own tools asks once whether to load

@@ -62,6 +62,20 @@ export interface SessionFrontEnd extends TurnObserver {
    * (importing runs their code). `decide` applies the answer and says what changed.
    */
   askTrust?(files: string[], signal: AbortSignal, decide: (answer: TrustAnswer) => Promise<string | null>): Promise<void>;
+  /**
+   * A subagent is created: a view that shows it as a session of its own (ACP subagent sessions).
+   * Absent, or undefined: its calls show nested under the task call that started it.
+   */
+  subagent?(child: { description: string; agent: string }): SubagentView | undefined;
+}
+
+/** A subagent shown as its own session: its front end, and each run's start and end. */
+export interface SubagentView {
+  frontEnd: SessionFrontEnd;
+  /** A run starts (the first or a continued task); the signal aborts this child alone (the user cancelled it). */
+  started(description: string): Promise<AbortSignal>;
+  /** The run ended: how, and the failure if one. */
+  finished(stopReason: TurnStopReason, error?: string): Promise<void>;
 }
 
 /**
@@ -660,18 +674,25 @@ export class AgentSession {
     state.text = "";
     state.description = request.description;
     const historyLength = child.history.length;
+    let ended: { stopReason: TurnStopReason; error?: string } = { stopReason: "cancelled", error: "the subagent failed" };
     try {
-      const result = await child.askModel({ text: request.prompt, content: () => request.prompt }, signal, state.frontEnd);
+      // Shown as its own session, the child can be cancelled alone: the task call then ends, the parent's turn goes on.
+      const own = entry.view ? await entry.view.started(request.description) : undefined;
+      const runSignal = own ? AbortSignal.any([signal, own]) : signal;
+      const result = await child.askModel({ text: request.prompt, content: () => request.prompt }, runSignal, state.frontEnd);
       // A subagent's turn ends with its last message: text of earlier requests was narration.
       const last = child.history.length > historyLength ? child.history.lastAssistantText() : undefined;
+      const stopReason = runSignal.aborted ? "cancelled" : result.stopReason;
+      ended = { stopReason, ...(result.error ? { error: result.error } : {}) };
       return {
         text: last ?? state.text,
-        stopReason: signal.aborted ? "cancelled" : result.stopReason,
+        stopReason,
         ...(result.error ? { error: result.error } : {}),
         taskId: entry.taskId,
       };
     } finally {
       entry.busy = false;
+      await entry.view?.finished(ended.stopReason, ended.error).catch(() => {});
     }
   }
 
@@ -705,42 +726,59 @@ export class AgentSession {
     const agentMode = agent?.mode;
     const agentName = agent ? `agent ${agent.name}` : "read-only tools";
     const parentApprove = parentEnd.approve;
-    state.frontEnd = {
-      // The child's calls show in the parent's view under the task's call; its text becomes the result.
-      pending: (info) => {
-        show(info, "pending");
-        return parentEnd.pending(nested(info));
-      },
-      describe: (info) => {
-        show(info, "pending");
-        return parentEnd.describe?.(nested(info));
-      },
-      event: (callId, event) => parentEnd.event(callId, event),
-      running: (callId) => {
-        const line = lines.get(callId);
-        if (line !== undefined) {
-          lines.set(callId, line.replace(/ — [a-z_]+$/, " — in progress"));
-          state.progress?.([...lines.values()]);
-        }
-        return parentEnd.running(callId);
-      },
-      done: (callId, envelope, info, display) => {
-        show(info, envelope.type === "output" && !display?.failed ? "completed" : "failed");
-        return parentEnd.done(callId, envelope, nested(info), display);
-      },
-      text: (delta) => {
-        state.text += delta;
-      },
-      thought: () => {},
-      // A child's cost adds to the parent's meter (shared): the parent's usage shows it.
-      usage: () => this.reportUsage(),
-      say: () => {},
-      // The child's approval requests reach the same person, saying which subagent asks.
-      approve:
-        parentApprove &&
-        ((req, sig) => parentApprove({ ...req, why: `${req.why}; asked by the subagent "${state.description}" (${agentName})` }, sig)),
-      questions: parentEnd.questions,
-    };
+    const view = parentEnd.subagent?.({ description: request.description, agent: agentName });
+    if (view) {
+      // Its own session: the child's calls, text and approvals go there; its text is also the result.
+      const own = view.frontEnd;
+      state.frontEnd = {
+        ...own,
+        text: (delta) => {
+          state.text += delta;
+          return own.text(delta);
+        },
+        usage: () => this.reportUsage(),
+        approve:
+          own.approve &&
+          ((req, sig) => own.approve!({ ...req, why: `${req.why}; asked by the subagent "${state.description}" (${agentName})` }, sig)),
+        questions: own.questions ?? parentEnd.questions,
+      };
+    } else
+      state.frontEnd = {
+        // The child's calls show in the parent's view under the task's call; its text becomes the result.
+        pending: (info) => {
+          show(info, "pending");
+          return parentEnd.pending(nested(info));
+        },
+        describe: (info) => {
+          show(info, "pending");
+          return parentEnd.describe?.(nested(info));
+        },
+        event: (callId, event) => parentEnd.event(callId, event),
+        running: (callId) => {
+          const line = lines.get(callId);
+          if (line !== undefined) {
+            lines.set(callId, line.replace(/ — [a-z_]+$/, " — in progress"));
+            state.progress?.([...lines.values()]);
+          }
+          return parentEnd.running(callId);
+        },
+        done: (callId, envelope, info, display) => {
+          show(info, envelope.type === "output" && !display?.failed ? "completed" : "failed");
+          return parentEnd.done(callId, envelope, nested(info), display);
+        },
+        text: (delta) => {
+          state.text += delta;
+        },
+        thought: () => {},
+        // A child's cost adds to the parent's meter (shared): the parent's usage shows it.
+        usage: () => this.reportUsage(),
+        say: () => {},
+        // The child's approval requests reach the same person, saying which subagent asks.
+        approve:
+          parentApprove &&
+          ((req, sig) => parentApprove({ ...req, why: `${req.why}; asked by the subagent "${state.description}" (${agentName})` }, sig)),
+        questions: parentEnd.questions,
+      };
     const child = new AgentSession({
       cwd: this.cwd,
       tools: this.tools,
@@ -760,7 +798,7 @@ export class AgentSession {
         meter: this.meter,
       },
     });
-    return { taskId: `task_${randomUUID().slice(0, 8)}`, child, busy: false, state };
+    return { taskId: `task_${randomUUID().slice(0, 8)}`, child, busy: false, state, ...(view ? { view } : {}) };
   }
 
   /** The parent's last usage, with the cost its children added since. */
@@ -776,5 +814,7 @@ interface SubagentEntry {
   taskId: string;
   child: AgentSession;
   busy: boolean;
+  /** The child as a session of its own, when the front end shows it so. */
+  view?: SubagentView;
   state: { text: string; description: string; frontEnd: SessionFrontEnd; parentCallId?: string; progress?: (lines: string[]) => void };
 }

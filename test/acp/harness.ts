@@ -17,6 +17,7 @@ import {
   type SessionNotification,
   type SessionUpdate,
 } from "@agentclientprotocol/sdk";
+import { client as unstableClient } from "@agentclientprotocol/sdk/unstable";
 import { expect } from "vitest";
 import { WireChecker } from "./wire.js";
 
@@ -64,7 +65,7 @@ interface TestTerminal {
 
 /** A spawned `toolhost` driven by the SDK's client over real stdio, every line checked against the schema. */
 export class Harness {
-  readonly checker = new WireChecker();
+  readonly checker: WireChecker;
   readonly updates: SessionNotification[] = [];
   readonly permissionRequests: RequestPermissionRequest[] = [];
   readonly elicitationRequests: CreateElicitationRequest[] = [];
@@ -80,6 +81,9 @@ export class Harness {
   elicitation: ElicitationHandler;
 
   constructor(private readonly options: HarnessOptions = {}) {
+    // A client that opts into unstable features (subagents) is checked against the SDK's unstable schema.
+    const unstable = options.capabilities !== undefined && "subagents" in options.capabilities;
+    this.checker = new WireChecker(unstable);
     this.permission = options.permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
     this.elicitation = options.elicitation ?? (() => ({ action: "decline" }));
     this.home = options.env?.TOOLHOST_HOME ? null : mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
@@ -125,7 +129,8 @@ export class Harness {
       },
     });
 
-    const app = client({ name: "toolhost-test" })
+    // The stable client refuses unstable session updates (subagent_update): an opted-in client uses the unstable one.
+    const app = (unstable ? (unstableClient as unknown as typeof client) : client)({ name: "toolhost-test" })
       .onNotification("session/update", ({ params }) => {
         this.updates.push(params);
       })

@@ -2,41 +2,50 @@ import { createRequire } from "node:module";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 
 const require = createRequire(import.meta.url);
-const schema = require("@agentclientprotocol/sdk/schema/v1/schema.json") as {
+type Schema = {
   $defs: Record<string, { "x-method"?: string; "x-side"?: string; oneOf?: { properties?: { sessionUpdate?: { const?: string } } }[] }>;
 };
 
-const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
-ajv.addSchema(schema, "acp");
-const compiled = new Map<string, ValidateFunction>();
-
-function validator(ref: string): ValidateFunction {
-  let v = compiled.get(ref);
-  if (!v) {
-    v = ajv.compile({ $ref: `acp#/$defs/${ref}` });
-    compiled.set(ref, v);
+/** One schema's validators: per `$defs` name, per method, per sessionUpdate variant. */
+function schemaSet(schema: Schema) {
+  const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+  ajv.addSchema(schema, "acp");
+  const compiled = new Map<string, ValidateFunction>();
+  const validator = (ref: string): ValidateFunction => {
+    let v = compiled.get(ref);
+    if (!v) {
+      v = ajv.compile({ $ref: `acp#/$defs/${ref}` });
+      compiled.set(ref, v);
+    }
+    return v;
+  };
+  /** `$defs` names per method, from the schema's own x-method / x-side marks. */
+  const byMethod = new Map<string, { request?: string; response?: string; notification?: string }>();
+  for (const [name, def] of Object.entries(schema.$defs)) {
+    const method = def["x-method"];
+    if (!method) continue;
+    const entry = byMethod.get(method) ?? {};
+    if (name.endsWith("Request")) entry.request = name;
+    else if (name.endsWith("Response")) entry.response = name;
+    else if (name.endsWith("Notification")) entry.notification = name;
+    byMethod.set(method, entry);
   }
-  return v;
+  /** Index of each sessionUpdate variant inside SessionUpdate.oneOf. */
+  const updateVariants = new Map<string, number>();
+  schema.$defs.SessionUpdate?.oneOf?.forEach((variant, i) => {
+    const name = variant.properties?.sessionUpdate?.const;
+    if (name) updateVariants.set(name, i);
+  });
+  return { ajv, validator, byMethod, updateVariants };
 }
 
-/** `$defs` names per method, from the schema's own x-method / x-side marks. */
-const byMethod = new Map<string, { request?: string; response?: string; notification?: string }>();
-for (const [name, def] of Object.entries(schema.$defs)) {
-  const method = def["x-method"];
-  if (!method) continue;
-  const entry = byMethod.get(method) ?? {};
-  if (name.endsWith("Request")) entry.request = name;
-  else if (name.endsWith("Response")) entry.response = name;
-  else if (name.endsWith("Notification")) entry.notification = name;
-  byMethod.set(method, entry);
+let stableSet: ReturnType<typeof schemaSet> | undefined;
+let unstableSet: ReturnType<typeof schemaSet> | undefined;
+/** The stable v1 schema, or the SDK's unstable one (for a client that opts into unstable features). */
+function schemas(unstable: boolean): ReturnType<typeof schemaSet> {
+  if (unstable) return (unstableSet ??= schemaSet(require("@agentclientprotocol/sdk/schema/v1/schema.unstable.json") as Schema));
+  return (stableSet ??= schemaSet(require("@agentclientprotocol/sdk/schema/v1/schema.json") as Schema));
 }
-
-/** Index of each sessionUpdate variant inside SessionUpdate.oneOf. */
-const updateVariants = new Map<string, number>();
-schema.$defs.SessionUpdate?.oneOf?.forEach((variant, i) => {
-  const name = variant.properties?.sessionUpdate?.const;
-  if (name) updateVariants.set(name, i);
-});
 
 export type Direction = "client->agent" | "agent->client";
 
@@ -56,6 +65,11 @@ export class WireChecker {
   readonly seenUpdates = new Set<string>();
   readonly seenMethods = new Set<string>();
   private readonly pending = new Map<string, string>();
+  private readonly set: ReturnType<typeof schemaSet>;
+
+  constructor(unstable = false) {
+    this.set = schemas(unstable);
+  }
 
   record(direction: Direction, raw: string): void {
     let json: Record<string, unknown>;
@@ -75,8 +89,8 @@ export class WireChecker {
       this.problems.push(`${what}: no schema type for it`);
       return;
     }
-    const v = validator(ref);
-    if (!v(value)) this.problems.push(`${what} does not match ${ref}: ${ajv.errorsText(v.errors)}`);
+    const v = this.set.validator(ref);
+    if (!v(value)) this.problems.push(`${what} does not match ${ref}: ${this.set.ajv.errorsText(v.errors)}`);
   }
 
   private checkFromClient(msg: Record<string, unknown>): void {
@@ -85,7 +99,7 @@ export class WireChecker {
     if (msg.method === undefined && msg.id !== undefined) {
       const method = this.pending.get(`a:${String(msg.id)}`);
       this.pending.delete(`a:${String(msg.id)}`);
-      if (method && "result" in msg) this.check(byMethod.get(method)?.response, msg.result, `client's ${method} result`);
+      if (method && "result" in msg) this.check(this.set.byMethod.get(method)?.response, msg.result, `client's ${method} result`);
     }
   }
 
@@ -98,7 +112,7 @@ export class WireChecker {
         this.check("CancelRequestNotification", msg.params, method);
         return;
       }
-      const types = byMethod.get(method);
+      const types = this.set.byMethod.get(method);
       if (msg.id !== undefined) {
         this.pending.set(`a:${String(msg.id)}`, method);
         this.check(types?.request, msg.params, `agent request ${method}`);
@@ -120,18 +134,18 @@ export class WireChecker {
       this.problems.push(`agent answered an id it was not asked: ${JSON.stringify(msg).slice(0, 200)}`);
       return;
     }
-    this.check(byMethod.get(requested)?.response, msg.result, `agent's ${requested} result`);
+    this.check(this.set.byMethod.get(requested)?.response, msg.result, `agent's ${requested} result`);
   }
 
   private checkUpdate(update: { sessionUpdate?: string } | undefined): void {
     const name = update?.sessionUpdate;
-    const index = name ? updateVariants.get(name) : undefined;
+    const index = name ? this.set.updateVariants.get(name) : undefined;
     if (name === undefined || index === undefined) {
       this.problems.push(`unknown sessionUpdate ${String(name)}`);
       return;
     }
     this.seenUpdates.add(name);
-    const v = validator(`SessionUpdate/oneOf/${index}`);
-    if (!v(update)) this.problems.push(`${name} update invalid: ${ajv.errorsText(v.errors)}`);
+    const v = this.set.validator(`SessionUpdate/oneOf/${index}`);
+    if (!v(update)) this.problems.push(`${name} update invalid: ${this.set.ajv.errorsText(v.errors)}`);
   }
 }

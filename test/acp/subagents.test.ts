@@ -1,0 +1,153 @@
+import { execFileSync } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import type { ClientCapabilities, SessionNotification } from "@agentclientprotocol/sdk";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { tempDir } from "../helpers.js";
+import { Harness, closeAndCheck, lastUpdate, selected, textOf } from "./harness.js";
+
+// ACP subagent sessions over real stdio, for a client that advertises `subagents`: each child on
+// its own session id, announced on the parent by subagent_update, cancellable alone. Every line
+// is checked against the SDK's unstable schema.
+
+let ws: string;
+let fake: FakeOpenAI | undefined;
+let h: Harness | undefined;
+
+beforeEach(async () => {
+  ws = await tempDir({ "src/a.ts": "export const a = 1;\n" });
+});
+
+afterEach(async () => {
+  await closeAndCheck(h);
+  h = undefined;
+  await fake?.close();
+  fake = undefined;
+  await fsp.rm(ws, { recursive: true, force: true });
+});
+
+const SLEEP = "sleep 31.7";
+
+function firstUser(body: FakeBody): string {
+  const m = body.messages?.find((x) => x.role === "user");
+  return typeof m?.content === "string" ? m.content : JSON.stringify(m?.content);
+}
+
+function route(body: FakeBody): FakeReply {
+  const who = firstUser(body);
+  const results = (body.messages ?? []).filter((m) => m.role === "tool");
+  if (who.includes("Delegate") || who.includes("Cancel it")) {
+    if (!results.length) {
+      const prompt = who.includes("Cancel it") ? "Child S: run the sleep" : "Child A: list the sources";
+      return { toolCalls: [{ id: "t1", name: "task", arguments: { description: "Do the child's part", prompt } }], finish: "tool_calls" };
+    }
+    return { text: `Parent goes on after: ${String(results[0]?.content).slice(0, 80)}` };
+  }
+  if (who.includes("Child S"))
+    return results.length ? { text: "S: slept" } : { toolCalls: [{ id: "s", name: "bash", arguments: { command: SLEEP } }] };
+  return results.length ? { text: "A: src/a.ts" } : { toolCalls: [{ id: "g", name: "glob", arguments: { pattern: "**/*.ts" } }] };
+}
+
+type Raw = {
+  sessionUpdate: string;
+  sessionId?: string;
+  state?: { state: string; stopReason?: string };
+  title?: string;
+  capabilities?: unknown;
+};
+
+/** The parent's subagent_update notifications (an unstable variant: not in the stable types). */
+function subagentUpdates(h: Harness, parentId: string): Raw[] {
+  return h.updates
+    .filter((n: SessionNotification) => n.sessionId === parentId && (n.update as Raw).sessionUpdate === "subagent_update")
+    .map((n) => n.update as Raw);
+}
+
+const SUBAGENTS = { subagents: {} } as ClientCapabilities;
+
+function env(url: string) {
+  return { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: url };
+}
+
+describe("ACP subagent sessions", () => {
+  it("gives the child its own session id: subagent_update on the parent, the child's calls and text on its id", async () => {
+    fake = await startFakeOpenAI({ fallback: route });
+    h = new Harness({ capabilities: SUBAGENTS, env: env(fake.url) });
+    await h.initialize();
+    const sessionId = await h.newSession(ws);
+    const response = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Delegate" }] });
+    expect(response.stopReason).toBe("end_turn");
+
+    const subs = subagentUpdates(h, sessionId);
+    const childId = subs[0]?.sessionId;
+    expect(childId).toBeTruthy();
+    expect(childId).not.toBe(sessionId);
+    expect(subs[0]).toMatchObject({ title: "Do the child's part", capabilities: { cancel: {} }, state: { state: "running" } });
+    expect(subs.at(-1)).toMatchObject({ sessionId: childId, state: { state: "idle", stopReason: "end_turn" } });
+    // The child's call and text are on its own id, not on the parent's.
+    expect(h.updatesOf(childId!, "tool_call").map((c) => c.name)).toEqual(["glob"]);
+    expect(h.updatesOf(sessionId, "tool_call").map((c) => c.name)).toEqual(["task"]);
+    expect(
+      h
+        .updatesOf(childId!, "agent_message_chunk")
+        .map((u) => (u.content.type === "text" ? u.content.text : ""))
+        .join(""),
+    ).toContain("A: src/a.ts");
+    // The announcement comes before any of the child's own traffic.
+    const first = h.checker.messages.findIndex((m) => JSON.stringify(m.json).includes(childId!));
+    expect(JSON.stringify(h.checker.messages[first]!.json)).toContain("subagent_update");
+    const task = h.updatesOf(sessionId, "tool_call")[0]!;
+    expect(lastUpdate(h, sessionId, task.toolCallId).status).toBe("completed");
+    expect(textOf(lastUpdate(h, sessionId, task.toolCallId))).toContain("A: src/a.ts");
+  });
+
+  it("asks the child's approval on its id; session/cancel on the child ends only the child and its process", async () => {
+    fake = await startFakeOpenAI({ fallback: route });
+    h = new Harness({ capabilities: SUBAGENTS, env: env(fake.url), permission: () => selected("allow_once") });
+    await h.initialize();
+    const sessionId = await h.newSession(ws);
+    const turn = h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Cancel it" }] });
+    let childId = "";
+    await h.waitFor(() => {
+      childId = subagentUpdates(h!, sessionId)[0]?.sessionId ?? "";
+      return childId !== "" && h!.updatesOf(childId, "tool_call_update").some((u) => u.status === "in_progress");
+    }, 20_000);
+    expect(h.permissionRequests.map((r) => r.sessionId)).toEqual([childId]);
+    await h.waitFor(() => running() > 0);
+    await h.agent.notify("session/cancel", { sessionId: childId });
+    const response = await turn;
+    // The parent's turn went on past the cancelled task.
+    expect(response.stopReason).toBe("end_turn");
+    const said = h
+      .updatesOf(sessionId, "agent_message_chunk")
+      .map((u) => (u.content.type === "text" ? u.content.text : ""))
+      .join("");
+    expect(said).toContain("Parent goes on");
+    expect(subagentUpdates(h, sessionId).at(-1)).toMatchObject({ sessionId: childId, state: { state: "idle", stopReason: "cancelled" } });
+    const task = h.updatesOf(sessionId, "tool_call")[0]!;
+    expect(lastUpdate(h, sessionId, task.toolCallId).status).toBe("failed");
+    await h.waitFor(() => running() === 0);
+  });
+
+  it("keeps the nested fallback for a client without the capability", async () => {
+    fake = await startFakeOpenAI({ fallback: route });
+    h = new Harness({ env: env(fake.url) });
+    await h.initialize();
+    const sessionId = await h.newSession(ws);
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Delegate" }] });
+    expect(subagentUpdates(h, sessionId)).toEqual([]);
+    const calls = h.updatesOf(sessionId, "tool_call");
+    const task = calls.find((c) => c.name === "task")!;
+    expect(calls.find((c) => c.name === "glob")?._meta).toEqual({ parentToolCallId: task.toolCallId });
+    expect(new Set(h.updates.map((n) => n.sessionId))).toEqual(new Set([sessionId]));
+  });
+});
+
+/** How many of the child's sleep processes run on this machine. */
+function running(): number {
+  try {
+    return execFileSync("pgrep", ["-f", SLEEP], { encoding: "utf8" }).trim().split("\n").filter(Boolean).length;
+  } catch {
+    return 0;
+  }
+}
