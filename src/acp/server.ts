@@ -94,7 +94,10 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
 
   const app = agent({ name: "toolhost" })
     .onRequest("initialize", ({ params }): InitializeResponse => {
-      clientCapabilities = params.clientCapabilities ?? {};
+      // The SDK's stable schema drops `plan` (plan operations are only in /unstable): the early
+      // reader kept the client's capabilities as sent.
+      const plan = (early.clientCapabilities as { plan?: unknown } | undefined)?.plan;
+      clientCapabilities = { ...(params.clientCapabilities ?? {}), ...(plan != null ? { plan } : {}) };
       return initializeResponse();
     })
     .onRequest("session/new", ({ params, client }) => {

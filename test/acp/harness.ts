@@ -45,6 +45,8 @@ export type ElicitationHandler = (request: CreateElicitationRequest) => Promise<
 
 export interface HarnessOptions {
   capabilities?: ClientCapabilities;
+  /** Check the wire against the SDK's unstable schema (a client opting into unstable capabilities). */
+  unstable?: boolean;
   env?: Record<string, string>;
   /** Answers session/request_permission; default: reject once. */
   permission?: PermissionHandler;
@@ -64,7 +66,7 @@ interface TestTerminal {
 
 /** A spawned `toolhost` driven by the SDK's client over real stdio, every line checked against the schema. */
 export class Harness {
-  readonly checker = new WireChecker();
+  readonly checker: WireChecker;
   readonly updates: SessionNotification[] = [];
   readonly permissionRequests: RequestPermissionRequest[] = [];
   readonly elicitationRequests: CreateElicitationRequest[] = [];
@@ -80,6 +82,7 @@ export class Harness {
   elicitation: ElicitationHandler;
 
   constructor(private readonly options: HarnessOptions = {}) {
+    this.checker = new WireChecker(options.unstable);
     this.permission = options.permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
     this.elicitation = options.elicitation ?? (() => ({ action: "decline" }));
     this.home = options.env?.TOOLHOST_HOME ? null : mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));

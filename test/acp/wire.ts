@@ -2,41 +2,58 @@ import { createRequire } from "node:module";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 
 const require = createRequire(import.meta.url);
-const schema = require("@agentclientprotocol/sdk/schema/v1/schema.json") as {
+
+type AcpSchema = {
   $defs: Record<string, { "x-method"?: string; "x-side"?: string; oneOf?: { properties?: { sessionUpdate?: { const?: string } } }[] }>;
 };
 
-const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
-ajv.addSchema(schema, "acp");
-const compiled = new Map<string, ValidateFunction>();
+/** One ACP schema (stable v1, or the SDK's unstable v1 for clients that opt into unstable capabilities). */
+class SchemaSet {
+  private readonly ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+  private readonly compiled = new Map<string, ValidateFunction>();
+  /** `$defs` names per method, from the schema's own x-method / x-side marks. */
+  readonly byMethod = new Map<string, { request?: string; response?: string; notification?: string }>();
+  /** Index of each sessionUpdate variant inside SessionUpdate.oneOf. */
+  readonly updateVariants = new Map<string, number>();
 
-function validator(ref: string): ValidateFunction {
-  let v = compiled.get(ref);
-  if (!v) {
-    v = ajv.compile({ $ref: `acp#/$defs/${ref}` });
-    compiled.set(ref, v);
+  constructor(schema: AcpSchema) {
+    this.ajv.addSchema(schema, "acp");
+    for (const [name, def] of Object.entries(schema.$defs)) {
+      const method = def["x-method"];
+      if (!method) continue;
+      const entry = this.byMethod.get(method) ?? {};
+      if (name.endsWith("Request")) entry.request = name;
+      else if (name.endsWith("Response")) entry.response = name;
+      else if (name.endsWith("Notification")) entry.notification = name;
+      this.byMethod.set(method, entry);
+    }
+    schema.$defs.SessionUpdate?.oneOf?.forEach((variant, i) => {
+      const name = variant.properties?.sessionUpdate?.const;
+      if (name) this.updateVariants.set(name, i);
+    });
   }
-  return v;
+
+  validator(ref: string): ValidateFunction {
+    let v = this.compiled.get(ref);
+    if (!v) {
+      v = this.ajv.compile({ $ref: `acp#/$defs/${ref}` });
+      this.compiled.set(ref, v);
+    }
+    return v;
+  }
+
+  errorsText(v: ValidateFunction): string {
+    return this.ajv.errorsText(v.errors);
+  }
 }
 
-/** `$defs` names per method, from the schema's own x-method / x-side marks. */
-const byMethod = new Map<string, { request?: string; response?: string; notification?: string }>();
-for (const [name, def] of Object.entries(schema.$defs)) {
-  const method = def["x-method"];
-  if (!method) continue;
-  const entry = byMethod.get(method) ?? {};
-  if (name.endsWith("Request")) entry.request = name;
-  else if (name.endsWith("Response")) entry.response = name;
-  else if (name.endsWith("Notification")) entry.notification = name;
-  byMethod.set(method, entry);
-}
+const schemas: { stable?: SchemaSet; unstable?: SchemaSet } = {};
 
-/** Index of each sessionUpdate variant inside SessionUpdate.oneOf. */
-const updateVariants = new Map<string, number>();
-schema.$defs.SessionUpdate?.oneOf?.forEach((variant, i) => {
-  const name = variant.properties?.sessionUpdate?.const;
-  if (name) updateVariants.set(name, i);
-});
+function schemaSet(unstable: boolean): SchemaSet {
+  if (unstable)
+    return (schemas.unstable ??= new SchemaSet(require("@agentclientprotocol/sdk/schema/v1/schema.unstable.json") as AcpSchema));
+  return (schemas.stable ??= new SchemaSet(require("@agentclientprotocol/sdk/schema/v1/schema.json") as AcpSchema));
+}
 
 export type Direction = "client->agent" | "agent->client";
 
@@ -48,7 +65,8 @@ export interface WireMessage {
 
 /**
  * Checks every JSON-RPC message of a connection against the ACP v1 schema, per method (not the
- * permissive root schema), and each session/update against its own variant.
+ * permissive root schema), and each session/update against its own variant. `unstable` checks
+ * against the SDK's unstable v1 schema instead (a client that opted into e.g. plan operations).
  */
 export class WireChecker {
   readonly messages: WireMessage[] = [];
@@ -56,6 +74,11 @@ export class WireChecker {
   readonly seenUpdates = new Set<string>();
   readonly seenMethods = new Set<string>();
   private readonly pending = new Map<string, string>();
+  private readonly schema: SchemaSet;
+
+  constructor(unstable = false) {
+    this.schema = schemaSet(unstable);
+  }
 
   record(direction: Direction, raw: string): void {
     let json: Record<string, unknown>;
@@ -75,8 +98,8 @@ export class WireChecker {
       this.problems.push(`${what}: no schema type for it`);
       return;
     }
-    const v = validator(ref);
-    if (!v(value)) this.problems.push(`${what} does not match ${ref}: ${ajv.errorsText(v.errors)}`);
+    const v = this.schema.validator(ref);
+    if (!v(value)) this.problems.push(`${what} does not match ${ref}: ${this.schema.errorsText(v)}`);
   }
 
   private checkFromClient(msg: Record<string, unknown>): void {
@@ -85,7 +108,7 @@ export class WireChecker {
     if (msg.method === undefined && msg.id !== undefined) {
       const method = this.pending.get(`a:${String(msg.id)}`);
       this.pending.delete(`a:${String(msg.id)}`);
-      if (method && "result" in msg) this.check(byMethod.get(method)?.response, msg.result, `client's ${method} result`);
+      if (method && "result" in msg) this.check(this.schema.byMethod.get(method)?.response, msg.result, `client's ${method} result`);
     }
   }
 
@@ -98,7 +121,7 @@ export class WireChecker {
         this.check("CancelRequestNotification", msg.params, method);
         return;
       }
-      const types = byMethod.get(method);
+      const types = this.schema.byMethod.get(method);
       if (msg.id !== undefined) {
         this.pending.set(`a:${String(msg.id)}`, method);
         this.check(types?.request, msg.params, `agent request ${method}`);
@@ -120,18 +143,18 @@ export class WireChecker {
       this.problems.push(`agent answered an id it was not asked: ${JSON.stringify(msg).slice(0, 200)}`);
       return;
     }
-    this.check(byMethod.get(requested)?.response, msg.result, `agent's ${requested} result`);
+    this.check(this.schema.byMethod.get(requested)?.response, msg.result, `agent's ${requested} result`);
   }
 
   private checkUpdate(update: { sessionUpdate?: string } | undefined): void {
     const name = update?.sessionUpdate;
-    const index = name ? updateVariants.get(name) : undefined;
+    const index = name ? this.schema.updateVariants.get(name) : undefined;
     if (name === undefined || index === undefined) {
       this.problems.push(`unknown sessionUpdate ${String(name)}`);
       return;
     }
     this.seenUpdates.add(name);
-    const v = validator(`SessionUpdate/oneOf/${index}`);
-    if (!v(update)) this.problems.push(`${name} update invalid: ${ajv.errorsText(v.errors)}`);
+    const v = this.schema.validator(`SessionUpdate/oneOf/${index}`);
+    if (!v(update)) this.problems.push(`${name} update invalid: ${this.schema.errorsText(v)}`);
   }
 }
