@@ -17,6 +17,7 @@ import {
   type SessionNotification,
   type SessionUpdate,
 } from "@agentclientprotocol/sdk";
+import { client as unstableClient } from "@agentclientprotocol/sdk/unstable";
 import { expect } from "vitest";
 import { WireChecker } from "./wire.js";
 
@@ -128,7 +129,8 @@ export class Harness {
       },
     });
 
-    const app = client({ name: "toolhost-test" })
+    // The unstable client accepts the unstable updates (plan_update…) the stable one would drop.
+    const app = (options.unstable ? (unstableClient as unknown as typeof client) : client)({ name: "toolhost-test" })
       .onNotification("session/update", ({ params }) => {
         this.updates.push(params);
       })

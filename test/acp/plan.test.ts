@@ -28,16 +28,11 @@ afterEach(async () => {
 type PlanUpdate = Extract<UnstableUpdate, { sessionUpdate: "plan_update" }>;
 type PlanRemoved = Extract<UnstableUpdate, { sessionUpdate: "plan_removed" }>;
 
-/**
- * The plan operations of a session, read off the wire: the harness's client is the SDK's stable
- * one, which drops updates it has no type for (the checker validates them against the unstable schema).
- */
+/** The plan operations of a session (the harness's client is the SDK's unstable one for these tests). */
 function planOps(h: Harness, sessionId: string): (PlanUpdate | PlanRemoved)[] {
-  return h.checker.messages
-    .filter((m) => m.direction === "agent->client" && m.json.method === "session/update")
-    .map((m) => m.json.params as { sessionId: string; update: UnstableUpdate })
-    .filter((p) => p.sessionId === sessionId)
-    .map((p) => p.update)
+  return h.updates
+    .filter((n) => n.sessionId === sessionId)
+    .map((n) => n.update as unknown as UnstableUpdate)
     .filter((u): u is PlanUpdate | PlanRemoved => u.sessionUpdate === "plan_update" || u.sessionUpdate === "plan_removed");
 }
 
