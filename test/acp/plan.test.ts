@@ -84,6 +84,14 @@ describe("plan operations", () => {
     expect(h.checker.seenUpdates).toContain("plan_removed");
   });
 
+  it("an empty list with no plan shown sends nothing", async () => {
+    const { h, sessionId } = await start({ capabilities: { plan: {} } as never, unstable: true });
+    await prompt(h, sessionId, todo([]));
+    expect(h.updatesOf(sessionId, "tool_call")).toHaveLength(1);
+    expect(planOps(h, sessionId)).toEqual([]);
+    expect(h.updatesOf(sessionId, "plan")).toEqual([]);
+  });
+
   it("a client without the capability keeps getting the legacy plan, an empty list included", async () => {
     const { h, sessionId } = await start({});
     await prompt(h, sessionId, todo([{ content: "Read", status: "in_progress", priority: "low" }]));
