@@ -1,9 +1,10 @@
-import type { SessionUpdate, ToolCallContent } from "@agentclientprotocol/sdk";
+import type { ClientCapabilities, SessionUpdate, ToolCallContent } from "@agentclientprotocol/sdk";
 import type { ToolEvent } from "../tool/context.js";
 import type { ToolDisplay } from "../tool/define.js";
 import type { Envelope } from "../tool/envelope.js";
 import type { ToolCallInfo } from "../agent/tool-runner.js";
 import { boundedJson, diffContent, fenced, resultContent, textContent } from "./content.js";
+import { PlanViews } from "./plans.js";
 
 const LIVE_OUTPUT_INTERVAL_MS = 250;
 const LIVE_TAIL_CHARS = 8 * 1024;
@@ -27,8 +28,14 @@ function parentMeta(info: ToolCallInfo): { _meta?: { parentToolCallId: string } 
  */
 export class ToolCallViews {
   private readonly calls = new Map<string, CallView>();
+  private readonly plans: PlanViews;
 
-  constructor(private readonly update: (update: SessionUpdate) => Promise<void>) {}
+  constructor(
+    private readonly update: (update: SessionUpdate) => Promise<void>,
+    capabilities: ClientCapabilities = {},
+  ) {
+    this.plans = new PlanViews(capabilities, update);
+  }
 
   async pending(info: ToolCallInfo): Promise<void> {
     this.calls.set(info.callId, { info, diffs: [], terminal: null, liveTail: "", liveTimer: null });
@@ -84,10 +91,8 @@ export class ToolCallViews {
     const view = this.calls.get(callId);
     switch (event.type) {
       case "plan":
-        await this.update({
-          sessionUpdate: "plan",
-          entries: event.entries.map((e) => ({ content: e.content, status: e.status, priority: e.priority })),
-        });
+        // A subagent's plan is its own: its calls name the task call that started it.
+        await this.plans.show(event.entries, view?.info.parentCallId);
         return;
       case "diff": {
         if (!view) return;

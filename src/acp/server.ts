@@ -95,8 +95,10 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
 
   const app = agent({ name: "toolhost" })
     .onRequest("initialize", ({ params }): InitializeResponse => {
-      // The stable binding strips unstable capabilities: `subagents` comes from the raw line the early reader kept.
-      clientCapabilities = { ...withSubagents(early.clientCapabilities), ...params.clientCapabilities };
+      // The stable binding strips unstable capabilities (`subagents`, `plan`): they come from the raw
+      // initialize line the early reader kept.
+      const plan = (early.clientCapabilities as { plan?: unknown } | undefined)?.plan;
+      clientCapabilities = { ...withSubagents(early.clientCapabilities), ...params.clientCapabilities, ...(plan != null ? { plan } : {}) };
       return initializeResponse();
     })
     .onRequest("session/new", ({ params, client }) => {

@@ -66,8 +66,8 @@ export class AcpSession implements SessionFrontEnd {
     this.mcpServers = options.mcpServers;
     this.client = options.client;
     this.profiles = options.profiles ?? [options.tools.toolset.profile.name];
-    this.views = new ToolCallViews((update) => this.update(update));
     const caps = options.clientCapabilities;
+    this.views = new ToolCallViews((update) => this.update(update), caps);
     this.questions = acpQuestions(this.client, this.id, caps, () => this.agent.cancel());
     this.children = wantsSubagents(caps) ? new AcpSubagents(this.client, this.id, this.questions) : undefined;
     const local = new NodeFs();

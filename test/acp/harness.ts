@@ -46,6 +46,8 @@ export type ElicitationHandler = (request: CreateElicitationRequest) => Promise<
 
 export interface HarnessOptions {
   capabilities?: ClientCapabilities;
+  /** Check the wire against the SDK's unstable schema (a client opting into unstable capabilities). */
+  unstable?: boolean;
   env?: Record<string, string>;
   /** Answers session/request_permission; default: reject once. */
   permission?: PermissionHandler;
@@ -81,8 +83,8 @@ export class Harness {
   elicitation: ElicitationHandler;
 
   constructor(private readonly options: HarnessOptions = {}) {
-    // A client that opts into unstable features (subagents) is checked against the SDK's unstable schema.
-    const unstable = options.capabilities !== undefined && "subagents" in options.capabilities;
+    // A client that opts into unstable features (subagents, plan operations) is checked against the SDK's unstable schema.
+    const unstable = options.unstable === true || (options.capabilities !== undefined && "subagents" in options.capabilities);
     this.checker = new WireChecker(unstable);
     this.permission = options.permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
     this.elicitation = options.elicitation ?? (() => ({ action: "decline" }));
@@ -129,7 +131,7 @@ export class Harness {
       },
     });
 
-    // The stable client refuses unstable session updates (subagent_update): an opted-in client uses the unstable one.
+    // The stable client refuses unstable session updates (subagent_update, plan_update): an opted-in client uses the unstable one.
     const app = (unstable ? (unstableClient as unknown as typeof client) : client)({ name: "toolhost-test" })
       .onNotification("session/update", ({ params }) => {
         this.updates.push(params);
