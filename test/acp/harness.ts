@@ -18,7 +18,9 @@ import {
   type SessionUpdate,
 } from "@agentclientprotocol/sdk";
 import { client as unstableClient } from "@agentclientprotocol/sdk/unstable";
-import { expect } from "vitest";
+import { afterEach, beforeEach, expect } from "vitest";
+import type { FakeOpenAI } from "../fixtures/fake-openai.mjs";
+import { tempDir } from "../helpers.js";
 import { WireChecker } from "./wire.js";
 
 export const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
@@ -320,4 +322,30 @@ export function messageText(h: Harness, sessionId: string, separator = "\n"): st
     .updatesOf(sessionId, "agent_message_chunk")
     .map((u) => (u.content.type === "text" ? u.content.text : ""))
     .join(separator);
+}
+
+/** What one ACP test with a model starts: its workspace, the local model server, the harness. */
+export interface ModelTest {
+  ws: string;
+  fake?: FakeOpenAI;
+  h?: Harness;
+}
+
+/**
+ * Per test: a workspace with `files`; after it, the harness is closed (its exit code and wire
+ * checked), then the model server and the workspace go. Tests assign `fake` and `h` as they start them.
+ */
+export function useModelTest(files: Record<string, string>): ModelTest {
+  const t: ModelTest = { ws: "" };
+  beforeEach(async () => {
+    t.ws = await tempDir(files);
+  });
+  afterEach(async () => {
+    await closeAndCheck(t.h);
+    t.h = undefined;
+    await t.fake?.close();
+    t.fake = undefined;
+    await fsp.rm(t.ws, { recursive: true, force: true });
+  });
+  return t;
 }

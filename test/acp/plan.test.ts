@@ -1,29 +1,13 @@
-import * as fsp from "node:fs/promises";
 import type { SessionUpdate as UnstableUpdate } from "@agentclientprotocol/sdk/unstable";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
-import { Harness, closeAndCheck } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { Harness, useModelTest } from "./harness.js";
 
 // The todo tool's plan in the editor, over real stdio: plan operations (plan_update / plan_removed
 // keyed by planId) for a client that advertises `clientCapabilities.plan`, the legacy `plan` for
 // the others; every line checked against the SDK's unstable (resp. stable) v1 schema.
 
-let ws: string;
-let fake: FakeOpenAI | undefined;
-let h: Harness | undefined;
-
-beforeEach(async () => {
-  ws = await tempDir({ "src/a.ts": "export const a = 1;\n" });
-});
-
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fake?.close();
-  fake = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-});
+const t = useModelTest({ "src/a.ts": "export const a = 1;\n" });
 
 type PlanUpdate = Extract<UnstableUpdate, { sessionUpdate: "plan_update" }>;
 type PlanRemoved = Extract<UnstableUpdate, { sessionUpdate: "plan_removed" }>;
@@ -43,9 +27,9 @@ async function prompt(h: Harness, sessionId: string, text: string): Promise<void
 }
 
 async function start(options: ConstructorParameters<typeof Harness>[0]) {
-  h = new Harness(options);
-  await h.initialize();
-  return { h, sessionId: await h.newSession(ws) };
+  t.h = new Harness(options);
+  await t.h.initialize();
+  return { h: t.h, sessionId: await t.h.newSession(t.ws) };
 }
 
 describe("plan operations", () => {
@@ -132,11 +116,11 @@ describe("plan operations", () => {
         };
       return { text: "All done." };
     };
-    fake = await startFakeOpenAI({ fallback: route });
+    t.fake = await startFakeOpenAI({ fallback: route });
     const { h, sessionId } = await start({
       capabilities: { plan: {} } as never,
       unstable: true,
-      env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: fake.url },
+      env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url },
     });
     const response = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Plan it" }] });
     expect(response.stopReason).toBe("end_turn");

@@ -1,41 +1,25 @@
-import * as fsp from "node:fs/promises";
 import type { CreateElicitationResponse } from "@agentclientprotocol/sdk";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { formAnswers } from "../../src/acp/questions.js";
 import { NO_ONE_TO_ASK } from "../../src/tools/question.js";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
-import { closeAndCheck, Harness, lastUpdate, selected, type HarnessOptions } from "./harness.js";
+import { Harness, lastUpdate, selected, type HarnessOptions, useModelTest } from "./harness.js";
 import { WireChecker } from "./wire.js";
 
 // The question tool over real stdio: the model (a local OpenAI-compatible server) asks, the
 // test client answers through elicitation/create or session/request_permission, and the answer
 // reaches the model's next request. Every line is checked against the ACP schema.
 
-let ws: string;
-let fake: FakeOpenAI | undefined;
-let h: Harness | undefined;
-
-beforeEach(async () => {
-  ws = await tempDir({ "README.md": "# demo\n" });
-});
-
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fake?.close();
-  fake = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-});
+const t = useModelTest({ "README.md": "# demo\n" });
 
 const FORMS = { elicitation: { form: {} } };
 
 async function start(script: FakeReply[], options: HarnessOptions = {}) {
-  fake = await startFakeOpenAI({ script });
-  h = new Harness({ ...options, env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: fake.url, ...options.env } });
-  await h.initialize();
-  const sessionId = await h.newSession(ws);
-  return { h, fake, sessionId };
+  t.fake = await startFakeOpenAI({ script });
+  t.h = new Harness({ ...options, env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, ...options.env } });
+  await t.h.initialize();
+  const sessionId = await t.h.newSession(t.ws);
+  return { h: t.h, fake: t.fake, sessionId };
 }
 
 const prompt = (h: Harness, sessionId: string, text: string) =>

@@ -1,30 +1,14 @@
 import { execFileSync } from "node:child_process";
-import * as fsp from "node:fs/promises";
 import type { ClientCapabilities, SessionNotification } from "@agentclientprotocol/sdk";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
-import { Harness, closeAndCheck, lastUpdate, selected, textOf } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { Harness, lastUpdate, selected, textOf, useModelTest } from "./harness.js";
 
 // ACP subagent sessions over real stdio, for a client that advertises `subagents`: each child on
 // its own session id, announced on the parent by subagent_update, cancellable alone. Every line
 // is checked against the SDK's unstable schema.
 
-let ws: string;
-let fake: FakeOpenAI | undefined;
-let h: Harness | undefined;
-
-beforeEach(async () => {
-  ws = await tempDir({ "src/a.ts": "export const a = 1;\n" });
-});
-
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fake?.close();
-  fake = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-});
+const t = useModelTest({ "src/a.ts": "export const a = 1;\n" });
 
 const SLEEP = "sleep 31.7";
 
@@ -71,75 +55,75 @@ function env(url: string) {
 
 describe("ACP subagent sessions", () => {
   it("gives the child its own session id: subagent_update on the parent, the child's calls and text on its id", async () => {
-    fake = await startFakeOpenAI({ fallback: route });
-    h = new Harness({ capabilities: SUBAGENTS, env: env(fake.url) });
-    await h.initialize();
-    const sessionId = await h.newSession(ws);
-    const response = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Delegate" }] });
+    t.fake = await startFakeOpenAI({ fallback: route });
+    t.h = new Harness({ capabilities: SUBAGENTS, env: env(t.fake.url) });
+    await t.h.initialize();
+    const sessionId = await t.h.newSession(t.ws);
+    const response = await t.h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Delegate" }] });
     expect(response.stopReason).toBe("end_turn");
 
-    const subs = subagentUpdates(h, sessionId);
+    const subs = subagentUpdates(t.h, sessionId);
     const childId = subs[0]?.sessionId;
     expect(childId).toBeTruthy();
     expect(childId).not.toBe(sessionId);
     expect(subs[0]).toMatchObject({ title: "Do the child's part", capabilities: { cancel: {} }, state: { state: "running" } });
     expect(subs.at(-1)).toMatchObject({ sessionId: childId, state: { state: "idle", stopReason: "end_turn" } });
     // The child's call and text are on its own id, not on the parent's.
-    expect(h.updatesOf(childId!, "tool_call").map((c) => c.name)).toEqual(["glob"]);
-    expect(h.updatesOf(sessionId, "tool_call").map((c) => c.name)).toEqual(["task"]);
+    expect(t.h.updatesOf(childId!, "tool_call").map((c) => c.name)).toEqual(["glob"]);
+    expect(t.h.updatesOf(sessionId, "tool_call").map((c) => c.name)).toEqual(["task"]);
     expect(
-      h
+      t.h
         .updatesOf(childId!, "agent_message_chunk")
         .map((u) => (u.content.type === "text" ? u.content.text : ""))
         .join(""),
     ).toContain("A: src/a.ts");
     // The announcement comes before any of the child's own traffic.
-    const first = h.checker.messages.findIndex((m) => JSON.stringify(m.json).includes(childId!));
-    expect(JSON.stringify(h.checker.messages[first]!.json)).toContain("subagent_update");
-    const task = h.updatesOf(sessionId, "tool_call")[0]!;
-    expect(lastUpdate(h, sessionId, task.toolCallId).status).toBe("completed");
-    expect(textOf(lastUpdate(h, sessionId, task.toolCallId))).toContain("A: src/a.ts");
+    const first = t.h.checker.messages.findIndex((m) => JSON.stringify(m.json).includes(childId!));
+    expect(JSON.stringify(t.h.checker.messages[first]!.json)).toContain("subagent_update");
+    const task = t.h.updatesOf(sessionId, "tool_call")[0]!;
+    expect(lastUpdate(t.h, sessionId, task.toolCallId).status).toBe("completed");
+    expect(textOf(lastUpdate(t.h, sessionId, task.toolCallId))).toContain("A: src/a.ts");
   });
 
   it("asks the child's approval on its id; session/cancel on the child ends only the child and its process", async () => {
-    fake = await startFakeOpenAI({ fallback: route });
-    h = new Harness({ capabilities: SUBAGENTS, env: env(fake.url), permission: () => selected("allow_once") });
-    await h.initialize();
-    const sessionId = await h.newSession(ws);
-    const turn = h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Cancel it" }] });
+    t.fake = await startFakeOpenAI({ fallback: route });
+    t.h = new Harness({ capabilities: SUBAGENTS, env: env(t.fake.url), permission: () => selected("allow_once") });
+    await t.h.initialize();
+    const sessionId = await t.h.newSession(t.ws);
+    const turn = t.h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Cancel it" }] });
     let childId = "";
-    await h.waitFor(() => {
-      childId = subagentUpdates(h!, sessionId)[0]?.sessionId ?? "";
-      return childId !== "" && h!.updatesOf(childId, "tool_call_update").some((u) => u.status === "in_progress");
+    await t.h.waitFor(() => {
+      childId = subagentUpdates(t.h!, sessionId)[0]?.sessionId ?? "";
+      return childId !== "" && t.h!.updatesOf(childId, "tool_call_update").some((u) => u.status === "in_progress");
     }, 20_000);
-    expect(h.permissionRequests.map((r) => r.sessionId)).toEqual([childId]);
-    await h.waitFor(() => running() > 0);
-    await h.agent.notify("session/cancel", { sessionId: childId });
+    expect(t.h.permissionRequests.map((r) => r.sessionId)).toEqual([childId]);
+    await t.h.waitFor(() => running() > 0);
+    await t.h.agent.notify("session/cancel", { sessionId: childId });
     const response = await turn;
     // The parent's turn went on past the cancelled task.
     expect(response.stopReason).toBe("end_turn");
-    const said = h
+    const said = t.h
       .updatesOf(sessionId, "agent_message_chunk")
       .map((u) => (u.content.type === "text" ? u.content.text : ""))
       .join("");
     expect(said).toContain("Parent goes on");
-    expect(subagentUpdates(h, sessionId).at(-1)).toMatchObject({ sessionId: childId, state: { state: "idle", stopReason: "cancelled" } });
-    const task = h.updatesOf(sessionId, "tool_call")[0]!;
-    expect(lastUpdate(h, sessionId, task.toolCallId).status).toBe("failed");
-    await h.waitFor(() => running() === 0);
+    expect(subagentUpdates(t.h, sessionId).at(-1)).toMatchObject({ sessionId: childId, state: { state: "idle", stopReason: "cancelled" } });
+    const task = t.h.updatesOf(sessionId, "tool_call")[0]!;
+    expect(lastUpdate(t.h, sessionId, task.toolCallId).status).toBe("failed");
+    await t.h.waitFor(() => running() === 0);
   });
 
   it("keeps the nested fallback for a client without the capability", async () => {
-    fake = await startFakeOpenAI({ fallback: route });
-    h = new Harness({ env: env(fake.url) });
-    await h.initialize();
-    const sessionId = await h.newSession(ws);
-    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Delegate" }] });
-    expect(subagentUpdates(h, sessionId)).toEqual([]);
-    const calls = h.updatesOf(sessionId, "tool_call");
+    t.fake = await startFakeOpenAI({ fallback: route });
+    t.h = new Harness({ env: env(t.fake.url) });
+    await t.h.initialize();
+    const sessionId = await t.h.newSession(t.ws);
+    await t.h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Delegate" }] });
+    expect(subagentUpdates(t.h, sessionId)).toEqual([]);
+    const calls = t.h.updatesOf(sessionId, "tool_call");
     const task = calls.find((c) => c.name === "task")!;
     expect(calls.find((c) => c.name === "glob")?._meta).toEqual({ parentToolCallId: task.toolCallId });
-    expect(new Set(h.updates.map((n) => n.sessionId))).toEqual(new Set([sessionId]));
+    expect(new Set(t.h.updates.map((n) => n.sessionId))).toEqual(new Set([sessionId]));
   });
 });
 

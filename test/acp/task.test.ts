@@ -1,28 +1,13 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
-import { Harness, closeAndCheck, lastUpdate, textOf } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { Harness, lastUpdate, textOf, useModelTest } from "./harness.js";
 
 // The task tool in the editor, over real stdio: a parent delegating to two children in parallel,
 // each child's calls nested under its task call, every line checked against the ACP schema.
 
-let ws: string;
-let fake: FakeOpenAI | undefined;
-let h: Harness | undefined;
-
-beforeEach(async () => {
-  ws = await tempDir({ "src/a.ts": "export const a = 1;\n" });
-});
-
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fake?.close();
-  fake = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-});
+const t = useModelTest({ "src/a.ts": "export const a = 1;\n" });
 
 function firstUser(body: FakeBody): string {
   const m = body.messages?.find((x) => x.role === "user");
@@ -51,15 +36,15 @@ function route(body: FakeBody): FakeReply {
 
 describe("task in the editor", () => {
   it("shows a parent delegating to two children; the child's edit is refused by the read-only mode", async () => {
-    fake = await startFakeOpenAI({ fallback: route });
-    h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: fake.url } });
-    await h.initialize();
-    const sessionId = await h.newSession(ws);
-    await h.agent.request("session/set_mode", { sessionId, modeId: "read-only" });
-    const response = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Check both" }] });
+    t.fake = await startFakeOpenAI({ fallback: route });
+    t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url } });
+    await t.h.initialize();
+    const sessionId = await t.h.newSession(t.ws);
+    await t.h.agent.request("session/set_mode", { sessionId, modeId: "read-only" });
+    const response = await t.h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Check both" }] });
     expect(response.stopReason).toBe("end_turn");
 
-    const calls = h.updatesOf(sessionId, "tool_call");
+    const calls = t.h.updatesOf(sessionId, "tool_call");
     const tasks = calls.filter((c) => c.name === "task");
     expect(tasks.map((t) => t.kind)).toEqual(["think", "think"]);
     const ids = tasks.map((t) => t.toolCallId);
@@ -71,24 +56,24 @@ describe("task in the editor", () => {
     expect(glob._meta).toEqual({ parentToolCallId: ids[0] });
     expect(edit._meta).toEqual({ parentToolCallId: ids[1] });
     // While it ran, the task call showed its child's calls, one line each with the status.
-    const progress = h
+    const progress = t.h
       .updatesOf(sessionId, "tool_call_update")
       .filter((u) => u.toolCallId === ids[1] && !u.status && u.content?.length)
       .map((u) => textOf(u as never));
     expect(progress.at(-1)).toMatch(/^- Edit src\/a\.ts.* — failed$/);
     // Nobody was asked: the mode denies the edit in the child as in the parent.
-    expect(h.permissionRequests).toHaveLength(0);
-    expect(lastUpdate(h, sessionId, edit.toolCallId).status).toBe("failed");
-    expect(await fsp.readFile(path.join(ws, "src/a.ts"), "utf8")).toBe("export const a = 1;\n");
-    const a = lastUpdate(h, sessionId, ids[0]!);
+    expect(t.h.permissionRequests).toHaveLength(0);
+    expect(lastUpdate(t.h, sessionId, edit.toolCallId).status).toBe("failed");
+    expect(await fsp.readFile(path.join(t.ws, "src/a.ts"), "utf8")).toBe("export const a = 1;\n");
+    const a = lastUpdate(t.h, sessionId, ids[0]!);
     expect(a.status).toBe("completed");
     expect(textOf(a)).toContain("A: src/a.ts");
-    expect(textOf(lastUpdate(h, sessionId, ids[1]!))).toMatch(/B: .*read-only/i);
+    expect(textOf(lastUpdate(t.h, sessionId, ids[1]!))).toMatch(/B: .*read-only/i);
 
     function lastTitle(id: string | undefined): string | undefined {
       return (
-        h!
-          .updatesOf(sessionId, "tool_call_update")
+        t
+          .h!.updatesOf(sessionId, "tool_call_update")
           .filter((u) => u.toolCallId === id && u.title)
           .at(-1)?.title ?? undefined
       );
