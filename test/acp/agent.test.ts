@@ -1,37 +1,26 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { survivors, tempDir } from "../helpers.js";
-import { Harness, selected, closeAndCheck, textOf, lastUpdate } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { survivors } from "../helpers.js";
+import { Harness, selected, textOf, lastUpdate, useAcpTest } from "./harness.js";
 
-let ws: string;
-let h: Harness | undefined;
-
-beforeEach(async () => {
-  ws = await tempDir({
-    "src/a.ts": "export const a = 1; // TODO: rename\n",
-    "src/b.ts": "export const b = 2;\n",
-  });
-});
-
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
+const t = useAcpTest({
+  "src/a.ts": "export const a = 1; // TODO: rename\n",
+  "src/b.ts": "export const b = 2;\n",
 });
 
 async function start(options: ConstructorParameters<typeof Harness>[0] = {}) {
-  h = new Harness(options);
-  await h.initialize();
-  const sessionId = await h.newSession(ws);
-  return { h, sessionId };
+  t.h = new Harness(options);
+  await t.h.initialize();
+  const sessionId = await t.h.newSession(t.ws);
+  return { h: t.h, sessionId };
 }
 
 describe("initialize and sessions", () => {
   it("answers protocol version 1 whatever the client asks, with honest capabilities", async () => {
-    h = new Harness();
-    const response = await h.agent.request("initialize", { protocolVersion: 7, clientCapabilities: {} });
+    t.h = new Harness();
+    const response = await t.h.agent.request("initialize", { protocolVersion: 7, clientCapabilities: {} });
     expect(response.protocolVersion).toBe(1);
     expect(response.authMethods).toEqual([]);
     expect(response.agentInfo).toMatchObject({ name: "toolhost" });
@@ -39,15 +28,15 @@ describe("initialize and sessions", () => {
   });
 
   it("refuses a relative cwd and offers modes, config options and commands", async () => {
-    h = new Harness();
-    await h.initialize();
-    await expect(h.agent.request("session/new", { cwd: "relative/dir", mcpServers: [] })).rejects.toMatchObject({ code: -32602 });
-    const response = await h.agent.request("session/new", { cwd: ws, mcpServers: [] });
+    t.h = new Harness();
+    await t.h.initialize();
+    await expect(t.h.agent.request("session/new", { cwd: "relative/dir", mcpServers: [] })).rejects.toMatchObject({ code: -32602 });
+    const response = await t.h.agent.request("session/new", { cwd: t.ws, mcpServers: [] });
     expect(response.modes?.currentModeId).toBe("ask");
     expect(response.modes?.availableModes.map((m) => m.id)).toEqual(["read-only", "ask", "accept-edits", "full"]);
     expect(response.configOptions?.[0]).toMatchObject({ id: "mode", category: "mode", currentValue: "ask" });
-    await h.waitFor(() => h!.updatesOf(response.sessionId, "available_commands_update").length > 0);
-    const names = h.updatesOf(response.sessionId, "available_commands_update")[0]!.availableCommands.map((c) => c.name);
+    await t.h.waitFor(() => t.h!.updatesOf(response.sessionId, "available_commands_update").length > 0);
+    const names = t.h.updatesOf(response.sessionId, "available_commands_update")[0]!.availableCommands.map((c) => c.name);
     expect(names).toEqual(expect.arrayContaining(["read", "grep", "glob", "edit", "write", "bash", "todo", "tools", "help"]));
   });
 
@@ -76,7 +65,7 @@ describe("slash commands run tools through the pipeline", () => {
     ]);
     expect(calls[0]!.title).toMatch(/grep "TODO"/);
     expect(calls[1]!.title).toMatch(/Read src\/a\.ts/);
-    expect(calls[1]!.locations).toEqual([{ path: path.join(ws, "src/a.ts"), line: 1 }]);
+    expect(calls[1]!.locations).toEqual([{ path: path.join(t.ws, "src/a.ts"), line: 1 }]);
     const grepDone = lastUpdate(h, sessionId, calls[0]!.toolCallId);
     expect(grepDone.status).toBe("completed");
     expect(textOf(grepDone)).toMatch(/src\/a\.ts:1: export const a = 1; \/\/ TODO/);
@@ -109,7 +98,7 @@ describe("slash commands run tools through the pipeline", () => {
     expect(request.toolCall.content).toEqual([
       {
         type: "diff",
-        path: path.join(ws, "src/a.ts"),
+        path: path.join(t.ws, "src/a.ts"),
         oldText: "export const a = 1; // TODO: rename\n",
         newText: "export const a = 42; // TODO: rename\n",
       },
@@ -119,7 +108,7 @@ describe("slash commands run tools through the pipeline", () => {
     const done = lastUpdate(h, sessionId, call.toolCallId);
     expect(done.status).toBe("failed");
     expect(textOf(done)).toMatch(/rejected/);
-    expect(await fsp.readFile(path.join(ws, "src/a.ts"), "utf8")).toBe("export const a = 1; // TODO: rename\n");
+    expect(await fsp.readFile(path.join(t.ws, "src/a.ts"), "utf8")).toBe("export const a = 1; // TODO: rename\n");
   });
 
   it("allow once asks again; allow always is remembered for that file only", async () => {
@@ -138,12 +127,12 @@ describe("slash commands run tools through the pipeline", () => {
     expect(h.permissionRequests).toHaveLength(3);
     await edit("src/b.ts", "= 2", "= 6");
     expect(h.permissionRequests).toHaveLength(4);
-    expect(await fsp.readFile(path.join(ws, "src/a.ts"), "utf8")).toBe("export const a = 5; // TODO: rename\n");
+    expect(await fsp.readFile(path.join(t.ws, "src/a.ts"), "utf8")).toBe("export const a = 5; // TODO: rename\n");
     const statuses = h.updatesOf(sessionId, "tool_call_update").filter((u) => u.status === "completed");
     expect(statuses).toHaveLength(5);
     const completed = statuses[0]!;
-    expect(completed.content?.[0]).toMatchObject({ type: "diff", path: path.join(ws, "src/a.ts") });
-    expect(completed.locations?.[0]).toMatchObject({ path: path.join(ws, "src/a.ts"), line: 1 });
+    expect(completed.content?.[0]).toMatchObject({ type: "diff", path: path.join(t.ws, "src/a.ts") });
+    expect(completed.locations?.[0]).toMatchObject({ path: path.join(t.ws, "src/a.ts"), line: 1 });
   });
 
   it("a client that fails the permission request rejects the call instead of hanging", async () => {
@@ -155,7 +144,7 @@ describe("slash commands run tools through the pipeline", () => {
     await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash touch should-not-exist" }] });
     const call = h.updatesOf(sessionId, "tool_call")[0]!;
     expect(lastUpdate(h, sessionId, call.toolCallId).status).toBe("failed");
-    await expect(fsp.stat(path.join(ws, "should-not-exist"))).rejects.toThrow();
+    await expect(fsp.stat(path.join(t.ws, "should-not-exist"))).rejects.toThrow();
   });
 
   it("todo sends the complete plan", async () => {
@@ -237,7 +226,7 @@ describe("bash", () => {
 
 describe("editor-backed fs", () => {
   it("reads unsaved buffers and writes through the editor when advertised", async () => {
-    const file = path.join(ws, "src/a.ts");
+    const file = path.join(t.ws, "src/a.ts");
     const buffers = new Map([[file, "export const a = 'unsaved';\n"]]);
     const { h, sessionId } = await start({
       capabilities: { fs: { readTextFile: true, writeTextFile: true } },
@@ -263,7 +252,7 @@ describe("editor-backed fs", () => {
       prompt: [{ type: "text", text: '/write {"path":"new.txt","content":"x"}' }],
     });
     expect(h.clientCalls).toEqual([]);
-    expect(await fsp.readFile(path.join(ws, "new.txt"), "utf8")).toBe("x");
+    expect(await fsp.readFile(path.join(t.ws, "new.txt"), "utf8")).toBe("x");
   });
 });
 
@@ -273,20 +262,20 @@ describe("modes", () => {
     await h.agent.request("session/set_mode", { sessionId, modeId: "read-only" });
     await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: '/write {"path":"x.txt","content":"x"}' }] });
     expect(h.permissionRequests).toHaveLength(0);
-    await expect(fsp.stat(path.join(ws, "x.txt"))).rejects.toThrow();
+    await expect(fsp.stat(path.join(t.ws, "x.txt"))).rejects.toThrow();
 
     const set = await h.agent.request("session/set_config_option", { sessionId, configId: "mode", value: "accept-edits" });
     expect(set.configOptions[0]).toMatchObject({ currentValue: "accept-edits" });
     expect(h.updatesOf(sessionId, "current_mode_update").at(-1)?.currentModeId).toBe("accept-edits");
     await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: '/write {"path":"x.txt","content":"x"}' }] });
-    expect(await fsp.readFile(path.join(ws, "x.txt"), "utf8")).toBe("x");
+    expect(await fsp.readFile(path.join(t.ws, "x.txt"), "utf8")).toBe("x");
     await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash touch y.txt" }] });
     expect(h.permissionRequests).toHaveLength(1);
 
     await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
     await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash touch z.txt" }] });
     expect(h.permissionRequests).toHaveLength(1);
-    await fsp.stat(path.join(ws, "z.txt"));
+    await fsp.stat(path.join(t.ws, "z.txt"));
     await expect(h.agent.request("session/set_mode", { sessionId, modeId: "yolo" })).rejects.toMatchObject({ code: -32602 });
   });
 });
@@ -299,8 +288,8 @@ describe("content and frame sizes", () => {
       prompt: [
         { type: "text", text: "/read src/a.ts" },
         { type: "image", data: Buffer.from("png").toString("base64"), mimeType: "image/png" },
-        { type: "resource_link", uri: `file://${ws}/src/b.ts`, name: "b.ts" },
-        { type: "resource", resource: { uri: `file://${ws}/notes.md`, text: "notes", mimeType: "text/markdown" } },
+        { type: "resource_link", uri: `file://${t.ws}/src/b.ts`, name: "b.ts" },
+        { type: "resource", resource: { uri: `file://${t.ws}/notes.md`, text: "notes", mimeType: "text/markdown" } },
       ],
     });
     expect(response.stopReason).toBe("end_turn");
@@ -329,25 +318,25 @@ describe("content and frame sizes", () => {
 
 describe("robustness", () => {
   it("answers garbage and unknown methods with JSON-RPC errors and keeps serving", async () => {
-    h = new Harness();
-    await h.initialize();
-    h.sendRaw("this is not json");
-    h.sendRaw('{"jsonrpc":"2.0","id":901,"method":"_vendor.example/ping","params":{}}');
-    h.sendRaw('{"jsonrpc":"2.0","id":902,"method":"no/such_method","params":{}}');
-    h.sendRaw('{"jsonrpc":"2.0","method":"_vendor.example/note","params":{}}');
-    h.sendRaw('{"jsonrpc":"2.0","id":903,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}');
-    h.sendRaw('{"jsonrpc":"2.0","id":904,"method":"session/new","params":{"cwd":5}}');
-    const errors = () => h!.checker.messages.filter((m) => m.direction === "agent->client" && "error" in m.json);
-    await h.waitFor(() => errors().length >= 5);
+    t.h = new Harness();
+    await t.h.initialize();
+    t.h.sendRaw("this is not json");
+    t.h.sendRaw('{"jsonrpc":"2.0","id":901,"method":"_vendor.example/ping","params":{}}');
+    t.h.sendRaw('{"jsonrpc":"2.0","id":902,"method":"no/such_method","params":{}}');
+    t.h.sendRaw('{"jsonrpc":"2.0","method":"_vendor.example/note","params":{}}');
+    t.h.sendRaw('{"jsonrpc":"2.0","id":903,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}');
+    t.h.sendRaw('{"jsonrpc":"2.0","id":904,"method":"session/new","params":{"cwd":5}}');
+    const errors = () => t.h!.checker.messages.filter((m) => m.direction === "agent->client" && "error" in m.json);
+    await t.h.waitFor(() => errors().length >= 5);
     const byId = new Map(errors().map((m) => [m.json.id, (m.json.error as { code: number }).code]));
     expect(byId.get(null)).toBe(-32700);
     expect(byId.get(901)).toBe(-32601);
     expect(byId.get(902)).toBe(-32601);
     expect(byId.get(903)).toBe(-32002);
     expect(byId.get(904)).toBe(-32602);
-    const sessionId = await h.newSession(ws);
+    const sessionId = await t.h.newSession(t.ws);
     expect(sessionId).toBeTruthy();
-    for (const m of h.checker.messages.filter((x) => x.direction === "agent->client")) expect(m.json.jsonrpc).toBe("2.0");
+    for (const m of t.h.checker.messages.filter((x) => x.direction === "agent->client")) expect(m.json.jsonrpc).toBe("2.0");
   });
 
   it("exits 0 on SIGTERM and kills the command it was running", async () => {

@@ -1,48 +1,37 @@
-import * as fsp from "node:fs/promises";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { tempDir } from "../helpers.js";
-import { closeAndCheck, Harness } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { Harness, useAcpTest } from "./harness.js";
 
 // The handshake answered before the SDK loads (acp/stdio.ts): the client sees one answer per
 // request, the SDK still validates and serves everything after it, and what the early reader
 // cannot answer goes to the SDK in order.
 
-let ws: string;
-let h: Harness | undefined;
-beforeEach(async () => {
-  ws = await tempDir({ "a.txt": "hello\n" });
-});
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-});
+const t = useAcpTest({ "a.txt": "hello\n" });
 
 const answers = (h: Harness) => h.checker.messages.filter((m) => m.direction === "agent->client" && m.json.method === undefined);
 
 describe("the early handshake", () => {
   it("answers initialize and session/new once each, and the session then works through the SDK", async () => {
-    h = new Harness();
-    await h.initialize();
-    const sessionId = await h.newSession(ws);
-    const response = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/read a.txt" }] });
+    t.h = new Harness();
+    await t.h.initialize();
+    const sessionId = await t.h.newSession(t.ws);
+    const response = await t.h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/read a.txt" }] });
     expect(response.stopReason).toBe("end_turn");
     // The SDK was given the same initialize (it gates on it); its second answer never reaches the client.
-    expect(answers(h).map((m) => m.json.id)).toEqual([...new Set(answers(h).map((m) => m.json.id))]);
-    expect(h.checker.messages.some((m) => JSON.stringify(m.json).includes("toolhost-early-initialize"))).toBe(false);
-    expect(h.updatesOf(sessionId, "tool_call_update").some((u) => u.status === "completed")).toBe(true);
+    expect(answers(t.h).map((m) => m.json.id)).toEqual([...new Set(answers(t.h).map((m) => m.json.id))]);
+    expect(t.h.checker.messages.some((m) => JSON.stringify(m.json).includes("toolhost-early-initialize"))).toBe(false);
+    expect(t.h.updatesOf(sessionId, "tool_call_update").some((u) => u.status === "completed")).toBe(true);
   });
 
   it("leaves what it cannot answer to the SDK, in order", async () => {
-    h = new Harness();
-    await h.initialize();
+    t.h = new Harness();
+    await t.h.initialize();
     // A session with MCP servers is the SDK's to validate; a session/new right after it still works.
-    h.sendRaw(
-      JSON.stringify({ jsonrpc: "2.0", id: 901, method: "session/new", params: { cwd: ws, mcpServers: [{ name: "x", command: 5 }] } }),
+    t.h.sendRaw(
+      JSON.stringify({ jsonrpc: "2.0", id: 901, method: "session/new", params: { cwd: t.ws, mcpServers: [{ name: "x", command: 5 }] } }),
     );
-    h.sendRaw(JSON.stringify({ jsonrpc: "2.0", id: 902, method: "session/new", params: { cwd: ws, mcpServers: [] } }));
-    await h.waitFor(() => answers(h!).filter((m) => m.json.id === 901 || m.json.id === 902).length === 2);
-    const byId = new Map(answers(h).map((m) => [m.json.id, m.json]));
+    t.h.sendRaw(JSON.stringify({ jsonrpc: "2.0", id: 902, method: "session/new", params: { cwd: t.ws, mcpServers: [] } }));
+    await t.h.waitFor(() => answers(t.h!).filter((m) => m.json.id === 901 || m.json.id === 902).length === 2);
+    const byId = new Map(answers(t.h).map((m) => [m.json.id, m.json]));
     expect(byId.get(901)).toMatchObject({ error: { code: -32602 } });
     expect(byId.get(902)).toMatchObject({ result: { sessionId: expect.any(String) } });
   });
@@ -52,7 +41,7 @@ describe("a client that goes away during the handshake", () => {
   it("ends the agent quietly with exit 0", async () => {
     const { spawn } = await import("node:child_process");
     const { CLI } = await import("./harness.js");
-    const child = spawn(process.execPath, [CLI], { stdio: ["pipe", "pipe", "pipe"], cwd: ws });
+    const child = spawn(process.execPath, [CLI], { stdio: ["pipe", "pipe", "pipe"], cwd: t.ws });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += String(d)));
     // The reading end closes before the answer can be written.

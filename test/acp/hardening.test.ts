@@ -1,30 +1,19 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { ContentBlock, PromptResponse } from "@agentclientprotocol/sdk";
-import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { survivors, tempDir } from "../helpers.js";
-import { Harness, selected, closeAndCheck, lastUpdate, textOf, messageText } from "./harness.js";
+import { Harness, selected, lastUpdate, textOf, messageText, useAcpTest } from "./harness.js";
 
 // Issue 10's defects on the wire: each case failed before its fix.
 
-let ws: string;
-let h: Harness | undefined;
-
-beforeEach(async () => {
-  ws = await tempDir({ "src/a.ts": "export const a = 1;\n" });
-});
-
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-});
+const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
 
 async function start(options: ConstructorParameters<typeof Harness>[0] = {}) {
-  h = new Harness(options);
-  await h.initialize();
-  const sessionId = await h.newSession(ws);
-  return { h, sessionId };
+  t.h = new Harness(options);
+  await t.h.initialize();
+  const sessionId = await t.h.newSession(t.ws);
+  return { h: t.h, sessionId };
 }
 
 const prompt = (h: Harness, sessionId: string, ...texts: string[]): Promise<PromptResponse> => {
@@ -76,32 +65,32 @@ describe("a command's end as the editor sees it", () => {
 
 describe("session lifecycle errors", () => {
   it("session/new refuses a cwd that does not exist or is a file", async () => {
-    h = new Harness();
-    await h.initialize();
-    const missing = path.join(ws, "no/such/dir");
-    await expect(h.agent.request("session/new", { cwd: missing, mcpServers: [] })).rejects.toMatchObject({
+    t.h = new Harness();
+    await t.h.initialize();
+    const missing = path.join(t.ws, "no/such/dir");
+    await expect(t.h.agent.request("session/new", { cwd: missing, mcpServers: [] })).rejects.toMatchObject({
       code: -32602,
       message: expect.stringMatching(/does not exist/),
     });
-    const file = path.join(ws, "src/a.ts");
-    await expect(h.agent.request("session/new", { cwd: file, mcpServers: [] })).rejects.toMatchObject({
+    const file = path.join(t.ws, "src/a.ts");
+    await expect(t.h.agent.request("session/new", { cwd: file, mcpServers: [] })).rejects.toMatchObject({
       code: -32602,
       message: expect.stringMatching(/not a directory/),
     });
-    expect(await h.newSession(ws)).toBeTruthy();
+    expect(await t.h.newSession(t.ws)).toBeTruthy();
   });
 
   it("session/close of an unknown id answers Resource not found on the wire, like every other method", async () => {
     // The SDK's client turns -32002 for session/close into success (as ACP recommends), so read the raw answers.
-    h = new Harness();
-    await h.initialize();
-    const sessionId = await h.newSession(ws);
-    await h.agent.request("session/close", { sessionId });
-    h.sendRaw('{"jsonrpc":"2.0","id":911,"method":"session/close","params":{"sessionId":"nope"}}');
-    h.sendRaw(`{"jsonrpc":"2.0","id":912,"method":"session/close","params":{"sessionId":"${sessionId}"}}`);
-    h.sendRaw(`{"jsonrpc":"2.0","id":913,"method":"session/prompt","params":{"sessionId":"${sessionId}","prompt":[]}}`);
-    const errors = () => h!.checker.messages.filter((m) => m.direction === "agent->client" && "error" in m.json);
-    await h.waitFor(() => errors().length >= 3);
+    t.h = new Harness();
+    await t.h.initialize();
+    const sessionId = await t.h.newSession(t.ws);
+    await t.h.agent.request("session/close", { sessionId });
+    t.h.sendRaw('{"jsonrpc":"2.0","id":911,"method":"session/close","params":{"sessionId":"nope"}}');
+    t.h.sendRaw(`{"jsonrpc":"2.0","id":912,"method":"session/close","params":{"sessionId":"${sessionId}"}}`);
+    t.h.sendRaw(`{"jsonrpc":"2.0","id":913,"method":"session/prompt","params":{"sessionId":"${sessionId}","prompt":[]}}`);
+    const errors = () => t.h!.checker.messages.filter((m) => m.direction === "agent->client" && "error" in m.json);
+    await t.h.waitFor(() => errors().length >= 3);
     const byId = new Map(errors().map((m) => [m.json.id, m.json.error as { code: number; message: string }]));
     for (const id of [911, 912, 913]) expect(byId.get(id)).toMatchObject({ code: -32002, message: expect.stringMatching(/not found/) });
   });
@@ -114,7 +103,7 @@ describe("prompt blocks", () => {
     const response = await prompt(h, sessionId, "/bash echo one > one.txt", "what does this project do?");
     expect(response.stopReason).toBe("end_turn");
     expect(h.updatesOf(sessionId, "tool_call")).toEqual([]);
-    await expect(fsp.stat(path.join(ws, "one.txt"))).rejects.toThrow();
+    await expect(fsp.stat(path.join(t.ws, "one.txt"))).rejects.toThrow();
     expect(messageText(h, sessionId)).toMatch(/slash command must be the only text/i);
   });
 
@@ -145,7 +134,7 @@ describe("a message over 32 MiB", () => {
     await h.waitFor(() => /dropped a \d+-byte session\/prompt \(id 921\)/.test(h.stderr.join("")));
     // The same session still answers, and so does a new one.
     expect((await prompt(h, sessionId, "/tools")).stopReason).toBe("end_turn");
-    expect(await h.newSession(ws)).toBeTruthy();
+    expect(await h.newSession(t.ws)).toBeTruthy();
   }, 60_000);
 });
 
@@ -157,16 +146,16 @@ describe("the profile option", () => {
       "profiles/ghost/tools/x.ts": "export {};\n",
     });
     onTestFinished(() => fsp.rm(home, { recursive: true, force: true }));
-    h = new Harness({ env: { TOOLHOST_HOME: home } });
-    await h.initialize();
-    const response = await h.agent.request("session/new", { cwd: ws, mcpServers: [] });
+    t.h = new Harness({ env: { TOOLHOST_HOME: home } });
+    await t.h.initialize();
+    const response = await t.h.agent.request("session/new", { cwd: t.ws, mcpServers: [] });
     const names = (options: typeof response.configOptions) => {
       const profile = options?.find((o) => o.id === "profile");
       return profile && "options" in profile ? (profile.options as { value: string }[]).map((o) => o.value) : [];
     };
     expect(names(response.configOptions)).toEqual(["default", "mine", "read-only", "release"]);
-    await h.waitFor(() => h!.updatesOf(response.sessionId, "config_option_update").length > 0);
-    expect(names(h.updatesOf(response.sessionId, "config_option_update")[0]!.configOptions)).toEqual(names(response.configOptions));
+    await t.h.waitFor(() => t.h!.updatesOf(response.sessionId, "config_option_update").length > 0);
+    expect(names(t.h.updatesOf(response.sessionId, "config_option_update")[0]!.configOptions)).toEqual(names(response.configOptions));
   });
 });
 

@@ -324,8 +324,8 @@ export function messageText(h: Harness, sessionId: string, separator = "\n"): st
     .join(separator);
 }
 
-/** What one ACP test with a model starts: its workspace, the local model server, the harness. */
-export interface ModelTest {
+/** What one ACP test starts: its workspace, the harness and, when it talks to a model, the local model server. */
+export interface AcpTest {
   ws: string;
   fake?: FakeOpenAI;
   h?: Harness;
@@ -335,8 +335,8 @@ export interface ModelTest {
  * Per test: a workspace with `files`; after it, the harness is closed (its exit code and wire
  * checked), then the model server and the workspace go. Tests assign `fake` and `h` as they start them.
  */
-export function useModelTest(files: Record<string, string>): ModelTest {
-  const t: ModelTest = { ws: "" };
+export function useAcpTest(files: Record<string, string>): AcpTest {
+  const t: AcpTest = { ws: "" };
   beforeEach(async () => {
     t.ws = await tempDir(files);
   });

@@ -1,38 +1,23 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { SessionUpdate } from "@agentclientprotocol/sdk";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
-import { Harness, selected, type HarnessOptions, closeAndCheck } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { Harness, selected, type HarnessOptions, useAcpTest } from "./harness.js";
 
 // The agent over real stdio, its model a local OpenAI-compatible server streaming scripted SSE.
 
-let ws: string;
-let fake: FakeOpenAI | undefined;
-let h: Harness | undefined;
-
-beforeEach(async () => {
-  ws = await tempDir({
-    "src/a.ts": "export const a = 1; // TODO: rename\n",
-    "AGENTS.md": "Always answer in one sentence.\n",
-  });
-});
-
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fake?.close();
-  fake = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
+const t = useAcpTest({
+  "src/a.ts": "export const a = 1; // TODO: rename\n",
+  "AGENTS.md": "Always answer in one sentence.\n",
 });
 
 async function start(script: FakeReply[], options: HarnessOptions = {}, model = "openai-compatible/fake") {
-  fake = await startFakeOpenAI({ script });
-  h = new Harness({ ...options, env: { TOOLHOST_MODEL: model, TOOLHOST_BASE_URL: fake.url, ...options.env } });
-  await h.initialize();
-  const sessionId = await h.newSession(ws);
-  return { h, fake, sessionId };
+  t.fake = await startFakeOpenAI({ script });
+  t.h = new Harness({ ...options, env: { TOOLHOST_MODEL: model, TOOLHOST_BASE_URL: t.fake.url, ...options.env } });
+  await t.h.initialize();
+  const sessionId = await t.h.newSession(t.ws);
+  return { h: t.h, fake: t.fake, sessionId };
 }
 
 const prompt = (h: Harness, sessionId: string, text: string) =>
@@ -146,7 +131,7 @@ describe("a prompt answered by a model", () => {
       expect.stringMatching(/Read src\/a\.ts/),
       expect.stringMatching(/src\/a\.ts/),
     ]);
-    const file = path.join(ws, "src/a.ts");
+    const file = path.join(t.ws, "src/a.ts");
     const diff = {
       type: "diff",
       path: file,
@@ -175,7 +160,7 @@ describe("a prompt answered by a model", () => {
     const first = fake.requests[0]!.body;
     expect(first.model).toBe("fake");
     expect(first.messages?.[0]).toMatchObject({ role: "system" });
-    expect(first.messages?.[0]!.content).toContain(`Working directory: ${ws}`);
+    expect(first.messages?.[0]!.content).toContain(`Working directory: ${t.ws}`);
     expect(first.messages?.[0]!.content).toContain("# Project instructions (AGENTS.md)\n\nAlways answer in one sentence.");
     expect(first.tools?.map((t) => t.function.name)).toEqual(expect.arrayContaining(["read", "grep", "edit", "bash"]));
     const grepResult = fake.requests[1]!.body.messages!.find((m) => m.role === "tool" && m.tool_call_id === "call_grep");
@@ -265,14 +250,14 @@ describe("a prompt answered by a model", () => {
       prompt: [
         { type: "text", text: "What is this?" },
         { type: "image", data: Buffer.from("png").toString("base64"), mimeType: "image/png" },
-        { type: "resource", resource: { uri: `file://${ws}/notes.md`, text: "the notes", mimeType: "text/markdown" } },
+        { type: "resource", resource: { uri: `file://${t.ws}/notes.md`, text: "the notes", mimeType: "text/markdown" } },
       ],
     });
     const user = fake.requests[0]!.body.messages!.find((m) => m.role === "user")!;
     expect(user.content).toEqual([
       { type: "text", text: "What is this?" },
       { type: "image_url", image_url: { url: `data:image/png;base64,${Buffer.from("png").toString("base64")}` } },
-      { type: "text", text: `<context uri="file://${ws}/notes.md" type="text/markdown">\nthe notes\n</context>` },
+      { type: "text", text: `<context uri="file://${t.ws}/notes.md" type="text/markdown">\nthe notes\n</context>` },
     ]);
   });
 });

@@ -1,13 +1,13 @@
 import type { SessionUpdate as UnstableUpdate } from "@agentclientprotocol/sdk/unstable";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { Harness, useModelTest } from "./harness.js";
+import { Harness, useAcpTest } from "./harness.js";
 
 // The todo tool's plan in the editor, over real stdio: plan operations (plan_update / plan_removed
 // keyed by planId) for a client that advertises `clientCapabilities.plan`, the legacy `plan` for
 // the others; every line checked against the SDK's unstable (resp. stable) v1 schema.
 
-const t = useModelTest({ "src/a.ts": "export const a = 1;\n" });
+const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
 
 type PlanUpdate = Extract<UnstableUpdate, { sessionUpdate: "plan_update" }>;
 type PlanRemoved = Extract<UnstableUpdate, { sessionUpdate: "plan_removed" }>;

@@ -3,14 +3,14 @@ import { describe, expect, it } from "vitest";
 import { formAnswers } from "../../src/acp/questions.js";
 import { NO_ONE_TO_ASK } from "../../src/tools/question.js";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { Harness, lastUpdate, selected, type HarnessOptions, useModelTest } from "./harness.js";
+import { Harness, lastUpdate, selected, type HarnessOptions, useAcpTest } from "./harness.js";
 import { WireChecker } from "./wire.js";
 
 // The question tool over real stdio: the model (a local OpenAI-compatible server) asks, the
 // test client answers through elicitation/create or session/request_permission, and the answer
 // reaches the model's next request. Every line is checked against the ACP schema.
 
-const t = useModelTest({ "README.md": "# demo\n" });
+const t = useAcpTest({ "README.md": "# demo\n" });
 
 const FORMS = { elicitation: { form: {} } };
 

@@ -2,13 +2,13 @@ import { execFileSync } from "node:child_process";
 import type { ClientCapabilities, SessionNotification } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { Harness, lastUpdate, selected, textOf, useModelTest } from "./harness.js";
+import { Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js";
 
 // ACP subagent sessions over real stdio, for a client that advertises `subagents`: each child on
 // its own session id, announced on the parent by subagent_update, cancellable alone. Every line
 // is checked against the SDK's unstable schema.
 
-const t = useModelTest({ "src/a.ts": "export const a = 1;\n" });
+const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
 
 const SLEEP = "sleep 31.7";
 

@@ -2,12 +2,12 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { Harness, lastUpdate, textOf, useModelTest } from "./harness.js";
+import { Harness, lastUpdate, textOf, useAcpTest } from "./harness.js";
 
 // The task tool in the editor, over real stdio: a parent delegating to two children in parallel,
 // each child's calls nested under its task call, every line checked against the ACP schema.
 
-const t = useModelTest({ "src/a.ts": "export const a = 1;\n" });
+const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
 
 function firstUser(body: FakeBody): string {
   const m = body.messages?.find((x) => x.role === "user");
