@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import type { ClientCapabilities, SessionNotification } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js";
 
 // ACP subagent sessions over real stdio, for a client that advertises `subagents`: each child on
@@ -12,13 +12,8 @@ const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
 
 const SLEEP = "sleep 31.7";
 
-function firstUser(body: FakeBody): string {
-  const m = body.messages?.find((x) => x.role === "user");
-  return typeof m?.content === "string" ? m.content : JSON.stringify(m?.content);
-}
-
 function route(body: FakeBody): FakeReply {
-  const who = firstUser(body);
+  const who = firstUserText(body);
   const results = (body.messages ?? []).filter((m) => m.role === "tool");
   if (who.includes("Delegate") || who.includes("Cancel it")) {
     if (!results.length) {

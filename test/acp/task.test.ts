@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { Harness, lastUpdate, textOf, useAcpTest } from "./harness.js";
 
 // The task tool in the editor, over real stdio: a parent delegating to two children in parallel,
@@ -9,13 +9,8 @@ import { Harness, lastUpdate, textOf, useAcpTest } from "./harness.js";
 
 const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
 
-function firstUser(body: FakeBody): string {
-  const m = body.messages?.find((x) => x.role === "user");
-  return typeof m?.content === "string" ? m.content : JSON.stringify(m?.content);
-}
-
 function route(body: FakeBody): FakeReply {
-  const who = firstUser(body);
+  const who = firstUserText(body);
   const results = (body.messages ?? []).filter((m) => m.role === "tool");
   if (who.includes("Check both")) {
     if (!results.length)

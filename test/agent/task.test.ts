@@ -10,7 +10,7 @@ import type { ToolEvent } from "../../src/tool/context.js";
 import { defineTool } from "../../src/tool/define.js";
 import type { Envelope } from "../../src/tool/envelope.js";
 import { startFakeAnthropic } from "../fixtures/fake-anthropic.mjs";
-import { startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { firstUserText, startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { sleepMarker, survivors, tempDir } from "../helpers.js";
 
 // The task tool: subagents started by the model, over a local OpenAI-compatible server.
@@ -63,11 +63,6 @@ function frontEnd(): SessionFrontEnd & { log: Log } {
   };
 }
 
-/** The conversation's first user message as text: which session (parent or child) is asking. */
-function firstUser(body: FakeBody): string {
-  const m = body.messages?.find((x) => x.role === "user");
-  return typeof m?.content === "string" ? m.content : JSON.stringify(m?.content);
-}
 const toolResults = (body: FakeBody) => (body.messages ?? []).filter((m) => m.role === "tool");
 const systemOf = (body: FakeBody) => String(body.messages?.find((m) => m.role === "system")?.content ?? "");
 const toolNames = (body: FakeBody) => (body.tools ?? []).map((t) => t.function.name).sort();
@@ -94,7 +89,7 @@ const resultText = (e: Envelope | undefined) => (e?.type === "output" ? String(e
 describe("the task tool", () => {
   it("runs two children in parallel; the one that edits is refused what the parent's mode denies", async () => {
     const model = await withModel((body) => {
-      const who = firstUser(body);
+      const who = firstUserText(body);
       const results = toolResults(body);
       if (who.includes("Check both")) {
         if (!results.length)
@@ -135,7 +130,7 @@ describe("the task tool", () => {
     expect(arrived).toBe(2);
     expect(fe.log.text).toBe("Both children answered.");
     // The parent is offered task; a general-purpose child gets the parent's tools without task.
-    const childRequest = model.requests.find((r) => firstUser(r.body).includes("Child A"))!;
+    const childRequest = model.requests.find((r) => firstUserText(r.body).includes("Child A"))!;
     expect(toolNames(childRequest.body)).not.toContain("task");
     expect(toolNames(childRequest.body)).toContain("meet");
     const tasks = fe.log.pending.filter((p) => p.toolId === "task");
@@ -164,7 +159,7 @@ describe("the task tool", () => {
   it("continues a child's conversation with its task_id", async () => {
     let taskId = "";
     const model = await withModel((body) => {
-      const who = firstUser(body);
+      const who = firstUserText(body);
       const results = toolResults(body);
       if (who.includes("Delegate twice")) {
         if (results.length === 0) return call("task", { description: "First", prompt: "Remember 42" }, "t1");
@@ -216,7 +211,7 @@ describe("the task tool", () => {
     );
     await fsp.writeFile(path.join(home, "agents", "wide.md"), "---\nname: wide\ndescription: Wants full\nmode: full\n---\n");
     const model = await withModel((body) => {
-      const who = firstUser(body);
+      const who = firstUserText(body);
       const results = toolResults(body);
       if (who === "go") {
         if (results.length === 0) return call("task", { description: "Look", prompt: "look at it", agent: "looker" }, "t1");
@@ -230,7 +225,7 @@ describe("the task tool", () => {
     const { s, fe } = await session("ask");
     const tools = await s.prompt({ text: "go", content: () => "go" });
     expect(tools).toBe("end_turn");
-    const looker = model.requests.find((r) => firstUser(r.body) === "look at it")!;
+    const looker = model.requests.find((r) => firstUserText(r.body) === "look at it")!;
     // bash is listed by the agent but hidden by its read-only mode; task is not listed.
     expect(toolNames(looker.body)).toEqual(["grep", "read"]);
     expect(systemOf(looker.body)).toContain("You only look.");
@@ -284,7 +279,7 @@ describe("the task tool", () => {
     await fsp.writeFile(path.join(home, "agents", "boss.md"), "---\nname: boss\ndescription: Delegates\ntools: [task, read]\n---\n");
     const model = await withModel((body) => {
       const results = toolResults(body);
-      const depth = Number(/depth (\d)/.exec(firstUser(body))?.[1] ?? 0);
+      const depth = Number(/depth (\d)/.exec(firstUserText(body))?.[1] ?? 0);
       if (results.length === 0 && toolNames(body).includes("task"))
         return call("task", { description: "Deeper", prompt: `depth ${depth + 1}`, agent: "boss" }, `t${depth}`);
       return { text: `answer at ${depth}` };
@@ -292,7 +287,7 @@ describe("the task tool", () => {
     const { s } = await session("ask");
     await s.prompt({ text: "depth 0", content: () => "depth 0" });
     // Parent (0) and children 1, 2 are offered task; the child at depth 3 is not.
-    const offered = model.requests.filter((r) => toolResults(r.body).length === 0).map((r) => [firstUser(r.body), toolNames(r.body)]);
+    const offered = model.requests.filter((r) => toolResults(r.body).length === 0).map((r) => [firstUserText(r.body), toolNames(r.body)]);
     expect(offered).toEqual([
       ["depth 0", expect.arrayContaining(["task", "bash"])],
       ["depth 1", ["read", "task"]],
@@ -304,7 +299,7 @@ describe("the task tool", () => {
   it("asks the parent's person about a child's call, saying which subagent asks", async () => {
     await withModel((body) => {
       const results = toolResults(body);
-      if (firstUser(body) === "go")
+      if (firstUserText(body) === "go")
         return results.length ? { text: "ok" } : call("task", { description: "Bump a", prompt: "bump it" }, "t1");
       return results.length ? { text: "bumped" } : call("edit", { path: "src/a.ts", old_string: "= 1", new_string: "= 2" });
     });
@@ -347,7 +342,7 @@ describe("the task tool", () => {
   it("cancelling the parent cancels every child and kills what they started", async () => {
     const marker = sleepMarker();
     await withModel((body) => {
-      const who = firstUser(body);
+      const who = firstUserText(body);
       if (who === "go")
         return {
           toolCalls: [
