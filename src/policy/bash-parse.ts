@@ -65,10 +65,24 @@ const MAX_SCRIPT_DEPTH = 3;
  * groups, control structures, substitutions and here-docs, and the scripts given to `bash -c`.
  * Returns null when the line does not parse cleanly: the caller must then ask.
  */
-export async function parseBash(line: string): Promise<ParsedLine | null> {
-  const parser = await bashParser();
-  return parseWith(parser, line, 0);
+export function parseBash(line: string): Promise<ParsedLine | null> {
+  // The rules, the watchdog and the approval each read the same line of one call: parse it once.
+  let parsed = recent.get(line);
+  if (parsed) {
+    recent.delete(line);
+  } else {
+    parsed = bashParser().then((parser) => parseWith(parser, line, 0));
+    // A failed load is not kept: the next call tries again.
+    parsed.catch(() => recent.delete(line));
+  }
+  recent.set(line, parsed);
+  if (recent.size > RECENT_LINES) recent.delete(recent.keys().next().value as string);
+  return parsed;
 }
+
+/** The last lines parsed, oldest first; their results are shared, so callers must not change them. */
+const recent = new Map<string, Promise<ParsedLine | null>>();
+const RECENT_LINES = 64;
 
 function parseWith(parser: Awaited<ReturnType<typeof bashParser>>, line: string, depth: number): ParsedLine | null {
   const tree = parser.parse(line);

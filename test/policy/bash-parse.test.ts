@@ -181,3 +181,13 @@ describe("the parser's cost", () => {
     expect(perLine).toBeLessThan(5);
   });
 });
+
+describe("parseBash's recent lines", () => {
+  it("parses a line once for everyone who reads it (rules, watchdog, approval), and a new line afresh", async () => {
+    const first = await parseBash("git status --short && ls");
+    expect(await parseBash("git status --short && ls")).toBe(first);
+    const other = await parseBash("git status --short || ls");
+    expect(other).not.toBe(first);
+    expect(other?.commands.map((c) => c.text)).toEqual(["git status --short", "ls"]);
+  });
+});
