@@ -8,7 +8,7 @@ import type { ToolDeclaration } from "../../src/agent/turn-types.js";
 import toolSearch from "../../src/tools/tool_search.js";
 import { defineTool } from "../../src/tool/define.js";
 import type { Envelope } from "../../src/tool/envelope.js";
-import { startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { firstUserText, startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
 
 // tool_search and deferral without an editor: the BM25 ranking, select and max_results, the
@@ -231,6 +231,31 @@ describe("wiring in a session", () => {
     expect(declared(second)).not.toContain("svc_3");
     expect(toolResults(third)[1]).toMatch(/svc_3 on y/);
     expect(declared(third)).toContain("svc_3");
+  });
+
+  it("a subagent starts with its parent's wired tools declared, and the deferred list in its system prompt", async () => {
+    const model = await withModel([]);
+    const child: FakeBody[] = [];
+    const parent: FakeBody[] = [];
+    model.push(
+      ...Array.from({ length: 4 }, () => (body: FakeBody): FakeReply => {
+        if (firstUserText(body) === "CHILD") {
+          child.push(body);
+          return { text: "child done" };
+        }
+        parent.push(body);
+        if (parent.length === 1) return { toolCalls: [{ id: "c1", name: "tool_search", arguments: { select: ["svc_7"] } }] };
+        if (parent.length === 2) return { toolCalls: [{ id: "c2", name: "task", arguments: { description: "look", prompt: "CHILD" } }] };
+        return { text: "ok" };
+      }),
+    );
+    const s = await session(many());
+    await s.prompt({ text: "go", content: () => "go" });
+    await s.close();
+    expect(child).toHaveLength(1);
+    expect(declared(child[0])).toEqual(expect.arrayContaining(["svc_7", "tool_search"]));
+    expect(declared(child[0])).not.toContain("svc_8");
+    expect(systemOf(child[0])).toMatch(/^- svc_8: Service 8 operation\.$/m);
   });
 
   it("declares every tool up front when they fit, and tool_search still finds them", async () => {
