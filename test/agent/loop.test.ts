@@ -159,6 +159,7 @@ describe("the model turn loop", () => {
       "task",
       "question",
       "skill",
+      "tool_search",
     ]);
     expect(request.tools?.[0]).toMatchObject({
       type: "function",

@@ -37,6 +37,14 @@ describe("the prompt budget", () => {
     fake = await startFakeOpenAI({ script: [{ text: "ok" }] });
     process.env.TOOLHOST_MODEL = "openai-compatible/fake";
     process.env.TOOLHOST_BASE_URL = fake.url;
+    // One extension tool, so tool_search (offered only when there is something to find) is declared too; it is not counted.
+    await fsp.mkdir(`${home}/profiles/default/tools`, { recursive: true });
+    await fsp.writeFile(
+      `${home}/profiles/default/tools/extra.ts`,
+      `import { defineTool, z } from "toolhost";
+export default defineTool({ id: "extra", description: "x", kind: "read", parameters: z.object({}), requires: {}, async execute() { return ""; } });
+`,
+    );
     // Someone to ask, so every tool is offered; ask mode hides none.
     const frontEnd = {
       ...headlessFrontEnd(),
@@ -47,10 +55,11 @@ describe("the prompt budget", () => {
     await s.prompt({ text: "hi", content: () => "hi" });
     await s.close();
     const body = fake.requests[0]?.body;
-    const declared = (body?.tools ?? []).map((t) => t.function.name);
+    const locked = (body?.tools ?? []).filter((t) => t.function.name !== "extra");
+    const declared = locked.map((t) => t.function.name);
     expect(declared.sort()).toEqual(BUILTIN_TOOLS.map((t) => t.id).sort());
     const system = (body?.messages ?? []).filter((m) => m.role === "system").map((m) => JSON.stringify(m.content));
-    const chars = system.join("").length + JSON.stringify(body?.tools).length;
+    const chars = system.join("").length + JSON.stringify(locked).length;
     const tokens = Math.ceil(chars / CHARS_PER_TOKEN);
     console.log(`prompt budget: ${tokens} tokens (${chars} characters) for the system prompt and ${declared.length} tools`);
     expect(tokens).toBeLessThan(TOKEN_BUDGET);
