@@ -158,6 +158,7 @@ describe("the model turn loop", () => {
       "todo",
       "task",
       "question",
+      "web_search",
       "skill",
     ]);
     expect(request.tools?.[0]).toMatchObject({
