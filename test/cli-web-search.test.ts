@@ -73,6 +73,12 @@ describe("web_search in the CLI", () => {
       ],
     });
     expect(fake.requests.map((r) => r.query.get("q"))).toEqual(["rust async runtime"]);
+
+    // The slash shorthand, headless in ask mode: a search asks nobody.
+    const slash = await toolhost("run", "/web_search tokio vs smol");
+    expect(slash.code, slash.stderr).toBe(0);
+    expect(slash.stdout).toMatch(/^results:\n\{"title":"Tokio - An asynchronous Rust runtime","url":"https:\/\/tokio\.rs\/"/);
+    expect(fake.requests.map((r) => r.query.get("q"))).toEqual(["rust async runtime", "tokio vs smol"]);
   });
 
   it("a rule on the tool id forbids it (or asks, which headless is a refusal); nothing is sent", async () => {

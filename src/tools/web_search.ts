@@ -30,6 +30,8 @@ export default defineTool({
   requires: { net: { hosts: ["{web-search}"] } },
   output: { field: "results", maxItems: MAX_RESULTS },
   title: (args) => `Search the web: ${args.query}`,
+  shorthand: (text) => ({ query: text.trim() }),
+  shorthandHint: "a search query",
   isAvailable: (context) => (context.webSearch?.providers.length ?? 0) > 0,
   async execute(args, ctx): Promise<WebSearchData> {
     const settings = ctx.host.webSearch;

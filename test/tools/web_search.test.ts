@@ -270,8 +270,10 @@ describe("web_search, bounds and scope", () => {
     expect(await webSearch.isAvailable!({ ...context, webSearch: settings("searxng", "http://127.0.0.1:1") })).toBe(true);
   });
 
-  it("title and display", () => {
+  it("title, slash shorthand and display", () => {
     expect(webSearch.title!({ query: "rust async" })).toBe("Search the web: rust async");
+    expect(webSearch.shorthand!(" rust async runtime ")).toEqual({ query: "rust async runtime" });
+    expect(webSearch.shorthandHint).toBe("a search query");
     expect(webSearch.kind).toBe("fetch");
     const shown = webSearch.display!({ results: [{ title: "A [b]", url: "https://a.example/", snippet: "s" }] }, { query: "q" });
     expect(shown).toEqual({ markdown: true, text: "- [A \\[b\\]](https://a.example/): s" });
