@@ -1,4 +1,5 @@
 import * as fsp from "node:fs/promises";
+import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
@@ -43,14 +44,19 @@ describe("the prompt budget", () => {
       approve: async () => "reject_once" as const,
       questions: { ask: async () => ({ outcome: "cancelled" as const }) },
     };
+    // A search provider, so web_search is declared and counted too (nothing is searched).
+    await fsp.writeFile(
+      path.join(home, "config.json"),
+      JSON.stringify({ webSearch: { providers: [{ type: "searxng", baseURL: "http://127.0.0.1:9" }] } }),
+    );
     const s = new AgentSession({ cwd: ws, tools: await SessionTools.create(ws), frontEnd, mode: "ask" });
     await s.prompt({ text: "hi", content: () => "hi" });
     await s.close();
     const body = fake.requests[0]?.body;
     const declared = (body?.tools ?? []).map((t) => t.function.name);
-    // Every builtin this session has: web_search needs a configured provider, and there is none here.
+    // Every builtin this session has (a builtin's isAvailable may leave it out).
     const unavailable = new Set(s.tools.toolset.report.unavailable.map((t) => t.id));
-    expect([...unavailable]).toEqual(["web_search"]);
+    expect([...unavailable]).toEqual([]);
     expect(declared.sort()).toEqual(
       BUILTIN_TOOLS.map((t) => t.id)
         .filter((id) => !unavailable.has(id))
