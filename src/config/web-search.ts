@@ -63,9 +63,13 @@ export function resolveWebSearch(config: WebSearchConfig | undefined, env: NodeJ
   };
 }
 
-/** The host names web_search may reach: the scope variable `{web-search}`. */
+/**
+ * The host patterns web_search may reach: the scope variable `{web-search}`. Each is a host name
+ * as a URL spells it, glob characters escaped (an IPv6 literal's brackets are not a class).
+ */
 export function webSearchHosts(settings: WebSearchSettings | undefined): string[] {
-  return [...new Set((settings?.providers ?? []).map((p) => new URL(p.baseURL).hostname))];
+  const literal = (host: string) => host.replace(/[\\[\]*?{}()!+@|^$]/g, (c) => `\\${c}`);
+  return [...new Set((settings?.providers ?? []).map((p) => literal(new URL(p.baseURL).hostname)))];
 }
 
 /** One line for `toolhost doctor`: what web_search uses, or how to turn it on. */

@@ -1,4 +1,7 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { webSearchHosts } from "../../src/config/web-search.js";
 import type { WebSearchProvider, WebSearchProviderType, WebSearchSettings } from "../../src/tool/services.js";
 import { pickProvider, plainText } from "../../src/tools/web-search-providers.js";
 import webSearch from "../../src/tools/web_search.js";
@@ -250,6 +253,23 @@ describe("web_search, bounds and scope", () => {
     const { envelope } = await call(webSearch, { query: "q" }, ws.session, { host: { webSearch: settings("searxng", fake.url) } });
     expect(errorOf(envelope, "capability_denied")).toBe("Host 127.0.0.1 is outside this tool's net.hosts (none)");
     expect(fake.requests).toHaveLength(0);
+  });
+
+  it("a provider on an IPv6 literal: the session's `{web-search}` pattern matches it exactly", async () => {
+    const server = http.createServer((_req, res) => res.end(JSON.stringify(SHAPES.searxng)));
+    await new Promise<void>((resolve) => server.listen(0, "::1", resolve));
+    try {
+      const webSearch6 = settings("searxng", `http://[::1]:${(server.address() as AddressInfo).port}`);
+      const ws = await workspaces.use(memoryWorkspace());
+      ws.session.setVariable("web-search", webSearchHosts(webSearch6));
+      const { envelope } = await call(webSearch, { query: "q", max_results: 1 }, ws.session, { host: { webSearch: webSearch6 } });
+      expect(output<{ results: unknown[] }>(envelope).results).toHaveLength(1);
+      // A pattern, not a class: "[::1]" must not let a one-character host through.
+      expect(webSearchHosts(webSearch6)).toEqual(["\\[::1\\]"]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("without the web search service (not configured): unavailable", async () => {
