@@ -64,12 +64,20 @@ export function resolveWebSearch(config: WebSearchConfig | undefined, env: NodeJ
 }
 
 /**
- * The host patterns web_search may reach: the scope variable `{web-search}`. Each is a host name
- * as a URL spells it, glob characters escaped (an IPv6 literal's brackets are not a class).
+ * The host patterns web_search may reach: the scope variable `{web-search}`. Each is literal (glob
+ * characters escaped, so an IPv6 literal's brackets are not a class); an IPv6 host also comes
+ * without its brackets, the spelling a check on the bare address uses.
  */
 export function webSearchHosts(settings: WebSearchSettings | undefined): string[] {
   const literal = (host: string) => host.replace(/[\\[\]*?{}()!+@|^$]/g, (c) => `\\${c}`);
-  return [...new Set((settings?.providers ?? []).map((p) => literal(new URL(p.baseURL).hostname)))];
+  return [
+    ...new Set(
+      (settings?.providers ?? []).flatMap((p) => {
+        const host = new URL(p.baseURL).hostname;
+        return host.startsWith("[") ? [literal(host), host.slice(1, -1)] : [literal(host)];
+      }),
+    ),
+  ];
 }
 
 /** One line for `toolhost doctor`: what web_search uses, or how to turn it on. */
