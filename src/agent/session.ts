@@ -28,6 +28,7 @@ import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./comman
 import { History } from "./history.js";
 import type { SessionRecorder } from "./session-recorder.js";
 import { peekUserConfig } from "../config/file.js";
+import { webSearchHosts } from "../config/web-search.js";
 import { appendProjectRules } from "../config/project-permissions.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
@@ -613,6 +614,8 @@ export class AgentSession {
 
   /** Tools, runtime, services and approvals for one turn. */
   private toolContext(signal: AbortSignal): ToolRunContext {
+    // web_search's `{web-search}` hosts follow the toolset (a reload reads the config again).
+    this.runtime.setVariable("web-search", webSearchHosts(this.tools.toolset.webSearch));
     return {
       registry: this.registry,
       manifest: this.tools.manifest,
@@ -678,6 +681,7 @@ export class AgentSession {
       tools: this.toolIndex(),
       subagents: depth < MAX_SUBAGENT_DEPTH ? this.subagents(depth) : undefined,
       skills: this.skillIndex(),
+      webSearch: this.tools.toolset.webSearch,
     };
   }
 

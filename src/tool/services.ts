@@ -136,11 +136,32 @@ export interface SkillIndex {
   load(name: string): Promise<LoadedSkill | undefined>;
 }
 
+/** The web search APIs web_search speaks. */
+export type WebSearchProviderType = "searxng" | "brave" | "tavily" | "exa";
+
+/** One configured search provider, its key resolved (from the environment or the config file). */
+export interface WebSearchProvider {
+  type: WebSearchProviderType;
+  /** The API's origin and base path (`https://api.search.brave.com`, a SearXNG instance's URL). */
+  baseURL: string;
+  apiKey?: string;
+}
+
+/** The user's web search setup (`webSearch` in ~/.toolhost/config.json): the usable providers and the RFC's bounds. */
+export interface WebSearchSettings {
+  /** In the config file's order; a session uses one, picked by hashing its id. */
+  providers: readonly WebSearchProvider[];
+  maxCallsPerSession: number;
+  timeoutMs: number;
+}
+
 export interface HostServices {
   readonly questions?: UserQuestions;
   readonly subagents?: Subagents;
   readonly tools?: ToolIndex;
   readonly skills?: SkillIndex;
+  /** The configured search providers; absent when none is usable. */
+  readonly webSearch?: WebSearchSettings;
 }
 
 /** What a tool's `describe` hook sees: the session's services, to list agents, skills or tools. */

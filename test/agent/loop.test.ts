@@ -158,6 +158,7 @@ describe("the model turn loop", () => {
       "todo",
       "task",
       "question",
+      "web_search",
       "skill",
       "tool_search",
     ]);

@@ -1,4 +1,5 @@
 import * as fsp from "node:fs/promises";
+import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
@@ -51,13 +52,25 @@ export default defineTool({ id: "extra", description: "x", kind: "read", paramet
       approve: async () => "reject_once" as const,
       questions: { ask: async () => ({ outcome: "cancelled" as const }) },
     };
+    // A search provider, so web_search is declared and counted too (nothing is searched).
+    await fsp.writeFile(
+      path.join(home, "config.json"),
+      JSON.stringify({ webSearch: { providers: [{ type: "searxng", baseURL: "http://127.0.0.1:9" }] } }),
+    );
     const s = new AgentSession({ cwd: ws, tools: await SessionTools.create(ws), frontEnd, mode: "ask" });
     await s.prompt({ text: "hi", content: () => "hi" });
     await s.close();
     const body = fake.requests[0]?.body;
     const locked = (body?.tools ?? []).filter((t) => t.function.name !== "extra");
     const declared = locked.map((t) => t.function.name);
-    expect(declared.sort()).toEqual(BUILTIN_TOOLS.map((t) => t.id).sort());
+    // Every builtin this session has (a builtin's isAvailable may leave it out).
+    const unavailable = new Set(s.tools.toolset.report.unavailable.map((t) => t.id));
+    expect([...unavailable]).toEqual([]);
+    expect(declared.sort()).toEqual(
+      BUILTIN_TOOLS.map((t) => t.id)
+        .filter((id) => !unavailable.has(id))
+        .sort(),
+    );
     const system = (body?.messages ?? []).filter((m) => m.role === "system").map((m) => JSON.stringify(m.content));
     const chars = system.join("").length + JSON.stringify(locked).length;
     const tokens = Math.ceil(chars / CHARS_PER_TOKEN);

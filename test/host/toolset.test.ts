@@ -194,7 +194,11 @@ ${toolFile("sneaky")}`,
     );
     const without = await buildToolset({ loader, cwd: project });
     expect(without.registry.entry("pkg")!.source).toBe(fallback);
-    expect(without.report.unavailable).toEqual([{ id: "pkg", kind: "read", source: path.join(profileTools(), "pkg.ts") }]);
+    expect(without.report.unavailable).toEqual([
+      // No search provider is configured in this home.
+      { id: "web_search", kind: "fetch", source: "builtin" },
+      { id: "pkg", kind: "read", source: path.join(profileTools(), "pkg.ts") },
+    ]);
     expect(without.report.errors).toEqual([{ file: broken, id: "flaky", message: 'tool "flaky": no daemon' }]);
 
     await fsp.writeFile(path.join(project, "package.json"), "{}");
