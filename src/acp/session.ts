@@ -64,6 +64,8 @@ export class AcpSession implements SessionFrontEnd {
   readonly questions: UserQuestions;
   /** The subagents as child sessions, when the client advertises `subagents`. */
   private readonly children: AcpSubagents | undefined;
+  /** While a load replays: the updates sent, not yet written. */
+  private replaying: Promise<void>[] | null = null;
   /** The client shows compactions (`clientCapabilities.session.compaction`); otherwise they are agent messages. */
   private readonly showsCompaction: boolean;
 
@@ -142,7 +144,10 @@ export class AcpSession implements SessionFrontEnd {
   }
 
   async update(update: SessionUpdate): Promise<void> {
-    await this.client.notify("session/update", { sessionId: this.id, update });
+    const sent = this.client.notify("session/update", { sessionId: this.id, update });
+    // A replay queues its updates (the connection writes them in order) and waits for them once.
+    if (this.replaying) this.replaying.push(sent);
+    else await sent;
   }
 
   /**
@@ -183,6 +188,17 @@ export class AcpSession implements SessionFrontEnd {
    * user message, then what the session showed (text, tool calls with their results, messages).
    */
   async replay(entries: readonly SessionEntry[]): Promise<void> {
+    const sent: Promise<void>[] = [];
+    this.replaying = sent;
+    try {
+      await this.replayEntries(entries);
+    } finally {
+      this.replaying = null;
+    }
+    await Promise.all(sent);
+  }
+
+  private async replayEntries(entries: readonly SessionEntry[]): Promise<void> {
     const unfinished = new Set<string>();
     for (const entry of entries) {
       if (entry.type === "view" && entry.call.method === "pending") unfinished.add((entry.call.args[0] as { callId: string }).callId);
