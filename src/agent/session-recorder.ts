@@ -144,7 +144,16 @@ export class SessionRecorder {
     if (this.started.has(info.callId)) return;
     const seq = ++this.seq;
     this.started.set(info.callId, { seq, at: Date.now() });
-    this.write({ type: "tool_start", at: now(), seq, callId: info.callId, tool: info.toolId, input: info.args });
+    this.write({
+      type: "tool_start",
+      at: now(),
+      seq,
+      callId: info.callId,
+      tool: info.toolId,
+      input: info.args,
+      ...(info.sideEffect !== undefined ? { sideEffect: info.sideEffect } : {}),
+      ...(info.idempotent !== undefined ? { idempotent: info.idempotent } : {}),
+    });
   }
 
   private callEnded(info: ToolCallInfo, envelope: Envelope): void {

@@ -380,10 +380,23 @@ export interface RestoredState {
   title?: string;
   /** The highest `call_N` number used, so new calls do not reuse an id the editor has seen. */
   lastCallNumber: number;
+  /**
+   * The last turn never ended (the agent was killed or crashed): what the model is told before its
+   * next prompt, naming the calls with side effects that had started in it (seed 003's retry warning).
+   */
+  interruptedNote?: string;
+}
+
+interface StartedCall {
+  tool: string;
+  input: unknown;
+  changes: boolean;
+  finished?: ToolCallStatus;
 }
 
 export function restoredState(stored: StoredSession): RestoredState {
   const state: RestoredState = { messages: [], lastCallNumber: 0 };
+  let turn: { prompt: string; calls: Map<string, StartedCall> } | undefined;
   const noteCall = (id: unknown) => {
     const n = typeof id === "string" ? /^call_(\d+)$/.exec(id)?.[1] : undefined;
     if (n) state.lastCallNumber = Math.max(state.lastCallNumber, Number(n));
@@ -402,16 +415,46 @@ export function restoredState(stored: StoredSession): RestoredState {
       case "title":
         state.title = entry.title;
         break;
+      case "turn":
+        turn = entry.phase === "start" ? { prompt: entry.prompt ?? "", calls: new Map() } : undefined;
+        break;
       case "tool_start":
         noteCall(entry.callId);
+        turn?.calls.set(entry.callId, {
+          tool: entry.tool,
+          input: entry.input,
+          changes: entry.sideEffect !== false && entry.idempotent !== true,
+        });
         break;
+      case "tool_end": {
+        const call = turn?.calls.get(entry.callId);
+        if (call) call.finished = entry.status;
+        break;
+      }
       case "view":
         if (entry.call.method === "pending") noteCall((entry.call.args[0] as { callId?: unknown } | undefined)?.callId);
         break;
     }
   }
   state.messages = withInterruptedResults(state.messages);
+  if (turn) state.interruptedNote = interruptedNote(turn.prompt, [...turn.calls.values()]);
   return state;
+}
+
+function interruptedNote(prompt: string, calls: StartedCall[]): string {
+  const short = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+  const changing = calls.filter((c) => c.changes);
+  const lines = changing.map((c) => {
+    const what = `${c.tool} ${short(JSON.stringify(c.input) ?? "", 160)}`;
+    if (c.finished === undefined) return `- ${what}: did not finish; it may have run in part or in full`;
+    return `- ${what}: ${c.finished === "completed" ? "ran to the end" : c.finished}`;
+  });
+  return [
+    `[Note from toolhost: the previous turn (the request "${short(prompt.trim(), 120)}") was interrupted: the agent stopped before it ended.`,
+    changing.length
+      ? `These calls that change things had started in it; check their effects before running any of them again:\n${lines.join("\n")}]`
+      : "No call that changes anything had started in it.]",
+  ].join(" ");
 }
 
 /** What the model is told of a call whose result was never written (the agent was killed or crashed mid-call). */

@@ -183,6 +183,8 @@ export class AgentSession {
   private readonly wired: Set<string>;
   private readonly recorder: SessionRecorder | undefined;
   private readonly unrecordedFrontEnd: SessionFrontEnd;
+  /** Said to the model with the next prompt: the loaded session's last turn was cut short. */
+  private interruptedNote: string | undefined;
 
   constructor(options: AgentSessionOptions) {
     this.cwd = options.cwd;
@@ -280,8 +282,15 @@ export class AgentSession {
    * Puts back a stored session (session/load, session/resume): its history, mode, model and call
    * numbering. Not its "always" answers: those were for that run.
    */
-  restore(state: { messages: readonly ModelMessage[]; mode?: string; model?: string; lastCallNumber: number }): void {
+  restore(state: {
+    messages: readonly ModelMessage[];
+    mode?: string;
+    model?: string;
+    lastCallNumber: number;
+    interruptedNote?: string;
+  }): void {
     this.history.restore(state.messages);
+    this.interruptedNote = state.interruptedNote;
     if (state.mode && isModeId(state.mode)) this.ownMode = state.mode;
     if (state.model) {
       const spec = state.model === NO_MODEL ? undefined : parseModelId(state.model);
@@ -628,7 +637,7 @@ export class AgentSession {
         spec: choice.spec,
         cwd: this.cwd,
         history: this.history,
-        prompt: input.content({ images: info.images, modelId: choice.spec.id }),
+        prompt: this.withInterruptedNote(input.content({ images: info.images, modelId: choice.spec.id })),
         tools: this.toolContext(signal),
         declarations,
         offer: () => this.offer(info.contextWindow),
@@ -644,6 +653,14 @@ export class AgentSession {
       },
       observer,
     );
+  }
+
+  /** The prompt, after the note about an interrupted turn when the loaded session has one (said once). */
+  private withInterruptedNote(content: UserContent): UserContent {
+    const note = this.interruptedNote;
+    if (!note) return content;
+    this.interruptedNote = undefined;
+    return typeof content === "string" ? `${note}\n\n${content}` : [{ type: "text", text: note }, ...content];
   }
 
   /** Tools, runtime, services and approvals for one turn. */

@@ -81,6 +81,9 @@ function checkOptional(value: Record<string, unknown>, problems: string[]) {
   const hint = value.shorthandHint;
   if (hint !== undefined && !(typeof hint === "string" && hint.trim() !== "")) problems.push("shorthandHint must be a non-empty string");
   if (value.output !== undefined && !isPlainObject(value.output)) problems.push("output must be an object ({ maxBytes } or { maxItems })");
+  for (const flag of ["sideEffect", "idempotent"]) {
+    if (value[flag] !== undefined && typeof value[flag] !== "boolean") problems.push(`${flag} must be true or false`);
+  }
   const t = value.timeoutMs;
   if (t !== undefined && !(typeof t === "number" && Number.isInteger(t) && t > 0 && t <= MAX_TIMEOUT_MS)) {
     problems.push(`timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`);

@@ -3,7 +3,7 @@ import type { ToolContext, ToolEvent, ToolPreview } from "../tool/context.js";
 import { DEFAULT_OUTPUT_LIMIT, type AnyTool, type ToolLocation } from "../tool/define.js";
 import { errorEnvelope, isSelfTruncated, type Envelope } from "../tool/envelope.js";
 import { isToolError, type ErrorCode } from "../tool/errors.js";
-import type { ToolKind } from "../tool/kinds.js";
+import { kindEffects, type ToolKind } from "../tool/kinds.js";
 import { unionRequirements, type RequirementSet } from "../tool/requirements.js";
 import type { HostServices } from "../tool/services.js";
 import { completeTargets, defaultTargets, NO_TARGETS, type CallTargets } from "../tool/targets.js";
@@ -48,6 +48,9 @@ export interface ToolCallInfo {
   args: unknown;
   /** A subagent's call: the call (task) that started the subagent. */
   parentCallId?: string;
+  /** The tool's side-effect metadata (its own, or its kind's defaults); unknown for a tool that does not exist. */
+  sideEffect?: boolean;
+  idempotent?: boolean;
 }
 
 /** A looked-up, validated call with its context: what the runner, the editor and the approval all use. */
@@ -69,7 +72,17 @@ export type Prepared = { ok: true; call: PreparedCall } | { ok: false; envelope:
 
 /** Title and locations from the tool's own hooks; a hook that throws costs only the nicety. */
 function describe(tool: AnyTool, callId: string, args: Record<string, unknown>, workspace: string): ToolCallInfo {
-  const info: ToolCallInfo = { callId, toolId: tool.id, kind: tool.kind, title: tool.id, locations: [], args };
+  const effects = kindEffects(tool.kind);
+  const info: ToolCallInfo = {
+    callId,
+    toolId: tool.id,
+    kind: tool.kind,
+    title: tool.id,
+    locations: [],
+    args,
+    sideEffect: tool.sideEffect ?? effects.sideEffect,
+    idempotent: tool.idempotent ?? (tool.sideEffect === false ? true : effects.idempotent),
+  };
   try {
     info.title = tool.title?.(args) ?? tool.id;
     info.locations = tool.locations?.(args, { workspace }) ?? [];

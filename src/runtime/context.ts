@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { ToolContext, ToolEvent } from "../tool/context.js";
 import type { RequirementSet } from "../tool/requirements.js";
 import type { HostServices } from "../tool/services.js";
@@ -30,6 +31,7 @@ export function createToolContext(options: ToolContextOptions): ToolContext {
   return {
     toolId,
     callId,
+    idempotencyKey: createHash("sha256").update(`${session.id}\0${callId}`).digest("hex").slice(0, 32),
     workspace: session.workspace,
     roots: session.roots,
     session,

@@ -194,6 +194,11 @@ export interface ToolPreview {
 export interface ToolContext {
   readonly toolId: string;
   readonly callId: string;
+  /**
+   * Stable for this (session, call): the same after the session is loaded again, different for
+   * every other call. Pass it to APIs that de-duplicate retries (an Idempotency-Key header).
+   */
+  readonly idempotencyKey: string;
   /** Workspace roots; the first is the primary root that relative paths resolve against. */
   readonly workspace: string;
   readonly roots: readonly string[];

@@ -136,6 +136,17 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, T = unknown> {
   /** Asked once when a session's tools are assembled; false leaves the tool out of that session. */
   isAvailable?(context: AvailabilityContext): boolean | Promise<boolean>;
   /**
+   * The call changes something outside the conversation (files, processes, remote state). Default
+   * from the kind: read, search, think and fetch do not; the others do. Kept in the session's
+   * tool-call record, and said after a crash ("this call may have run").
+   */
+  sideEffect?: boolean;
+  /**
+   * Running the call twice with the same input does what running it once does. Default: true for
+   * kinds without side effects, false otherwise. Pass `ctx.idempotencyKey` to an API that takes one.
+   */
+  idempotent?: boolean;
+  /**
    * Milliseconds an execute may run before the host abandons it with a `timeout` error (its
    * signal is aborted too). Extension tools default to 120 s; built-ins manage their own.
    */

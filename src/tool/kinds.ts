@@ -9,3 +9,8 @@ export const READ_ONLY_KINDS: ReadonlySet<ToolKind> = new Set<ToolKind>(["read",
 export function isReadOnlyKind(kind: ToolKind): boolean {
   return READ_ONLY_KINDS.has(kind);
 }
+
+/** What a call of this kind does to the world, unless the tool says otherwise (seed 003's side-effect metadata). */
+export function kindEffects(kind: ToolKind): { sideEffect: boolean; idempotent: boolean } {
+  return isReadOnlyKind(kind) ? { sideEffect: false, idempotent: true } : { sideEffect: true, idempotent: false };
+}

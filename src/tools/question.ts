@@ -42,6 +42,7 @@ function truncateTitle(text: string, max = 80): string {
 export default defineTool({
   id: "question",
   kind: "other",
+  sideEffect: false,
   description: [
     "Ask the user questions and wait for the answers, when a decision is theirs and a wrong guess would waste work",
     "(unclear requirements, a choice between approaches, preferences). Not for what you can look up, nor to ask permission for a call.",

@@ -24,6 +24,9 @@ const DESCRIPTION = [
 export default defineTool({
   id: "task",
   kind: "think",
+  // A subagent may edit files and run commands.
+  sideEffect: true,
+  idempotent: false,
   description: DESCRIPTION,
   parameters,
   requires: {},

@@ -200,6 +200,8 @@ function reportWrite(ctx: ToolContext, plan: WritePlan, written: WrittenFile, se
 export default defineTool({
   id: "write",
   kind: "edit",
+  // The same content written again leaves the same file.
+  idempotent: true,
   description: [
     "Create a file or replace its whole content (parent directories are created). Prefer edit for changes",
     'to part of an existing file. content must be complete: placeholders such as "// ... rest of code ..."',

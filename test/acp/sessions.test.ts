@@ -69,7 +69,7 @@ describe("a session recorded on disk", () => {
     // The tool-call record: input, status, envelope.
     const [started] = of("tool_start");
     const [ended] = of("tool_end");
-    expect(started).toMatchObject({ seq: 1, tool: "read", input: { path: "src/a.ts" } });
+    expect(started).toMatchObject({ seq: 1, tool: "read", input: { path: "src/a.ts" }, sideEffect: false, idempotent: true });
     expect(ended).toMatchObject({ seq: 1, callId: started!.callId, status: "completed", envelope: { type: "output" } });
     // The view: streamed text kept as one entry per run, not per token.
     const texts = of("view").filter((e) => e.call.method === "text");
@@ -254,6 +254,10 @@ describe("session/list, session/load, session/resume, session/delete", () => {
     await prompt(h2, sessionId, "Go on");
     const tool = (t.fake!.requests.at(-1)!.body.messages ?? []).find((m) => m.role === "tool");
     expect(JSON.stringify(tool)).toMatch(/may have run in part or in full/);
+    // And before the prompt, which calls that change things had started in the cut-short turn (once).
+    const users = (t.fake!.requests.at(-1)!.body.messages ?? []).filter((m) => m.role === "user").map((m) => JSON.stringify(m.content));
+    expect(users.at(-1)).toMatch(/the previous turn \(the request \\"Run the slow thing\\"\) was interrupted/);
+    expect(users.at(-1)).toMatch(/- bash \{\\"command\\":\\"sleep 3\\"\}: did not finish; it may have run in part or in full/);
     expect(messageText(h2, sessionId, "")).toMatch(/Checked\.$/);
   });
 });
