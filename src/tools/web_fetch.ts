@@ -7,6 +7,12 @@ import { isToolError, ToolError } from "../tool/errors.js";
 const OUTPUT_MAX_BYTES = 200 * 1024;
 /** A body past this is cut: never buffered whole. */
 export const BODY_MAX_BYTES = 10 * 1024 * 1024;
+/**
+ * HTML past this many characters is cut before extraction: parsing, Readability and turndown take
+ * about 2.5 s per MB on this project's machines and hold the event loop meanwhile
+ * (docs/performance.md); a page's main content sits well inside it.
+ */
+const EXTRACT_MAX_CHARS = 2 * 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_REDIRECTS = 5;
 /** The same URL within this long is answered from the session's cache. */
@@ -29,7 +35,7 @@ export interface WebFetchResult {
   content_type: string;
   title?: string;
   content: string;
-  /** The body was longer than the hard limit and was cut there. */
+  /** The body was longer than the hard limit (10 MB; 2 M characters of HTML to extract from) and was cut there. */
   cut?: boolean;
   /** An image, for models that take images (the content then says what it is). */
   image?: { data: string; mimeType: string };
@@ -169,7 +175,7 @@ async function convert(
   contentType: string,
   url: string,
   format: "markdown" | "text" | "html",
-): Promise<Pick<WebFetchResult, "title" | "content" | "image">> {
+): Promise<Pick<WebFetchResult, "title" | "content" | "image" | "cut">> {
   if (IMAGE_TYPES.has(mime)) {
     return {
       content: `[image: ${mime}, ${bytes.byteLength} bytes]`,
@@ -188,7 +194,8 @@ async function convert(
   if (html) {
     if (format === "html") return { content: text };
     const { extractHtml } = await import("./web-extract.js");
-    return extractHtml(text, url, format);
+    const long = text.length > EXTRACT_MAX_CHARS;
+    return { ...extractHtml(long ? text.slice(0, EXTRACT_MAX_CHARS) : text, url, format), ...(long ? { cut: true } : {}) };
   }
   if (mime === "application/json" || mime.endsWith("+json")) {
     try {
@@ -247,7 +254,7 @@ export default defineTool({
         status: response.status,
         content_type: contentType || mime,
         ...converted,
-        ...(cut ? { cut: true } : {}),
+        ...(cut || converted.cut ? { cut: true } : {}),
       };
       if (response.ok) remember(cache, key, result);
       return result;

@@ -76,6 +76,15 @@ function route(path: string, res: ServerResponse): void {
     case "/to-article":
       res.writeHead(301, { location: "/article" });
       return void res.end();
+    case "/big-html": {
+      // 3 M characters of HTML: extraction reads the first 2 M.
+      res.writeHead(200, { "content-type": "text/html" });
+      const paragraph = `<p>${"Words of a very long page, sentence after sentence, with commas, ".repeat(15)}</p>\n`;
+      const count = Math.ceil((3 * 1024 * 1024) / paragraph.length);
+      return void res.end(
+        `<html><head><title>Big</title></head><body><article><h1>FIRST-HEADING</h1>${paragraph.repeat(count)}<p>LAST-PARAGRAPH</p></article></body></html>`,
+      );
+    }
     case "/slow":
       // Headers never come: the call's timeout ends it.
       return;
@@ -257,6 +266,15 @@ describe("web_fetch", () => {
     expect(hugeSent).toBeLessThan(BODY_MAX_BYTES + 16 * 1024 * 1024);
     console.error(`web_fetch 10 GB body: server sent ${hugeSent} bytes, RSS grew ${(grew / 1024 / 1024).toFixed(1)} MiB`);
     expect(grew).toBeLessThan(160 * 1024 * 1024);
+    await s.close();
+  });
+
+  it("extracts from the first 2 M characters of a larger HTML page, and says it was cut", async () => {
+    const s = session();
+    const data = await fetchOk(s, { url: site("/big-html"), format: "text" });
+    expect(data.cut).toBe(true);
+    expect(data.content.startsWith("FIRST-HEADING")).toBe(true);
+    expect(data.content).not.toContain("LAST-PARAGRAPH");
     await s.close();
   });
 
