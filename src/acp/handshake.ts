@@ -16,10 +16,10 @@ export function initializeResponse(): InitializeResponse {
     // A v1 agent answers 1 whatever the client asks (never echo an unknown version).
     protocolVersion: 1,
     agentCapabilities: {
-      loadSession: false,
+      loadSession: true,
       promptCapabilities: { image: true, audio: false, embeddedContext: true },
       mcpCapabilities: { http: false, sse: false },
-      sessionCapabilities: { close: {} },
+      sessionCapabilities: { close: {}, list: {}, resume: {}, delete: {} },
     },
     authMethods: [],
     agentInfo: { name: "toolhost", title: "toolhost", version },
