@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemResolve } from "../../src/runtime/addresses.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import web_fetch, { BODY_MAX_BYTES, type WebFetchResult } from "../../src/tools/web_fetch.js";
+import { displayResult } from "../../src/tool/display.js";
 import { call, errorOf, output } from "../helpers.js";
 
 // web_fetch against local HTTP servers only. The server listens on 127.0.0.1, which tools may not
@@ -182,6 +183,21 @@ describe("web_fetch", () => {
     expect((await fetchOk(s, { url: site("/text") })).content).toBe("plain  text\nkept as it is\n");
     expect((await fetchOk(s, { url: site("/latin1") })).content).toBe("café");
     expect(await fetchOk(s, { url: site("/missing") })).toMatchObject({ status: 404, content: "no such page" });
+    await s.close();
+  });
+
+  it("shows the editor the Markdown rendered, other formats as text, and an image as an image", async () => {
+    const s = session();
+    const shown = async (args: Record<string, unknown>) => displayResult(web_fetch, await fetchOk(s, args), args);
+    const page = await shown({ url: site("/article") });
+    expect(page.markdown).toBe(true);
+    expect(page.text).toContain("Tides are the rise and fall");
+    expect((await shown({ url: site("/article"), format: "html" })).markdown).toBe(false);
+    expect((await shown({ url: site("/json") })).markdown).toBe(false);
+    expect(await shown({ url: site("/image") })).toEqual({
+      text: `${site("/image")} (image/png)`,
+      images: [{ data: PNG.toString("base64"), mimeType: "image/png" }],
+    });
     await s.close();
   });
 
