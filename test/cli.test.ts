@@ -45,6 +45,7 @@ describe("toolhost tools", () => {
       ["question", "other"],
       ["web_fetch", "fetch"],
       ["skill", "read"],
+      ["tool_search", "search"],
     ]);
     for (const t of tools) {
       expect(t.parameters.type).toBe("object");

@@ -2,6 +2,7 @@ import path from "node:path";
 import { extensionLoader } from "../agent/extension-loader.js";
 import { packageRoot, toolhostHome, version } from "../config/paths.js";
 import { loadUserConfig } from "../config/schema.js";
+import { describeWebSearch, resolveWebSearch } from "../config/web-search.js";
 import { sandboxNetworkStatus } from "../runtime/shell/sandbox-proxy.js";
 import { buildToolset } from "../host/toolset.js";
 import { describeSandbox, SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
@@ -39,6 +40,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     `types for extension files: ${path.join(packageRoot(), "dist", "index.d.ts")}`,
     `sandbox: ${describeSandbox(await new SessionSandbox({ setting: sandboxSetting() }).state())}`,
     `sandbox network: ${network.available ? `allowed hosts through the proxy (socat: ${network.socat})` : network.reason}`,
+    `web search: ${describeWebSearch(resolveWebSearch(config.config.webSearch))}`,
   ];
   const block = (title: string, items: string[]) => {
     if (items.length) lines.push("", title, ...items.map((i) => `  ${i.replace(/\n/g, "\n    ")}`));

@@ -36,35 +36,37 @@ const HOW_TO_ALLOW = (host: string) => `a net.fetch allow rule naming ${host} le
 
 /**
  * The session's guard against server-side request forgery: no tool's fetch reaches a private,
- * loopback, link-local or metadata address unless a rule names the host. The check runs on the
+ * loopback, link-local or metadata address unless a rule names the host, or the tool's own scope
+ * names it exactly (web_search's configured providers, an extension's declared host). The check runs on the
  * resolved addresses inside the connection's own DNS lookup, so the connection goes to an
  * address that was checked (a second resolution cannot rebind it), and again on every redirect.
  */
 export class NetGuard {
-  private client?: Promise<{ fetch: typeof import("undici").fetch; agent: Agent }>;
+  /** undici's fetch and one agent per set of hosts a scope names exactly (most sessions: one). */
+  private readonly clients = new Map<string, Promise<Fetcher>>();
 
   constructor(private readonly options: NetGuardOptions = {}) {}
 
-  /** Whether a rule lets this host reach private addresses. */
-  privateAllowed(host: string): boolean {
+  /** Whether a host may reach private addresses: a rule names it, or the call's scope names it exactly (`named`). */
+  privateAllowed(host: string, named: readonly string[] = []): boolean {
     const h = bareHost(host);
-    return (this.options.privateHosts?.() ?? []).some((pattern) => hostMatcher(pattern)(h));
+    return named.includes(h) || (this.options.privateHosts?.() ?? []).some((pattern) => hostMatcher(pattern)(h));
   }
 
   /** The refusal for an IP literal that may not be reached, or undefined. */
-  refuseLiteral(hostname: string): string | undefined {
+  refuseLiteral(hostname: string, named: readonly string[] = []): string | undefined {
     const host = bareHost(hostname);
-    if (net.isIP(host) === 0 || !isPrivateAddress(host) || this.privateAllowed(host)) return undefined;
+    if (net.isIP(host) === 0 || !isPrivateAddress(host) || this.privateAllowed(host, named)) return undefined;
     return `${host} is a private, loopback or link-local address, which tools may not reach (${HOW_TO_ALLOW(host)})`;
   }
 
   /** The addresses of a host, every one checked; throws PrivateAddressRefused when one may not be reached. */
-  private async checkedAddresses(hostname: string): Promise<readonly string[]> {
+  private async checkedAddresses(hostname: string, named: readonly string[]): Promise<readonly string[]> {
     const host = bareHost(hostname);
     const addresses = net.isIP(host) ? [host] : await (this.options.resolve ?? systemResolve)(host);
     if (addresses.length === 0) throw new Error(`${host} has no address`);
     const blocked = addresses.find(isPrivateAddress);
-    if (blocked !== undefined && !this.privateAllowed(host)) {
+    if (blocked !== undefined && !this.privateAllowed(host, named)) {
       throw new PrivateAddressRefused(
         `${host} resolves to ${blocked}, a private, loopback or link-local address, which tools may not reach (${HOW_TO_ALLOW(host)})`,
       );
@@ -72,32 +74,47 @@ export class NetGuard {
     return addresses;
   }
 
-  /** undici's fetch with an agent whose every connection resolves through the check (loaded on first use). */
-  fetcher(): Promise<{ fetch: typeof import("undici").fetch; agent: Agent }> {
-    this.client ??= import("undici").then((loaded) => {
-      // undici is CommonJS: bundled, its exports come as the namespace's default.
-      const { Agent, fetch } = ((loaded as unknown as { default?: typeof loaded }).default ?? loaded) as typeof loaded;
-      const lookup: net.LookupFunction = (hostname, options, callback) => {
-        this.checkedAddresses(hostname).then(
-          (addresses) => {
-            const entries = addresses.map((address) => ({ address, family: net.isIPv6(address) ? 6 : 4 }));
-            if (options.all) callback(null, entries);
-            else callback(null, entries[0]?.address ?? "", entries[0]?.family ?? 4);
-          },
-          (err: Error) => callback(err as NodeJS.ErrnoException, ""),
-        );
-      };
-      return { fetch, agent: new Agent({ connect: { lookup } }) };
-    });
-    return this.client;
+  /**
+   * undici's fetch with an agent whose every connection resolves through the check (loaded on
+   * first use). `named`: the hosts the call's scope names exactly, which may be private too.
+   */
+  fetcher(named: readonly string[] = []): Promise<Fetcher> {
+    const key = [...named].sort().join(" ");
+    let client = this.clients.get(key);
+    if (!client) {
+      client = import("undici").then((loaded) => {
+        // undici is CommonJS: bundled, its exports come as the namespace's default.
+        const { Agent, fetch } = ((loaded as unknown as { default?: typeof loaded }).default ?? loaded) as typeof loaded;
+        const lookup: net.LookupFunction = (hostname, options, callback) => {
+          this.checkedAddresses(hostname, named).then(
+            (addresses) => {
+              const entries = addresses.map((address) => ({ address, family: net.isIPv6(address) ? 6 : 4 }));
+              if (options.all) callback(null, entries);
+              else callback(null, entries[0]?.address ?? "", entries[0]?.family ?? 4);
+            },
+            (err: Error) => callback(err as NodeJS.ErrnoException, ""),
+          );
+        };
+        return { fetch, agent: new Agent({ connect: { lookup } }) };
+      });
+      this.clients.set(key, client);
+    }
+    return client;
   }
 
-  /** Ends the agent's connections. */
+  /** Ends the agents' connections. */
   async close(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
-    if (client) await (await client).agent.close();
+    const clients = [...this.clients.values()];
+    this.clients.clear();
+    await Promise.all(clients.map(async (client) => (await client).agent.close()));
   }
+}
+
+type Fetcher = { fetch: typeof import("undici").fetch; agent: Agent };
+
+/** The scope's host patterns that name one host exactly (no wildcard): such a host may be private. */
+function namedHosts(scope: CompiledScope): string[] {
+  return scope.hostPatterns.filter((p) => p !== "" && !/[*?[\]{}()!+@\\]/.test(p)).map(bareHost);
 }
 
 /** The guard's refusal inside an error's cause chain, if that is why it failed. */
@@ -114,11 +131,16 @@ function refusalOf(err: unknown): PrivateAddressRefused | undefined {
  * the call to a host outside the scope or to a private address (fetch would follow it silently).
  */
 export class ScopedNet implements ToolNet {
+  /** Hosts the scope names exactly (web_search's configured providers): the guard lets them be private. */
+  private readonly named: readonly string[];
+
   constructor(
     private readonly scope: CompiledScope,
     private readonly signal: AbortSignal,
     private readonly guard: NetGuard,
-  ) {}
+  ) {
+    this.named = namedHosts(scope);
+  }
 
   async fetch(url: string | URL, init: NetFetchInit = {}): Promise<Response> {
     const { maxRedirects = MAX_REDIRECTS, ...rest } = init;
@@ -145,7 +167,7 @@ export class ScopedNet implements ToolNet {
 
   /** One request through the guard's agent; a refusal at connect time becomes capability_denied. */
   private async send(target: URL, init: RequestInit, via?: string): Promise<Response> {
-    const { fetch, agent } = await this.guard.fetcher();
+    const { fetch, agent } = await this.guard.fetcher(this.named);
     try {
       // undici's own fetch and Response: the same API as the global ones, typed apart.
       return (await fetch(target, { ...init, dispatcher: agent } as Parameters<typeof fetch>[1])) as unknown as Response;
@@ -175,7 +197,7 @@ export class ScopedNet implements ToolNet {
       const allowed = this.scope.hostPatterns.length ? this.scope.hostPatterns.join(", ") : "none";
       throw new ToolError("capability_denied", `${what} Host ${parsed.hostname} is outside this tool's net.hosts (${allowed})`.trim());
     }
-    const refused = this.guard.refuseLiteral(parsed.hostname);
+    const refused = this.guard.refuseLiteral(parsed.hostname, this.named);
     if (refused) throw new ToolError("capability_denied", `${what} ${refused}`.trim());
     return parsed;
   }

@@ -158,8 +158,10 @@ describe("the model turn loop", () => {
       "todo",
       "task",
       "question",
+      "web_search",
       "web_fetch",
       "skill",
+      "tool_search",
     ]);
     expect(request.tools?.[0]).toMatchObject({
       type: "function",

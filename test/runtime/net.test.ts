@@ -165,6 +165,20 @@ describe("ScopedNet's private-address guard", () => {
     await s.close();
   });
 
+  it("lets a tool reach a private address of a host its own net.hosts names exactly (web_search's providers), never through a wildcard", async () => {
+    const s = new RuntimeSession({ workspace: "/ws", net: { resolve: async () => ["127.0.0.1"] } });
+    const port = new URL(base).port;
+    const withHosts = (hosts: string[]) =>
+      createToolContext({ session: s, toolId: "t", callId: "c", requires: { net: { hosts } }, signal: new AbortController().signal }).net;
+    expect(await (await withHosts(["search.test"]).fetch(`http://search.test:${port}/ok`)).text()).toBe("GET /ok");
+    expect(await (await withHosts(["127.0.0.1"]).fetch(`${base}/ok`)).text()).toBe("GET /ok");
+    expect((await toolErrorOf(withHosts(["*.test"]).fetch(`http://search.test:${port}/ok`))).message).toMatch(
+      /search\.test resolves to 127/,
+    );
+    expect((await toolErrorOf(withHosts(["*"]).fetch(`${base}/ok`))).message).toMatch(/127\.0\.0\.1 is a private/);
+    await s.close();
+  });
+
   it("follows at most maxRedirects hops", async () => {
     const s = guarded();
     const port = new URL(base).port;
