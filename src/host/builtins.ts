@@ -15,7 +15,21 @@ import write from "../tools/write.js";
 import { ToolRegistry } from "./registry.js";
 
 /** The locked tools this build implements, in the RFC's order. */
-export const BUILTIN_TOOLS: readonly AnyTool[] = [read, write, edit, glob, grep, bash, todo, task, question, webSearch, webFetch, skill, toolSearch];
+export const BUILTIN_TOOLS: readonly AnyTool[] = [
+  read,
+  write,
+  edit,
+  glob,
+  grep,
+  bash,
+  todo,
+  task,
+  question,
+  webSearch,
+  webFetch,
+  skill,
+  toolSearch,
+];
 
 export function builtinRegistry(): ToolRegistry {
   const registry = new ToolRegistry();
