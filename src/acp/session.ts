@@ -15,7 +15,7 @@ import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
 import type { SessionRecorder } from "../agent/session-recorder.js";
 import { INTERRUPTED_RESULT, type SessionEntry, type ViewCall } from "../agent/session-store.js";
 import type { SessionTools, TrustAnswer } from "../agent/session-tools.js";
-import type { UsageReport } from "../agent/turn-types.js";
+import type { CompactionEvent, UsageReport } from "../agent/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
 import { NodeFs } from "../runtime/fs/node.js";
 import { ToolCallViews } from "./calls.js";
@@ -64,6 +64,8 @@ export class AcpSession implements SessionFrontEnd {
   readonly questions: UserQuestions;
   /** The subagents as child sessions, when the client advertises `subagents`. */
   private readonly children: AcpSubagents | undefined;
+  /** The client shows compactions (`clientCapabilities.session.compaction`); otherwise they are agent messages. */
+  private readonly showsCompaction: boolean;
 
   constructor(options: AcpSessionOptions) {
     this.id = options.id;
@@ -74,6 +76,7 @@ export class AcpSession implements SessionFrontEnd {
     this.views = new ToolCallViews((update) => this.update(update), caps);
     this.questions = acpQuestions(this.client, this.id, caps, () => this.agent.cancel());
     this.children = wantsSubagents(caps) ? new AcpSubagents(this.client, this.id, this.questions) : undefined;
+    this.showsCompaction = caps.session?.compaction != null;
     const local = new NodeFs();
     const canRead = caps.fs?.readTextFile === true;
     const canWrite = caps.fs?.writeTextFile === true;
@@ -218,6 +221,8 @@ export class AcpSession implements SessionFrontEnd {
         return this.running(a);
       case "done":
         return this.done(a, b, c, d);
+      case "compaction":
+        return this.compaction(a);
     }
   }
 
@@ -237,6 +242,23 @@ export class AcpSession implements SessionFrontEnd {
   text = (text: string) => this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
   thought = (text: string) => this.update({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } });
   usage = (report: UsageReport) => this.update({ sessionUpdate: "usage_update", ...report });
+
+  /** A compaction: `compaction_update` for a client that shows them, else one agent message when it ends. */
+  compaction = async (event: CompactionEvent): Promise<void> => {
+    if (this.showsCompaction) {
+      await this.update({
+        sessionUpdate: "compaction_update",
+        compactionId: event.id,
+        status: event.status,
+        ...(event.summary ? { summary: [{ type: "text", text: event.summary }] } : {}),
+        ...(event.error ? { error: event.error } : {}),
+      });
+    } else if (event.status === "completed" && event.note) {
+      await this.say(event.note);
+    } else if (event.status === "failed") {
+      await this.say(`Compacting the conversation failed: ${event.error ?? "unknown error"}.`);
+    }
+  };
   pending: SessionFrontEnd["pending"] = (info) => this.views.pending(info);
   describe: SessionFrontEnd["describe"] = (info) => this.views.describe(info);
   event: SessionFrontEnd["event"] = (callId, event) => this.views.event(callId, event);

@@ -8,6 +8,7 @@ export const BUILTIN_COMMANDS: readonly { name: string; description: string; hin
   { name: "tools", description: "List the tools of this session with their kinds" },
   { name: "reload", description: "Re-scan the tool folders and re-import extension tools" },
   { name: "help", description: "How slash commands run tools directly" },
+  { name: "compact", description: "Summarize the conversation so far to free the model's context" },
   {
     name: "trust",
     description: "Load this project's own tools (.toolhost/tools/) for this session; `always` trusts the project",
@@ -43,6 +44,7 @@ export type SlashCommand =
   | { type: "help" }
   | { type: "tools" }
   | { type: "reload" }
+  | { type: "compact" }
   | { type: "skill"; name: string; args: string }
   | { type: "invalid"; message: string };
 
@@ -60,6 +62,7 @@ export function parseSlash(text: string, registry: ToolRegistry, skills: readonl
   if (name === "help") return { type: "help" };
   if (name === "tools") return { type: "tools" };
   if (name === "reload") return { type: "reload" };
+  if (name === "compact") return { type: "compact" };
   const tool = registry.get(name);
   if (!tool && skills.includes(name)) return { type: "skill", name, args: rest };
   if (!tool) return { type: "invalid", message: `Unknown command /${name}. ${helpText(registry)}` };

@@ -19,6 +19,11 @@ export class History {
     this.list.push(...messages);
   }
 
+  /** Replaces the whole conversation (a compaction); the listener is not told, the compaction is recorded as such. */
+  replace(messages: readonly ModelMessage[]): void {
+    this.list.splice(0, this.list.length, ...messages);
+  }
+
   private push(message: ModelMessage): void {
     this.list.push(message);
     this.listener?.(message);

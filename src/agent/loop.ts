@@ -2,6 +2,7 @@ import type { FinishReason, LanguageModelUsage, ToolResultPart } from "ai";
 import { envelopeToText, errorEnvelope, resultImage, type Envelope } from "../tool/envelope.js";
 import type { ErrorCode } from "../tool/errors.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
+import { COMPACT_AT, compactHistory, planCompaction } from "./compaction.js";
 import { stepCost } from "./models.js";
 import { classifyProviderError, providerErrorMessage } from "./provider-errors.js";
 import { declareTools, requestStep, type Step, type StepCall } from "./step.js";
@@ -104,7 +105,47 @@ async function closeUnfinished(step: Step, observer: TurnObserver): Promise<void
   for (const info of step.announced.values()) if (!complete.has(info.callId)) await observer.done(info.callId, envelope, info);
 }
 
-async function reportUsage(opts: TurnOptions, observer: TurnObserver, usage: LanguageModelUsage | undefined): Promise<void> {
+/** Whether a provider refused the request because the context is longer than the model takes. */
+function isContextOverflow(error: unknown): boolean {
+  const failure = classifyProviderError(error);
+  if (failure.status !== undefined && failure.status !== 400 && failure.status !== 413) return false;
+  return /context.{0,20}(length|window|limit)|too long|too many tokens|maximum.{0,20}tokens|exceeds?.{0,30}tokens|tokens?.{0,30}exceed/i.test(
+    failure.message,
+  );
+}
+
+let compactionSeq = 0;
+
+/**
+ * Compacts the turn's history, telling the observer as it starts and ends. True when the history
+ * got smaller; a failed compaction is reported and the turn goes on as it was.
+ */
+export async function compactTurnHistory(
+  opts: Pick<TurnOptions, "model" | "history" | "info">,
+  observer: Pick<TurnObserver, "compaction">,
+  signal: AbortSignal,
+  force: boolean,
+): Promise<boolean> {
+  const plan = planCompaction(opts.history, opts.info.contextWindow, force);
+  // Nothing to prune or summarize (the context is mostly the system prompt and the tools): say nothing.
+  if (!plan) return false;
+  const id = `compaction_${++compactionSeq}`;
+  await observer.compaction?.({ id, status: "in_progress" });
+  try {
+    const result = await compactHistory({ model: opts.model, history: opts.history, plan, signal });
+    const note = `Compacted the conversation (about ${result.before} → ${result.after} tokens): ${
+      result.summary ? "older turns summarized" : "no summary needed"
+    }${result.pruned ? `, ${result.pruned} old tool output${result.pruned === 1 ? "" : "s"} pruned` : ""}.`;
+    await observer.compaction?.({ id, status: "completed", summary: result.summary, note, messages: opts.history.messages });
+    return result.after < result.before;
+  } catch (err) {
+    const error = signal.aborted ? "cancelled" : err instanceof Error ? err.message : String(err);
+    await observer.compaction?.({ id, status: "failed", error });
+    return false;
+  }
+}
+
+async function reportUsage(opts: TurnOptions, observer: TurnObserver, usage: LanguageModelUsage | undefined): Promise<number> {
   const input = usage?.inputTokens;
   const output = usage?.outputTokens ?? 0;
   const used = input !== undefined ? input + output : opts.history.estimateTokens(opts.system);
@@ -116,6 +157,7 @@ async function reportUsage(opts: TurnOptions, observer: TurnObserver, usage: Lan
     report.cost = { amount: Math.round(opts.meter.amount * 1e6) / 1e6, currency: "USD" };
   }
   await observer.usage(report);
+  return used;
 }
 
 function stopReasonOf(finish: FinishReason | undefined): TurnStopReason {
@@ -133,15 +175,28 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
   const maxRequests = opts.maxRequests ?? DEFAULT_MAX_REQUESTS;
   const fixed = opts.offer ? undefined : declareTools(opts.declarations ?? opts.tools.registry.list().map(({ tool }) => tool));
   opts.history.addUser(opts.prompt);
+  let used = opts.contextUsed;
+  let overflowCompacted = false;
   for (let request = 1; ; request++) {
     // Decided per request: tools wired by tool_search (or added by an MCP server) count from the next one.
     const offer = opts.offer?.();
     const tools = fixed ?? declareTools(offer?.declarations ?? []);
-    const step = await requestStep(
-      offer?.promptSection ? { ...opts, system: `${opts.system}\n\n${offer.promptSection}` } : opts,
-      observer,
-      tools,
-    );
+    const requestOpts = offer?.promptSection ? { ...opts, system: `${opts.system}\n\n${offer.promptSection}` } : opts;
+    // Before a request that would pass the threshold: the usage reported last, or the history's estimate.
+    const inContext = Math.max(used ?? 0, opts.history.estimateTokens(requestOpts.system));
+    // (The usage of the next response replaces `used`, so it need not be reset here.)
+    if (opts.compaction !== false && inContext > COMPACT_AT * opts.info.contextWindow)
+      await compactTurnHistory(opts, observer, signal, false);
+    const step = await requestStep(requestOpts, observer, tools);
+    // A provider that says the context is too long: compact once and ask again, instead of ending the turn.
+    if (step.outcome === "error" && !step.emitted && !overflowCompacted && opts.compaction !== false && isContextOverflow(step.error)) {
+      overflowCompacted = true;
+      if (await compactTurnHistory(opts, observer, signal, true)) {
+        used = undefined;
+        request--;
+        continue;
+      }
+    }
     if (step.outcome !== "ok") {
       opts.history.addPartialText(step.text);
       if (step.outcome === "cancelled") {
@@ -157,7 +212,7 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
       };
     }
     opts.history.addAssistant(step.messages ?? []);
-    await reportUsage(opts, observer, step.usage);
+    used = await reportUsage(opts, observer, step.usage);
     const stop = stopReasonOf(step.finishReason);
     if (step.calls.length === 0 || stop !== "end_turn") {
       // A response cut off by the token limit or a refusal: its calls are not run, but answered.

@@ -69,11 +69,17 @@ function takesImages(spec: ModelSpec): boolean {
   return VISION_NAMES.test(name);
 }
 
-export function modelInfo(spec: ModelSpec): ModelInfo {
+/** The window TOOLHOST_CONTEXT_WINDOW sets (a local or proxied model the table does not know), if valid. */
+function windowFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  const value = Number(env.TOOLHOST_CONTEXT_WINDOW);
+  return Number.isInteger(value) && value > 0 ? value : undefined;
+}
+
+export function modelInfo(spec: ModelSpec, env: NodeJS.ProcessEnv = process.env): ModelInfo {
   const name = withoutDate(spec.model);
   const window = WINDOWS.find(([provider, prefix]) => provider === spec.provider && name.startsWith(prefix));
   return {
-    contextWindow: window?.[2] ?? DEFAULT_CONTEXT_WINDOW,
+    contextWindow: windowFromEnv(env) ?? window?.[2] ?? DEFAULT_CONTEXT_WINDOW,
     price: PRICES[`${spec.provider}/${name}`],
     images: takesImages(spec),
   };

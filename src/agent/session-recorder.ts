@@ -2,7 +2,7 @@ import type { ModelMessage } from "ai";
 import type { Envelope } from "../tool/envelope.js";
 import { titleFromPrompt, type SessionEntry, type SessionWriter, type ToolCallStatus, type ViewCall } from "./session-store.js";
 import type { ToolCallInfo } from "./tool-runner.js";
-import type { TurnObserver } from "./turn-types.js";
+import type { CompactionEvent, TurnObserver } from "./turn-types.js";
 
 /** What the recorder sees of a front end (the session's SessionFrontEnd, without importing it). */
 interface RecordableView extends TurnObserver {
@@ -129,6 +129,15 @@ export class SessionRecorder {
         return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
     });
+  }
+
+  /** A compaction: the history it left (what a restore starts from), and the event for a replay. */
+  compaction(event: CompactionEvent): void {
+    const { messages, ...shown } = event;
+    if (event.status === "completed" && messages) {
+      this.write({ type: "compaction", at: now(), ...(event.summary ? { summary: event.summary } : {}), history: [...messages] });
+    }
+    this.view({ method: "compaction", args: [shown] });
   }
 
   private callStarted(info: ToolCallInfo): void {

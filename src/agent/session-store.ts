@@ -50,12 +50,12 @@ export type SessionEntry =
     }
   /** A tool call ended: its status and envelope (capped). */
   | { type: "tool_end"; at: string; seq: number; callId: string; status: ToolCallStatus; errorCode?: string; envelope?: unknown }
-  /** Older history was replaced by a summary; `kept` messages at the end stay verbatim. */
-  | { type: "compaction"; at: string; summary: string; kept: number };
+  /** The history was compacted: what it became (old outputs pruned, older turns summarized). */
+  | { type: "compaction"; at: string; summary?: string; history: ModelMessage[] };
 
 /** One call of the front end's observer methods, with its (JSON) arguments. */
 export interface ViewCall {
-  method: "say" | "failed" | "text" | "thought" | "pending" | "describe" | "event" | "running" | "done";
+  method: "say" | "failed" | "text" | "thought" | "pending" | "describe" | "event" | "running" | "done" | "compaction";
   args: unknown[];
 }
 
@@ -392,6 +392,9 @@ export function restoredState(stored: StoredSession): RestoredState {
     switch (entry.type) {
       case "message":
         state.messages.push(entry.message);
+        break;
+      case "compaction":
+        state.messages = [...entry.history];
         break;
       case "setting":
         state[entry.name] = entry.value;

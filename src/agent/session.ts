@@ -37,7 +37,7 @@ import { DEFAULT_PROMPT } from "./system-prompt.js";
 import { deferredCallResult, planOffer } from "./deferral.js";
 import { registryIndex } from "./tool-index.js";
 import { runToolCall, type ToolCallInfo, type ToolRunContext } from "./tool-runner.js";
-import type { CostMeter, ToolDeclaration, ToolOffer, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
+import type { CompactionEvent, CostMeter, ToolDeclaration, ToolOffer, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
 
 const SUBAGENT_NOTE =
   "# Subagent\nYou are a subagent: another agent gave you one task through the task tool. Nobody else reads this conversation: do the task, then answer with one final message that holds everything the other agent needs (findings with file paths, what you changed).";
@@ -182,11 +182,13 @@ export class AgentSession {
   /** Deferred tools that tool_search (or a direct call) wired: declared for the rest of the session. */
   private readonly wired: Set<string>;
   private readonly recorder: SessionRecorder | undefined;
+  private readonly unrecordedFrontEnd: SessionFrontEnd;
 
   constructor(options: AgentSessionOptions) {
     this.cwd = options.cwd;
     this.tools = options.tools;
     this.recorder = options.recorder;
+    this.unrecordedFrontEnd = options.frontEnd;
     this.frontEnd = this.recorder ? this.recorder.wrap(options.frontEnd) : options.frontEnd;
     if (this.recorder) this.history.onAppend((message) => this.recorder?.message(message));
     this.parent = options.parent;
@@ -475,6 +477,9 @@ export class AgentSession {
         case "invalid":
           await this.frontEnd.say(slash.message);
           break;
+        case "compact":
+          await this.compactNow(signal);
+          break;
         case "skill":
           return stop(await this.skillTurn(slash.name, slash.args, signal));
         case "tool": {
@@ -552,6 +557,33 @@ export class AgentSession {
     return this.modelTurn({ text, content: () => text }, signal);
   }
 
+  /** A compaction as the front end sees it; after it, the last usage no longer says what is in the context. */
+  private async compacted(event: CompactionEvent): Promise<void> {
+    if (event.status === "completed") this.lastUsage = undefined;
+    this.recorder?.compaction(event);
+    // Past the recorder: a replay shows the compaction itself, not this message too.
+    const shown = this.unrecordedFrontEnd;
+    if (shown.compaction) await shown.compaction(event);
+    else if (event.status === "completed" && event.note) await shown.say(event.note);
+    else if (event.status === "failed") await shown.say(`Compacting the conversation failed: ${event.error ?? "unknown error"}.`);
+  }
+
+  /** /compact: summarize the conversation now. */
+  private async compactNow(signal: AbortSignal): Promise<void> {
+    if (this.history.length === 0) {
+      await this.frontEnd.say("Nothing to compact yet.");
+      return;
+    }
+    const choice = resolveModel(this.modelId, process.env, peekUserConfig());
+    if (!choice || "error" in choice) {
+      await this.frontEnd.say(noModelHelp(peekUserConfig(), choice && "error" in choice ? choice.error : undefined));
+      return;
+    }
+    const { runCompaction } = await import("./turn.js");
+    const problem = await runCompaction({ spec: choice.spec, history: this.history, signal }, { compaction: (e) => this.compacted(e) });
+    if (problem) await this.frontEnd.say(problem);
+  }
+
   /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
   private async modelTurn(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason> {
     const frontEnd = this.frontEnd;
@@ -562,6 +594,7 @@ export class AgentSession {
       event: (callId, event) => frontEnd.event(callId, event),
       running: (callId) => frontEnd.running(callId),
       done: (callId, envelope, info, display) => frontEnd.done(callId, envelope, info, display),
+      compaction: (event) => this.compacted(event),
       text: (delta) => frontEnd.text(delta),
       thought: (delta) => frontEnd.thought(delta),
       usage: (report) => {
@@ -605,6 +638,7 @@ export class AgentSession {
           offer.deferred.includes(toolId) ? deferredCallResult(toolId, envelope, (ids) => this.wire(ids)) : envelope,
         nextCallId: () => this.nextCallId(),
         meter: this.meter,
+        contextUsed: this.lastUsage?.used,
         profilePrompt: this.instructions
           ? `${this.tools.toolset.profile.prompt || DEFAULT_PROMPT}\n\n${this.instructions}`
           : this.tools.toolset.profile.prompt || undefined,

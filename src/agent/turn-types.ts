@@ -1,4 +1,4 @@
-import type { LanguageModel, UserContent } from "ai";
+import type { LanguageModel, ModelMessage, UserContent } from "ai";
 import type { Envelope } from "../tool/envelope.js";
 import type { History } from "./history.js";
 import type { ModelInfo } from "./models.js";
@@ -17,11 +17,26 @@ export interface UsageReport {
   cost?: { amount: number; currency: string };
 }
 
+/** A compaction of the session's history, as it starts and ends. */
+export interface CompactionEvent {
+  id: string;
+  status: "in_progress" | "completed" | "failed";
+  /** The model's summary of the older turns (when one was written). */
+  summary?: string;
+  /** What happened, in a sentence, for front ends that show a message. */
+  note?: string;
+  error?: string;
+  /** The history after the compaction (completed only): what a restore starts from. */
+  messages?: readonly ModelMessage[];
+}
+
 /** What the editor sees of a turn: streamed text and reasoning, tool calls, usage. */
 export interface TurnObserver extends ToolCallObserver {
   text(delta: string): void | Promise<void>;
   thought(delta: string): void | Promise<void>;
   usage(report: UsageReport): void | Promise<void>;
+  /** The history is being compacted; absent: the front end is not told. */
+  compaction?(event: CompactionEvent): void | Promise<void>;
 }
 
 /** The session's running cost, carried from turn to turn. */
@@ -66,6 +81,10 @@ export interface TurnOptions {
   maxRequests?: number;
   retry?: RetryPolicy;
   meter?: CostMeter;
+  /** Tokens in the context at the session's last request (its last usage report), for compaction. */
+  contextUsed?: number;
+  /** Compact the history when the context nears the window (default true). */
+  compaction?: boolean;
 }
 
 export interface TurnResult {

@@ -1,7 +1,7 @@
 import type { UserContent } from "ai";
 import { loadUserConfig } from "../config/schema.js";
 import type { History } from "./history.js";
-import { runModelTurn } from "./loop.js";
+import { compactTurnHistory, runModelTurn } from "./loop.js";
 import type { ModelSpec } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import { keyHint } from "./provider-errors.js";
@@ -32,6 +32,8 @@ export interface PromptTurn {
   /** The skills the system prompt lists (one line each). */
   skills?: readonly { name: string; description: string }[];
   maxRequests?: number;
+  /** Tokens in the context at the session's last request. */
+  contextUsed?: number;
 }
 
 export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): Promise<TurnResult> {
@@ -61,7 +63,25 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
       keyHint: keyHint(turn.spec.provider, loaded.path),
       meter: turn.meter,
       maxRequests: turn.maxRequests,
+      contextUsed: turn.contextUsed,
     },
     observer,
   );
+}
+
+/** /compact: the session's history compacted now, summary included. A problem for the user, or null. */
+export async function runCompaction(
+  turn: { spec: ModelSpec; history: History; signal: AbortSignal },
+  observer: Pick<TurnObserver, "compaction">,
+): Promise<string | null> {
+  const loaded = loadUserConfig();
+  let model;
+  try {
+    model = await createLanguageModel(turn.spec, loaded.config, loaded.path);
+  } catch (err) {
+    if (!(err instanceof ModelSetupError)) throw err;
+    return err.message;
+  }
+  await compactTurnHistory({ model, history: turn.history, info: modelInfo(turn.spec) }, observer, turn.signal, true);
+  return null;
 }

@@ -35,6 +35,7 @@ const MACHINE_ENV = [
   "OLLAMA_HOST",
   "TOOLHOST_HOME",
   "TOOLHOST_SESSIONS",
+  "TOOLHOST_CONTEXT_WINDOW",
 ];
 
 function cleanEnv(): Record<string, string | undefined> {
