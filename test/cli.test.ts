@@ -43,6 +43,7 @@ describe("toolhost tools", () => {
       ["todo", "think"],
       ["task", "think"],
       ["question", "other"],
+      ["web_fetch", "fetch"],
       ["skill", "read"],
       ["tool_search", "search"],
     ]);

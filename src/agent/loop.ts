@@ -1,5 +1,5 @@
 import type { FinishReason, LanguageModelUsage, ToolResultPart } from "ai";
-import { envelopeToText, errorEnvelope, type Envelope } from "../tool/envelope.js";
+import { envelopeToText, errorEnvelope, resultImage, type Envelope } from "../tool/envelope.js";
 import type { ErrorCode } from "../tool/errors.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import { COMPACT_AT, compactHistory, planCompaction } from "./compaction.js";
@@ -33,7 +33,37 @@ export function batches<T>(calls: readonly T[], readOnly: (call: T) => boolean):
   return out;
 }
 
-function resultPart(call: StepCall, envelope: Envelope): ToolResultPart {
+/**
+ * Providers whose tool results can hold an image (Anthropic's tool_result, OpenAI's responses);
+ * an OpenAI-compatible server would get the image as JSON text.
+ */
+const IMAGE_RESULT_PROVIDERS = new Set(["anthropic", "openai"]);
+
+/** Whether this turn's model gets a result's image as an image. */
+function takesResultImages(opts: Pick<TurnOptions, "modelId" | "info">): boolean {
+  return opts.info.images && IMAGE_RESULT_PROVIDERS.has(opts.modelId.split("/")[0] ?? "");
+}
+
+function resultPart(call: StepCall, envelope: Envelope, images = false): ToolResultPart {
+  const image = envelope.type === "output" ? resultImage(envelope.data) : undefined;
+  if (image && envelope.type === "output") {
+    // The image never goes into the text: as an image to a model that takes it, otherwise a note.
+    const text = resultText({ ...envelope, data: { ...(envelope.data as object), image: undefined } });
+    return {
+      type: "tool-result",
+      toolCallId: call.modelCallId,
+      toolName: call.toolName,
+      output: images
+        ? {
+            type: "content",
+            value: [
+              { type: "text", text },
+              { type: "image-data", data: image.data, mediaType: image.mimeType },
+            ],
+          }
+        : { type: "text", value: `${text}\n[The image is not shown: this model does not take images in tool results.]` },
+    };
+  }
   const value = resultText(envelope);
   return {
     type: "tool-result",
@@ -58,7 +88,7 @@ async function runCalls(opts: TurnOptions, observer: TurnObserver, calls: StepCa
       }),
     );
   }
-  return calls.map((call) => resultPart(call, envelopes.get(call) as Envelope));
+  return calls.map((call) => resultPart(call, envelopes.get(call) as Envelope, takesResultImages(opts)));
 }
 
 /** Closes calls that will not run (the request failed, was cancelled or cut off); returns results for the complete ones. */

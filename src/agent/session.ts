@@ -215,6 +215,8 @@ export class AgentSession {
         workspace: options.cwd,
         ...backends,
         spawnTransform: backends.spawnTransform ?? this.sandbox?.transform,
+        // The tools' fetch reaches a private address only for a host a net.fetch allow rule names.
+        net: { privateHosts: () => netFetchHosts(this.loadPermissionRules().rules).private },
       });
     this.id = this.runtime.id;
     this.loadPermissionRules();

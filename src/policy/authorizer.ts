@@ -112,6 +112,7 @@ const CHANGES_FILES = new Set(["edit", "delete", "move"]);
 function asksBefore(call: PolicyCall): string {
   if (call.tool.kind === "execute") return "running commands";
   if (CHANGES_FILES.has(call.tool.kind)) return "changing files";
+  if (call.targets.hosts.length > 0) return `fetching from a host (${call.targets.hosts.join(", ")})`;
   return `${call.tool.kind} calls such as ${call.tool.id}`;
 }
 

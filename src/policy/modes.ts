@@ -40,7 +40,11 @@ export function isKindVisible(mode: ModeId, kind: ToolKind, id?: string): boolea
 
 /** The session mode's verdict on a call, before remembered answers are consulted. */
 export function modeAction(mode: ModeId, call: PolicyCall, roots: readonly string[]): PolicyAction {
-  if (isReadOnlyKind(call.tool.kind) || USER_FACING_TOOLS.has(call.tool.id)) return "allow";
+  if (USER_FACING_TOOLS.has(call.tool.id)) return "allow";
+  // A read-only call that reaches a host (web_fetch) changes nothing here, but its URL can carry
+  // data out: every mode but full asks (an allow rule or an "always" answer for the host covers it).
+  if (isReadOnlyKind(call.tool.kind) && call.targets.hosts.length > 0) return mode === "full" ? "allow" : "ask";
+  if (isReadOnlyKind(call.tool.kind)) return "allow";
   switch (mode) {
     case "read-only":
       return "deny";

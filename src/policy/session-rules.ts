@@ -13,6 +13,7 @@ import type { SourcedRule } from "./ruleset.js";
  * - any other bash line (compound, an interpreter or wrapper, a redirection): each of its simple
  *   commands exactly, plus the files it names outside the workspace;
  * - a file edit: the absolute paths it changes;
+ * - a fetch (web_fetch): each host it reaches, exactly;
  * - any other tool: the tool (`*`).
  */
 export interface AlwaysScope {
@@ -28,6 +29,11 @@ export function exactCommandPattern(command: string): string {
 /** A path as a picomatch pattern that matches only itself. */
 function exactPathPattern(p: string): string {
   return p.replace(/[\\*?[\]{}()!+@]/g, "\\$&");
+}
+
+/** A host as a pattern that matches only itself. */
+function exactHostPattern(host: string): string {
+  return host.replace(/[\\*?[\]{}()!+@]/g, "\\$&");
 }
 
 const short = (text: string) => (text.length > 60 ? `${text.slice(0, 57)}…` : text);
@@ -68,6 +74,14 @@ export function alwaysScope(call: PolicyCall, facts: CallFacts, workspace: strin
     const label =
       paths.length === 1 ? `${tool} on ${displayPath(paths[0] as string, workspace)}` : `${tool} on these ${paths.length} files`;
     return { rules: paths.map((p) => ({ permission: tool, pattern: exactPathPattern(p) })), label };
+  }
+  // A fetch: the hosts it reaches, each exactly.
+  const hosts = [...new Set(call.targets.hosts.map((h) => h.toLowerCase()))];
+  if (hosts.length > 0 && call.targets.paths.length === 0) {
+    return {
+      rules: hosts.map((h) => ({ permission: tool, pattern: exactHostPattern(h) })),
+      label: `fetches from ${hosts.join(", ")}`,
+    };
   }
   return { rules: [{ permission: tool, pattern: "*" }], label: `the ${tool} tool` };
 }

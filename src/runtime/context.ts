@@ -52,7 +52,7 @@ export function createToolContext(options: ToolContextOptions): ToolContext {
       grant: options.grant,
     }),
     search: new ScopedSearch(fs, session.route, session.workspace, signal),
-    net: new ScopedNet(scope, signal),
+    net: new ScopedNet(scope, signal, session.net),
     sidecars: session.sidecars,
     host: options.host ?? {},
     emit,

@@ -6,6 +6,7 @@ import type { SessionState } from "../tool/context.js";
 import type { RequirementSet } from "../tool/requirements.js";
 import type { FsBackend } from "./fs/backend.js";
 import { NodeFs } from "./fs/node.js";
+import { NetGuard, type NetGuardOptions } from "./net.js";
 import { compileScope, type CompiledScope, type ScopeVariables } from "./scope.js";
 import { LocalShell } from "./shell/local.js";
 import type { ShellBackend } from "./shell/backend.js";
@@ -32,6 +33,8 @@ export interface RuntimeSessionOptions {
   shell?: ShellBackend;
   /** Rewrites what shell calls run, before either backend (an OS sandbox plugs in here). */
   spawnTransform?: SpawnTransform;
+  /** The tools' fetch: which hosts may reach private addresses (the agent hands in its rules'), and a resolver for tests. */
+  net?: NetGuardOptions;
 }
 
 const localDisk = new NodeFs();
@@ -58,6 +61,8 @@ export class RuntimeSession implements SessionState {
   readonly fs: FsBackend;
   readonly shell: ShellBackend;
   readonly spawnTransform?: SpawnTransform;
+  /** Every tool's fetch goes through it: no private address unless a rule names the host. */
+  readonly net: NetGuard;
   private readonly vars: ScopeVariables;
   private readonly router: (abs: string, fallback: FsBackend) => FsBackend;
   private readonly scopes = new Map<string, CompiledScope>();
@@ -72,6 +77,7 @@ export class RuntimeSession implements SessionState {
     this.fs = options.fs ?? localDisk;
     this.shell = options.shell ?? new LocalShell();
     this.spawnTransform = options.spawnTransform;
+    this.net = new NetGuard(options.net);
     this.router = options.route ?? ((_abs, fallback) => fallback);
     this.sidecars = new SessionSidecars(path.join(sidecarRoot(), this.id.replace(/[^a-zA-Z0-9_-]/g, "_")));
     // On disk a root may sit behind a symlink (/tmp → /private/tmp): allow both spellings.
@@ -133,9 +139,10 @@ export class RuntimeSession implements SessionState {
     return scope;
   }
 
-  /** Removes the session's sidecar files and ends what its spawn transform keeps (a sandbox's proxies). */
+  /** Removes the session's sidecar files and ends what its spawn transform keeps (a sandbox's proxies) and its fetch connections. */
   async close(): Promise<void> {
     await this.spawnTransform?.close?.();
+    await this.net.close();
     await this.sidecars.remove();
   }
 }

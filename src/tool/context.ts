@@ -138,9 +138,18 @@ export interface ToolSearch {
   grep(query: GrepQuery): Promise<GrepOutcome>;
 }
 
+/** fetch()'s options, plus how many redirects to follow (default 20, the fetch standard's). */
+export interface NetFetchInit extends RequestInit {
+  maxRedirects?: number;
+}
+
 export interface ToolNet {
-  /** fetch(), refused unless the URL's host matches the scope's net.hosts. */
-  fetch(url: string | URL, init?: RequestInit): Promise<Response>;
+  /**
+   * fetch(), refused unless the URL's host matches the scope's net.hosts, and refused for a
+   * private, loopback or link-local address (checked on the resolved address, on every redirect)
+   * unless a net.fetch allow rule names the host.
+   */
+  fetch(url: string | URL, init?: NetFetchInit): Promise<Response>;
 }
 
 /** Writes a large output to a file under the session's working directory. */

@@ -74,3 +74,18 @@ export function envelopeToText(envelope: Envelope): string {
   }
   return [...fields, ...blocks].join("\n");
 }
+
+/** An image a result carries for the model: base64 data and its MIME type (web_fetch's fetched image). */
+export interface ToolImage {
+  data: string;
+  mimeType: string;
+}
+
+/** The image of a result's data (an `image` field `{ data, mimeType }` with an `image/` type), if it has one. */
+export function resultImage(data: unknown): ToolImage | undefined {
+  if (typeof data !== "object" || data === null || Array.isArray(data)) return undefined;
+  const image = (data as { image?: unknown }).image;
+  if (typeof image !== "object" || image === null) return undefined;
+  const { data: bytes, mimeType } = image as Partial<ToolImage>;
+  return typeof bytes === "string" && typeof mimeType === "string" && mimeType.startsWith("image/") ? { data: bytes, mimeType } : undefined;
+}

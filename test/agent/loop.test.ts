@@ -159,6 +159,7 @@ describe("the model turn loop", () => {
       "task",
       "question",
       "web_search",
+      "web_fetch",
       "skill",
       "tool_search",
     ]);
@@ -210,6 +211,40 @@ describe("the model turn loop", () => {
     expect(observer.log).toContain("event call_1 diff");
     expect(toolResultsIn(model.doStreamCalls[1]!)).toEqual(["Error (rejected): The user rejected this edit call."]);
     expect(await ws.text("src/a.ts")).toBe("export const a = 1; // TODO\n");
+  });
+
+  it("sends a result's image as an image to a model whose provider takes it, and a note to any other", async () => {
+    const picture = defineTool({
+      id: "picture",
+      description: "picture",
+      kind: "fetch",
+      parameters: z.object({}),
+      requires: {},
+      execute: async () => ({ content: "[image: image/png, 3 bytes]", image: { data: "AAEC", mimeType: "image/png" } }),
+    });
+    const registry = builtinRegistry();
+    registry.register(picture);
+    const turn = async (modelId: string) => {
+      const [provider = "", name = ""] = modelId.split("/");
+      const model = scripted([
+        [...call("c1", "picture", {}), finish("tool-calls")],
+        [...text("ok"), finish("stop")],
+      ]);
+      await runModelTurn(options(model, { modelId, info: modelInfo({ id: modelId, provider, model: name }) }, registry), recorder());
+      const tool = model.doStreamCalls[1]!.prompt.find((m) => m.role === "tool");
+      return tool?.role === "tool" && tool.content[0]?.type === "tool-result" ? tool.content[0].output : undefined;
+    };
+    expect(await turn("anthropic/claude-sonnet-4-5")).toEqual({
+      type: "content",
+      value: [
+        { type: "text", text: "content: [image: image/png, 3 bytes]" },
+        { type: "image-data", data: "AAEC", mediaType: "image/png" },
+      ],
+    });
+    expect(await turn("openai-compatible/mock")).toEqual({
+      type: "text",
+      value: "content: [image: image/png, 3 bytes]\n[The image is not shown: this model does not take images in tool results.]",
+    });
   });
 
   it("runs read-only calls of one step in parallel and mutating ones alone, in the model's order", async () => {

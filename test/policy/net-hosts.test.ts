@@ -17,7 +17,11 @@ describe("netFetchHosts", () => {
       rule("net.fetch", "gist.github.com", "deny", "project"),
       rule("net.fetch", "uploads.github.com", "ask", "session"),
     ]);
-    expect(hosts).toEqual({ allowed: ["*.github.com", "registry.npmjs.org"], denied: ["gist.github.com", "uploads.github.com"] });
+    expect(hosts).toEqual({
+      allowed: ["*.github.com", "registry.npmjs.org"],
+      denied: ["gist.github.com", "uploads.github.com"],
+      private: ["registry.npmjs.org"],
+    });
   });
 
   it("leaves out rules about tools, commands, paths and everything", () => {
@@ -28,6 +32,18 @@ describe("netFetchHosts", () => {
       rule("*", "*", "allow"),
       rule("fetch", "example.com", "allow"),
     ]);
-    expect(hosts).toEqual({ allowed: [], denied: [] });
+    expect(hosts).toEqual({ allowed: [], denied: [], private: [] });
+  });
+
+  it("lets only a pattern naming one host reach private addresses: never *, *.corp or a class", () => {
+    const hosts = netFetchHosts([
+      rule("net.fetch", "127.0.0.1", "allow"),
+      rule("net.fetch", "wiki.corp.internal", "allow"),
+      rule("net.fetch", "*", "allow"),
+      rule("net.fetch", "*.corp.internal", "allow"),
+      rule("net.fetch", "10.0.0.[0-9]", "allow"),
+      rule("net.fetch", "db.corp.internal", "deny"),
+    ]);
+    expect(hosts.private).toEqual(["127.0.0.1", "wiki.corp.internal"]);
   });
 });

@@ -31,6 +31,14 @@ describe("modes", () => {
     expect(modeAction("accept-edits", edit("/elsewhere/a.ts"), ["/ws", "/more"])).toBe("ask");
     expect(modeAction("accept-edits", edit("/more/a.ts"), ["/ws", "/more"])).toBe("allow");
   });
+  it("asks before a fetch that reaches a host in every mode but full: its URL can carry data out", () => {
+    const fetch: PolicyCall = { tool: { id: "web_fetch", kind: "fetch" }, targets: targets({ hosts: ["example.com"] }) };
+    expect(modeAction("read-only", fetch, ws)).toBe("ask");
+    expect(modeAction("ask", fetch, ws)).toBe("ask");
+    expect(modeAction("accept-edits", fetch, ws)).toBe("ask");
+    expect(modeAction("full", fetch, ws)).toBe("allow");
+    expect(isKindVisible("read-only", "fetch")).toBe(true);
+  });
   it("offers the model only what the mode would let run", () => {
     expect(isKindVisible("read-only", "edit")).toBe(false);
     expect(isKindVisible("read-only", "execute")).toBe(false);
@@ -90,9 +98,12 @@ describe("session rules: what an 'always' answer covers", () => {
     expect(await verdict(rules, bash("rm a.txt"))).toBeNull();
   });
 
-  it("scopes file tools to the absolute path, other tools to the tool, and a reject is a deny rule", async () => {
+  it("scopes file tools to the absolute path, a fetch to its host, other tools to the tool, and a reject is a deny rule", async () => {
     expect(await patterns(edit("src/a.ts"))).toEqual(["edit /ws/src/a.ts"]);
-    expect(await patterns({ tool: { id: "webfetch", kind: "fetch" }, targets: targets({ hosts: ["x.org"] }) })).toEqual(["webfetch *"]);
+    expect(await patterns({ tool: { id: "webfetch", kind: "fetch" }, targets: targets({ hosts: ["x.org"] }) })).toEqual(["webfetch x.org"]);
+    expect((await scope({ tool: { id: "web_fetch", kind: "fetch" }, targets: targets({ hosts: ["X.org"] }) })).label).toBe(
+      "fetches from x.org",
+    );
     const rules = new SessionRules();
     rules.remember(await scope(edit("src/[id].ts")), "allow");
     expect(await verdict(rules, edit("src/[id].ts"))).toBe("allow");

@@ -53,7 +53,7 @@ const paths = () => seen.map((s) => s.path);
 beforeAll(async () => {
   ({ server, base } = await startServer(seen));
   ({ server: other, base: otherBase } = await startServer(seen));
-  session = new RuntimeSession({ workspace: "/ws" });
+  session = new RuntimeSession({ workspace: "/ws", net: { privateHosts: () => ["127.0.0.1"] } });
 });
 afterAll(async () => {
   await session.close();
@@ -135,5 +135,55 @@ describe("ScopedNet", () => {
     const controller = new AbortController();
     controller.abort();
     await expect(netFor(["127.0.0.1"], controller.signal).fetch(`${base}/hello`)).rejects.toThrow(/abort/i);
+  });
+});
+
+describe("ScopedNet's private-address guard", () => {
+  /** A session whose fetch resolves `*.test` to 127.0.0.1 and lets `allowed.test` reach it. */
+  const guarded = () =>
+    new RuntimeSession({
+      workspace: "/ws",
+      net: { privateHosts: () => ["allowed.test"], resolve: async (host) => (host.endsWith(".test") ? ["127.0.0.1"] : []) },
+    });
+  const scoped = (s: RuntimeSession) =>
+    createToolContext({ session: s, toolId: "t", callId: "c", requires: { net: { hosts: ["*"] } }, signal: new AbortController().signal })
+      .net;
+
+  it("refuses a private literal and a name resolving to one, before any request; a host a rule names gets through", async () => {
+    const s = guarded();
+    const net = scoped(s);
+    const port = new URL(base).port;
+    seen.length = 0;
+    expect((await toolErrorOf(net.fetch(`${base}/x`))).message).toMatch(/^127\.0\.0\.1 is a private, loopback or link-local address/);
+    expect((await toolErrorOf(net.fetch(`http://other.test:${port}/x`))).message).toMatch(/^other\.test resolves to 127\.0\.0\.1/);
+    expect(seen).toEqual([]);
+    expect(await (await net.fetch(`http://allowed.test:${port}/ok`)).text()).toBe("GET /ok");
+    // A redirect from the allowed name to the literal is refused at the hop.
+    const err = await toolErrorOf(net.fetch(`http://allowed.test:${port}/redirect?to=${encodeURIComponent(`${base}/secret`)}`));
+    expect(err.message).toMatch(/redirects to http:\/\/127\.0\.0\.1:\d+\/secret: 127\.0\.0\.1 is a private/);
+    expect(paths()).toEqual(["/ok", "/redirect"]);
+    await s.close();
+  });
+
+  it("lets a tool reach a private address of a host its own net.hosts names exactly (web_search's providers), never through a wildcard", async () => {
+    const s = new RuntimeSession({ workspace: "/ws", net: { resolve: async () => ["127.0.0.1"] } });
+    const port = new URL(base).port;
+    const withHosts = (hosts: string[]) =>
+      createToolContext({ session: s, toolId: "t", callId: "c", requires: { net: { hosts } }, signal: new AbortController().signal }).net;
+    expect(await (await withHosts(["search.test"]).fetch(`http://search.test:${port}/ok`)).text()).toBe("GET /ok");
+    expect(await (await withHosts(["127.0.0.1"]).fetch(`${base}/ok`)).text()).toBe("GET /ok");
+    expect((await toolErrorOf(withHosts(["*.test"]).fetch(`http://search.test:${port}/ok`))).message).toMatch(
+      /search\.test resolves to 127/,
+    );
+    expect((await toolErrorOf(withHosts(["*"]).fetch(`${base}/ok`))).message).toMatch(/127\.0\.0\.1 is a private/);
+    await s.close();
+  });
+
+  it("follows at most maxRedirects hops", async () => {
+    const s = guarded();
+    const port = new URL(base).port;
+    const err = await toolErrorOf(scoped(s).fetch(`http://allowed.test:${port}/loop`, { maxRedirects: 2 }));
+    expect(err.message).toMatch(/more than 2/);
+    await s.close();
   });
 });

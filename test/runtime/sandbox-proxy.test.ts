@@ -8,8 +8,8 @@ import { createToolContext } from "../../src/runtime/context.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { LocalShell } from "../../src/runtime/shell/local.js";
 import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions } from "../../src/runtime/shell/sandbox.js";
+import { isPrivateAddress } from "../../src/runtime/addresses.js";
 import {
-  isPrivateAddress,
   sandboxNetworkStatus,
   sandboxProxies,
   startSandboxProxy,
