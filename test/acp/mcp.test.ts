@@ -1,0 +1,101 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { McpServer } from "@agentclientprotocol/sdk";
+import { describe, expect, it } from "vitest";
+import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { liveness } from "../mcp/liveness.js";
+import { Harness, lastUpdate, messageText, selected, type HarnessOptions, useAcpTest } from "./harness.js";
+
+// MCP servers over the real wire: the editor gives them in session/new, toolhost connects them
+// after answering, and the model calls their tools through the usual approval.
+
+const FIXTURE = fileURLToPath(new URL("../fixtures/mcp-server.mjs", import.meta.url));
+
+const t = useAcpTest({ "a.txt": "a\n" });
+
+const fixture = (name: string, env: Record<string, string> = {}): McpServer => ({
+  name,
+  command: process.execPath,
+  args: [FIXTURE],
+  env: Object.entries({ MCP_NAME: name, ...env }).map(([k, value]) => ({ name: k, value })),
+});
+
+async function start(mcpServers: McpServer[], script: FakeReply[] = [], options: HarnessOptions = {}) {
+  t.fake = await startFakeOpenAI({ script });
+  t.h = new Harness({
+    ...options,
+    env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_MCP_TIMEOUT_MS: "3000", ...options.env },
+  });
+  await t.h.initialize();
+  const started = Date.now();
+  const { sessionId } = await t.h.agent.request("session/new", { cwd: t.ws, mcpServers });
+  return { h: t.h, fake: t.fake, sessionId, answeredMs: Date.now() - started };
+}
+
+const prompt = (h: Harness, sessionId: string, text: string) =>
+  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+
+/** The commands of the last available_commands_update. */
+const commands = (h: Harness, sessionId: string) =>
+  (h.updatesOf(sessionId, "available_commands_update").at(-1)?.availableCommands ?? []).map((c) => c.name);
+
+describe("MCP servers over ACP", () => {
+  it("advertises HTTP and SSE MCP servers", async () => {
+    t.h = new Harness();
+    const answer = await t.h.agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+    expect(answer.agentCapabilities?.mcpCapabilities).toEqual({ http: true, sse: true });
+  });
+
+  it("connects the editor's server after session/new and the model calls its tool, approved through session/request_permission", async () => {
+    const { h, fake, sessionId } = await start(
+      [fixture("fx")],
+      [{ toolCalls: [{ id: "c1", name: "mcp__fx__add", arguments: { a: 2, b: 3 } }] }, { text: "The sum is 5." }],
+      { permission: () => selected("allow_once") },
+    );
+    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__add"));
+    expect(commands(h, sessionId)).toContain("fx:greet");
+    const { stopReason } = await prompt(h, sessionId, "add 2 and 3");
+    expect(stopReason).toBe("end_turn");
+    // Declared to the model with the server's JSON Schema.
+    const declared = fake.requests[0]?.body.tools?.find((x) => x.function.name === "mcp__fx__add");
+    expect(declared?.function.parameters).toMatchObject({ type: "object", required: ["a", "b"] });
+    // An execute kind asks in ask mode; the answer let it run.
+    expect(h.permissionRequests).toHaveLength(1);
+    expect(h.permissionRequests[0]?.toolCall.title).toBe("fx: add");
+    const call = h.updatesOf(sessionId, "tool_call")[0];
+    expect(call).toMatchObject({ kind: "execute" });
+    expect(lastUpdate(h, sessionId, call!.toolCallId)).toMatchObject({ status: "completed" });
+    const toolMessage = fake.requests[1]?.body.messages?.find((m) => m.role === "tool");
+    expect(JSON.stringify(toolMessage?.content)).toContain("5");
+  });
+
+  it("runs a prompt as /<server>:<prompt>: its messages are the user turn", async () => {
+    const { h, fake, sessionId } = await start([fixture("fx")], [{ text: "Hello, Ada!" }]);
+    await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));
+    await prompt(h, sessionId, "/fx:greet Ada");
+    const user = fake.requests[0]?.body.messages?.filter((m) => m.role === "user").at(-1);
+    expect(JSON.stringify(user?.content)).toContain("Say hello to Ada.");
+  });
+
+  it("reports a failing server once and keeps the others; stops stdio servers with their process trees on session/close", async () => {
+    const pidFile = path.join(t.ws, "child.pid");
+    const { h, sessionId, answeredMs } = await start(
+      [fixture("good", { MCP_CHILD_PID_FILE: pidFile }), fixture("bad", { MCP_FAIL_START: "1" })],
+      [],
+      {
+        permission: () => selected("allow_once"),
+      },
+    );
+    expect(answeredMs).toBeLessThan(3000);
+    await h.waitFor(() => messageText(h, sessionId).includes('"bad"') && commands(h, sessionId).includes("mcp__good__echo"));
+    expect(messageText(h, sessionId).match(/MCP server "bad"/g)).toHaveLength(1);
+    await prompt(h, sessionId, "/mcp__good__spawn_child");
+    const pid = Number(await fsp.readFile(pidFile, "utf8"));
+    expect(await liveness(pid)).toBe("alive");
+    await h.agent.request("session/close", { sessionId });
+    await expect.poll(() => liveness(pid)).toBe("gone");
+    // Its stderr reached toolhost's, prefixed with the server's name.
+    expect(h.stderr.join("")).toContain("[mcp good] fixture good starting");
+  });
+});
