@@ -1,6 +1,7 @@
 import type { FinishReason, LanguageModelUsage, ToolResultPart } from "ai";
 import { envelopeToText, errorEnvelope, type Envelope } from "../tool/envelope.js";
 import type { ErrorCode } from "../tool/errors.js";
+import { imageResult } from "../tool/display.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import { stepCost } from "./models.js";
 import { classifyProviderError, providerErrorMessage } from "./provider-errors.js";
@@ -32,14 +33,21 @@ export function batches<T>(calls: readonly T[], readOnly: (call: T) => boolean):
   return out;
 }
 
-function resultPart(call: StepCall, envelope: Envelope): ToolResultPart {
+function resultPart(call: StepCall, envelope: Envelope, takesImages: boolean): ToolResultPart {
+  const base = { type: "tool-result" as const, toolCallId: call.modelCallId, toolName: call.toolName };
+  // A result with images (an MCP tool's): its text, then the images for a model that takes them.
+  const pictures = envelope.type === "output" ? imageResult(envelope.data) : null;
+  if (pictures && envelope.type === "output") {
+    const text = resultText({ ...envelope, data: pictures.text });
+    if (!takesImages) {
+      const note = `[${pictures.images.length} image${pictures.images.length === 1 ? "" : "s"} not shown: this model does not take images]`;
+      return { ...base, output: { type: "text", value: text ? `${text}\n${note}` : note } };
+    }
+    const images = pictures.images.map((i) => ({ type: "image-data" as const, data: i.data, mediaType: i.mimeType }));
+    return { ...base, output: { type: "content", value: [...(text ? [{ type: "text" as const, text }] : []), ...images] } };
+  }
   const value = resultText(envelope);
-  return {
-    type: "tool-result",
-    toolCallId: call.modelCallId,
-    toolName: call.toolName,
-    output: envelope.type === "error" ? { type: "error-text", value } : { type: "text", value },
-  };
+  return { ...base, output: envelope.type === "error" ? { type: "error-text", value } : { type: "text", value } };
 }
 
 /** Runs a step's calls: read-only batches in parallel, the rest in the model's order. */
@@ -57,14 +65,14 @@ async function runCalls(opts: TurnOptions, observer: TurnObserver, calls: StepCa
       }),
     );
   }
-  return calls.map((call) => resultPart(call, envelopes.get(call) as Envelope));
+  return calls.map((call) => resultPart(call, envelopes.get(call) as Envelope, opts.info.images));
 }
 
 /** Closes calls that will not run (the request failed, was cancelled or cut off); returns results for the complete ones. */
 async function abandon(step: Step, observer: TurnObserver, code: ErrorCode, text: string): Promise<ToolResultPart[]> {
   const envelope = errorEnvelope(code, text, 0);
   for (const info of step.announced.values()) await observer.done(info.callId, envelope, info);
-  return step.calls.map((call) => resultPart(call, envelope));
+  return step.calls.map((call) => resultPart(call, envelope, false));
 }
 
 /** Announced calls whose input the model never finished. */

@@ -34,6 +34,12 @@ export const UserConfigSchema = z
      * wherever it can run). Read from the user's file only: a project cannot switch it off.
      */
     sandbox: z.enum(["on", "off"]).optional(),
+    /**
+     * MCP servers by name, as Claude Code, Cursor and Zed users write them: `{ command, args?, env?, cwd? }`
+     * or `{ url, headers?, type?: "http" | "sse" }`. Each entry is validated by mcp/servers.ts, so one
+     * broken server is reported by name and the others (and the rest of the file) stay.
+     */
+    mcpServers: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 

@@ -70,6 +70,31 @@ describe("MCP servers over ACP", () => {
     expect(JSON.stringify(toolMessage?.content)).toContain("5");
   });
 
+  it.each([
+    { model: "openai-compatible/fake", sent: "[1 image not shown: this model does not take images]" },
+    { model: "openai-compatible/fake-vision", sent: '"type":"image-data"' },
+  ])("passes an image result to the editor and, when $model takes images, to the model", async ({ model, sent }) => {
+    const { h, fake, sessionId } = await start(
+      [fixture("fx")],
+      [{ toolCalls: [{ id: "c1", name: "mcp__fx__picture", arguments: {} }] }, { text: "A red pixel." }],
+      { env: { TOOLHOST_MODEL: model } },
+    );
+    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__picture"));
+    await prompt(h, sessionId, "show me the picture");
+    // A read-only MCP tool runs without asking.
+    expect(h.permissionRequests).toHaveLength(0);
+    const call = h.updatesOf(sessionId, "tool_call")[0];
+    expect(call).toMatchObject({ kind: "read" });
+    const done = lastUpdate(h, sessionId, call!.toolCallId);
+    expect(done.status).toBe("completed");
+    expect(done.content?.some((c) => c.type === "content" && c.content.type === "image" && c.content.mimeType === "image/png")).toBe(true);
+    const tool = JSON.stringify(fake.requests[1]?.body.messages?.find((m) => m.role === "tool")?.content);
+    expect(tool).toContain("a red pixel");
+    expect(tool).toContain(sent.replaceAll('"', '\\"'));
+    // The image's base64 reaches only a model that takes images.
+    expect(tool.includes("iVBOR")).toBe(model.endsWith("vision"));
+  });
+
   it("runs a prompt as /<server>:<prompt>: its messages are the user turn", async () => {
     const { h, fake, sessionId } = await start([fixture("fx")], [{ text: "Hello, Ada!" }]);
     await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));
