@@ -33,27 +33,26 @@ function watchExit(): void {
 
 /** Stops a process and everything it started (SIGTERM, then SIGKILL after a grace period). */
 function killTree(pid: number, graceMs = 1500): Promise<void> {
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   return new Promise((resolve) => {
     treeKill(pid, "SIGTERM", () => {
-      const alive = () => {
-        try {
-          process.kill(pid, 0);
-          return true;
-        } catch {
-          return false;
-        }
-      };
       if (!alive()) return resolve();
-      const timer = setTimeout(() => treeKill(pid, "SIGKILL", () => resolve()), graceMs);
+      // Timers not unref'd: a CLI waiting only on this (toolhost mcp list) must not exit before the tree is gone.
+      const started = Date.now();
       const poll = setInterval(() => {
-        if (alive()) return;
+        const gone = !alive();
+        if (!gone && Date.now() - started < graceMs) return;
         clearInterval(poll);
-        clearTimeout(timer);
-        resolve();
+        if (gone) resolve();
+        else treeKill(pid, "SIGKILL", () => resolve());
       }, 50);
-      timer.unref();
-      poll.unref();
-      setTimeout(() => clearInterval(poll), graceMs + 100).unref();
     });
   });
 }

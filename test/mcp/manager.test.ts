@@ -112,15 +112,15 @@ describe("MCP servers", () => {
   });
 
   it("skips a failing and a slow server, reporting each once, while the others work", async () => {
-    const s = await setup(1500);
+    const s = await setup(4000);
     const started = Date.now();
     await s.servers.start([stdio("good"), stdio("bad", { MCP_FAIL_START: "1" }), stdio("slow", { MCP_START_DELAY_MS: "60000" })]);
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(Date.now() - started).toBeLessThan(9000);
     expect(ids(s).filter((id) => id.startsWith("mcp__good__"))).toHaveLength(7);
     expect(ids(s).some((id) => id.startsWith("mcp__bad__") || id.startsWith("mcp__slow__"))).toBe(false);
     expect(s.reports).toHaveLength(2);
     expect(s.reports.find((r) => r.includes('"bad"'))).toMatch(/could not start/);
-    expect(s.reports.find((r) => r.includes('"slow"'))).toMatch(/did not answer within 1\.5 s/);
+    expect(s.reports.find((r) => r.includes('"slow"'))).toMatch(/did not answer within 4 s/);
     expect(await run(s, "mcp__good__echo", { text: "still" })).toMatchObject({ type: "output", data: "echo: still" });
     const states = Object.fromEntries(s.servers.status().map((x) => [x.name, x.state]));
     expect(states).toEqual({ good: "ready", bad: "failed", slow: "failed" });
