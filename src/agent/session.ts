@@ -483,9 +483,14 @@ export class AgentSession {
         case "help":
           await this.frontEnd.say(helpText(this.registry));
           break;
-        case "tools":
-          await this.frontEnd.say(toolsText(this.registry));
+        case "tools": {
+          const servers = this.mcpStatus().map(
+            (m) =>
+              `- ${m.name} (${m.transport}, ${m.origin}): ${m.state === "ready" ? `${m.tools} tools, ${m.prompts} prompts` : (m.error ?? m.state)}`,
+          );
+          await this.frontEnd.say([toolsText(this.registry), ...(servers.length ? ["", "MCP servers:", ...servers] : [])].join("\n"));
           break;
+        }
         case "reload":
           await this.frontEnd.say(`Tools reloaded. ${await this.tools.reload()}${rulesNote(this.permissionProblems)}`);
           // MCP servers that failed or stopped start again; their tools arrive when they are ready.

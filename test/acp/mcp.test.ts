@@ -95,6 +95,25 @@ describe("MCP servers over ACP", () => {
     expect(tool.includes("iVBOR")).toBe(model.endsWith("vision"));
   });
 
+  it("an 'always' answer covers that MCP tool; the tools survive /reload, and /tools lists the servers", async () => {
+    const add = (id: string) => ({ toolCalls: [{ id, name: "mcp__fx__add", arguments: { a: 1, b: 1 } }] });
+    const { h, sessionId } = await start([fixture("fx")], [add("c1"), { text: "2" }, add("c2"), { text: "2 again" }], {
+      permission: () => selected("allow_always"),
+    });
+    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__add"));
+    await prompt(h, sessionId, "one plus one");
+    expect(h.permissionRequests[0]?.options.find((o) => o.optionId === "allow_always")?.name).toMatch(/mcp__fx__add/);
+    await prompt(h, sessionId, "/reload");
+    expect(commands(h, sessionId)).toContain("mcp__fx__add");
+    await prompt(h, sessionId, "again");
+    expect(h.permissionRequests).toHaveLength(1);
+    const calls = h.updatesOf(sessionId, "tool_call");
+    expect(lastUpdate(h, sessionId, calls.at(-1)!.toolCallId)).toMatchObject({ status: "completed" });
+    await prompt(h, sessionId, "/tools");
+    expect(messageText(h, sessionId)).toMatch(/\| mcp__fx__add \| execute \| mcp:fx \|/);
+    expect(messageText(h, sessionId)).toContain("- fx (stdio, editor): 7 tools, 1 prompts");
+  });
+
   it("runs a prompt as /<server>:<prompt>: its messages are the user turn", async () => {
     const { h, fake, sessionId } = await start([fixture("fx")], [{ text: "Hello, Ada!" }]);
     await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));
