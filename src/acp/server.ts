@@ -32,10 +32,12 @@ async function loadSession(
   client: AgentContext,
   clientCapabilities: ClientCapabilities,
 ): Promise<AcpSession> {
-  const [{ AcpSession }, { SessionTools }, { listProfiles }] = await Promise.all([
+  const [{ AcpSession }, { SessionTools }, { listProfiles }, { SessionStore, recordingEnabled }, { SessionRecorder }] = await Promise.all([
     import("./session.js"),
     import("../agent/session-tools.js"),
     import("../host/profiles.js"),
+    import("../agent/session-store.js"),
+    import("../agent/session-recorder.js"),
   ]);
   const [tools, listed] = await Promise.all([SessionTools.create(cwd), listProfiles()]);
   const profile = tools.toolset.profile;
@@ -47,6 +49,7 @@ async function loadSession(
     clientCapabilities,
     tools,
     profiles: listed.profiles.map((p) => p.name),
+    recorder: recordingEnabled() ? new SessionRecorder(new SessionStore().writer({ id, cwd })) : undefined,
     // A profile's model sits below TOOLHOST_MODEL (the user's explicit choice for this run).
     model: process.env.TOOLHOST_MODEL ? undefined : profile.model,
   });

@@ -12,6 +12,7 @@ import type { ModeId } from "../policy/modes.js";
 import { isInsideAny } from "../tool/paths.js";
 import { modelOptionState } from "../agent/model-config.js";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
+import type { SessionRecorder } from "../agent/session-recorder.js";
 import type { SessionTools, TrustAnswer } from "../agent/session-tools.js";
 import type { UsageReport } from "../agent/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
@@ -51,6 +52,8 @@ export interface AcpSessionOptions {
   profiles?: string[];
   /** The session's model (`provider/model`), over env and config file. */
   model?: string;
+  /** Writes the session to disk as it happens (see agent/session-recorder.ts). */
+  recorder?: SessionRecorder;
 }
 
 /**
@@ -91,6 +94,7 @@ export class AcpSession implements SessionFrontEnd {
       tools: options.tools,
       mode: options.mode,
       model: options.model,
+      recorder: options.recorder,
       frontEnd: this,
       backends: {
         fs: local,
@@ -146,6 +150,10 @@ export class AcpSession implements SessionFrontEnd {
 
   setModel(value: string): string | null {
     return this.agent.setModel(value);
+  }
+
+  async titleChanged(title: string): Promise<void> {
+    await this.update({ sessionUpdate: "session_info_update", title, updatedAt: new Date().toISOString() });
   }
 
   async update(update: SessionUpdate): Promise<void> {

@@ -7,6 +7,22 @@ import type { ModelMessage, ToolResultPart, UserContent } from "ai";
  */
 export class History {
   private readonly list: ModelMessage[] = [];
+  private listener: ((message: ModelMessage) => void) | undefined;
+
+  /** Calls `listener` with every message added from now on (the session's recorder). */
+  onAppend(listener: (message: ModelMessage) => void): void {
+    this.listener = listener;
+  }
+
+  /** Puts back a stored conversation (a loaded session); the listener is not told. */
+  restore(messages: readonly ModelMessage[]): void {
+    this.list.push(...messages);
+  }
+
+  private push(message: ModelMessage): void {
+    this.list.push(message);
+    this.listener?.(message);
+  }
 
   get messages(): ModelMessage[] {
     return this.list;
@@ -17,21 +33,21 @@ export class History {
   }
 
   addUser(content: UserContent): void {
-    this.list.push({ role: "user", content });
+    this.push({ role: "user", content });
   }
 
   /** The model's reply of one step; anything but assistant messages is dropped (the loop adds the tool results). */
   addAssistant(messages: readonly ModelMessage[]): void {
-    for (const message of messages) if (message.role === "assistant") this.list.push(message);
+    for (const message of messages) if (message.role === "assistant") this.push(message);
   }
 
   /** Text the model streamed before its request failed or was cancelled. */
   addPartialText(text: string): void {
-    if (text.trim()) this.list.push({ role: "assistant", content: [{ type: "text", text }] });
+    if (text.trim()) this.push({ role: "assistant", content: [{ type: "text", text }] });
   }
 
   addToolResults(results: ToolResultPart[]): void {
-    if (results.length) this.list.push({ role: "tool", content: results });
+    if (results.length) this.push({ role: "tool", content: results });
   }
 
   /** The text of the last assistant message, when it has any (a subagent's answer). */

@@ -26,6 +26,7 @@ import { SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox
 import { loadAgents, stricterMode, type AgentCatalog, type AgentDefinition } from "./agents.js";
 import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./commands.js";
 import { History } from "./history.js";
+import type { SessionRecorder } from "./session-recorder.js";
 import { peekUserConfig } from "../config/file.js";
 import { appendProjectRules } from "../config/project-permissions.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
@@ -57,6 +58,8 @@ export interface SessionFrontEnd extends TurnObserver {
   failed?(text: string): void | Promise<void>;
   /** The slash commands changed (a reload, a profile, trusted project tools). */
   commandsChanged?(): void | Promise<void>;
+  /** The session got its title (from its first prompt). */
+  titleChanged?(title: string): void | Promise<void>;
   /** Asks whether to approve a call. Absent (headless): every ask is a deny. */
   approve?: AskUser;
   /** Asks the user a question with choices. Absent: the question tool is unavailable. */
@@ -140,6 +143,8 @@ export interface AgentSessionOptions {
   instructions?: string;
   /** Tool ids this session may use (a subagent's narrower set); default all. */
   allowedTools?: ReadonlySet<string>;
+  /** Writes the session to its file as it happens (a durable session); absent: the session lives in memory only. */
+  recorder?: SessionRecorder;
 }
 
 /** Permission rules that could not be read, for a message (empty when all were read). */
@@ -174,6 +179,7 @@ export class AgentSession {
   private readonly children = new Map<string, SubagentEntry>();
   private readonly instructions: string | undefined;
   private lastUsage: UsageReport | undefined;
+  private readonly recorder: SessionRecorder | undefined;
   /** The session's MCP servers, once `startMcp` ran with any to start. */
   private mcp: McpServers | null = null;
   /** The editor's servers (session/new), kept to start the project's later (trust) with the same precedence. */
@@ -184,7 +190,9 @@ export class AgentSession {
   constructor(options: AgentSessionOptions) {
     this.cwd = options.cwd;
     this.tools = options.tools;
-    this.frontEnd = options.frontEnd;
+    this.recorder = options.recorder;
+    this.frontEnd = this.recorder ? this.recorder.wrap(options.frontEnd) : options.frontEnd;
+    if (this.recorder) this.history.onAppend((message) => this.recorder?.message(message));
     this.parent = options.parent;
     this.allowedTools = options.allowedTools;
     this.instructions = options.instructions;
@@ -282,6 +290,7 @@ export class AgentSession {
   setMode(modeId: string): boolean {
     if (!isModeId(modeId)) return false;
     this.ownMode = modeId;
+    this.recorder?.setting("mode", modeId);
     return true;
   }
 
@@ -289,17 +298,20 @@ export class AgentSession {
   setModel(value: string): string | null {
     if (value === NO_MODEL) {
       this.modelId = undefined;
+      this.recorder?.setting("model", NO_MODEL);
       return null;
     }
     const spec = parseModelId(value);
     if (!isModelSpec(spec)) return spec.error;
     this.modelId = spec.id;
+    this.recorder?.setting("model", spec.id);
     return null;
   }
 
   /** Switches the profile: the tools are rebuilt; returns what changed. */
   async setProfile(name: string): Promise<string> {
     const change = await this.tools.reload({ profile: name });
+    this.recorder?.setting("profile", this.tools.toolset.profile.name);
     await this.frontEnd.commandsChanged?.();
     return change;
   }
@@ -312,7 +324,7 @@ export class AgentSession {
 
   /** Runs one prompt: a slash command or a model turn. Turns of one session run one after another. */
   prompt(input: PromptInput): Promise<TurnStopReason> {
-    const run = this.turnDone.then(() => this.runTurn(input));
+    const run = this.turnDone.then(() => this.recordedTurn(input));
     this.turnDone = run.catch(() => {});
     return run;
   }
@@ -326,6 +338,7 @@ export class AgentSession {
   async close(): Promise<void> {
     this.cancel();
     await Promise.all([this.turnDone, this.mcp?.close()]);
+    this.recorder?.close();
     if (!this.parent) await this.runtime.close();
   }
 
@@ -418,6 +431,21 @@ export class AgentSession {
           return { id: tool.id, description, inputSchema: tool.inputSchema };
         })
     );
+  }
+
+  /** A turn, with its start (and the session's title) and its end in the session's record. */
+  private async recordedTurn(input: PromptInput): Promise<TurnStopReason> {
+    const recorder = this.recorder;
+    if (!recorder) return this.runTurn(input);
+    const title = recorder.turnStarted(input.text);
+    if (title) await this.frontEnd.titleChanged?.(title);
+    let stopReason: TurnStopReason | "failed" = "failed";
+    try {
+      stopReason = await this.runTurn(input);
+      return stopReason;
+    } finally {
+      recorder.turnEnded(stopReason);
+    }
   }
 
   private async runTurn(input: PromptInput): Promise<TurnStopReason> {

@@ -171,10 +171,29 @@ export function isZodSchema(value: unknown): value is z.ZodType {
   );
 }
 
+/**
+ * zod's `.int()` publishes ±Number.MAX_SAFE_INTEGER as bounds: noise that costs the model tokens on
+ * every request and says nothing (zod still enforces them).
+ */
+function withoutSafeIntegerBounds(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutSafeIntegerBounds);
+  if (typeof value !== "object" || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === "maximum" && inner === Number.MAX_SAFE_INTEGER) continue;
+    if (key === "minimum" && inner === Number.MIN_SAFE_INTEGER) continue;
+    out[key] = withoutSafeIntegerBounds(inner);
+  }
+  return out;
+}
+
 /** The zod schema and published JSON Schema of a tool's parameters, zod or plain JSON Schema. */
 export function compileParameters(parameters: z.ZodType | JsonSchemaObject): { schema: z.ZodType; inputSchema: Record<string, unknown> } {
   if (isZodSchema(parameters)) {
-    const inputSchema = z.toJSONSchema(parameters, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+    const inputSchema = withoutSafeIntegerBounds(z.toJSONSchema(parameters, { io: "input", unrepresentable: "any" })) as Record<
+      string,
+      unknown
+    >;
     delete inputSchema.$schema;
     return { schema: parameters, inputSchema };
   }

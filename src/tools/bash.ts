@@ -15,36 +15,18 @@ const parameters = z
     command: z
       .string()
       .refine((c) => c.trim() !== "", "The command is empty")
-      .describe("The command line to run with bash -c"),
-    description: z
-      .string()
-      .optional()
-      .describe('What the command does, in 5-10 words ("Run the unit tests"), for the permission prompt and the log'),
-    workdir: z
-      .string()
-      .optional()
-      .describe("Directory to run in, relative to the workspace or absolute inside it (default: the workspace root)"),
+      .describe("The command line"),
+    description: z.string().optional().describe("What it does, in 5-10 words, for the user"),
+    workdir: z.string().optional().describe("Directory to run in (default: the workspace root)"),
     timeout_ms: z
       .number()
       .int()
       .positive()
       .max(BASH_MAX_TIMEOUT_MS)
       .optional()
-      .describe(
-        `Milliseconds before the command and everything it started are killed (default ${BASH_DEFAULT_TIMEOUT_MS}, max ${BASH_MAX_TIMEOUT_MS})`,
-      ),
-    sandbox: z
-      .enum(["on", "off"])
-      .optional()
-      .describe(
-        'Default "on": the command runs in the sandbox. "off" asks the user to run this one command outside it (needs justification); use it only after a command failed because of the sandbox',
-      ),
-    justification: z
-      .string()
-      .optional()
-      .describe(
-        'With sandbox "off": one short question for the user saying why it must run outside the sandbox ("Install the dependencies from the registry?")',
-      ),
+      .describe(`Default ${BASH_DEFAULT_TIMEOUT_MS}, max ${BASH_MAX_TIMEOUT_MS}`),
+    sandbox: z.enum(["on", "off"]).optional().describe('"off" only after a command failed because of the sandbox'),
+    justification: z.string().optional().describe('With sandbox "off": a short question for the user saying why'),
   })
   .refine((args) => args.sandbox !== "off" || (args.justification ?? "").trim() !== "", {
     message: 'sandbox "off" needs a justification: one short question for the user saying why the command must run outside the sandbox',
@@ -95,20 +77,12 @@ export default defineTool({
   id: "bash",
   kind: "execute",
   description: [
-    "Run one shell command with bash -c and return its stdout, stderr, exit_code, signal and",
-    "timed_out. A non-zero exit code is a normal result: read stderr. Each call is a fresh shell:",
-    "no state (cd, variables) carries over. stdin is closed, so interactive programs end at once",
-    "or fail: pass non-interactive flags (--yes, -y, --no-pager, CI=1) and never start an editor",
-    "or a pager. Set workdir instead of `cd dir && …`; quote paths that contain spaces. Chain",
-    "dependent steps with &&. Do not use it to read, write, edit or search files when the read,",
-    "write, edit, glob and grep tools do that. Output past 200 KB keeps the head and tail and",
-    "saves the output (its first 64 MB) to output_path (read it with read or grep). The command and",
-    "everything it started are killed after timeout_ms (default 120000, max 600000); processes",
-    "still writing to the output after the command exits are killed too. Unless the user switched it off, commands run in a sandbox:",
-    "the workspace and /tmp (private to the call) are writable, the rest of the machine is read-only,",
-    "there is no network, secrets in the home folder are hidden, and background jobs end with the",
-    "command. When a command must run outside it (a package install, a write outside the workspace),",
-    'set sandbox: "off" with a justification: the user is asked every time.',
+    "Run one command line with bash -c; returns stdout, stderr, exit_code (non-zero is a normal result: read stderr).",
+    "Each call is a fresh shell (no cd or variables carry over; use workdir). stdin is closed: pass non-interactive flags",
+    "(--yes, --no-pager, CI=1), never start an editor or pager. Do not read, write, edit or search files with it: use those tools.",
+    "Output past 200 KB keeps head and tail; the full output is saved to output_path. Killed with its children after timeout_ms.",
+    "Commands run sandboxed (workspace and /tmp writable, no network, home secrets hidden); if one fails because of that,",
+    'retry with sandbox: "off" and a justification: the user is asked.',
   ].join(" "),
   parameters,
   requires: { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } },

@@ -34,18 +34,11 @@ import {
 export const EDIT_DIFF_BYTES = 20 * 1024;
 
 const parameters = z.object({
-  path: z.string().min(1).describe("File to edit, relative to the workspace or absolute"),
-  old_string: z
-    .string()
-    .describe("The exact text to replace, copied from the file (without read's line-number prefix); it must match one place"),
-  new_string: z.string().describe("The text to put in its place (literal: $ patterns are not special)"),
-  replace_all: z.boolean().optional().describe("Replace every place old_string matches (default false)"),
-  allow_lossy: z
-    .boolean()
-    .optional()
-    .describe(
-      "Edit a file that is not valid UTF-8/UTF-16 (read flags it lossy) anyway: its invalid bytes become U+FFFD; only if the user accepts that",
-    ),
+  path: z.string().min(1),
+  old_string: z.string().describe("Exact text to replace (no line-number prefix)"),
+  new_string: z.string(),
+  replace_all: z.boolean().optional(),
+  allow_lossy: z.boolean().optional().describe("Edit a lossy file anyway, only if the user accepts losing its invalid bytes"),
 });
 
 export interface EditResult {
@@ -282,14 +275,9 @@ export default defineTool({
   id: "edit",
   kind: "edit",
   description: [
-    "Replace old_string with new_string in a file. old_string must match exactly one place (copy it from",
-    "read output, without the line-number prefix, and include enough surrounding lines to make it unique),",
-    "or set replace_all to change every match. If there is no exact match, a few careful fallbacks are tried",
-    "(a copied BOM, a final newline the file lacks, NFC, unicode quotes/dashes/spaces, trailing whitespace, a uniform",
-    "indentation shift, over-escaped \\n and quotes, then for one place only: runs of spaces, a block whose first and",
-    "last lines match with nearly identical lines between).",
-    "The file keeps its encoding, BOM and line endings. Refused if the file changed since you last read it.",
-    "An empty old_string creates a file that does not exist yet.",
+    "Replace old_string with new_string in a file. old_string must match exactly one place (copy it from read output and",
+    "include enough surrounding lines to make it unique), or set replace_all. Near misses (quotes, whitespace, indentation)",
+    "are matched carefully. Refused if the file changed since you read it. An empty old_string creates a new file.",
   ].join(" "),
   parameters,
   requires: { fs: { read: ["{workspace}/**"], write: ["{workspace}/**"] } },

@@ -13,13 +13,8 @@ const LIST_CEILING = 100_000;
 const TIMEOUT_MS = 30_000;
 
 const parameters = z.object({
-  pattern: z
-    .string()
-    .min(1)
-    .describe(
-      'Glob (picomatch): "*.ts" matches the top level of path only, "**/*.ts" any depth, "src/{a,b}/**" alternatives; dot files included',
-    ),
-  path: z.string().min(1).optional().describe("Directory to search, relative to the workspace or absolute (default: the workspace root)"),
+  pattern: z.string().min(1).describe('"*.ts" top level only, "**/*.ts" any depth'),
+  path: z.string().min(1).optional().describe("Directory (default: the workspace)"),
   limit: z
     .number()
     .int()
@@ -72,10 +67,8 @@ export default defineTool({
   id: "glob",
   kind: "search",
   description: [
-    "List files whose path matches a glob pattern, sorted by path. Respects .gitignore and skips .git;",
-    'dot files are included. Patterns are matched against paths relative to `path`: "*.ts" matches only',
-    'files directly in it, "**/*.ts" matches at any depth, "{src,test}/**/*.ts" matches alternatives.',
-    "Returns paths relative to the workspace. Use grep to search file contents.",
+    "List files whose path (relative to `path`) matches a glob, sorted; respects .gitignore, includes dot files.",
+    'E.g. "**/*.ts", "{src,test}/**/*.ts". Use grep to search file contents.',
   ].join(" "),
   parameters,
   requires: { fs: { read: ["{workspace}/**", "{ad-hoc}/**"] } },

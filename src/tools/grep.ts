@@ -11,33 +11,14 @@ export const GREP_CEILING = 10_000;
 const TIMEOUT_MS = 30_000;
 
 const parameters = z.object({
-  pattern: z.string().min(1).describe("Regular expression (Rust/ripgrep syntax), or plain text with literal: true"),
-  path: z
-    .string()
-    .min(1)
-    .optional()
-    .describe("File or directory to search, relative to the workspace or absolute (default: the workspace root)"),
-  glob: z
-    .string()
-    .min(1)
-    .optional()
-    .describe('Only search files matching this glob: "*.ts" (file name, any depth), "src/**/*.ts", "!*.min.js" to exclude'),
-  literal: z.boolean().optional().describe("Treat pattern as plain text, not a regex"),
-  ignore_case: z.boolean().optional().describe("Case-insensitive search"),
-  context: z.number().int().min(0).max(20).optional().describe("Lines of context before and after each match (content mode)"),
-  output_mode: z
-    .enum(["content", "files", "count"])
-    .optional()
-    .describe("content (default): matching lines; files: paths of matching files; count: matching lines per file"),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(GREP_MAX_SHOWN)
-    .optional()
-    .describe(
-      `Stop after this many results (max ${GREP_MAX_SHOWN}); without it every result is collected and the first ${GREP_MAX_SHOWN} shown`,
-    ),
+  pattern: z.string().min(1).describe("Regex (ripgrep syntax), or plain text with literal"),
+  path: z.string().min(1).optional().describe("File or directory (default: the workspace)"),
+  glob: z.string().min(1).optional().describe('Files to search: "*.ts", "src/**/*.ts", "!*.min.js"'),
+  literal: z.boolean().optional(),
+  ignore_case: z.boolean().optional(),
+  context: z.number().int().min(0).max(20).optional().describe("Lines around each match"),
+  output_mode: z.enum(["content", "files", "count"]).optional().describe("Default content"),
+  limit: z.number().int().min(1).max(GREP_MAX_SHOWN).optional().describe("Stop after this many results"),
 });
 
 type Args = z.output<typeof parameters>;
@@ -119,10 +100,9 @@ export default defineTool({
   id: "grep",
   kind: "search",
   description: [
-    "Search file contents with a regular expression (ripgrep syntax) or plain text (literal: true).",
-    "Respects .gitignore, skips .git and binary files. Returns matches as {path, line, text} with",
-    "paths relative to the workspace (lines cut at 500 chars); output_mode files lists matching files,",
-    'count gives matching lines per file. Narrow with path and glob ("*.ts"). Use glob to find files by name.',
+    "Search file contents with a regex (ripgrep syntax) or plain text (literal: true); respects .gitignore, skips binary files.",
+    "Returns {path, line, text} matches (lines cut at 500 chars); output_mode files lists matching files, count counts per file.",
+    "Narrow with path and glob. Use glob to find files by name.",
   ].join(" "),
   parameters,
   requires: { fs: { read: ["{workspace}/**", "{ad-hoc}/**"] } },

@@ -4,20 +4,16 @@ import { ToolError } from "../tool/errors.js";
 import type { Question } from "../tool/services.js";
 
 const Option = z.object({
-  label: z.string().trim().min(1).max(200).describe("The choice as the user sees it (1-5 words); the answer is this label"),
-  description: z.string().max(1000).optional().describe("What picking it means, when the label alone is not clear"),
+  label: z.string().trim().min(1).max(200).describe("1-5 words; the answer is this label"),
+  description: z.string().max(1000).optional(),
 });
 
 const QuestionItem = z
   .object({
-    question: z.string().trim().min(1).max(2000).describe("The complete question, ending with a question mark"),
-    header: z.string().trim().min(1).max(60).optional().describe('A very short label for it ("Database", "Scope")'),
-    options: z
-      .array(Option)
-      .max(20)
-      .optional()
-      .describe("The choices (2-4 is best). Omit for a free-text answer; the user can always write their own answer"),
-    multi_select: z.boolean().optional().describe("The user may pick several options (default: one)"),
+    question: z.string().trim().min(1).max(2000),
+    header: z.string().trim().min(1).max(60).optional().describe('A short label ("Database")'),
+    options: z.array(Option).max(20).optional().describe("2-4 choices; omit for a free-text answer"),
+    multi_select: z.boolean().optional(),
   })
   .superRefine((q, ctx) => {
     const labels = (q.options ?? []).map((o) => o.label);
@@ -27,7 +23,7 @@ const QuestionItem = z
   });
 
 const parameters = z.object({
-  questions: z.array(QuestionItem).min(1).max(8).describe("One or more questions, asked together"),
+  questions: z.array(QuestionItem).min(1).max(8),
 });
 
 /** The refusal where nobody can answer (RFC: headless hosts treat the question tool as an error with a fixed message). */
@@ -47,13 +43,10 @@ export default defineTool({
   id: "question",
   kind: "other",
   description: [
-    "Ask the user one or more questions and wait for the answers. Use it when a decision is the user's",
-    "to make and guessing wrong would waste work: ambiguous requirements, a choice between approaches,",
-    "preferences, missing information you cannot find in the project. Do not use it for what you can look up",
-    "yourself, or to ask permission for a tool call (calls are approved separately). Offer 2-4 short options",
-    "when the answers are predictable (the user can always write their own), set multi_select when several",
-    "may apply, and omit options for an open answer. Returns { answers }: one array of strings per question,",
-    "in order (the chosen labels or the user's own text; empty when a question was left unanswered).",
+    "Ask the user questions and wait for the answers, when a decision is theirs and a wrong guess would waste work",
+    "(unclear requirements, a choice between approaches, preferences). Not for what you can look up, nor to ask permission for a call.",
+    "Offer 2-4 short options when answers are predictable (the user can always write their own); multi_select when several apply.",
+    "Returns { answers }: one array of strings per question (chosen labels or the user's text; empty if unanswered).",
   ].join(" "),
   parameters,
   requires: {},

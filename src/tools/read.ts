@@ -25,22 +25,11 @@ export const READ_LINE_CHARS = 2000;
 const LINE_KEEP_BYTES = READ_LINE_CHARS * 4 + 8;
 
 const parameters = z.object({
-  path: z.string().min(1).describe("File or directory to read, relative to the workspace or absolute"),
-  offset: z.number().int().min(1).optional().describe("1-based line to start at (for a directory: entry); default 1"),
-  limit: z.number().int().min(1).optional().describe(`How many lines (or directory entries) to return; default ${READ_DEFAULT_LINES}`),
-  byte_offset: z
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .describe("Byte mode: read raw text starting at this byte (for minified or huge single-line files)"),
-  byte_limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(READ_MAX_BYTES)
-    .optional()
-    .describe(`Byte mode: how many bytes to read; default and max ${READ_MAX_BYTES}`),
+  path: z.string().min(1).describe("File or directory"),
+  offset: z.number().int().min(1).optional().describe("1-based first line (or entry)"),
+  limit: z.number().int().min(1).optional().describe(`Default ${READ_DEFAULT_LINES}`),
+  byte_offset: z.number().int().min(0).optional().describe("Byte mode: raw text from this byte"),
+  byte_limit: z.number().int().min(1).max(READ_MAX_BYTES).optional().describe(`Byte mode; default and max ${READ_MAX_BYTES}`),
 });
 
 type ReadArgs = z.output<typeof parameters>;
@@ -341,11 +330,8 @@ export default defineTool({
   description: [
     `Read a text file: returns up to ${READ_DEFAULT_LINES} numbered lines ("<line>\\t<text>") from offset (1-based),`,
     `at most ${READ_MAX_BYTES / 1024} KB; the notice says how to continue (offset=N). Lines over ${READ_LINE_CHARS} chars are cut;`,
-    "read those (or minified files) with byte_offset/byte_limit, which return raw text without line numbers.",
-    "The line-number prefix is not part of the file: never copy it into edit's old_string.",
-    "A directory path returns its sorted entries (directories end with /). Binary files are refused;",
-    "a file that is not valid UTF-8 comes back with U+FFFD for its invalid bytes and lossy: true.",
-    "The result's version identifies what you read; write accepts it to refuse overwriting a newer file.",
+    "read those (or minified files) with byte_offset/byte_limit (raw text). Never copy the line-number prefix into edit.",
+    "A directory returns its entries (directories end with /). Binary files are refused; invalid UTF-8 comes back lossy.",
   ].join(" "),
   parameters,
   requires: { fs: { read: ["{workspace}/**", "{ad-hoc}/**"] } },

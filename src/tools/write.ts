@@ -21,17 +21,10 @@ import {
 } from "./text.js";
 
 const parameters = z.object({
-  path: z.string().min(1).describe("File to create or overwrite, relative to the workspace or absolute"),
+  path: z.string().min(1),
   content: z.string().describe("The COMPLETE new content of the file"),
-  version: z
-    .string()
-    .min(1)
-    .optional()
-    .describe("The version from your last read of this file; the write is refused if the file changed since"),
-  allow_lossy: z
-    .boolean()
-    .optional()
-    .describe("Replace a file that is not valid UTF-8/UTF-16 (read flags it lossy) anyway; only if the user accepts losing its bytes"),
+  version: z.string().min(1).optional().describe("From your last read: refuses the write if the file changed since"),
+  allow_lossy: z.boolean().optional().describe("Replace a lossy file anyway, only if the user accepts it"),
 });
 
 /** Lines in a text: line breaks, plus a last line without one. */

@@ -34,6 +34,7 @@ const MACHINE_ENV = [
   "OPENAI_API_KEY",
   "OLLAMA_HOST",
   "TOOLHOST_HOME",
+  "TOOLHOST_SESSIONS",
 ];
 
 function cleanEnv(): Record<string, string | undefined> {

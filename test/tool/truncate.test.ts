@@ -137,6 +137,9 @@ describe("defineTool", () => {
       properties: { name: { type: "string", description: "who" }, times: { type: "integer", default: 1 } },
       required: ["name"],
     });
+    // zod's safe-integer bounds of .int() cost tokens on every request and say nothing.
+    expect(JSON.stringify(tool.inputSchema)).not.toContain(String(Number.MAX_SAFE_INTEGER));
+    expect(tool.parameters.safeParse({ name: "a", times: 2 ** 60 }).success).toBe(false);
     expect(() => defineTool({ ...tool, id: "Bad-Id" })).toThrow(/Invalid tool id/);
     expect(() => defineTool({ ...tool, id: "a".repeat(65) })).toThrow(/Invalid tool id/);
   });

@@ -1,0 +1,367 @@
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import type { ModelMessage } from "ai";
+import { toolhostHome, version } from "../config/paths.js";
+
+// Sessions on disk: one append-only JSONL file per session, grouped by project, under
+// `~/.toolhost/sessions/<project>/<id>.jsonl`. The first line is the header; every later line is
+// one event, written as it happens. A line cut short by a crash is ignored on read.
+
+/** The first line of a session file. */
+export interface SessionHeader {
+  type: "session";
+  /** The file format; a reader skips files of a format it does not know. */
+  format: 1;
+  id: string;
+  cwd: string;
+  /** ISO time the session was created. */
+  created: string;
+  /** The toolhost version that created it. */
+  toolhost: string;
+}
+
+/** The outcome of one tool call, as the record keeps it. */
+export type ToolCallStatus = "completed" | "failed" | "refused" | "cancelled";
+
+/** One event of a session. `at` is an ISO time. */
+export type SessionEntry =
+  /** A message of the model's history (user prompt, assistant reply, tool results). */
+  | { type: "message"; at: string; message: ModelMessage }
+  /** The session's title (from the first prompt, or set later). */
+  | { type: "title"; at: string; title: string }
+  /** A setting changed: the mode, the model or the profile. */
+  | { type: "setting"; at: string; name: "mode" | "model" | "profile"; value: string }
+  /** A turn started (with the prompt's text) or ended. */
+  | { type: "turn"; at: string; phase: "start" | "end"; prompt?: string; stopReason?: string }
+  /** What the front end was shown (text, a tool call's life, a message), for a replay. */
+  | { type: "view"; at: string; call: ViewCall }
+  /** A tool call started: what ran, with its validated input. */
+  | {
+      type: "tool_start";
+      at: string;
+      seq: number;
+      callId: string;
+      tool: string;
+      input: unknown;
+      sideEffect?: boolean;
+      idempotent?: boolean;
+    }
+  /** A tool call ended: its status and envelope (capped). */
+  | { type: "tool_end"; at: string; seq: number; callId: string; status: ToolCallStatus; errorCode?: string; envelope?: unknown }
+  /** Older history was replaced by a summary; `kept` messages at the end stay verbatim. */
+  | { type: "compaction"; at: string; summary: string; kept: number };
+
+/** One call of the front end's observer methods, with its (JSON) arguments. */
+export interface ViewCall {
+  method: "say" | "failed" | "text" | "thought" | "pending" | "describe" | "event" | "running" | "done";
+  args: unknown[];
+}
+
+/** A session as read back from its file. */
+export interface StoredSession {
+  header: SessionHeader;
+  entries: SessionEntry[];
+  file: string;
+  /** Lines that could not be read (a torn last line after a crash, or damage); they are skipped. */
+  skippedLines: number;
+}
+
+/** One row of the session list. */
+export interface SessionSummary {
+  id: string;
+  cwd: string;
+  title?: string;
+  /** ISO time of the last write. */
+  updatedAt: string;
+  file: string;
+}
+
+export interface ListOptions {
+  /** Only sessions of this working directory. */
+  cwd?: string;
+  /** From `nextCursor` of the previous page. */
+  cursor?: string;
+  /** Rows per page (default 50). */
+  limit?: number;
+}
+
+export interface SessionPage {
+  sessions: SessionSummary[];
+  /** Present when more rows follow. */
+  nextCursor?: string;
+}
+
+const DEFAULT_PAGE = 50;
+/** How much of a file's head `list` reads for the header and the title. */
+const HEAD_BYTES = 16 * 1024;
+const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** Sessions are written to disk unless TOOLHOST_SESSIONS=off. */
+export function recordingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.TOOLHOST_SESSIONS !== "off";
+}
+
+/** The folder that holds every project's sessions. */
+export function sessionsRoot(home = toolhostHome()): string {
+  return path.join(home, "sessions");
+}
+
+/** A project's folder name: readable, and unique by a hash of the full path. */
+export function projectFolderName(cwd: string): string {
+  const resolved = path.resolve(cwd);
+  const readable = resolved
+    .replace(/[^A-Za-z0-9._-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(-60);
+  const hash = createHash("sha256").update(resolved).digest("hex").slice(0, 10);
+  return `${readable || "root"}-${hash}`;
+}
+
+/** The folder next to a session's file that keeps its large outputs (sidecar files). */
+export function sessionDataDir(file: string): string {
+  return file.replace(/\.jsonl$/, "");
+}
+
+/** A title from a prompt: its first non-empty line, shortened. */
+export function titleFromPrompt(text: string, max = 80): string | undefined {
+  const line = text
+    .split("\n")
+    .map((l) => l.trim())
+    .find((l) => l !== "");
+  if (!line) return undefined;
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+/**
+ * The writing end of one session's file. Nothing is written until the first entry, so a session
+ * that never got a prompt leaves no file. A write that fails is reported once on stderr and
+ * recording stops: a full disk must not end the user's session.
+ */
+export class SessionWriter {
+  private fd: number | null = null;
+  private failed = false;
+
+  constructor(
+    readonly file: string,
+    private readonly header: SessionHeader,
+  ) {}
+
+  append(entry: SessionEntry): void {
+    if (this.failed) return;
+    try {
+      if (this.fd === null) {
+        fs.mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
+        const size = fs.statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
+        this.fd = fs.openSync(this.file, "a", 0o600);
+        if (size === 0) fs.writeSync(this.fd, `${JSON.stringify(this.header)}\n`);
+        // A line torn by a crash ends without a newline: start on a fresh line, or the next entry would be lost with it.
+        else if (!endsWithNewline(this.file, size)) fs.writeSync(this.fd, "\n");
+      }
+      fs.writeSync(this.fd, `${JSON.stringify(entry)}\n`);
+    } catch (error) {
+      this.failed = true;
+      console.error(`toolhost: recording session ${this.header.id} stopped: ${(error as Error).message}`);
+    }
+  }
+
+  close(): void {
+    if (this.fd !== null) fs.closeSync(this.fd);
+    this.fd = null;
+  }
+}
+
+function endsWithNewline(file: string, size: number): boolean {
+  const fd = fs.openSync(file, "r");
+  try {
+    const last = Buffer.alloc(1);
+    fs.readSync(fd, last, 0, 1, size - 1);
+    return last[0] === 0x0a;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The sessions of one toolhost home. */
+export class SessionStore {
+  readonly root: string;
+
+  constructor(home = toolhostHome()) {
+    this.root = sessionsRoot(home);
+  }
+
+  /** The file a session of this id and working directory lives in. */
+  fileFor(id: string, cwd: string): string {
+    if (!SESSION_ID.test(id)) throw new Error(`Not a session id: ${JSON.stringify(id)}`);
+    return path.join(this.root, projectFolderName(cwd), `${id}.jsonl`);
+  }
+
+  /** A writer for a session; an existing file (a loaded session) is appended to. */
+  writer(header: Omit<SessionHeader, "type" | "format" | "toolhost" | "created"> & { created?: string }): SessionWriter {
+    const full: SessionHeader = {
+      type: "session",
+      format: 1,
+      id: header.id,
+      cwd: path.resolve(header.cwd),
+      created: header.created ?? new Date().toISOString(),
+      toolhost: version,
+    };
+    return new SessionWriter(this.fileFor(header.id, header.cwd), full);
+  }
+
+  /** Where a session's file is, searching every project; undefined when there is none. */
+  async find(id: string): Promise<string | undefined> {
+    if (!SESSION_ID.test(id)) return undefined;
+    for (const project of await readdirOrEmpty(this.root)) {
+      const file = path.join(this.root, project, `${id}.jsonl`);
+      if (await exists(file)) return file;
+    }
+    return undefined;
+  }
+
+  /** Reads a session back; undefined when it does not exist or its header is unreadable. */
+  async read(id: string): Promise<StoredSession | undefined> {
+    const file = await this.find(id);
+    if (!file) return undefined;
+    return readSessionFile(file);
+  }
+
+  /** Sessions, most recently updated first, a page at a time. */
+  async list(options: ListOptions = {}): Promise<SessionPage> {
+    const limit = Math.max(1, options.limit ?? DEFAULT_PAGE);
+    const projects = options.cwd ? [projectFolderName(options.cwd)] : await readdirOrEmpty(this.root);
+    const rows: { id: string; file: string; mtimeMs: number }[] = [];
+    await Promise.all(
+      projects.map(async (project) => {
+        const dir = path.join(this.root, project);
+        for (const name of await readdirOrEmpty(dir)) {
+          if (!name.endsWith(".jsonl")) continue;
+          const file = path.join(dir, name);
+          const stat = await fsp.stat(file).catch(() => undefined);
+          if (stat?.isFile()) rows.push({ id: name.slice(0, -".jsonl".length), file, mtimeMs: stat.mtimeMs });
+        }
+      }),
+    );
+    rows.sort(newestFirst);
+    const after = decodeCursor(options.cursor);
+    const start = after ? rows.findIndex((row) => newestFirst(row, after) > 0) : 0;
+    const page: SessionSummary[] = [];
+    let index = start < 0 ? rows.length : start;
+    for (; index < rows.length && page.length < limit; index++) {
+      const row = rows[index]!;
+      const head = await readHead(row.file);
+      if (!head) continue;
+      page.push({
+        id: head.header.id,
+        cwd: head.header.cwd,
+        ...(head.title ? { title: head.title } : {}),
+        updatedAt: new Date(row.mtimeMs).toISOString(),
+        file: row.file,
+      });
+    }
+    const last = rows[index - 1];
+    return { sessions: page, ...(index < rows.length && last ? { nextCursor: encodeCursor(last) } : {}) };
+  }
+
+  /** Removes a session's file and its folder of large outputs; false when there was none. */
+  async delete(id: string): Promise<boolean> {
+    const file = await this.find(id);
+    if (!file) return false;
+    await fsp.rm(file, { force: true });
+    await fsp.rm(sessionDataDir(file), { recursive: true, force: true });
+    return true;
+  }
+}
+
+/** Parses a session file. Unreadable lines are counted and skipped, never fatal. */
+export async function readSessionFile(file: string): Promise<StoredSession | undefined> {
+  const text = await fsp.readFile(file, "utf8").catch(() => undefined);
+  if (text === undefined) return undefined;
+  const lines = text.split("\n");
+  const header = parseHeader(lines[0]);
+  if (!header) return undefined;
+  const entries: SessionEntry[] = [];
+  let skippedLines = 0;
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line === "") continue;
+    try {
+      const entry = JSON.parse(line) as SessionEntry;
+      if (typeof entry === "object" && entry !== null && typeof entry.type === "string") entries.push(entry);
+      else skippedLines++;
+    } catch {
+      skippedLines++;
+    }
+  }
+  return { header, entries, file, skippedLines };
+}
+
+function parseHeader(line: string | undefined): SessionHeader | undefined {
+  if (!line) return undefined;
+  try {
+    const header = JSON.parse(line) as SessionHeader;
+    if (header.type !== "session" || header.format !== 1 || typeof header.id !== "string" || typeof header.cwd !== "string")
+      return undefined;
+    return header;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The header and the first title of a file, from its first bytes only (list stays fast). */
+async function readHead(file: string): Promise<{ header: SessionHeader; title?: string } | undefined> {
+  let handle: fsp.FileHandle | undefined;
+  try {
+    handle = await fsp.open(file, "r");
+    const buffer = Buffer.alloc(HEAD_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, HEAD_BYTES, 0);
+    const lines = buffer.subarray(0, bytesRead).toString("utf8").split("\n");
+    const header = parseHeader(lines[0]);
+    if (!header) return undefined;
+    // The last line may be cut by the buffer's end; it fails to parse and is skipped.
+    for (const line of lines.slice(1)) {
+      if (!line.startsWith('{"type":"title"')) continue;
+      try {
+        return { header, title: (JSON.parse(line) as { title: string }).title };
+      } catch {
+        break;
+      }
+    }
+    return { header };
+  } catch {
+    return undefined;
+  } finally {
+    await handle?.close();
+  }
+}
+
+function newestFirst(a: { mtimeMs: number; id: string }, b: { mtimeMs: number; id: string }): number {
+  return b.mtimeMs - a.mtimeMs || a.id.localeCompare(b.id);
+}
+
+function encodeCursor(row: { mtimeMs: number; id: string }): string {
+  return Buffer.from(JSON.stringify([row.mtimeMs, row.id])).toString("base64url");
+}
+
+function decodeCursor(cursor: string | undefined): { mtimeMs: number; id: string } | undefined {
+  if (!cursor) return undefined;
+  try {
+    const [mtimeMs, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as [unknown, unknown];
+    if (typeof mtimeMs === "number" && typeof id === "string") return { mtimeMs, id };
+  } catch {
+    // fall through
+  }
+  throw new Error("Invalid cursor: pass nextCursor from the previous page unchanged");
+}
+
+async function readdirOrEmpty(dir: string): Promise<string[]> {
+  return fsp.readdir(dir).catch(() => []);
+}
+
+async function exists(file: string): Promise<boolean> {
+  return fsp.stat(file).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+}

@@ -1,0 +1,121 @@
+import * as fs from "node:fs";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { projectFolderName, SessionStore, sessionDataDir, titleFromPrompt, type SessionEntry } from "../../src/agent/session-store.js";
+import { tempDir } from "../helpers.js";
+
+let home: string;
+let store: SessionStore;
+
+beforeEach(async () => {
+  home = await tempDir();
+  store = new SessionStore(home);
+});
+
+afterEach(async () => {
+  await fsp.rm(home, { recursive: true, force: true });
+});
+
+const at = "2026-11-23T10:00:00.000Z";
+const user = (text: string): SessionEntry => ({ type: "message", at, message: { role: "user", content: text } });
+
+/** Writes a session with a title and one message, its file's mtime set to `minute` minutes past 10:00. */
+async function session(id: string, cwd: string, minute: number, title?: string): Promise<string> {
+  const writer = store.writer({ id, cwd });
+  if (title) writer.append({ type: "title", at, title });
+  writer.append(user(`prompt of ${id}`));
+  writer.close();
+  const time = new Date(Date.UTC(2026, 10, 23, 10, minute));
+  await fsp.utimes(writer.file, time, time);
+  return writer.file;
+}
+
+describe("the session store", () => {
+  it("writes nothing until the first entry, then a user-only file with the header first", async () => {
+    const writer = store.writer({ id: "s1", cwd: "/work/p" });
+    expect(fs.existsSync(writer.file)).toBe(false);
+    writer.append(user("hello"));
+    writer.append({ type: "setting", at, name: "mode", value: "full" });
+    writer.close();
+    expect((await fsp.stat(writer.file)).mode & 0o777).toBe(0o600);
+    expect((await fsp.stat(path.dirname(writer.file))).mode & 0o777).toBe(0o700);
+    expect(path.dirname(writer.file)).toBe(path.join(home, "sessions", projectFolderName("/work/p")));
+    const lines = (await fsp.readFile(writer.file, "utf8")).trim().split("\n");
+    expect(JSON.parse(lines[0]!)).toMatchObject({ type: "session", format: 1, id: "s1", cwd: "/work/p" });
+    const read = await store.read("s1");
+    expect(read?.entries).toEqual([user("hello"), { type: "setting", at, name: "mode", value: "full" }]);
+    expect(read?.skippedLines).toBe(0);
+  });
+
+  it("appends to an existing session's file without a second header", async () => {
+    const first = store.writer({ id: "s1", cwd: "/work/p" });
+    first.append(user("one"));
+    first.close();
+    const again = store.writer({ id: "s1", cwd: "/work/p" });
+    again.append(user("two"));
+    again.close();
+    const read = await store.read("s1");
+    expect(read?.entries.map((e) => (e.type === "message" ? e.message.content : null))).toEqual(["one", "two"]);
+  });
+
+  it("skips a torn last line (a crash mid-write) and keeps everything before it", async () => {
+    const writer = store.writer({ id: "s1", cwd: "/work/p" });
+    writer.append(user("kept"));
+    writer.close();
+    await fsp.appendFile(writer.file, '{"type":"message","at":"2026-11-23T10:00:00.000Z","message":{"role":"us');
+    const read = await store.read("s1");
+    expect(read?.entries).toEqual([user("kept")]);
+    expect(read?.skippedLines).toBe(1);
+    // The next writer appends on a fresh line: a torn line never swallows the next entry.
+    const next = store.writer({ id: "s1", cwd: "/work/p" });
+    next.append(user("after"));
+    next.close();
+    expect((await store.read("s1"))?.entries).toEqual([user("kept"), user("after")]);
+  });
+
+  it("lists the newest first, a page at a time, with titles, filtered by working directory", async () => {
+    await session("a", "/work/p", 1, "First");
+    await session("b", "/work/p", 3, "Second");
+    await session("c", "/work/q", 2);
+    await session("d", "/work/p", 4, "Third");
+
+    const all = await store.list();
+    expect(all.sessions.map((s) => s.id)).toEqual(["d", "b", "c", "a"]);
+    expect(all.nextCursor).toBeUndefined();
+    expect(all.sessions[0]).toMatchObject({ id: "d", cwd: "/work/p", title: "Third", updatedAt: "2026-11-23T10:04:00.000Z" });
+    expect(all.sessions.find((s) => s.id === "c")?.title).toBeUndefined();
+
+    const first = await store.list({ limit: 2 });
+    expect(first.sessions.map((s) => s.id)).toEqual(["d", "b"]);
+    const second = await store.list({ limit: 2, cursor: first.nextCursor });
+    expect(second.sessions.map((s) => s.id)).toEqual(["c", "a"]);
+    expect(second.nextCursor).toBeUndefined();
+
+    expect((await store.list({ cwd: "/work/p" })).sessions.map((s) => s.id)).toEqual(["d", "b", "a"]);
+    expect((await store.list({ cwd: "/elsewhere" })).sessions).toEqual([]);
+    await expect(store.list({ cursor: "not-a-cursor" })).rejects.toThrow(/Invalid cursor/);
+  });
+
+  it("deletes a session's file and its folder of large outputs", async () => {
+    const file = await session("a", "/work/p", 1);
+    await fsp.mkdir(sessionDataDir(file));
+    await fsp.writeFile(path.join(sessionDataDir(file), "out.txt"), "big");
+    expect(await store.delete("a")).toBe(true);
+    expect(fs.existsSync(file)).toBe(false);
+    expect(fs.existsSync(sessionDataDir(file))).toBe(false);
+    expect(await store.delete("a")).toBe(false);
+    expect(await store.read("a")).toBeUndefined();
+  });
+
+  it("refuses ids that could leave the sessions folder", () => {
+    expect(() => store.writer({ id: "../x", cwd: "/work/p" })).toThrow(/Not a session id/);
+    return expect(store.read("../../etc/passwd")).resolves.toBeUndefined();
+  });
+
+  it("takes a title from the prompt's first line", () => {
+    expect(titleFromPrompt("\n  Fix the login bug\nmore")).toBe("Fix the login bug");
+    expect(titleFromPrompt("x".repeat(100))).toHaveLength(80);
+    expect(titleFromPrompt("  \n ")).toBeUndefined();
+  });
+});
