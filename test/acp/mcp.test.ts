@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -5,7 +6,7 @@ import type { McpServer } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { liveness } from "../mcp/liveness.js";
-import { Harness, lastUpdate, messageText, selected, type HarnessOptions, useAcpTest } from "./harness.js";
+import { Harness, lastUpdate, messageText, selected, textOf, type HarnessOptions, useAcpTest } from "./harness.js";
 
 // MCP servers over the real wire: the editor gives them in session/new, toolhost connects them
 // after answering, and the model calls their tools through the usual approval.
@@ -93,6 +94,27 @@ describe("MCP servers over ACP", () => {
     expect(tool).toContain(sent.replaceAll('"', '\\"'));
     // The image's base64 reaches only a model that takes images.
     expect(tool.includes("iVBOR")).toBe(model.endsWith("vision"));
+  });
+
+  it("connects an editor's streamable HTTP server (type http, with its headers)", async () => {
+    const child = spawn(process.execPath, [FIXTURE, "--http", "0"], {
+      env: { ...process.env, MCP_NAME: "web", MCP_REQUIRE_HEADER: "x-token: s3cret" },
+    });
+    try {
+      const port = await new Promise<number>((resolve) =>
+        child.stdout!.on("data", (d: Buffer) => resolve(Number(/listening (\d+)/.exec(String(d))?.[1]))),
+      );
+      const { h, sessionId } = await start([
+        { type: "http", name: "web", url: `http://127.0.0.1:${port}/mcp`, headers: [{ name: "x-token", value: "s3cret" }] },
+      ]);
+      await h.waitFor(() => commands(h, sessionId).includes("mcp__web__echo"));
+      await prompt(h, sessionId, '/mcp__web__echo {"text": "over the wire"}');
+      const call = h.updatesOf(sessionId, "tool_call")[0];
+      expect(lastUpdate(h, sessionId, call!.toolCallId)).toMatchObject({ status: "completed" });
+      expect(textOf(lastUpdate(h, sessionId, call!.toolCallId))).toContain("echo: over the wire");
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 
   it("an 'always' answer covers that MCP tool; the tools survive /reload, and /tools lists the servers", async () => {

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { createRequire } from "node:module";
+import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { invoke } from "../../src/host/invoke.js";
@@ -110,6 +111,28 @@ describe("MCP servers", () => {
     await s.servers.start([{ name: "web", origin: "editor", transport: "http", url: `http://127.0.0.1:${port}/mcp`, headers: {} }]);
     expect(await run(s, "mcp__web__echo", { text: "over http" })).toMatchObject({ type: "output", data: "echo: over http" });
   });
+
+  it("connects an SSE server (the reference server's sse transport)", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as net.AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const child = spawn(process.execPath, [EVERYTHING, "sse"], {
+      env: { ...process.env, PORT: String(port) },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    children.push(child);
+    await new Promise<void>((resolve) => child.stderr!.on("data", (d: Buffer) => String(d).includes("running on port") && resolve()));
+    const s = await setup(20_000);
+    await s.servers.start([{ name: "legacy", origin: "user", transport: "sse", url: `http://127.0.0.1:${port}/sse`, headers: {} }]);
+    expect(s.reports).toEqual([]);
+    expect(await run(s, "mcp__legacy__echo", { message: "over sse" })).toMatchObject({
+      type: "output",
+      data: expect.stringContaining("over sse"),
+    });
+  }, 30_000);
 
   it("skips a failing and a slow server, reporting each once, while the others work", async () => {
     const s = await setup(4000);
