@@ -54,6 +54,11 @@ describe("toolhost mcp list", () => {
     expect(text.stdout).toMatch(/^theirs {2}ready {2}stdio \(project\) {2}7 tools, 1 prompt$/m);
     expect(text.stdout).toMatch(/^mine {2}ready/m);
 
+    // `toolhost call` starts the server for the call (full mode: typing the command approves it).
+    const call = await toolhost("call", "mcp__theirs__add", '{"a": 20, "b": 22}');
+    expect(call.code).toBe(0);
+    expect(JSON.parse(call.stdout)).toMatchObject({ type: "output", data: "42" });
+
     const doctor = await toolhost("doctor");
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toMatch(/mcp servers: 3 \(2 ready, 14 tools/);

@@ -393,6 +393,11 @@ export class AgentSession {
     if (this.mcpStarted) void this.startMcp().catch((err: unknown) => process.stderr.write(`toolhost: MCP: ${String(err)}\n`));
   }
 
+  /** Stops the MCP servers (stdio ones with their process trees); `close()` does it too. */
+  async stopMcp(): Promise<void> {
+    await this.mcp?.close();
+  }
+
   /** The MCP servers and how they are doing (empty before `startMcp`). */
   mcpStatus(): ServerStatus[] {
     return this.mcp?.status() ?? [];

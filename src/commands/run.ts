@@ -109,6 +109,8 @@ export async function runPrompt(options: RunOptions): Promise<number> {
   };
 
   const session = await headlessSession({ cwd: options.cwd, profile: options.profile, mode: options.mode ?? "ask", frontEnd });
+  // The user's MCP servers (and a trusted project's) take part, as in the editor; the turn waits for them.
+  await session.startMcp([]);
   slash = parseSlash(options.prompt, session.registry) !== null;
   if (options.model) {
     const problem = session.setModel(options.model);
