@@ -358,7 +358,9 @@ export class AgentSession {
     const project = trusted ? projectServers(this.cwd) : { servers: [], problems: [] };
     const merged = mergeServers(editor, user.servers, project.servers);
     const problems = [...user.problems, ...project.problems, ...merged.problems];
-    const notes = problems.map((p) => `- ${p.file ? `${p.file}: ` : ""}${p.message}`);
+    // Said once: a second start (the project became trusted) adds only what is new.
+    const notes = problems.map((p) => `- ${p.file ? `${p.file}: ` : ""}${p.message}`).filter((n) => !this.mcpNoted.has(n));
+    for (const n of notes) this.mcpNoted.add(n);
     if (!trusted && !this.mcpUntrustedNoted && projectHasServers(this.cwd)) {
       this.mcpUntrustedNoted = true;
       notes.push(
@@ -386,6 +388,7 @@ export class AgentSession {
     await this.mcp.start(merged.servers);
   }
   private mcpUntrustedNoted = false;
+  private readonly mcpNoted = new Set<string>();
   private mcpStarted = false;
 
   /** The project became trusted: its MCP servers start too (in a session that runs MCP servers). */
@@ -575,7 +578,7 @@ export class AgentSession {
       await this.frontEnd.say("This project's tools are already loaded. `/trust always` loads them in every session from now on.");
       return;
     }
-    if (arg === "" && report.skipped.length === 0) {
+    if (arg === "" && report.skipped.length === 0 && !(this.mcpStarted && projectHasServers(this.cwd))) {
       await this.frontEnd.say("This project has no tools of its own (.toolhost/tools/) to load.");
       return;
     }

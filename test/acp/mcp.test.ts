@@ -136,6 +136,18 @@ describe("MCP servers over ACP", () => {
     expect(messageText(h, sessionId)).toContain("- fx (stdio, editor): 7 tools, 1 prompts");
   });
 
+  it("starts a project's servers (.mcp.json) only once the project is trusted (/trust)", async () => {
+    await fsp.writeFile(
+      path.join(t.ws, ".mcp.json"),
+      JSON.stringify({ mcpServers: { proj: { command: process.execPath, args: [FIXTURE], env: { MCP_NAME: "proj" } } } }),
+    );
+    const { h, sessionId } = await start([]);
+    await h.waitFor(() => messageText(h, sessionId).includes("they start only in a trusted project"));
+    expect(commands(h, sessionId).some((c) => c.startsWith("mcp__proj__"))).toBe(false);
+    await prompt(h, sessionId, "/trust");
+    await h.waitFor(() => commands(h, sessionId).includes("mcp__proj__echo"));
+  });
+
   it("runs a prompt as /<server>:<prompt>: its messages are the user turn", async () => {
     const { h, fake, sessionId } = await start([fixture("fx")], [{ text: "Hello, Ada!" }]);
     await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));

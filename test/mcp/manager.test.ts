@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { invoke } from "../../src/host/invoke.js";
 import { ToolRegistry } from "../../src/host/registry.js";
 import { McpServers, type McpPrompt } from "../../src/mcp/manager.js";
-import type { McpServerSpec } from "../../src/mcp/servers.js";
+import type { StdioSpec } from "../../src/mcp/servers.js";
 import { mcpKind, mcpToolId } from "../../src/mcp/tools.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import type { AnyTool } from "../../src/tool/define.js";
@@ -18,7 +18,7 @@ import { liveness } from "./liveness.js";
 const FIXTURE = fileURLToPath(new URL("../fixtures/mcp-server.mjs", import.meta.url));
 const EVERYTHING = createRequire(import.meta.url).resolve("@modelcontextprotocol/server-everything/dist/index.js");
 
-const stdio = (name: string, env: Record<string, string> = {}): McpServerSpec => ({
+const stdio = (name: string, env: Record<string, string> = {}): StdioSpec => ({
   name,
   origin: "user",
   transport: "stdio",
@@ -137,16 +137,22 @@ describe("MCP servers", () => {
   it("skips a failing and a slow server, reporting each once, while the others work", async () => {
     const s = await setup(4000);
     const started = Date.now();
-    await s.servers.start([stdio("good"), stdio("bad", { MCP_FAIL_START: "1" }), stdio("slow", { MCP_START_DELAY_MS: "60000" })]);
+    await s.servers.start([
+      stdio("good"),
+      stdio("bad", { MCP_FAIL_START: "1" }),
+      stdio("slow", { MCP_START_DELAY_MS: "60000" }),
+      { ...stdio("missing"), command: "/nonexistent/mcp-server" },
+    ]);
     expect(Date.now() - started).toBeLessThan(9000);
     expect(ids(s).filter((id) => id.startsWith("mcp__good__"))).toHaveLength(7);
     expect(ids(s).some((id) => id.startsWith("mcp__bad__") || id.startsWith("mcp__slow__"))).toBe(false);
-    expect(s.reports).toHaveLength(2);
+    expect(s.reports).toHaveLength(3);
+    expect(s.reports.find((r) => r.includes('"missing"'))).toMatch(/could not start: .*ENOENT/);
     expect(s.reports.find((r) => r.includes('"bad"'))).toMatch(/could not start/);
     expect(s.reports.find((r) => r.includes('"slow"'))).toMatch(/did not answer within 4 s/);
     expect(await run(s, "mcp__good__echo", { text: "still" })).toMatchObject({ type: "output", data: "echo: still" });
     const states = Object.fromEntries(s.servers.status().map((x) => [x.name, x.state]));
-    expect(states).toEqual({ good: "ready", bad: "failed", slow: "failed" });
+    expect(states).toEqual({ good: "ready", bad: "failed", slow: "failed", missing: "failed" });
   });
 
   it("refreshes a server's tools on notifications/tools/list_changed", async () => {
