@@ -148,6 +148,20 @@ describe("MCP servers over ACP", () => {
     await h.waitFor(() => commands(h, sessionId).includes("mcp__proj__echo"));
   });
 
+  it("a server killed mid-call fails that call clearly; the session goes on and says once that the server stopped", async () => {
+    const { h, sessionId } = await start([fixture("fx"), fixture("other")], [], { permission: () => selected("allow_once") });
+    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__crash") && commands(h, sessionId).includes("mcp__other__echo"));
+    await prompt(h, sessionId, "/mcp__fx__crash {}");
+    const crash = h.updatesOf(sessionId, "tool_call")[0]!;
+    expect(lastUpdate(h, sessionId, crash.toolCallId).status).toBe("failed");
+    expect(textOf(lastUpdate(h, sessionId, crash.toolCallId))).toMatch(/"fx" stopped during the call/);
+    await h.waitFor(() => !commands(h, sessionId).includes("mcp__fx__echo"));
+    await prompt(h, sessionId, '/mcp__other__echo {"text": "alive"}');
+    const echo = h.updatesOf(sessionId, "tool_call")[1]!;
+    expect(textOf(lastUpdate(h, sessionId, echo.toolCallId))).toContain("echo: alive");
+    expect(messageText(h, sessionId).match(/The MCP server "fx" stopped/g)).toHaveLength(1);
+  });
+
   it("runs a prompt as /<server>:<prompt>: its messages are the user turn", async () => {
     const { h, fake, sessionId } = await start([fixture("fx")], [{ text: "Hello, Ada!" }]);
     await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));
