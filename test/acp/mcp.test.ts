@@ -6,7 +6,7 @@ import type { McpServer } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { liveness } from "../mcp/liveness.js";
-import { Harness, lastUpdate, messageText, selected, textOf, type HarnessOptions, useAcpTest } from "./harness.js";
+import { closeAndCheck, Harness, lastUpdate, messageText, selected, textOf, type HarnessOptions, useAcpTest } from "./harness.js";
 
 // MCP servers over the real wire: the editor gives them in session/new, toolhost connects them
 // after answering, and the model calls their tools through the usual approval.
@@ -160,6 +160,20 @@ describe("MCP servers over ACP", () => {
     const echo = h.updatesOf(sessionId, "tool_call")[1]!;
     expect(textOf(lastUpdate(h, sessionId, echo.toolCallId))).toContain("echo: alive");
     expect(messageText(h, sessionId).match(/The MCP server "fx" stopped/g)).toHaveLength(1);
+  });
+
+  it("stops stdio servers with their process trees when toolhost exits (stdin closed)", async () => {
+    const pidFile = path.join(t.ws, "child.pid");
+    const { h, sessionId } = await start([fixture("fx", { MCP_CHILD_PID_FILE: pidFile })], [], {
+      permission: () => selected("allow_once"),
+    });
+    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__spawn_child"));
+    await prompt(h, sessionId, "/mcp__fx__spawn_child {}");
+    const pid = Number(await fsp.readFile(pidFile, "utf8"));
+    expect(await liveness(pid)).toBe("alive");
+    await closeAndCheck(h);
+    t.h = undefined;
+    await expect.poll(() => liveness(pid)).toBe("gone");
   });
 
   it("runs a prompt as /<server>:<prompt>: its messages are the user turn", async () => {
