@@ -17,6 +17,11 @@ Usage:
                                                  one model turn without an editor (prompt "-": read stdin)
   toolhost trust [DIR] [--revoke]                let a project's .toolhost/tools/ load (they run code)
   toolhost mcp list [--cwd DIR] [--json]         the MCP servers a session starts, their status, tools, errors
+  toolhost sessions [list] [--cwd DIR] [--limit N] [--json]
+                                                 saved sessions, newest first
+  toolhost sessions show|delete ID [--json]      one saved session's summary; delete it
+  toolhost sessions export ID [--format md|jsonl]
+                                                 a readable transcript (md, default) or the raw file
   toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
   toolhost --version | --help
 
@@ -148,6 +153,32 @@ async function main(argv: string[]): Promise<number> {
       const { runPrompt } = await import("./commands/run.js");
       return thenExit(
         runPrompt({ prompt, cwd: values.cwd, profile: values.profile, model: values.model, mode, json: values.json ?? false, out }),
+        out,
+      );
+    }
+    case "sessions": {
+      const [first, ...more] = rest;
+      const action = first === undefined || first.startsWith("-") ? "list" : first;
+      const args = first === undefined || first.startsWith("-") ? rest : more;
+      const parsed = parse(
+        args,
+        { cwd: { type: "string" }, json: { type: "boolean" }, format: { type: "string" }, limit: { type: "string" } },
+        action === "list" ? 0 : 1,
+      );
+      const limit = parsed.values.limit === undefined ? undefined : Number(parsed.values.limit);
+      if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) fail("--limit takes a positive whole number");
+      const out = guardStdout();
+      const { runSessions } = await import("./commands/sessions.js");
+      return thenExit(
+        runSessions({
+          action,
+          id: parsed.positionals[0],
+          cwd: parsed.values.cwd,
+          json: parsed.values.json ?? false,
+          format: parsed.values.format,
+          limit,
+          out,
+        }),
         out,
       );
     }

@@ -127,7 +127,7 @@ describe("toolhost run", () => {
     expect(all).toContainEqual({ type: "tool_call_start", id: "call_1", tool: "grep", kind: "search" });
     expect(all).toContainEqual(expect.objectContaining({ type: "tool_call_end", id: "call_1", tool: "grep", status: "completed" }));
     expect(all).toContainEqual({ type: "usage", used: 105, size: expect.any(Number) as number });
-    expect(all.at(-1)).toEqual({ type: "stop", stop_reason: "end_turn", exit_code: 0 });
+    expect(all.at(-1)).toEqual({ type: "stop", stop_reason: "end_turn", exit_code: 0, session_id: expect.stringMatching(/^cli-/) });
     expect(stderr).not.toContain("✓"); // the events carry the calls
   });
 
@@ -204,7 +204,7 @@ describe("toolhost run", () => {
     expect(failed.code).toBe(1);
     const all = events(failed.stdout);
     expect(all).toContainEqual(expect.objectContaining({ type: "error" }));
-    expect(all.at(-1)).toEqual({ type: "stop", stop_reason: "end_turn", exit_code: 1 });
+    expect(all.at(-1)).toEqual({ type: "stop", stop_reason: "end_turn", exit_code: 1, session_id: expect.stringMatching(/^cli-/) });
 
     fake?.push({ text: "cut", finish: "length" });
     const cut = await toolhost(["run", "hello"]);

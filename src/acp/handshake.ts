@@ -16,11 +16,11 @@ export function initializeResponse(): InitializeResponse {
     // A v1 agent answers 1 whatever the client asks (never echo an unknown version).
     protocolVersion: 1,
     agentCapabilities: {
-      loadSession: false,
+      loadSession: true,
       promptCapabilities: { image: true, audio: false, embeddedContext: true },
       // session/new's MCP servers: stdio always, streamable HTTP and SSE through the MCP SDK's transports.
       mcpCapabilities: { http: true, sse: true },
-      sessionCapabilities: { close: {} },
+      sessionCapabilities: { close: {}, list: {}, resume: {}, delete: {} },
     },
     authMethods: [],
     agentInfo: { name: "toolhost", title: "toolhost", version },

@@ -12,9 +12,11 @@ import {
 import { isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { cwdProblem, initializeResponse, newSessionResponse } from "./handshake.js";
+import { modeState } from "./modes.js";
 import { MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { withSubagents } from "./subagents.js";
 import type { AcpSession } from "./session.js";
+import type { StoredSession } from "../agent/session-store.js";
 
 /**
  * A session as the connection knows it. The tools and runtime load right after session/new
@@ -25,22 +27,37 @@ interface SessionHandle {
   ready: Promise<AcpSession>;
 }
 
+/** A stored session to start from (session/load replays it to the editor, session/resume does not). */
+interface Restore {
+  stored: StoredSession;
+  replay: boolean;
+}
+
 async function loadSession(
   id: string,
   cwd: string,
   mcpServers: AcpSession["mcpServers"],
   client: AgentContext,
   clientCapabilities: ClientCapabilities,
+  restore?: Restore,
 ): Promise<AcpSession> {
-  const [{ AcpSession }, { SessionTools }, { listProfiles }, { SessionStore, recordingEnabled }, { SessionRecorder }] = await Promise.all([
-    import("./session.js"),
-    import("../agent/session-tools.js"),
-    import("../host/profiles.js"),
-    import("../agent/session-store.js"),
-    import("../agent/session-recorder.js"),
-  ]);
-  const [tools, listed] = await Promise.all([SessionTools.create(cwd), listProfiles()]);
+  const [{ AcpSession }, { SessionTools }, { listProfiles }, { SessionStore, recordingEnabled, restoredState }, { SessionRecorder }] =
+    await Promise.all([
+      import("./session.js"),
+      import("../agent/session-tools.js"),
+      import("../host/profiles.js"),
+      import("../agent/session-store.js"),
+      import("../agent/session-recorder.js"),
+    ]);
+  const state = restore ? restoredState(restore.stored) : undefined;
+  const [tools, listed] = await Promise.all([SessionTools.create(cwd, state?.profile), listProfiles()]);
   const profile = tools.toolset.profile;
+  const store = new SessionStore();
+  const recorder = restore
+    ? new SessionRecorder(store.writerFor(restore.stored), { titled: state?.title !== undefined })
+    : recordingEnabled()
+      ? new SessionRecorder(store.writer({ id, cwd }))
+      : undefined;
   const session = new AcpSession({
     id,
     cwd,
@@ -49,10 +66,14 @@ async function loadSession(
     clientCapabilities,
     tools,
     profiles: listed.profiles.map((p) => p.name),
-    recorder: recordingEnabled() ? new SessionRecorder(new SessionStore().writer({ id, cwd })) : undefined,
+    recorder,
     // A profile's model sits below TOOLHOST_MODEL (the user's explicit choice for this run).
     model: process.env.TOOLHOST_MODEL ? undefined : profile.model,
   });
+  if (restore && state) {
+    session.agent.restore(state);
+    if (restore.replay) await session.replay(restore.stored.entries);
+  }
   await session.announceStart();
   // MCP servers connect in the background: a prompt need not wait for a slow one.
   void session.startMcp().catch((err: unknown) => process.stderr.write(`toolhost: MCP servers of session ${id}: ${String(err)}\n`));
@@ -87,7 +108,7 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
 
   const handle = (sessionId: string): SessionHandle => {
     const found = sessions.get(sessionId);
-    if (!found) throw RequestError.resourceNotFound(sessionId);
+    if (!found) throw RequestError.sessionNotFound(sessionId);
     return found;
   };
 
@@ -152,7 +173,69 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
       sessions.delete(params.sessionId);
       await (await h.ready).close();
       return {};
+    })
+    .onRequest("session/load", async ({ params, client }) => {
+      const session = await restoreSession(params.sessionId, params.cwd, params.mcpServers ?? [], client, true);
+      return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
+    })
+    .onRequest("session/resume", async ({ params, client }) => {
+      const session = await restoreSession(params.sessionId, params.cwd, params.mcpServers ?? [], client, false);
+      return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
+    })
+    .onRequest("session/list", async ({ params }) => {
+      const { SessionStore } = await import("../agent/session-store.js");
+      let page;
+      try {
+        page = await new SessionStore().list({ cwd: params.cwd ?? undefined, cursor: params.cursor ?? undefined });
+      } catch (err) {
+        throw RequestError.invalidParams({ cursor: params.cursor }, (err as Error).message);
+      }
+      return {
+        sessions: page.sessions.map((s) => ({ sessionId: s.id, cwd: s.cwd, title: s.title ?? null, updatedAt: s.updatedAt })),
+        ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+      };
+    })
+    .onRequest("session/delete", async ({ params }) => {
+      const open = sessions.get(params.sessionId);
+      if (open) {
+        sessions.delete(params.sessionId);
+        await (await open.ready).close();
+      }
+      const { SessionStore } = await import("../agent/session-store.js");
+      if (!(await new SessionStore().delete(params.sessionId)) && !open) throw RequestError.sessionNotFound(params.sessionId);
+      return {};
     });
+
+  /**
+   * session/load and session/resume: the stored session starts again under its own id (a live
+   * one of that id is closed first). Answered once it is ready, after the replay for a load.
+   */
+  const restoreSession = async (
+    sessionId: string,
+    cwd: string,
+    mcpServers: McpServer[],
+    client: AgentContext,
+    replay: boolean,
+  ): Promise<AcpSession> => {
+    const problem = cwdProblem(cwd);
+    if (problem) throw RequestError.invalidParams({ cwd }, problem);
+    const { SessionStore } = await import("../agent/session-store.js");
+    const stored = await new SessionStore().read(sessionId);
+    if (!stored) throw RequestError.sessionNotFound(sessionId);
+    const live = sessions.get(sessionId);
+    if (live) {
+      sessions.delete(sessionId);
+      await (await live.ready).close();
+    }
+    const ready = loadSession(sessionId, path.resolve(cwd), mcpServers, client, clientCapabilities, { stored, replay });
+    sessions.set(sessionId, { id: sessionId, ready });
+    try {
+      return await ready;
+    } catch (err) {
+      sessions.delete(sessionId);
+      throw err;
+    }
+  };
 
   /** Cancels every turn (killing what they started) and removes session files. */
   const shutdown = async () => {

@@ -13,6 +13,7 @@ import { isInsideAny } from "../tool/paths.js";
 import { modelOptionState } from "../agent/model-config.js";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
 import type { SessionRecorder } from "../agent/session-recorder.js";
+import { INTERRUPTED_RESULT, type SessionEntry, type ViewCall } from "../agent/session-store.js";
 import type { SessionTools, TrustAnswer } from "../agent/session-tools.js";
 import type { UsageReport } from "../agent/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
@@ -191,6 +192,52 @@ export class AcpSession implements SessionFrontEnd {
 
   async close(): Promise<void> {
     await this.agent.close();
+  }
+
+  /**
+   * session/load: the stored conversation sent again as the editor first saw it: each prompt as a
+   * user message, then what the session showed (text, tool calls with their results, messages).
+   */
+  async replay(entries: readonly SessionEntry[]): Promise<void> {
+    const unfinished = new Set<string>();
+    for (const entry of entries) {
+      if (entry.type === "view" && entry.call.method === "pending") unfinished.add((entry.call.args[0] as { callId: string }).callId);
+      if (entry.type === "view" && entry.call.method === "done") unfinished.delete(entry.call.args[0] as string);
+      if (entry.type === "turn" && entry.phase === "start" && entry.prompt) {
+        await this.update({ sessionUpdate: "user_message_chunk", content: { type: "text", text: entry.prompt } });
+      } else if (entry.type === "title") {
+        await this.update({ sessionUpdate: "session_info_update", title: entry.title, updatedAt: entry.at });
+      } else if (entry.type === "view") {
+        await this.replayView(entry.call);
+      }
+    }
+    // Calls the agent never finished (it was killed mid-call) end as failed, saying what that means.
+    for (const toolCallId of unfinished) {
+      await this.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed", content: [textContent(INTERRUPTED_RESULT)] });
+    }
+  }
+
+  private async replayView({ method, args }: ViewCall): Promise<void> {
+    const [a, b, c, d] = args as [never, never, never, never];
+    switch (method) {
+      case "say":
+      case "failed":
+        return this.say(a);
+      case "text":
+        return this.text(a);
+      case "thought":
+        return this.thought(a);
+      case "pending":
+        return this.pending(a);
+      case "describe":
+        return this.describe?.(a);
+      case "event":
+        return this.event(a, b);
+      case "running":
+        return this.running(a);
+      case "done":
+        return this.done(a, b, c, d);
+    }
   }
 
   // The SessionFrontEnd: what the agent session reports, as ACP updates.

@@ -107,7 +107,8 @@ export class SessionRecorder {
       },
       event: (callId, event) => {
         // Live output is in the result; a replay shows the result.
-        if (event.type !== "output" && event.type !== "progress") this.view({ method: "event", args: [callId, event] });
+        if (event.type !== "output" && event.type !== "progress" && event.type !== "terminal")
+          this.view({ method: "event", args: [callId, event] });
         return frontEnd.event(callId, event);
       },
       running: (callId) => {

@@ -197,6 +197,11 @@ export class SessionStore {
     return path.join(this.root, projectFolderName(cwd), `${id}.jsonl`);
   }
 
+  /** A writer that appends to a stored session's own file. */
+  writerFor(stored: StoredSession): SessionWriter {
+    return new SessionWriter(stored.file, stored.header);
+  }
+
   /** A writer for a session; an existing file (a loaded session) is appended to. */
   writer(header: Omit<SessionHeader, "type" | "format" | "toolhost" | "created"> & { created?: string }): SessionWriter {
     const full: SessionHeader = {
@@ -364,4 +369,83 @@ async function exists(file: string): Promise<boolean> {
     (s) => s.isFile(),
     () => false,
   );
+}
+
+/** What a stored session restores: the model's history, its settings, and where call numbering goes on. */
+export interface RestoredState {
+  messages: ModelMessage[];
+  mode?: string;
+  model?: string;
+  profile?: string;
+  title?: string;
+  /** The highest `call_N` number used, so new calls do not reuse an id the editor has seen. */
+  lastCallNumber: number;
+}
+
+export function restoredState(stored: StoredSession): RestoredState {
+  const state: RestoredState = { messages: [], lastCallNumber: 0 };
+  const noteCall = (id: unknown) => {
+    const n = typeof id === "string" ? /^call_(\d+)$/.exec(id)?.[1] : undefined;
+    if (n) state.lastCallNumber = Math.max(state.lastCallNumber, Number(n));
+  };
+  for (const entry of stored.entries) {
+    switch (entry.type) {
+      case "message":
+        state.messages.push(entry.message);
+        break;
+      case "setting":
+        state[entry.name] = entry.value;
+        break;
+      case "title":
+        state.title = entry.title;
+        break;
+      case "tool_start":
+        noteCall(entry.callId);
+        break;
+      case "view":
+        if (entry.call.method === "pending") noteCall((entry.call.args[0] as { callId?: unknown } | undefined)?.callId);
+        break;
+    }
+  }
+  state.messages = withInterruptedResults(state.messages);
+  return state;
+}
+
+/** What the model is told of a call whose result was never written (the agent was killed or crashed mid-call). */
+export const INTERRUPTED_RESULT =
+  "No result: the agent stopped (closed, killed or crashed) before this call finished. It may have run in part or in full: check its effects before you run it again.";
+
+/**
+ * A history whose every tool call has a result, as a provider requires: a turn cut short by a
+ * crash left calls without one, and each gets a result saying it may have run.
+ */
+function withInterruptedResults(messages: ModelMessage[]): ModelMessage[] {
+  const out: ModelMessage[] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!;
+    out.push(message);
+    if (message.role !== "assistant" || typeof message.content === "string") continue;
+    const calls = message.content.filter((part) => part.type === "tool-call");
+    if (calls.length === 0) continue;
+    const next = messages[i + 1];
+    const answered = new Set(
+      next?.role === "tool" ? next.content.flatMap((part) => (part.type === "tool-result" ? [part.toolCallId] : [])) : [],
+    );
+    const missing = calls
+      .filter((call) => !answered.has(call.toolCallId))
+      .map((call) => ({
+        type: "tool-result" as const,
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        output: { type: "error-text" as const, value: INTERRUPTED_RESULT },
+      }));
+    if (missing.length === 0) continue;
+    if (next?.role === "tool") {
+      out.push({ ...next, content: [...next.content, ...missing] });
+      i++;
+    } else {
+      out.push({ role: "tool", content: missing });
+    }
+  }
+  return out;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import type { UserContent } from "ai";
+import type { ModelMessage, UserContent } from "ai";
 import type { Envelope } from "../tool/envelope.js";
 import { ToolError } from "../tool/errors.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
@@ -275,6 +275,20 @@ export class AgentSession {
 
   get registry(): ToolRegistry {
     return this.tools.registry;
+  }
+
+  /**
+   * Puts back a stored session (session/load, session/resume): its history, mode, model and call
+   * numbering. Not its "always" answers: those were for that run.
+   */
+  restore(state: { messages: readonly ModelMessage[]; mode?: string; model?: string; lastCallNumber: number }): void {
+    this.history.restore(state.messages);
+    if (state.mode && isModeId(state.mode)) this.ownMode = state.mode;
+    if (state.model) {
+      const spec = state.model === NO_MODEL ? undefined : parseModelId(state.model);
+      this.modelId = spec && isModelSpec(spec) ? spec.id : undefined;
+    }
+    this.callSeq = Math.max(this.callSeq, state.lastCallNumber);
   }
 
   /** A subagent follows its parent's mode. */

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
+import { SessionRecorder } from "../agent/session-recorder.js";
+import { recordingEnabled, SessionStore } from "../agent/session-store.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { CLI_SIDECAR_PREFIX } from "../runtime/sidecars.js";
 
@@ -13,10 +15,15 @@ export async function headlessSession(options: {
   profile?: string;
   mode: string;
   frontEnd: SessionFrontEnd;
+  /** Save the session (unless TOOLHOST_SESSIONS=off), as the editor's sessions are. */
+  record?: boolean;
 }): Promise<AgentSession> {
   const workspace = path.resolve(options.cwd ?? process.cwd());
   const tools = await SessionTools.create(workspace, options.profile);
-  const session = new AgentSession({ id: `${CLI_SIDECAR_PREFIX}${randomUUID()}`, cwd: workspace, tools, frontEnd: options.frontEnd });
+  const id = `${CLI_SIDECAR_PREFIX}${randomUUID()}`;
+  const recorder =
+    options.record && recordingEnabled() ? new SessionRecorder(new SessionStore().writer({ id, cwd: workspace })) : undefined;
+  const session = new AgentSession({ id, cwd: workspace, tools, frontEnd: options.frontEnd, recorder });
   if (!session.setMode(options.mode)) throw new Error(`Unknown mode ${options.mode}`);
   return session;
 }

@@ -29,7 +29,7 @@ export type RunEvent =
   | { type: "usage"; used: number; size: number; cost?: { amount: number; currency: string } }
   | { type: "message"; text: string }
   | { type: "error"; message: string }
-  | { type: "stop"; stop_reason: TurnStopReason; exit_code: number };
+  | { type: "stop"; stop_reason: TurnStopReason; exit_code: number; session_id: string };
 
 /** Exit codes: 0 the turn ended normally with no failure, 1 otherwise, 2 bad usage, 130 interrupted. */
 const EXIT_OK = 0;
@@ -108,7 +108,13 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     },
   };
 
-  const session = await headlessSession({ cwd: options.cwd, profile: options.profile, mode: options.mode ?? "ask", frontEnd });
+  const session = await headlessSession({
+    cwd: options.cwd,
+    profile: options.profile,
+    mode: options.mode ?? "ask",
+    frontEnd,
+    record: true,
+  });
   // The user's MCP servers (and a trusted project's) take part, as in the editor; the turn waits for them.
   await session.startMcp([]);
   slash = parseSlash(options.prompt, session.registry) !== null;
@@ -137,7 +143,7 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     await swept;
   }
   const code = interrupted ? EXIT_INTERRUPTED : stopReason === "end_turn" && !failed ? EXIT_OK : EXIT_FAILED;
-  if (options.json) await emit({ type: "stop", stop_reason: stopReason, exit_code: code });
+  if (options.json) await emit({ type: "stop", stop_reason: stopReason, exit_code: code, session_id: session.id });
   else {
     await endLine();
     if (stopReason !== "end_turn") process.stderr.write(`toolhost: the turn ended: ${stopReason}\n`);

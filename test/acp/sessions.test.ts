@@ -4,7 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SessionStore, type SessionEntry } from "../../src/agent/session-store.js";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
-import { Harness, useAcpTest } from "./harness.js";
+import type { SessionNotification, SessionUpdate } from "@agentclientprotocol/sdk";
+import { closeAndCheck, Harness, messageText, textOf, useAcpTest } from "./harness.js";
 
 // Durable sessions over real stdio: what a session writes to ~/.toolhost/sessions as it happens.
 
@@ -99,5 +100,160 @@ describe("a session recorded on disk", () => {
     await prompt(h, sessionId, "What does src/a.ts export?");
     expect(h.updatesOf(sessionId, "agent_message_chunk").length).toBeGreaterThan(0);
     expect((await new SessionStore(home).list()).sessions).toEqual([]);
+  });
+});
+
+/** What the editor shows of a session, comparable across a replay: text runs joined, times left out. */
+function shown(updates: SessionNotification[], sessionId: string): unknown[] {
+  const kinds = new Set([
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+    "session_info_update",
+  ]);
+  const out: { sessionUpdate: string; [key: string]: unknown }[] = [];
+  for (const n of updates) {
+    if (n.sessionId !== sessionId || !kinds.has(n.update.sessionUpdate)) continue;
+    const update = { ...(n.update as SessionUpdate & Record<string, unknown>) };
+    delete update.updatedAt;
+    const last = out.at(-1);
+    if (update.sessionUpdate === "agent_message_chunk" && last?.sessionUpdate === "agent_message_chunk") {
+      const text = (update.content as { text: string }).text;
+      last.content = { type: "text", text: (last.content as { text: string }).text + text };
+      continue;
+    }
+    out.push(update);
+  }
+  return out;
+}
+
+/** A second agent process (the editor restarted) on the same ~/.toolhost. */
+async function restart(): Promise<Harness> {
+  await closeAndCheck(t.h);
+  t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: home } });
+  await t.h.initialize();
+  return t.h;
+}
+
+describe("session/list, session/load, session/resume, session/delete", () => {
+  it("advertises them", async () => {
+    const { h } = await start();
+    const init = h.checker.messages
+      .map((m) => m.json)
+      .find((m) => (m as { result?: { agentCapabilities?: unknown } }).result?.agentCapabilities);
+    expect((init as { result: { agentCapabilities: unknown } }).result.agentCapabilities).toMatchObject({
+      loadSession: true,
+      sessionCapabilities: { close: {}, list: {}, resume: {}, delete: {} },
+    });
+  });
+
+  it("a closed session is listed, loaded with what the editor saw replayed, and continued with its history", async () => {
+    const { h, sessionId } = await start({}, [
+      { toolCalls: [{ id: "c1", name: "read", arguments: { path: "src/a.ts" } }] },
+      { text: "It exports a." },
+      { toolCalls: [{ id: "c2", name: "read", arguments: { path: "src/a.ts" } }] },
+      { text: "Still a." },
+    ]);
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    await prompt(h, sessionId, "What does src/a.ts export?");
+    const before = shown(h.updates, sessionId);
+    await h.agent.request("session/close", { sessionId });
+
+    const h2 = await restart();
+    const listed = await h2.agent.request("session/list", { cwd: t.ws });
+    expect(listed.sessions).toEqual([{ sessionId, cwd: t.ws, title: "What does src/a.ts export?", updatedAt: expect.any(String) }]);
+
+    const loaded = await h2.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
+    // The mode came back with it.
+    expect(loaded.modes?.currentModeId).toBe("full");
+    // Replayed before the answer: the prompt as a user message, then exactly what the editor was shown.
+    const replayed = shown(h2.updates, sessionId);
+    expect(replayed[0]).toEqual({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "What does src/a.ts export?" } });
+    expect(replayed.slice(1)).toEqual(before);
+
+    // Continued: the model gets the whole history, and the new call does not reuse an old call id.
+    await prompt(h2, sessionId, "And now?");
+    const last = t.fake!.requests.at(-1)!.body;
+    const roles = (last.messages ?? []).filter((m) => m.role !== "system").map((m) => m.role);
+    expect(roles).toEqual(["user", "assistant", "tool", "assistant", "user", "assistant", "tool"]);
+    expect(messageText(h2, sessionId, "")).toMatch(/Still a\.$/);
+    const callIds = h2.updatesOf(sessionId, "tool_call").map((c) => c.toolCallId);
+    expect(callIds).toHaveLength(2);
+    expect(new Set(callIds).size).toBe(2);
+  });
+
+  it("resume restores the history without replaying it", async () => {
+    const { h, sessionId } = await start();
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    await prompt(h, sessionId, "What does src/a.ts export?");
+    const h2 = await restart();
+    const resumed = await h2.agent.request("session/resume", { sessionId, cwd: t.ws });
+    expect(resumed.modes?.currentModeId).toBe("full");
+    expect(shown(h2.updates, sessionId)).toEqual([]);
+    await prompt(h2, sessionId, "Anything else?");
+    const roles = (t.fake!.requests.at(-1)!.body.messages ?? []).filter((m) => m.role !== "system").map((m) => m.role);
+    expect(roles).toEqual(["user", "assistant", "tool", "assistant", "user"]);
+  });
+
+  it("lists a page at a time and filters by cwd; delete removes the session", async () => {
+    const { h } = await start({}, [{ text: "one" }, { text: "two" }, { text: "three" }]);
+    const ids: string[] = [];
+    for (const text of ["first", "second", "third"]) {
+      const id = await h.newSession(t.ws);
+      await prompt(h, id, text);
+      ids.push(id);
+    }
+    const other = await tempDir();
+    try {
+      const everything = await h.agent.request("session/list", {});
+      expect(everything.sessions.map((s) => s.sessionId).sort()).toEqual([...ids].sort());
+      expect((await h.agent.request("session/list", { cwd: other })).sessions).toEqual([]);
+
+      const store = new SessionStore(home);
+      const first = await store.list({ limit: 2 });
+      expect(first.nextCursor).toBeDefined();
+      const rest = await h.agent.request("session/list", { cursor: first.nextCursor });
+      expect(rest.sessions).toHaveLength(1);
+      expect(new Set([...first.sessions.map((s) => s.id), rest.sessions[0]!.sessionId])).toEqual(new Set(ids));
+      await expect(h.agent.request("session/list", { cursor: "bogus" })).rejects.toMatchObject({ code: -32602 });
+
+      await h.agent.request("session/delete", { sessionId: ids[0]! });
+      expect((await h.agent.request("session/list", {})).sessions.map((s) => s.sessionId)).not.toContain(ids[0]);
+      await expect(h.agent.request("session/load", { sessionId: ids[0]!, cwd: t.ws, mcpServers: [] })).rejects.toMatchObject({
+        code: -32002,
+      });
+    } finally {
+      await fsp.rm(other, { recursive: true, force: true });
+    }
+  });
+
+  it("after a kill -9 mid-call, a load keeps everything written and reports the interrupted call to the editor and the model", async () => {
+    const { h, sessionId } = await start({}, [
+      { toolCalls: [{ id: "b1", name: "bash", arguments: { command: "sleep 3" } }] },
+      { text: "Checked." },
+    ]);
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    const turn = prompt(h, sessionId, "Run the slow thing").catch(() => "killed");
+    await h.waitFor(() => h.updatesOf(sessionId, "tool_call_update").some((u) => u.status === "in_progress"));
+    const [call] = h.updatesOf(sessionId, "tool_call");
+    h.child.kill("SIGKILL");
+    await turn;
+
+    t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: home } });
+    await t.h.initialize();
+    const h2 = t.h;
+    await h2.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
+    const updates = h2.updatesOf(sessionId, "tool_call_update").filter((u) => u.toolCallId === call!.toolCallId);
+    expect(updates.at(-1)).toMatchObject({ status: "failed" });
+    expect(textOf(updates.at(-1)!)).toMatch(/may have run/);
+
+    // The model is told too, in the call's result, and the conversation goes on.
+    await prompt(h2, sessionId, "Go on");
+    const tool = (t.fake!.requests.at(-1)!.body.messages ?? []).find((m) => m.role === "tool");
+    expect(JSON.stringify(tool)).toMatch(/may have run in part or in full/);
+    expect(messageText(h2, sessionId, "")).toMatch(/Checked\.$/);
   });
 });

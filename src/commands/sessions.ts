@@ -1,0 +1,90 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { SessionStore, type SessionEntry } from "../agent/session-store.js";
+import { transcriptMarkdown } from "../agent/session-transcript.js";
+
+export interface SessionsOptions {
+  /** list (default), show, export or delete. */
+  action: string;
+  id?: string;
+  cwd?: string;
+  json: boolean;
+  format?: string;
+  limit?: number;
+  /** The real stdout. */
+  out: (text: string) => Promise<void>;
+}
+
+/** `toolhost sessions`: the saved sessions; show, export or delete one. Exit 1 for an unknown session. */
+export async function runSessions(options: SessionsOptions): Promise<number> {
+  const store = new SessionStore();
+  const { action, out } = options;
+  if (action === "list") {
+    const page = await store.list({ cwd: options.cwd ? path.resolve(options.cwd) : undefined, limit: options.limit ?? 50 });
+    if (options.json) {
+      await out(`${JSON.stringify(page, null, 2)}\n`);
+      return 0;
+    }
+    if (page.sessions.length === 0) {
+      await out(`No saved sessions${options.cwd ? ` for ${path.resolve(options.cwd)}` : ""} (in ${store.root}).\n`);
+      return 0;
+    }
+    const lines = page.sessions.map(
+      (s) => `${s.updatedAt.slice(0, 16).replace("T", " ")}  ${s.id}  ${s.title ?? "(untitled)"}  [${s.cwd}]`,
+    );
+    if (page.nextCursor) lines.push(`… more: --limit ${(options.limit ?? 50) * 2}`);
+    await out(`${lines.join("\n")}\n`);
+    return 0;
+  }
+  if (!options.id) {
+    process.stderr.write(`toolhost: sessions ${action} needs a session id (toolhost sessions list shows them)\n`);
+    return 2;
+  }
+  const stored = await store.read(options.id);
+  if (!stored) {
+    process.stderr.write(`toolhost: no saved session ${options.id} in ${store.root}\n`);
+    return 1;
+  }
+  switch (action) {
+    case "show": {
+      const calls = stored.entries.filter((e): e is Extract<SessionEntry, { type: "tool_end" }> => e.type === "tool_end");
+      const summary = {
+        id: stored.header.id,
+        cwd: stored.header.cwd,
+        created: stored.header.created,
+        file: stored.file,
+        title: stored.entries.findLast((e) => e.type === "title")?.title,
+        prompts: stored.entries.filter((e) => e.type === "turn" && e.phase === "start").length,
+        messages: stored.entries.filter((e) => e.type === "message").length,
+        toolCalls: calls.length,
+        failedCalls: calls.filter((c) => c.status !== "completed").length,
+        unreadableLines: stored.skippedLines,
+      };
+      if (options.json) await out(`${JSON.stringify(summary, null, 2)}\n`);
+      else
+        await out(
+          `${Object.entries(summary)
+            .map(([k, v]) => `${k}: ${v ?? "-"}`)
+            .join("\n")}\n`,
+        );
+      return 0;
+    }
+    case "export": {
+      const format = options.format ?? "md";
+      if (format === "jsonl") await out(await fsp.readFile(stored.file, "utf8"));
+      else if (format === "md") await out(transcriptMarkdown(stored));
+      else {
+        process.stderr.write(`toolhost: unknown export format ${JSON.stringify(format)}; formats: md, jsonl\n`);
+        return 2;
+      }
+      return 0;
+    }
+    case "delete":
+      await store.delete(stored.header.id);
+      await out(`Deleted session ${stored.header.id}.\n`);
+      return 0;
+    default:
+      process.stderr.write(`toolhost: sessions takes list, show ID, export ID or delete ID, not ${JSON.stringify(action)}\n`);
+      return 2;
+  }
+}

@@ -1,0 +1,89 @@
+import * as fsp from "node:fs/promises";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runCli } from "./cli-harness.js";
+import { startFakeOpenAI, type FakeOpenAI } from "./fixtures/fake-openai.mjs";
+import { tempDir } from "./helpers.js";
+
+// `toolhost sessions`: a session saved by `toolhost run` (the built CLI, a local model server),
+// then listed, shown, exported as Markdown and JSONL, and deleted.
+
+let ws: string;
+let home: string;
+let fake: FakeOpenAI | undefined;
+
+beforeEach(async () => {
+  ws = await tempDir({ "a.txt": "one\ntwo\n" });
+  home = await tempDir();
+});
+
+afterEach(async () => {
+  await fake?.close();
+  fake = undefined;
+  for (const dir of [ws, home]) await fsp.rm(dir, { recursive: true, force: true });
+});
+
+function env(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const e: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home };
+  delete e.TOOLHOST_PROFILE;
+  delete e.TOOLHOST_SESSIONS;
+  if (fake) Object.assign(e, { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: fake.url });
+  return { ...e, ...extra };
+}
+
+const sessions = (args: string[]) => runCli(["sessions", ...args], { cwd: ws, env: env() });
+
+describe("toolhost sessions", () => {
+  it("lists, shows, exports and deletes a session that toolhost run saved", async () => {
+    fake = await startFakeOpenAI({
+      script: [
+        { toolCalls: [{ id: "e1", name: "edit", arguments: { path: "a.txt", old_string: "two", new_string: "2" } }] },
+        { text: "Changed the **second** line." },
+      ],
+    });
+    const ran = await runCli(["run", "--mode", "full", "--json", "Change two to 2 in a.txt"], { cwd: ws, env: env() });
+    expect(ran.code).toBe(0);
+    const stop = JSON.parse(ran.stdout.trim().split("\n").at(-1)!) as { session_id: string };
+    const id = stop.session_id;
+
+    const list = await sessions(["list", "--json"]);
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout)).toEqual({
+      sessions: [{ id, cwd: ws, title: "Change two to 2 in a.txt", updatedAt: expect.any(String), file: expect.stringContaining(home) }],
+    });
+    expect((await sessions(["--cwd", ws])).stdout).toContain(`${id}  Change two to 2 in a.txt  [${ws}]`);
+    expect((await sessions(["list", "--cwd", home])).stdout).toMatch(/^No saved sessions for /);
+
+    const show = await sessions(["show", id, "--json"]);
+    expect(JSON.parse(show.stdout)).toMatchObject({ id, prompts: 1, toolCalls: 1, failedCalls: 0, unreadableLines: 0 });
+
+    const md = await sessions(["export", id]);
+    expect(md.code).toBe(0);
+    expect(md.stdout).toMatch(/^# Change two to 2 in a\.txt\n/);
+    expect(md.stdout).toContain("## You\n\nChange two to 2 in a.txt");
+    expect(md.stdout).toContain("### Edit a.txt (edit)");
+    expect(md.stdout).toMatch(/```diff\n[^`]*-two\n\+2/);
+    expect(md.stdout).toContain("Changed the **second** line.");
+
+    const jsonl = await sessions(["export", id, "--format", "jsonl"]);
+    const lines = jsonl.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string });
+    expect(lines[0]).toMatchObject({ type: "session", id, cwd: ws });
+    expect(lines.map((l) => l.type)).toContain("tool_end");
+
+    expect((await sessions(["export", id, "--format", "pdf"])).code).toBe(2);
+    expect((await sessions(["delete", id])).stdout).toBe(`Deleted session ${id}.\n`);
+    const gone = await sessions(["show", id]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain(`no saved session ${id}`);
+    expect(JSON.parse((await sessions(["list", "--json"])).stdout)).toEqual({ sessions: [] });
+  });
+
+  it("toolhost run saves nothing with TOOLHOST_SESSIONS=off", async () => {
+    fake = await startFakeOpenAI({ script: [{ text: "hi" }] });
+    const ran = await runCli(["run", "hello"], { cwd: ws, env: env({ TOOLHOST_SESSIONS: "off" }) });
+    expect(ran.stdout).toBe("hi\n");
+    expect((await sessions(["list"])).stdout).toMatch(/^No saved sessions/);
+  });
+});
