@@ -200,6 +200,12 @@ export class McpConnection {
     this.client = null;
     // The tree first: once the server exits, its children are orphans no walk from its pid finds.
     if (pid !== null) await killTree(pid);
+    // A streamable HTTP session is ended on the server too (DELETE), if it answers soon.
+    const transport = this.transport;
+    if (client && transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+      const wait = new Promise<void>((resolve) => setTimeout(resolve, 1000).unref());
+      await Promise.race([transport.terminateSession().catch(() => {}), wait]);
+    }
     await (client ? client.close() : this.transport?.close())?.catch(() => {});
     this.forget();
   }

@@ -110,6 +110,11 @@ describe("MCP servers", () => {
     const s = await setup();
     await s.servers.start([{ name: "web", origin: "editor", transport: "http", url: `http://127.0.0.1:${port}/mcp`, headers: {} }]);
     expect(await run(s, "mcp__web__echo", { text: "over http" })).toMatchObject({ type: "output", data: "echo: over http" });
+    // Closing ends the HTTP session on the server (DELETE).
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => (out += String(d)));
+    await s.servers.close();
+    await expect.poll(() => out).toMatch(/^closed \S+/m);
   });
 
   it("connects an SSE server (the reference server's sse transport)", async () => {
