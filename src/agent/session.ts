@@ -186,6 +186,11 @@ export class AgentSession {
   private editorServers: McpServerSpec[] = [];
   /** MCP prompts by server: slash commands `/<server>:<prompt>`. */
   private readonly mcpPrompts = new Map<string, McpPrompt[]>();
+  /** `startMcp` ran (a session that runs MCP servers); what it has said (each note once); the session closed. */
+  private mcpStarted = false;
+  private mcpUntrustedNoted = false;
+  private readonly mcpNoted = new Set<string>();
+  private closed = false;
 
   constructor(options: AgentSessionOptions) {
     this.cwd = options.cwd;
@@ -350,6 +355,7 @@ export class AgentSession {
 
   /** Cancels the turn, stops the MCP servers and removes the session's files (a subagent leaves its parent's runtime alone). */
   async close(): Promise<void> {
+    this.closed = true;
     this.cancel();
     await Promise.all([this.turnDone, this.mcp?.close()]);
     this.recorder?.close();
@@ -382,9 +388,11 @@ export class AgentSession {
       );
     }
     if (notes.length) await this.frontEnd.say(`MCP servers:\n${notes.join("\n")}`);
-    if (merged.servers.length === 0) return;
+    if (merged.servers.length === 0 || this.closed) return;
     if (!this.mcp) {
       const { McpServers } = await import("../mcp/manager.js");
+      // Closed while the module loaded: nothing may start after close() ran.
+      if (this.closed) return;
       this.mcp = new McpServers(this.cwd, {
         tools: (server, tools) => {
           const left = this.tools.setSourceTools(mcpSource(server), tools);
@@ -401,9 +409,6 @@ export class AgentSession {
     }
     await this.mcp.start(merged.servers);
   }
-  private mcpUntrustedNoted = false;
-  private readonly mcpNoted = new Set<string>();
-  private mcpStarted = false;
 
   /** The project became trusted: its MCP servers start too (in a session that runs MCP servers). */
   private projectTrusted(): void {

@@ -73,6 +73,7 @@ export class McpServers {
 
   /** Starts servers not yet started (a name already running is left alone); resolves once each is ready or failed. */
   async start(specs: readonly McpServerSpec[]): Promise<void> {
+    if (this.closed) return;
     const fresh = specs.filter((spec) => {
       const known = this.entries.get(spec.name);
       return !known || known.status.state === "failed" || known.status.state === "stopped";

@@ -176,6 +176,16 @@ describe("MCP servers over ACP", () => {
     await expect.poll(() => liveness(pid)).toBe("gone");
   });
 
+  it("stops a server still starting when its session closes", async () => {
+    const pidFile = path.join(t.ws, "server.pid");
+    const { h, sessionId } = await start([fixture("slow", { MCP_PID_FILE: pidFile, MCP_START_DELAY_MS: "60000" })]);
+    await expect.poll(() => fsp.readFile(pidFile, "utf8").catch(() => ""), { timeout: 10_000 }).not.toBe("");
+    const pid = Number(await fsp.readFile(pidFile, "utf8"));
+    expect(await liveness(pid)).toBe("alive");
+    await h.agent.request("session/close", { sessionId });
+    await expect.poll(() => liveness(pid)).toBe("gone");
+  });
+
   it("runs a prompt as /<server>:<prompt>: its messages are the user turn", async () => {
     const { h, fake, sessionId } = await start([fixture("fx")], [{ text: "Hello, Ada!" }]);
     await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));
