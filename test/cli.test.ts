@@ -44,6 +44,7 @@ describe("toolhost tools", () => {
       ["task", "think"],
       ["question", "other"],
       ["skill", "read"],
+      ["tool_search", "search"],
     ]);
     for (const t of tools) {
       expect(t.parameters.type).toBe("object");

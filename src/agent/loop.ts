@@ -7,7 +7,7 @@ import { stepCost } from "./models.js";
 import { classifyProviderError, providerErrorMessage } from "./provider-errors.js";
 import { declareTools, requestStep, type Step, type StepCall } from "./step.js";
 import { runToolCall } from "./tool-runner.js";
-import type { TurnObserver, TurnOptions, TurnResult, TurnStopReason, UsageReport } from "./turn-types.js";
+import type { ToolOffer, TurnObserver, TurnOptions, TurnResult, TurnStopReason, UsageReport } from "./turn-types.js";
 
 // The model turn: one model request at a time, tools declared without `execute`, every call
 // run by us through runToolCall → invoke, so approvals, ordering and reporting stay ours.
@@ -51,7 +51,7 @@ function resultPart(call: StepCall, envelope: Envelope, takesImages: boolean): T
 }
 
 /** Runs a step's calls: read-only batches in parallel, the rest in the model's order. */
-async function runCalls(opts: TurnOptions, observer: TurnObserver, calls: StepCall[]): Promise<ToolResultPart[]> {
+async function runCalls(opts: TurnOptions, observer: TurnObserver, calls: StepCall[], offer?: ToolOffer): Promise<ToolResultPart[]> {
   const envelopes = new Map<StepCall, Envelope>();
   for (const batch of batches(calls, (c) => isReadOnlyKind(c.info.kind))) {
     await Promise.all(
@@ -61,7 +61,7 @@ async function runCalls(opts: TurnOptions, observer: TurnObserver, calls: StepCa
           { callId: call.info.callId, toolId: call.toolName, args: call.input, announced: true, inputError: call.inputError },
           observer,
         );
-        envelopes.set(call, envelope);
+        envelopes.set(call, offer && opts.afterCall ? opts.afterCall(call.toolName, envelope, offer) : envelope);
       }),
     );
   }
@@ -109,10 +109,17 @@ function stopReasonOf(finish: FinishReason | undefined): TurnStopReason {
 export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): Promise<TurnResult> {
   const signal = opts.tools.signal;
   const maxRequests = opts.maxRequests ?? DEFAULT_MAX_REQUESTS;
-  const tools = declareTools(opts.declarations ?? opts.tools.registry.list().map(({ tool }) => tool));
+  const fixed = opts.offer ? undefined : declareTools(opts.declarations ?? opts.tools.registry.list().map(({ tool }) => tool));
   opts.history.addUser(opts.prompt);
   for (let request = 1; ; request++) {
-    const step = await requestStep(opts, observer, tools);
+    // Decided per request: tools wired by tool_search (or added by an MCP server) count from the next one.
+    const offer = opts.offer?.();
+    const tools = fixed ?? declareTools(offer?.declarations ?? []);
+    const step = await requestStep(
+      offer?.promptSection ? { ...opts, system: `${opts.system}\n\n${offer.promptSection}` } : opts,
+      observer,
+      tools,
+    );
     if (step.outcome !== "ok") {
       opts.history.addPartialText(step.text);
       if (step.outcome === "cancelled") {
@@ -138,7 +145,7 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
       return { stopReason: stop };
     }
     await closeUnfinished(step, observer);
-    opts.history.addToolResults(await runCalls(opts, observer, step.calls));
+    opts.history.addToolResults(await runCalls(opts, observer, step.calls, offer));
     if (signal.aborted) return { stopReason: "cancelled" };
     if (request >= maxRequests) return { stopReason: "max_turn_requests" };
   }

@@ -28,6 +28,7 @@ import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./comman
 import { History } from "./history.js";
 import type { SessionRecorder } from "./session-recorder.js";
 import { peekUserConfig } from "../config/file.js";
+import { webSearchHosts } from "../config/web-search.js";
 import { appendProjectRules } from "../config/project-permissions.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
@@ -37,9 +38,10 @@ import type { McpPrompt, McpServers, ServerStatus } from "../mcp/manager.js";
 import { mcpSource } from "../mcp/tools.js";
 import { mergeServers, projectHasServers, projectServers, userServers, type McpServerSpec } from "../mcp/servers.js";
 import { DEFAULT_PROMPT } from "./system-prompt.js";
+import { deferredCallResult, planOffer } from "./deferral.js";
 import { registryIndex } from "./tool-index.js";
 import { runToolCall, type ToolCallInfo, type ToolRunContext } from "./tool-runner.js";
-import type { CostMeter, ToolDeclaration, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
+import type { CostMeter, ToolDeclaration, ToolOffer, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
 
 const SUBAGENT_NOTE =
   "# Subagent\nYou are a subagent: another agent gave you one task through the task tool. Nobody else reads this conversation: do the task, then answer with one final message that holds everything the other agent needs (findings with file paths, what you changed).";
@@ -143,6 +145,8 @@ export interface AgentSessionOptions {
   instructions?: string;
   /** Tool ids this session may use (a subagent's narrower set); default all. */
   allowedTools?: ReadonlySet<string>;
+  /** Deferred tools declared from the start (a subagent: its parent's wired tools and those its task names). */
+  wired?: readonly string[];
   /** Writes the session to its file as it happens (a durable session); absent: the session lives in memory only. */
   recorder?: SessionRecorder;
 }
@@ -179,6 +183,8 @@ export class AgentSession {
   private readonly children = new Map<string, SubagentEntry>();
   private readonly instructions: string | undefined;
   private lastUsage: UsageReport | undefined;
+  /** Deferred tools that tool_search (or a direct call) wired: declared for the rest of the session. */
+  private readonly wired: Set<string>;
   private readonly recorder: SessionRecorder | undefined;
   /** The session's MCP servers, once `startMcp` ran with any to start. */
   private mcp: McpServers | null = null;
@@ -201,6 +207,7 @@ export class AgentSession {
     this.parent = options.parent;
     this.allowedTools = options.allowedTools;
     this.instructions = options.instructions;
+    this.wired = new Set(options.wired);
     this.meter = options.parent?.meter ?? { amount: 0 };
     this.ownMode = options.mode ?? DEFAULT_MODE;
     this.modelId = options.model;
@@ -460,6 +467,17 @@ export class AgentSession {
     );
   }
 
+  /** What the model is offered for one request: the declarations, the non-locked tools deferred when too many (agent/deferral.ts). */
+  offer(contextWindow: number): ToolOffer {
+    const sources = new Map(this.registry.list().map(({ tool, source }) => [tool.id, source]));
+    const tools = this.declarations().map((declaration) => ({ declaration, source: sources.get(declaration.id) ?? "builtin" }));
+    return planOffer(tools, this.wired, contextWindow);
+  }
+
+  private wire(ids: readonly string[]): void {
+    for (const id of ids) this.wired.add(id);
+  }
+
   /** A turn, with its start (and the session's title) and its end in the session's record. */
   private async recordedTurn(input: PromptInput): Promise<TurnStopReason> {
     const recorder = this.recorder;
@@ -700,6 +718,9 @@ export class AgentSession {
         prompt: input.content({ images: info.images, modelId: choice.spec.id }),
         tools: this.toolContext(signal),
         declarations,
+        offer: () => this.offer(info.contextWindow),
+        afterCall: (toolId, envelope, offer) =>
+          offer.deferred.includes(toolId) ? deferredCallResult(toolId, envelope, (ids) => this.wire(ids)) : envelope,
         nextCallId: () => this.nextCallId(),
         meter: this.meter,
         profilePrompt: this.instructions
@@ -713,6 +734,8 @@ export class AgentSession {
 
   /** Tools, runtime, services and approvals for one turn. */
   private toolContext(signal: AbortSignal): ToolRunContext {
+    // web_search's `{web-search}` hosts follow the toolset (a reload reads the config again).
+    this.runtime.setVariable("web-search", webSearchHosts(this.tools.toolset.webSearch));
     return {
       registry: this.registry,
       manifest: this.tools.manifest,
@@ -778,6 +801,7 @@ export class AgentSession {
       tools: this.toolIndex(),
       subagents: depth < MAX_SUBAGENT_DEPTH ? this.subagents(depth) : undefined,
       skills: this.skillIndex(),
+      webSearch: this.tools.toolset.webSearch,
     };
   }
 
@@ -800,6 +824,7 @@ export class AgentSession {
     return registryIndex(
       this.registry,
       (tool) => isKindVisible(this.mode, tool.kind, tool.id) && (!this.allowedTools || this.allowedTools.has(tool.id)),
+      (ids) => this.wire(ids),
     );
   }
 
@@ -947,6 +972,8 @@ export class AgentSession {
       frontEnd: state.frontEnd,
       model: agent?.model ?? this.modelId,
       allowedTools: allowed,
+      // What the parent wired, and the tools the task names, are declared to the child from its first request.
+      wired: [...this.wired, ...(request.tools ?? agent?.tools ?? [])],
       // The system prompt adds the subagent's situation, then its agent's own instructions.
       instructions: [SUBAGENT_NOTE, agent?.prompt].filter(Boolean).join("\n\n"),
       parent: {

@@ -1,4 +1,5 @@
 import type { LanguageModel, UserContent } from "ai";
+import type { Envelope } from "../tool/envelope.js";
 import type { History } from "./history.js";
 import type { ModelInfo } from "./models.js";
 import type { ToolCallObserver, ToolRunContext } from "./tool-runner.js";
@@ -35,6 +36,15 @@ export interface ToolDeclaration {
   inputSchema: Record<string, unknown>;
 }
 
+/** What the model is offered for one request (agent/deferral.ts): the declared tools, and a system prompt section for the deferred ones. */
+export interface ToolOffer {
+  declarations: ToolDeclaration[];
+  /** Appended to the system prompt: the tools not declared, reached through tool_search. */
+  promptSection?: string;
+  /** The ids of the tools not declared this request. */
+  deferred: string[];
+}
+
 export interface TurnOptions {
   model: LanguageModel;
   modelId: string;
@@ -46,6 +56,10 @@ export interface TurnOptions {
   tools: ToolRunContext;
   /** The tools the model is offered (the session's visible set); default: every registry tool. */
   declarations?: ToolDeclaration[];
+  /** Decides the offer before each request (tools wired or added since count); replaces `declarations`. */
+  offer?: () => ToolOffer;
+  /** Sees each call's envelope before the model does, with the offer of the request that made the call. */
+  afterCall?: (toolId: string, envelope: Envelope, offer: ToolOffer) => Envelope;
   nextCallId(): string;
   /** Where this provider's key is set, for a 401 message. */
   keyHint: string;

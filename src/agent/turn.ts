@@ -8,7 +8,8 @@ import { keyHint } from "./provider-errors.js";
 import { createLanguageModel, ModelSetupError } from "./providers.js";
 import { buildSystemPrompt } from "./system-prompt.js";
 import type { ToolRunContext } from "./tool-runner.js";
-import type { CostMeter, ToolDeclaration, TurnObserver, TurnResult } from "./turn-types.js";
+import type { Envelope } from "../tool/envelope.js";
+import type { CostMeter, ToolDeclaration, ToolOffer, TurnObserver, TurnResult } from "./turn-types.js";
 
 // The entry the ACP session loads with `import()` on the first model turn: everything that
 // pulls in the AI SDK hangs off this module.
@@ -21,6 +22,9 @@ export interface PromptTurn {
   tools: ToolRunContext;
   /** The tools the model is offered. */
   declarations?: ToolDeclaration[];
+  /** Decides the tools per request (deferral, tool_search); replaces `declarations`. */
+  offer?: () => ToolOffer;
+  afterCall?: (toolId: string, envelope: Envelope, offer: ToolOffer) => Envelope;
   nextCallId(): string;
   meter: CostMeter;
   /** The active profile's prompt, when a profile brings one. */
@@ -51,6 +55,8 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
       prompt: turn.prompt,
       tools: turn.tools,
       declarations: turn.declarations,
+      offer: turn.offer,
+      afterCall: turn.afterCall,
       nextCallId: turn.nextCallId,
       keyHint: keyHint(turn.spec.provider, loaded.path),
       meter: turn.meter,

@@ -2,6 +2,7 @@ import path from "node:path";
 import { extensionLoader } from "../agent/extension-loader.js";
 import { packageRoot, toolhostHome, version } from "../config/paths.js";
 import { loadUserConfig } from "../config/schema.js";
+import { describeWebSearch, resolveWebSearch } from "../config/web-search.js";
 import { sandboxNetworkStatus } from "../runtime/shell/sandbox-proxy.js";
 import { buildToolset } from "../host/toolset.js";
 import { mcpReport } from "./mcp.js";
@@ -41,6 +42,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     `types for extension files: ${path.join(packageRoot(), "dist", "index.d.ts")}`,
     `sandbox: ${describeSandbox(await new SessionSandbox({ setting: sandboxSetting() }).state())}`,
     `sandbox network: ${network.available ? `allowed hosts through the proxy (socat: ${network.socat})` : network.reason}`,
+    `web search: ${describeWebSearch(resolveWebSearch(config.config.webSearch))}`,
     `mcp servers: ${mcp.servers.length}${mcp.servers.length ? ` (${mcp.servers.filter((s) => s.state === "ready").length} ready, ${mcp.servers.reduce((n, s) => n + s.tools, 0)} tools; \`toolhost mcp list\` shows them)` : ""}`,
   ];
   const block = (title: string, items: string[]) => {

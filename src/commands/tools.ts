@@ -1,6 +1,7 @@
 import { extensionLoader } from "../agent/extension-loader.js";
 import { buildToolset } from "../host/toolset.js";
 import type { ToolsetReport } from "../host/toolset-report.js";
+import { WEB_SEARCH_HOWTO } from "../config/web-search.js";
 
 export interface ToolsOptions {
   json: boolean;
@@ -34,7 +35,10 @@ function reportSections(report: ToolsetReport): string[] {
   );
   section(
     "unavailable here (isAvailable said no):",
-    report.unavailable.map((u) => `${u.id}: ${u.source}`),
+    // web_search is on once the user configures a provider: say how.
+    report.unavailable.map(
+      (u) => `${u.id}: ${u.source}${u.id === "web_search" && u.source === "builtin" ? ` (to turn it on: ${WEB_SEARCH_HOWTO})` : ""}`,
+    ),
   );
   return sections;
 }

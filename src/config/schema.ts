@@ -9,6 +9,44 @@ const ProviderSettings = z
   })
   .strict();
 
+const HttpURL = z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" });
+
+/** A provider with an API key: from the environment (BRAVE_API_KEY…, or the variable `apiKeyEnv` names) or `apiKey`. */
+const keyedProvider = <T extends "brave" | "tavily" | "exa">(type: T) =>
+  z
+    .object({
+      type: z.literal(type),
+      apiKey: z.string().min(1).optional(),
+      apiKeyEnv: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name")
+        .optional(),
+      baseURL: HttpURL.optional(),
+    })
+    .strict();
+
+const WebSearchProviderEntry = z.discriminatedUnion(
+  "type",
+  [
+    z.object({ type: z.literal("searxng"), baseURL: HttpURL }).strict(),
+    keyedProvider("brave"),
+    keyedProvider("tavily"),
+    keyedProvider("exa"),
+  ],
+  { error: 'each provider needs "type": "searxng", "brave", "tavily" or "exa"' },
+);
+
+export type WebSearchConfig = z.infer<typeof WebSearchConfigSchema>;
+
+/** `webSearch`: the providers web_search may use and the RFC's bounds (config/web-search.ts resolves it). */
+export const WebSearchConfigSchema = z
+  .object({
+    providers: z.array(WebSearchProviderEntry).min(1, "list at least one provider"),
+    maxCallsPerSession: z.number().int().min(1).max(10_000).optional(),
+    timeoutMs: z.number().int().min(1000).max(120_000).optional(),
+  })
+  .strict();
+
 /**
  * `~/.toolhost/config.json` (file.ts peeks at `model`, `profile`, `providers` and `sandbox` without zod:
  * keep the two in step). Every field is optional; the most specific source wins elsewhere
@@ -34,6 +72,8 @@ export const UserConfigSchema = z
      * wherever it can run). Read from the user's file only: a project cannot switch it off.
      */
     sandbox: z.enum(["on", "off"]).optional(),
+    /** The web_search tool's providers and bounds; without it the tool is not offered. */
+    webSearch: WebSearchConfigSchema.optional(),
     /**
      * MCP servers by name, as Claude Code, Cursor and Zed users write them: `{ command, args?, env?, cwd? }`
      * or `{ url, headers?, type?: "http" | "sse" }`. Each entry is validated by mcp/servers.ts, so one

@@ -8,11 +8,13 @@ import read from "../tools/read.js";
 import skill from "../tools/skill.js";
 import task from "../tools/task.js";
 import todo from "../tools/todo.js";
+import toolSearch from "../tools/tool_search.js";
+import webSearch from "../tools/web_search.js";
 import write from "../tools/write.js";
 import { ToolRegistry } from "./registry.js";
 
 /** The locked tools this build implements, in the RFC's order. */
-export const BUILTIN_TOOLS: readonly AnyTool[] = [read, write, edit, glob, grep, bash, todo, task, question, skill];
+export const BUILTIN_TOOLS: readonly AnyTool[] = [read, write, edit, glob, grep, bash, todo, task, question, webSearch, skill, toolSearch];
 
 export function builtinRegistry(): ToolRegistry {
   const registry = new ToolRegistry();

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import type { LoadedConfig } from "../config/schema.js";
 import type { AnyTool, AvailabilityContext } from "../tool/define.js";
+import type { WebSearchSettings } from "../tool/services.js";
 import { BUILTIN_TOOLS } from "./builtins.js";
 import { listToolFiles, type LoadFile, type LoadProblem } from "./loader.js";
 import { isLockedId } from "./locked.js";
@@ -44,11 +45,12 @@ export async function toolFolders(profile: Profile, cwd: string, config: LoadedC
 
 const AVAILABILITY_TIMEOUT_MS = 2000;
 
-/** What `isAvailable` is asked with: the workspace, the profile, and a file check inside the workspace. */
-export function availabilityContext(cwd: string, profile: Profile): AvailabilityContext {
+/** What `isAvailable` is asked with: the workspace, the profile, a file check inside the workspace, the web search setup. */
+export function availabilityContext(cwd: string, profile: Profile, webSearch?: WebSearchSettings): AvailabilityContext {
   return {
     workspace: cwd,
     profile: profile.name,
+    ...(webSearch ? { webSearch } : {}),
     exists: (p) =>
       fsp.access(path.resolve(cwd, p)).then(
         () => true,
@@ -110,7 +112,7 @@ export interface DiscoveryOptions {
  */
 export async function discoverTools(folders: ToolFolder[], options: DiscoveryOptions): Promise<Discovery> {
   const found: Discovery = {
-    placed: new Map(BUILTIN_TOOLS.map((tool) => [tool.id, { tool, source: "builtin" }])),
+    placed: new Map(),
     offeredIds: new Set(BUILTIN_TOOLS.map((tool) => tool.id)),
     shadowed: [],
     skipped: [],
@@ -118,6 +120,15 @@ export async function discoverTools(folders: ToolFolder[], options: DiscoveryOpt
     folders: [],
     errors: [],
   };
+  // A builtin may need what the user configures (web_search: a search provider).
+  for (const tool of BUILTIN_TOOLS) {
+    const answer = await availability(tool, options.context);
+    if (answer === true) found.placed.set(tool.id, { tool, source: "builtin" });
+    else {
+      found.unavailable.push({ id: tool.id, kind: tool.kind, source: "builtin" });
+      if (answer instanceof Error) found.errors.push({ file: "builtin", id: tool.id, message: `tool "${tool.id}": ${answer.message}` });
+    }
+  }
   for (const folder of folders) {
     const files = await scanFolder(folder, options.trusted, found);
     for (const file of files) await placeFile(file, options, found);

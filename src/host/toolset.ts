@@ -2,8 +2,10 @@ import path from "node:path";
 import { toolhostHome } from "../config/paths.js";
 import { selectProfileName } from "../config/profile-name.js";
 import { loadUserConfig, type LoadedConfig } from "../config/schema.js";
+import { resolveWebSearch } from "../config/web-search.js";
 import type { AnyTool } from "../tool/define.js";
 import type { RequirementSet } from "../tool/requirements.js";
+import type { WebSearchSettings } from "../tool/services.js";
 import { availabilityContext, discoverTools, toolFolders, type Discovery, type PlacedTool } from "./discovery.js";
 import type { LoadFile, LoadProblem } from "./loader.js";
 import { isLockedId } from "./locked.js";
@@ -45,6 +47,8 @@ export interface Toolset {
   watchdog?: Watchdog;
   /** The session's Agent Skills (host/skills.ts), with the folders read and their problems. */
   skills: SkillDiscovery;
+  /** The usable web search providers (config `webSearch`, keys resolved); absent: web_search is not offered. */
+  webSearch?: WebSearchSettings;
 }
 
 /** Why the profile leaves a tool out (`enable` is an allowlist, then `disable`, then `kinds`), or null. */
@@ -160,10 +164,12 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const watched = await loadProfileWatchdog(profile, options.loader.importModule);
   errors.push(...watched.problems);
 
+  const webSearch = resolveWebSearch(config.config.webSearch);
+  errors.push(...webSearch.problems.map((message) => ({ file: config.path, message })));
   const found = await discoverTools(await toolFolders(profile, cwd, config), {
     trusted,
     loader: options.loader,
-    context: availabilityContext(cwd, profile),
+    context: availabilityContext(cwd, profile, webSearch.settings),
   });
   errors.push(...found.errors);
   const { registry, disabled } = applyProfile(profile, found.placed.values());
@@ -173,5 +179,5 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
 
   const report = toolsetReport({ cwd, profile: profile.name, trusted }, registry, found, { errors, disabled });
   noteAbsentTools(registry, report);
-  return { registry, manifest: profile.requires, profile, report, watchdog: watched.watchdog, skills };
+  return { registry, manifest: profile.requires, profile, report, watchdog: watched.watchdog, skills, webSearch: webSearch.settings };
 }

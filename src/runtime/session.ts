@@ -81,6 +81,8 @@ export class RuntimeSession implements SessionState {
       workspace: withReal(this.roots),
       "ad-hoc": withReal(options.adHoc ?? []),
       "user-data": withReal([options.userData ?? toolhostHome()]),
+      // The configured search providers' hosts (web_search's net.hosts); none until the session sets them.
+      "web-search": [],
     };
   }
 
@@ -98,6 +100,15 @@ export class RuntimeSession implements SessionState {
     const fresh = dirs.filter((d) => !this.readDirs.has(d) && !d.includes("{"));
     if (!fresh.length) return;
     for (const d of fresh) this.readDirs.add(d);
+    this.scopes.clear();
+  }
+
+  /** Sets a host variable (`{web-search}`: the hosts of the search providers the user configured); scopes compile again. */
+  setVariable(name: string, values: readonly string[]): void {
+    const next = [...new Set(values)];
+    const current = this.vars[name];
+    if (current && current.length === next.length && current.every((v, i) => v === next[i])) return;
+    this.vars[name] = next;
     this.scopes.clear();
   }
 

@@ -3,7 +3,7 @@ import type { ToolContext, ToolEvent, ToolPreview } from "./context.js";
 import type { SelfTruncated } from "./envelope.js";
 import type { ToolKind } from "./kinds.js";
 import type { RequirementSet } from "./requirements.js";
-import type { DescribeContext } from "./services.js";
+import type { DescribeContext, WebSearchSettings } from "./services.js";
 import type { CallTargets } from "./targets.js";
 
 /**
@@ -81,6 +81,8 @@ export interface AvailabilityContext {
   profile: string;
   /** Whether a path (relative to the workspace, or absolute) exists: "is this a git repository? an npm package?" */
   exists(path: string): Promise<boolean>;
+  /** The user's web search providers, when at least one is usable (web_search is offered only then). */
+  webSearch?: WebSearchSettings;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType, T = unknown> {

@@ -90,15 +90,22 @@ export interface IndexedTool {
   id: string;
   kind: ToolKind;
   description: string;
-  /** `builtin` or the file (or server) that defined it. */
+  /** `builtin` or the file (or server, `mcp:<server>`) that defined it. */
   source: string;
+  /** Its parameters as JSON Schema (what the model needs to call it). */
+  inputSchema: Record<string, unknown>;
 }
 
-/** The session's tools, for tools that list or search them (tool_search). */
+/**
+ * The session's visible tools, for tool_search: list them, rank them, and wire the ones the
+ * model picked (declared to the model from its next request on, for the rest of the session).
+ */
 export interface ToolIndex {
   list(): IndexedTool[];
-  /** Tools whose id or description match the words of `query`, best first. */
-  search(query: string, limit?: number): IndexedTool[];
+  /** The non-locked tools ranked by BM25 over id, description and parameter names, best first. */
+  search(query: string, limit?: number): Promise<IndexedTool[]>;
+  /** Declares these tools to the model from its next request on (a deferred tool is otherwise only listed). */
+  wire(ids: readonly string[]): void;
 }
 
 /** A skill as the skill index lists it. */
@@ -129,11 +136,32 @@ export interface SkillIndex {
   load(name: string): Promise<LoadedSkill | undefined>;
 }
 
+/** The web search APIs web_search speaks. */
+export type WebSearchProviderType = "searxng" | "brave" | "tavily" | "exa";
+
+/** One configured search provider, its key resolved (from the environment or the config file). */
+export interface WebSearchProvider {
+  type: WebSearchProviderType;
+  /** The API's origin and base path (`https://api.search.brave.com`, a SearXNG instance's URL). */
+  baseURL: string;
+  apiKey?: string;
+}
+
+/** The user's web search setup (`webSearch` in ~/.toolhost/config.json): the usable providers and the RFC's bounds. */
+export interface WebSearchSettings {
+  /** In the config file's order; a session uses one, picked by hashing its id. */
+  providers: readonly WebSearchProvider[];
+  maxCallsPerSession: number;
+  timeoutMs: number;
+}
+
 export interface HostServices {
   readonly questions?: UserQuestions;
   readonly subagents?: Subagents;
   readonly tools?: ToolIndex;
   readonly skills?: SkillIndex;
+  /** The configured search providers; absent when none is usable. */
+  readonly webSearch?: WebSearchSettings;
 }
 
 /** What a tool's `describe` hook sees: the session's services, to list agents, skills or tools. */

@@ -158,7 +158,9 @@ describe("the model turn loop", () => {
       "todo",
       "task",
       "question",
+      "web_search",
       "skill",
+      "tool_search",
     ]);
     expect(request.tools?.[0]).toMatchObject({
       type: "function",

@@ -12,7 +12,7 @@ import { toolFile, useTempHome } from "./extension-fixtures.js";
 
 // One loader for the file, as a session keeps one: every build must still import fresh.
 const loader = extensionLoader();
-const BUILTIN_IDS = ["read", "write", "edit", "glob", "grep", "bash", "todo", "task", "question", "skill"];
+const BUILTIN_IDS = ["read", "write", "edit", "glob", "grep", "bash", "todo", "task", "question", "skill", "tool_search"];
 
 let home: string;
 let project: string;
@@ -160,7 +160,7 @@ ${toolFile("sneaky")}`,
     await write(path.join(extra, "shell_thing.ts"), toolFile("shell_thing").replace('kind: "read"', 'kind: "execute"'));
     await write(path.join(extra, "reader.ts"), toolFile("reader"));
     const readOnly = await buildToolset({ loader, cwd: project, profile: "read-only" });
-    expect(readOnly.registry.ids()).toEqual(["read", "glob", "grep", "todo", "task", "skill", "reader"]);
+    expect(readOnly.registry.ids()).toEqual(["read", "glob", "grep", "todo", "task", "skill", "tool_search", "reader"]);
     expect(readOnly.report.disabled.map((d) => [d.id, d.reason])).toEqual([
       ["write", "the read-only profile disables it"],
       ["edit", "the read-only profile disables it"],
@@ -194,7 +194,11 @@ ${toolFile("sneaky")}`,
     );
     const without = await buildToolset({ loader, cwd: project });
     expect(without.registry.entry("pkg")!.source).toBe(fallback);
-    expect(without.report.unavailable).toEqual([{ id: "pkg", kind: "read", source: path.join(profileTools(), "pkg.ts") }]);
+    expect(without.report.unavailable).toEqual([
+      // No search provider is configured in this home.
+      { id: "web_search", kind: "fetch", source: "builtin" },
+      { id: "pkg", kind: "read", source: path.join(profileTools(), "pkg.ts") },
+    ]);
     expect(without.report.errors).toEqual([{ file: broken, id: "flaky", message: 'tool "flaky": no daemon' }]);
 
     await fsp.writeFile(path.join(project, "package.json"), "{}");
@@ -212,6 +216,6 @@ ${toolFile("sneaky")}`,
     expect(report.errors[1]!.message).toMatch(/description/);
     expect(report.errors[2]!.message).toMatch(/no project counts as trusted/);
     expect(profile.origin).toBe("fallback");
-    expect(registry.ids()).toEqual(["read", "glob", "grep", "todo", "task", "skill"]);
+    expect(registry.ids()).toEqual(["read", "glob", "grep", "todo", "task", "skill", "tool_search"]);
   });
 });
