@@ -22,6 +22,7 @@ const ONLY = {
   runtime: { may: ["tool", "config"], message: "runtime/ imports only tool/ and config/." },
   policy: { may: ["tool", "config"], message: "policy/ imports only tool/ and config/." },
   tools: { may: ["tool"], message: "tools/ imports only tool/: a tool reaches the machine through its context." },
+  mcp: { may: ["tool", "config", "runtime"], message: "mcp/ (MCP clients) imports only tool/, config/ and runtime/: agent/ wires it in." },
 };
 /** Every other folder of src/ (a new folder is covered by default), minus `also`. */
 const upperFolders = (...also) => `src/!(${[...Object.keys(ONLY), ...also].join("|")})/**`;

@@ -22,7 +22,17 @@ await build({
   // looks in dist/chunks and fails); the bash parser (src/policy/bash-wasm.ts) loads it lazily.
   // The AI SDK loads on the first model turn, from node_modules: bundled, its namespace use of zod
   // would keep all of zod (every locale) alive in the chunk that session/new loads.
-  external: ["@vscode/ripgrep", "jiti", "esbuild", "ai", "@ai-sdk/*", "web-tree-sitter"],
+  // The MCP SDK loads only when a session has MCP servers, from node_modules like the AI SDK.
+  external: [
+    "@vscode/ripgrep",
+    "jiti",
+    "esbuild",
+    "ai",
+    "@ai-sdk/*",
+    "web-tree-sitter",
+    "@modelcontextprotocol/sdk",
+    "@modelcontextprotocol/sdk/*",
+  ],
   // CommonJS dependencies (tree-kill, picomatch) call require() for node builtins.
   banner: { js: "import { createRequire as __thCreateRequire } from 'node:module'; const require = __thCreateRequire(import.meta.url);" },
   logLevel: "warning",

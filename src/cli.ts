@@ -16,6 +16,7 @@ Usage:
   toolhost run "<prompt>" [--cwd DIR] [--model ID] [--mode MODE] [--json]
                                                  one model turn without an editor (prompt "-": read stdin)
   toolhost trust [DIR] [--revoke]                let a project's .toolhost/tools/ load (they run code)
+  toolhost mcp list [--cwd DIR] [--json]         the MCP servers a session starts, their status, tools, errors
   toolhost sessions [list] [--cwd DIR] [--limit N] [--json]
                                                  saved sessions, newest first
   toolhost sessions show|delete ID [--json]      one saved session's summary; delete it
@@ -185,6 +186,14 @@ async function main(argv: string[]): Promise<number> {
       const parsed = parse(rest, { revoke: { type: "boolean" } }, 1);
       const { runTrust } = await import("./commands/trust.js");
       return runTrust({ dir: parsed.positionals[0], revoke: parsed.values.revoke ?? false });
+    }
+    case "mcp": {
+      const [sub, ...more] = rest;
+      if (sub !== "list") fail(`mcp takes the sub-command list, got ${JSON.stringify(sub ?? "")}`);
+      const { values } = parse(more, { json: { type: "boolean" }, cwd: { type: "string" } });
+      const out = guardStdout();
+      const { runMcpList } = await import("./commands/mcp.js");
+      return thenExit(runMcpList({ json: values.json ?? false, cwd: values.cwd, out }), out);
     }
     case "doctor": {
       const { values } = parse(rest, SESSION_OPTIONS);

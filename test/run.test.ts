@@ -97,6 +97,20 @@ describe("toolhost run", () => {
     expect(JSON.stringify(model.requests[1]?.body.messages)).toContain("TODO: rename");
   });
 
+  it("gives the model the user's MCP servers' tools (a read-only one runs without asking)", async () => {
+    const fixture = fileURLToPath(new URL("./fixtures/mcp-server.mjs", import.meta.url));
+    await fsp.writeFile(
+      path.join(home, "config.json"),
+      JSON.stringify({ mcpServers: { fx: { command: process.execPath, args: [fixture] } } }),
+    );
+    const model = await withModel({ toolCalls: [{ name: "mcp__fx__echo", arguments: { text: "from run" } }] }, { text: "Echoed." });
+    const { code, stdout } = await toolhost(["run", "echo something"]);
+    expect(code).toBe(0);
+    expect(stdout).toBe("Echoed.\n");
+    expect(model.requests[0]?.body.tools?.map((t) => t.function.name)).toContain("mcp__fx__echo");
+    expect(JSON.stringify(model.requests[1]?.body.messages)).toContain("echo: from run");
+  });
+
   it("prints one JSON event per line with --json, and nothing else on stdout", async () => {
     await withModel(
       {

@@ -2,10 +2,11 @@ import type { AvailableCommand } from "@agentclientprotocol/sdk";
 import { BUILTIN_COMMANDS, firstSentence } from "../agent/commands.js";
 import type { ToolRegistry } from "../host/registry.js";
 
-/** Every tool is a command (`/<tool> <json>` or the tool's plain-text shorthand), then the built-in ones, then each skill. */
+/** Every tool is a command (`/<tool> <json>` or the tool's plain-text shorthand), then the built-in ones, then each skill, then the MCP prompts. */
 export function availableCommands(
   registry: ToolRegistry,
   skills: readonly { name: string; description: string }[] = [],
+  mcpPrompts: readonly { name: string; description: string; hint: string | null }[] = [],
 ): AvailableCommand[] {
   const tools = registry.list().map(({ tool }) => ({
     name: tool.id,
@@ -17,5 +18,10 @@ export function availableCommands(
   const skillCommands = skills
     .filter((s) => !taken.has(s.name))
     .map((s) => ({ name: s.name, description: `Skill: ${firstSentence(s.description)}`, input: { hint: "what to do (optional)" } }));
-  return [...tools, ...builtins, ...skillCommands];
+  const prompts = mcpPrompts.map((p) => ({
+    name: p.name,
+    description: `MCP prompt: ${firstSentence(p.description)}`,
+    input: p.hint ? { hint: p.hint } : null,
+  }));
+  return [...tools, ...builtins, ...skillCommands, ...prompts];
 }

@@ -18,7 +18,8 @@ export function initializeResponse(): InitializeResponse {
     agentCapabilities: {
       loadSession: true,
       promptCapabilities: { image: true, audio: false, embeddedContext: true },
-      mcpCapabilities: { http: false, sse: false },
+      // session/new's MCP servers: stdio always, streamable HTTP and SSE through the MCP SDK's transports.
+      mcpCapabilities: { http: true, sse: true },
       sessionCapabilities: { close: {}, list: {}, resume: {}, delete: {} },
     },
     authMethods: [],

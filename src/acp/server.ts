@@ -75,6 +75,8 @@ async function loadSession(
     if (restore.replay) await session.replay(restore.stored.entries);
   }
   await session.announceStart();
+  // MCP servers connect in the background: a prompt need not wait for a slow one.
+  void session.startMcp().catch((err: unknown) => process.stderr.write(`toolhost: MCP servers of session ${id}: ${String(err)}\n`));
   // The option's full profile list and the profile's model are known only now.
   await session.update({ sessionUpdate: "config_option_update", configOptions: session.configOptions() });
   return session;

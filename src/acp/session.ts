@@ -17,6 +17,7 @@ import { INTERRUPTED_RESULT, type SessionEntry, type ViewCall } from "../agent/s
 import type { SessionTools, TrustAnswer } from "../agent/session-tools.js";
 import type { CompactionEvent, UsageReport } from "../agent/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
+import type { McpServerSpec } from "../mcp/servers.js";
 import { NodeFs } from "../runtime/fs/node.js";
 import { ToolCallViews } from "./calls.js";
 import { availableCommands } from "./commands.js";
@@ -28,6 +29,16 @@ import { AcpSubagents, wantsSubagents } from "./subagents.js";
 import { promptContent } from "./prompt.js";
 import { acpQuestions } from "./questions.js";
 import { TerminalShell } from "./terminal-shell.js";
+
+/** An MCP server of session/new in the session's terms (env and headers as lists of name/value pairs). */
+export function editorServerSpec(server: McpServer): McpServerSpec {
+  const pairs = (list: { name: string; value: string }[] | undefined) => Object.fromEntries((list ?? []).map((p) => [p.name, p.value]));
+  if ("type" in server && (server.type === "http" || server.type === "sse")) {
+    return { name: server.name, origin: "editor", transport: server.type, url: server.url, headers: pairs(server.headers) };
+  }
+  const stdio = server as Extract<McpServer, { command: string }>;
+  return { name: stdio.name, origin: "editor", transport: "stdio", command: stdio.command, args: stdio.args ?? [], env: pairs(stdio.env) };
+}
 
 export interface AcpSessionOptions {
   id: string;
@@ -53,7 +64,7 @@ export interface AcpSessionOptions {
  */
 export class AcpSession implements SessionFrontEnd {
   readonly id: string;
-  /** Kept for the MCP issue: the servers the client asked this session to use. */
+  /** The MCP servers the client asked this session to use (session/new); connected by `startMcp`. */
   readonly mcpServers: McpServer[];
   readonly agent: AgentSession;
   private readonly client: AgentContext;
@@ -117,6 +128,14 @@ export class AcpSession implements SessionFrontEnd {
     );
     await this.update({ sessionUpdate: "config_option_update", configOptions: this.configOptions() });
     return null;
+  }
+
+  /**
+   * Connects the MCP servers (the editor's, the user's, a trusted project's) in the background,
+   * after session/new was answered; failures are said once, the tools arrive as they connect.
+   */
+  startMcp(): Promise<void> {
+    return this.agent.startMcp(this.mcpServers.map(editorServerSpec));
   }
 
   /** Session start: the commands, and load problems once. */
@@ -251,7 +270,7 @@ export class AcpSession implements SessionFrontEnd {
   async commandsChanged(): Promise<void> {
     await this.update({
       sessionUpdate: "available_commands_update",
-      availableCommands: availableCommands(this.agent.registry, this.agent.tools.toolset.skills.skills),
+      availableCommands: availableCommands(this.agent.registry, this.agent.tools.toolset.skills.skills, this.agent.mcpCommands()),
     });
   }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { Readable } from "node:stream";
-import type { ClientCapabilities } from "@agentclientprotocol/sdk";
+import type { ClientCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import { answerEarly, type EarlyAnswer } from "./early.js";
 import { cwdProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
@@ -37,6 +37,30 @@ function guardedStdin(out: Out): ReadableStream<Uint8Array> {
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
+const isPairs = (value: unknown) =>
+  Array.isArray(value) && value.every((p) => isObject(p) && typeof p.name === "string" && typeof p.value === "string");
+
+/**
+ * session/new's MCP servers when each has the shape the SDK's schema requires (stdio: name,
+ * command, args, env; http/sse: type, name, url, headers); null sends the request to the SDK,
+ * whose validation answers anything else.
+ */
+function plainServers(value: unknown): McpServer[] | null {
+  if (!Array.isArray(value)) return null;
+  const ok = value.every((s) => {
+    if (!isObject(s) || typeof s.name !== "string") return false;
+    if (s.type === "http" || s.type === "sse") return typeof s.url === "string" && isPairs(s.headers);
+    return (
+      s.type === undefined &&
+      typeof s.command === "string" &&
+      Array.isArray(s.args) &&
+      s.args.every((a) => typeof a === "string") &&
+      isPairs(s.env)
+    );
+  });
+  return ok ? (value as McpServer[]) : null;
+}
+
 /**
  * Serves ACP on stdin/stdout until stdin closes or SIGTERM. `out` writes to the real stdout (the
  * CLI sends every other stdout write to stderr).
@@ -60,11 +84,11 @@ export async function serveStdio(out: Out): Promise<void> {
       idle = setTimeout(loadServer, IDLE_LOAD_MS);
       return JSON.stringify({ jsonrpc: "2.0", id, result: initializeResponse() });
     }
-    const noServers = params.mcpServers === undefined || (Array.isArray(params.mcpServers) && params.mcpServers.length === 0);
-    if (method === "session/new" && state.clientCapabilities !== undefined && typeof params.cwd === "string" && noServers) {
+    const servers = params.mcpServers === undefined ? [] : plainServers(params.mcpServers);
+    if (method === "session/new" && state.clientCapabilities !== undefined && typeof params.cwd === "string" && servers) {
       if (cwdProblem(params.cwd) !== null) return null;
       const sessionId = randomUUID();
-      state.sessions.push({ id: sessionId, cwd: path.resolve(params.cwd), mcpServers: [] });
+      state.sessions.push({ id: sessionId, cwd: path.resolve(params.cwd), mcpServers: servers });
       loadAfterWrite = true;
       return JSON.stringify({ jsonrpc: "2.0", id, result: newSessionResponse(sessionId) });
     }

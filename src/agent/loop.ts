@@ -1,6 +1,7 @@
 import type { FinishReason, LanguageModelUsage, ToolResultPart } from "ai";
 import { envelopeToText, errorEnvelope, resultImage, type Envelope } from "../tool/envelope.js";
 import type { ErrorCode } from "../tool/errors.js";
+import { imageResult } from "../tool/display.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import { COMPACT_AT, compactHistory, planCompaction } from "./compaction.js";
 import { stepCost } from "./models.js";
@@ -44,33 +45,29 @@ function takesResultImages(opts: Pick<TurnOptions, "modelId" | "info">): boolean
   return opts.info.images && IMAGE_RESULT_PROVIDERS.has(opts.modelId.split("/")[0] ?? "");
 }
 
-function resultPart(call: StepCall, envelope: Envelope, images = false): ToolResultPart {
-  const image = envelope.type === "output" ? resultImage(envelope.data) : undefined;
-  if (image && envelope.type === "output") {
-    // The image never goes into the text: as an image to a model that takes it, otherwise a note.
-    const text = resultText({ ...envelope, data: { ...(envelope.data as object), image: undefined } });
-    return {
-      type: "tool-result",
-      toolCallId: call.modelCallId,
-      toolName: call.toolName,
-      output: images
-        ? {
-            type: "content",
-            value: [
-              { type: "text", text },
-              { type: "image-data", data: image.data, mediaType: image.mimeType },
-            ],
-          }
-        : { type: "text", value: `${text}\n[The image is not shown: this model does not take images in tool results.]` },
-    };
+/** A result's images and the rest of it: an MCP tool's content blocks, or web_fetch's `image` field. */
+function resultPictures(data: unknown): { text: unknown; images: { data: string; mimeType: string }[] } | null {
+  const blocks = imageResult(data);
+  if (blocks) return blocks;
+  const image = resultImage(data);
+  return image ? { text: { ...(data as object), image: undefined }, images: [image] } : null;
+}
+
+function resultPart(call: StepCall, envelope: Envelope, takesImages: boolean): ToolResultPart {
+  const base = { type: "tool-result" as const, toolCallId: call.modelCallId, toolName: call.toolName };
+  // The images never go into the text: as images to a model that takes them, otherwise a note.
+  const pictures = envelope.type === "output" ? resultPictures(envelope.data) : null;
+  if (pictures && envelope.type === "output") {
+    const text = resultText({ ...envelope, data: pictures.text });
+    if (!takesImages) {
+      const note = `[${pictures.images.length} image${pictures.images.length === 1 ? "" : "s"} not shown: this model does not take images in tool results]`;
+      return { ...base, output: { type: "text", value: text ? `${text}\n${note}` : note } };
+    }
+    const images = pictures.images.map((i) => ({ type: "image-data" as const, data: i.data, mediaType: i.mimeType }));
+    return { ...base, output: { type: "content", value: [...(text ? [{ type: "text" as const, text }] : []), ...images] } };
   }
   const value = resultText(envelope);
-  return {
-    type: "tool-result",
-    toolCallId: call.modelCallId,
-    toolName: call.toolName,
-    output: envelope.type === "error" ? { type: "error-text", value } : { type: "text", value },
-  };
+  return { ...base, output: envelope.type === "error" ? { type: "error-text", value } : { type: "text", value } };
 }
 
 /** Runs a step's calls: read-only batches in parallel, the rest in the model's order. */
@@ -95,7 +92,7 @@ async function runCalls(opts: TurnOptions, observer: TurnObserver, calls: StepCa
 async function abandon(step: Step, observer: TurnObserver, code: ErrorCode, text: string): Promise<ToolResultPart[]> {
   const envelope = errorEnvelope(code, text, 0);
   for (const info of step.announced.values()) await observer.done(info.callId, envelope, info);
-  return step.calls.map((call) => resultPart(call, envelope));
+  return step.calls.map((call) => resultPart(call, envelope, false));
 }
 
 /** Announced calls whose input the model never finished. */

@@ -1,6 +1,7 @@
 import type { LoadFile } from "../host/loader.js";
 import type { ToolRegistry } from "../host/registry.js";
-import { buildToolset, type Toolset } from "../host/toolset.js";
+import { buildToolset, profileVerdict, type Toolset } from "../host/toolset.js";
+import type { AnyTool } from "../tool/define.js";
 import { formatSkillProblems } from "../host/skills.js";
 import { diffToolsets, formatDiff, formatLoadProblems } from "../host/toolset-report.js";
 import { trust } from "../host/trust.js";
@@ -16,6 +17,8 @@ export type TrustAnswer = "session" | "always" | "reject";
  * every build (jiti stays loaded; its imports stay fresh). Knows nothing of ACP.
  */
 export class SessionTools {
+  /** Tools that arrive at run time (MCP servers), by source: applied to every build. */
+  private readonly dynamic = new Map<string, AnyTool[]>();
   private trustDecided = false;
   private trustedForSession: boolean | undefined;
 
@@ -41,6 +44,25 @@ export class SessionTools {
     return this.current;
   }
 
+  /**
+   * Sets the tools of one run-time source (`mcp:<server>`; none removes it), now and after every
+   * rebuild. The profile's enable/disable/kinds apply to them as to any tool. Returns problems
+   * (an id another source holds) for a message.
+   */
+  setSourceTools(source: string, tools: readonly AnyTool[]): string[] {
+    if (tools.length) this.dynamic.set(source, [...tools]);
+    else this.dynamic.delete(source);
+    return this.applySource(source, tools);
+  }
+
+  private applySource(source: string, tools: readonly AnyTool[]): string[] {
+    const profile = this.current.profile;
+    return this.current.registry.replaceSource(
+      source,
+      tools.filter((tool) => profileVerdict(profile, tool) === null),
+    );
+  }
+
   /** Load problems worth one message at session start (untrusted files are asked about instead). */
   startMessage(): string | null {
     const parts = [formatLoadProblems({ ...this.current.report, skipped: [] }), formatSkillProblems(this.current.skills)];
@@ -62,6 +84,7 @@ export class SessionTools {
       trusted: this.trustedForSession,
       loader: this.loader,
     });
+    for (const [source, tools] of this.dynamic) this.applySource(source, tools);
     const skills = formatSkillProblems(this.current.skills);
     return [formatDiff(diffToolsets(before.report, this.current.report)), skills].filter((p) => p !== null).join("\n");
   }

@@ -33,6 +33,10 @@ import { appendProjectRules } from "../config/project-permissions.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
+import { mcpCommandName, parsePromptCommand, promptArguments, promptTurnText } from "./mcp-commands.js";
+import type { McpPrompt, McpServers, ServerStatus } from "../mcp/manager.js";
+import { mcpSource } from "../mcp/tools.js";
+import { mergeServers, projectHasServers, projectServers, userServers, type McpServerSpec } from "../mcp/servers.js";
 import { DEFAULT_PROMPT } from "./system-prompt.js";
 import { deferredCallResult, planOffer } from "./deferral.js";
 import { registryIndex } from "./tool-index.js";
@@ -185,6 +189,17 @@ export class AgentSession {
   private readonly unrecordedFrontEnd: SessionFrontEnd;
   /** Said to the model with the next prompt: the loaded session's last turn was cut short. */
   private interruptedNote: string | undefined;
+  /** The session's MCP servers, once `startMcp` ran with any to start. */
+  private mcp: McpServers | null = null;
+  /** The editor's servers (session/new), kept to start the project's later (trust) with the same precedence. */
+  private editorServers: McpServerSpec[] = [];
+  /** MCP prompts by server: slash commands `/<server>:<prompt>`. */
+  private readonly mcpPrompts = new Map<string, McpPrompt[]>();
+  /** `startMcp` ran (a session that runs MCP servers); what it has said (each note once); the session closed. */
+  private mcpStarted = false;
+  private mcpUntrustedNoted = false;
+  private readonly mcpNoted = new Set<string>();
+  private closed = false;
 
   constructor(options: AgentSessionOptions) {
     this.cwd = options.cwd;
@@ -358,12 +373,85 @@ export class AgentSession {
     this.turn?.abort(new Error("Cancelled by the user"));
   }
 
-  /** Cancels the turn and removes the session's files (a subagent leaves its parent's runtime alone). */
+  /** Cancels the turn, stops the MCP servers and removes the session's files (a subagent leaves its parent's runtime alone). */
   async close(): Promise<void> {
+    this.closed = true;
     this.cancel();
-    await this.turnDone;
+    await Promise.all([this.turnDone, this.mcp?.close()]);
     this.recorder?.close();
     if (!this.parent) await this.runtime.close();
+  }
+
+  /**
+   * Connects the session's MCP servers, all in parallel: the editor's (session/new), the user's
+   * config file's and, in a trusted project, the project's (`.toolhost/config.json`, `.mcp.json`).
+   * Called after session/new is answered; resolves when every server is ready or failed (each
+   * failure is said once). Their tools join the registry as `mcp__<server>__<tool>` (source
+   * `mcp:<server>`), their prompts become slash commands. Again later (trusting the project) it
+   * starts only servers not running yet.
+   */
+  async startMcp(editor: McpServerSpec[] = this.editorServers): Promise<void> {
+    this.editorServers = editor;
+    this.mcpStarted = true;
+    const trusted = this.tools.toolset.report.trusted;
+    const user = userServers();
+    const project = trusted ? projectServers(this.cwd) : { servers: [], problems: [] };
+    const merged = mergeServers(editor, user.servers, project.servers);
+    const problems = [...user.problems, ...project.problems, ...merged.problems];
+    // Said once: a second start (the project became trusted) adds only what is new.
+    const notes = problems.map((p) => `- ${p.file ? `${p.file}: ` : ""}${p.message}`).filter((n) => !this.mcpNoted.has(n));
+    for (const n of notes) this.mcpNoted.add(n);
+    if (!trusted && !this.mcpUntrustedNoted && projectHasServers(this.cwd)) {
+      this.mcpUntrustedNoted = true;
+      notes.push(
+        "- This project configures MCP servers (.mcp.json or .toolhost/config.json); they start only in a trusted project: /trust.",
+      );
+    }
+    if (notes.length) await this.frontEnd.say(`MCP servers:\n${notes.join("\n")}`);
+    if (merged.servers.length === 0 || this.closed) return;
+    if (!this.mcp) {
+      const { McpServers } = await import("../mcp/manager.js");
+      // Closed while the module loaded: nothing may start after close() ran.
+      if (this.closed) return;
+      this.mcp = new McpServers(this.cwd, {
+        tools: (server, tools) => {
+          const left = this.tools.setSourceTools(mcpSource(server), tools);
+          if (left.length) void this.frontEnd.say(`MCP server "${server}": ${left.join("; ")}.`);
+          void this.frontEnd.commandsChanged?.();
+        },
+        prompts: (server, prompts) => {
+          if (prompts.length) this.mcpPrompts.set(server, prompts);
+          else this.mcpPrompts.delete(server);
+          void this.frontEnd.commandsChanged?.();
+        },
+        report: (message) => this.frontEnd.say(message),
+      });
+    }
+    await this.mcp.start(merged.servers);
+  }
+
+  /** The project became trusted: its MCP servers start too (in a session that runs MCP servers). */
+  private projectTrusted(): void {
+    if (this.mcpStarted) void this.startMcp().catch((err: unknown) => process.stderr.write(`toolhost: MCP: ${String(err)}\n`));
+  }
+
+  /** Stops the MCP servers (stdio ones with their process trees); `close()` does it too. */
+  async stopMcp(): Promise<void> {
+    await this.mcp?.close();
+  }
+
+  /** The MCP servers and how they are doing (empty before `startMcp`). */
+  mcpStatus(): ServerStatus[] {
+    return this.mcp?.status() ?? [];
+  }
+
+  /** The MCP prompts as slash commands: `/<server>:<prompt>`, what it does, what it takes. */
+  mcpCommands(): { name: string; description: string; hint: string | null }[] {
+    return [...this.mcpPrompts.values()].flat().map((p) => ({
+      name: mcpCommandName(p),
+      description: p.description ?? `Prompt ${p.name} of the MCP server ${p.server}`,
+      hint: p.arguments.length ? p.arguments.map((a) => (a.required ? a.name : `[${a.name}]`)).join(" ") : null,
+    }));
   }
 
   /** One tool call with its whole life reported to the front end. */
@@ -450,8 +538,13 @@ export class AgentSession {
             `The project's tools were not loaded: asking about them failed (${err instanceof Error ? err.message : String(err)}). Type /trust to load them for this session.`,
           );
         }
-        if (loaded) await this.frontEnd.commandsChanged?.();
+        if (loaded) {
+          await this.frontEnd.commandsChanged?.();
+          this.projectTrusted();
+        }
       }
+      const mcpPrompt = input.moreText ? null : parsePromptCommand(input.text, [...this.mcpPrompts.values()].flat());
+      if (mcpPrompt) return stop(await this.mcpPromptTurn(mcpPrompt.prompt, mcpPrompt.rest, signal));
       let slash;
       try {
         slash = parseSlash(
@@ -476,11 +569,18 @@ export class AgentSession {
         case "help":
           await this.frontEnd.say(helpText(this.registry));
           break;
-        case "tools":
-          await this.frontEnd.say(toolsText(this.registry));
+        case "tools": {
+          const servers = this.mcpStatus().map(
+            (m) =>
+              `- ${m.name} (${m.transport}, ${m.origin}): ${m.state === "ready" ? `${m.tools} tools, ${m.prompts} prompts` : (m.error ?? m.state)}`,
+          );
+          await this.frontEnd.say([toolsText(this.registry), ...(servers.length ? ["", "MCP servers:", ...servers] : [])].join("\n"));
           break;
+        }
         case "reload":
           await this.frontEnd.say(`Tools reloaded. ${await this.tools.reload()}${rulesNote(this.permissionProblems)}`);
+          // MCP servers that failed or stopped start again; their tools arrive when they are ready.
+          if (this.mcp) void this.mcp.restartFailed();
           await this.frontEnd.commandsChanged?.();
           break;
         case "invalid":
@@ -531,11 +631,12 @@ export class AgentSession {
       await this.frontEnd.say("This project's tools are already loaded. `/trust always` loads them in every session from now on.");
       return;
     }
-    if (arg === "" && report.skipped.length === 0) {
+    if (arg === "" && report.skipped.length === 0 && !(this.mcpStarted && projectHasServers(this.cwd))) {
       await this.frontEnd.say("This project has no tools of its own (.toolhost/tools/) to load.");
       return;
     }
     const change = await this.tools.decideTrust(arg === "always" ? "always" : "session");
+    this.projectTrusted();
     await this.frontEnd.say(
       arg === "always"
         ? `This project is trusted: its tools load in every session from now on (\`toolhost trust --revoke\` undoes it). ${change ?? ""}`.trim()
@@ -546,6 +647,25 @@ export class AgentSession {
 
   private fail(text: string): void | Promise<void> {
     return this.frontEnd.failed ? this.frontEnd.failed(text) : this.frontEnd.say(text);
+  }
+
+  /** `/<server>:<prompt> [arguments]`: the prompt's messages, from its server, become the user turn. */
+  private async mcpPromptTurn(prompt: McpPrompt, rest: string, signal: AbortSignal): Promise<TurnStopReason> {
+    const args = promptArguments(prompt, rest);
+    if ("error" in args) {
+      await this.frontEnd.say(args.error);
+      return "end_turn";
+    }
+    let text: string;
+    try {
+      const result = await this.mcp!.getPrompt(prompt.server, prompt.name, args.values, signal);
+      text = promptTurnText(result.messages);
+    } catch (err) {
+      if (signal.aborted) return "cancelled";
+      await this.frontEnd.say(`/${mcpCommandName(prompt)} failed: ${err instanceof Error ? err.message : String(err)}`);
+      return "end_turn";
+    }
+    return this.modelTurn({ text, content: () => text }, signal);
   }
 
   /** `/<skill> [arguments]`: a model turn with the skill's instructions loaded, its folder readable. */

@@ -26,6 +26,8 @@ export async function runCall(options: CallOptions): Promise<number> {
     mode: options.mode ?? "full",
     frontEnd: headlessFrontEnd((text) => process.stderr.write(`${text}\n`)),
   });
+  // An MCP tool: its server starts for this call (the user's, or a trusted project's) and stops after it.
+  if (options.id.startsWith("mcp__")) await session.startMcp([]);
   if (!session.registry.has(options.id)) {
     const problems = formatLoadProblems(session.tools.toolset.report);
     if (problems) process.stderr.write(`${problems}\n`);
@@ -37,7 +39,7 @@ export async function runCall(options: CallOptions): Promise<number> {
   // Alongside the call, and awaited: the CLI exits as soon as this returns.
   const swept = sweepStaleSidecars().catch(() => {});
   const envelope = await session.callTool(options.id, options.args, controller.signal);
-  await swept;
+  await Promise.all([swept, session.stopMcp()]);
   process.off("SIGINT", onSignal);
   process.off("SIGTERM", onSignal);
   await options.out(`${JSON.stringify(envelope, null, 2)}\n`); // the CLI prints the envelope

@@ -5,6 +5,7 @@ import { loadUserConfig } from "../config/schema.js";
 import { describeWebSearch, resolveWebSearch } from "../config/web-search.js";
 import { sandboxNetworkStatus } from "../runtime/shell/sandbox-proxy.js";
 import { buildToolset } from "../host/toolset.js";
+import { mcpReport } from "./mcp.js";
 import { describeSandbox, SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
 
 export interface DoctorOptions {
@@ -27,6 +28,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     loader: extensionLoader(),
   });
   const network = sandboxNetworkStatus();
+  const mcp = await mcpReport(report.cwd, home);
   const lines = [
     `toolhost ${version} on Node ${process.versions.node}`,
     `home:    ${home}`,
@@ -41,6 +43,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     `sandbox: ${describeSandbox(await new SessionSandbox({ setting: sandboxSetting() }).state())}`,
     `sandbox network: ${network.available ? `allowed hosts through the proxy (socat: ${network.socat})` : network.reason}`,
     `web search: ${describeWebSearch(resolveWebSearch(config.config.webSearch))}`,
+    `mcp servers: ${mcp.servers.length}${mcp.servers.length ? ` (${mcp.servers.filter((s) => s.state === "ready").length} ready, ${mcp.servers.reduce((n, s) => n + s.tools, 0)} tools; \`toolhost mcp list\` shows them)` : ""}`,
   ];
   const block = (title: string, items: string[]) => {
     if (items.length) lines.push("", title, ...items.map((i) => `  ${i.replace(/\n/g, "\n    ")}`));
@@ -53,16 +56,18 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     ...report.folders
       .filter((f) => f.origin === "config" && f.status === "missing")
       .map((f) => `${f.dir}: this folder is listed in toolDirs (${config.path}) but does not exist; create it or fix the entry`),
+    ...mcp.problems.map((p) => `${p.file ? `${p.file}: ` : ""}${p.message}`),
+    ...mcp.servers.filter((s) => s.state !== "ready").map((s) => `MCP server "${s.name}" ${s.error ?? s.state}`),
   ];
   block(`problems (${problems.length}):`, problems);
   block("shadowed (the first definition found wins):", [
     ...report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`),
     ...skills.shadowed.map((s) => `skill ${s.name}: ${s.file} lost to ${s.winner}`),
   ]);
-  block(
-    "skipped, project not trusted (`toolhost trust` loads them):",
-    report.skipped.map((s) => s.file),
-  );
+  block("skipped, project not trusted (`toolhost trust` loads them):", [
+    ...report.skipped.map((s) => s.file),
+    ...mcp.untrusted.map((u) => `MCP server "${u.name}"${u.file ? ` (${u.file})` : ""}`),
+  ]);
   if (!problems.length) lines.push("", "No problems found.");
   process.stdout.write(`${lines.join("\n")}\n`); // stdout-ok: the command's report
   return problems.length ? 1 : 0;

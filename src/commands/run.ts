@@ -115,6 +115,8 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     frontEnd,
     record: true,
   });
+  // The user's MCP servers (and a trusted project's) take part, as in the editor; the turn waits for them.
+  await session.startMcp([]);
   slash = parseSlash(options.prompt, session.registry) !== null;
   if (options.model) {
     const problem = session.setModel(options.model);

@@ -74,6 +74,12 @@ export const UserConfigSchema = z
     sandbox: z.enum(["on", "off"]).optional(),
     /** The web_search tool's providers and bounds; without it the tool is not offered. */
     webSearch: WebSearchConfigSchema.optional(),
+    /**
+     * MCP servers by name, as Claude Code, Cursor and Zed users write them: `{ command, args?, env?, cwd? }`
+     * or `{ url, headers?, type?: "http" | "sse" }`. Each entry is validated by mcp/servers.ts, so one
+     * broken server is reported by name and the others (and the rest of the file) stay.
+     */
+    mcpServers: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 

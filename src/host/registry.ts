@@ -32,6 +32,22 @@ export class ToolRegistry {
     this.tools.set(tool.id, { tool, source });
   }
 
+  /**
+   * Replaces the tools of one source (an MCP server's, which change at run time): its earlier
+   * tools go, the new ones are added after the others. An id another source holds is not taken;
+   * the returned problems say which.
+   */
+  replaceSource(source: ToolSource, tools: readonly AnyTool[]): string[] {
+    for (const [id, entry] of this.tools) if (entry.source === source) this.tools.delete(id);
+    const problems: string[] = [];
+    for (const tool of tools) {
+      const existing = this.tools.get(tool.id);
+      if (existing) problems.push(`"${tool.id}" of ${source} is already registered from ${existing.source}; it was left out`);
+      else this.tools.set(tool.id, { tool, source });
+    }
+    return problems;
+  }
+
   get(id: string): AnyTool | undefined {
     return this.tools.get(id)?.tool;
   }

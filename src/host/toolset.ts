@@ -52,7 +52,7 @@ export interface Toolset {
 }
 
 /** Why the profile leaves a tool out (`enable` is an allowlist, then `disable`, then `kinds`), or null. */
-function profileVerdict(profile: Profile, tool: AnyTool): string | null {
+export function profileVerdict(profile: Profile, tool: AnyTool): string | null {
   const { enable, disable, kinds } = profile.tools;
   if (enable && !enable.includes(tool.id)) return `not in the ${profile.name} profile's tools.enable`;
   if (disable.includes(tool.id)) return `the ${profile.name} profile disables it`;

@@ -53,6 +53,16 @@ function isImage(value: unknown): value is DisplayImage {
   return isObject(value) && typeof value.data === "string" && typeof value.mimeType === "string";
 }
 
+/**
+ * A result that carries images for the model (an MCP tool's screenshot): `{ text, images }` with
+ * at least one image. The text is what the model reads beside them; null for any other data.
+ */
+export function imageResult(data: unknown): { text: string; images: DisplayImage[] } | null {
+  if (!isObject(data) || typeof data.text !== "string" || !Array.isArray(data.images) || data.images.length === 0) return null;
+  if (!data.images.every(isImage) || Object.keys(data).some((k) => k !== "text" && k !== "images")) return null;
+  return { text: data.text, images: data.images };
+}
+
 function isListOf<T>(value: unknown, check: (item: unknown) => item is T): value is T[] | undefined {
   return value === undefined || (Array.isArray(value) && value.every(check));
 }

@@ -243,7 +243,7 @@ describe("the model turn loop", () => {
     });
     expect(await turn("openai-compatible/mock")).toEqual({
       type: "text",
-      value: "content: [image: image/png, 3 bytes]\n[The image is not shown: this model does not take images in tool results.]",
+      value: "content: [image: image/png, 3 bytes]\n[1 image not shown: this model does not take images in tool results]",
     });
   });
 

@@ -2,6 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { SessionTools } from "../../src/agent/session-tools.js";
+import { defineTool } from "../../src/tool/define.js";
 import { projectToolDir } from "../../src/host/discovery.js";
 import { createExtensionLoader, type LoadFile } from "../../src/host/loader.js";
 import { tempDir } from "../helpers.js";
@@ -49,5 +50,35 @@ describe("SessionTools", () => {
     expect(tools.registry.has("local")).toBe(true);
     expect(seen.files).toEqual(["hello.ts", "hello.ts", "local.ts", "hello.ts"]);
     expect(seen.apiLoads).toBe(1);
+  });
+});
+
+describe("SessionTools: tools that arrive at run time (MCP servers)", () => {
+  const tool = (id: string, kind: "read" | "execute") =>
+    defineTool({ id, description: `${id}.`, kind, parameters: { type: "object" }, requires: {}, execute: async () => "ok" });
+
+  it("adds, replaces and removes one source's tools, keeps them across rebuilds and profile changes, and applies the profile's kinds", async () => {
+    const tools = await SessionTools.create(project);
+    expect(tools.setSourceTools("mcp:x", [tool("mcp__x__look", "read"), tool("mcp__x__act", "execute"), tool("read", "read")])).toEqual([
+      '"read" of mcp:x is already registered from builtin; it was left out',
+    ]);
+    const mine = () =>
+      tools.registry
+        .list()
+        .filter((t) => t.source === "mcp:x")
+        .map((t) => t.tool.id);
+    expect(mine()).toEqual(["mcp__x__look", "mcp__x__act"]);
+    expect(tools.registry.entry("read")?.source).toBe("builtin");
+    await tools.reload();
+    expect(mine()).toEqual(["mcp__x__look", "mcp__x__act"]);
+    // The read-only profile keeps only read-only kinds, MCP tools included.
+    await tools.reload({ profile: "read-only" });
+    expect(mine()).toEqual(["mcp__x__look"]);
+    await tools.reload({ profile: "default" });
+    tools.setSourceTools("mcp:x", [tool("mcp__x__new", "read")]);
+    expect(mine()).toEqual(["mcp__x__new"]);
+    tools.setSourceTools("mcp:x", []);
+    await tools.reload();
+    expect(mine()).toEqual([]);
   });
 });

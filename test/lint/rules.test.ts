@@ -65,6 +65,8 @@ describe("layers (import-x/no-restricted-paths)", () => {
     ["src/version.ts", "src/acp"],
     ["src/agent/x.ts", "src/commands"],
     ["src/host/x.ts", "src/cli.ts"],
+    ["src/mcp/x.ts", "src/host"],
+    ["src/mcp/x.ts", "src/agent"],
   ];
   it.each(forbidden)("%s may not import %s", async (file, target) => {
     const found = await lint(file, `import "${specifier(file, target)}";\n`);
@@ -96,6 +98,8 @@ describe("layers (import-x/no-restricted-paths)", () => {
     ["src/cli.ts", "src/acp"],
     ["src/cli.ts", "src/commands"],
     ["src/index.ts", "src/public.ts"],
+    ["src/mcp/x.ts", "src/runtime"],
+    ["src/agent/x.ts", "src/mcp"],
   ];
   it.each(allowed)("%s may import %s", async (file, target) => {
     expect(await lint(file, `import "${specifier(file, target)}";\n`)).toEqual([]);

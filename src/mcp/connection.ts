@@ -1,0 +1,212 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  PromptListChangedNotificationSchema,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type GetPromptResult,
+  type Prompt,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import treeKill from "tree-kill";
+import { version } from "../config/paths.js";
+import type { McpServerSpec } from "./servers.js";
+
+/** Stdio servers still running, by pid: killed when toolhost exits without closing them. */
+const running = new Set<number>();
+let exitHook = false;
+
+function watchExit(): void {
+  if (exitHook) return;
+  exitHook = true;
+  process.once("exit", () => {
+    for (const pid of running) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {}
+    }
+  });
+}
+
+/** Stops a process and everything it started (SIGTERM, then SIGKILL after a grace period). */
+function killTree(pid: number, graceMs = 1500): Promise<void> {
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return new Promise((resolve) => {
+    treeKill(pid, "SIGTERM", () => {
+      if (!alive()) return resolve();
+      // Timers not unref'd: a CLI waiting only on this (toolhost mcp list) must not exit before the tree is gone.
+      const started = Date.now();
+      const poll = setInterval(() => {
+        const gone = !alive();
+        if (!gone && Date.now() - started < graceMs) return;
+        clearInterval(poll);
+        if (gone) resolve();
+        else treeKill(pid, "SIGKILL", () => resolve());
+      }, 50);
+    });
+  });
+}
+
+/** Writes a server's stderr to toolhost's, each line prefixed with the server's name. */
+function prefixLines(name: string): (chunk: Buffer | string) => void {
+  let rest = "";
+  return (chunk) => {
+    const lines = (rest + chunk.toString()).split("\n");
+    rest = lines.pop() ?? "";
+    for (const line of lines) process.stderr.write(`[mcp ${name}] ${line}\n`);
+  };
+}
+
+export interface ConnectionEvents {
+  /** The server's tool list changed (notifications/tools/list_changed): call `listTools` again. */
+  toolsChanged(): void;
+  /** The prompt list changed. */
+  promptsChanged(): void;
+  /** The connection ended without `close()` (the process exited, the server went away). */
+  closed(): void;
+}
+
+/** One MCP server, connected through the SDK's client: its tools, prompts, calls, and its end. */
+export class McpConnection {
+  private client: Client | null = null;
+  private transport: Transport | null = null;
+  private pid: number | null = null;
+  private closing = false;
+
+  constructor(
+    readonly spec: McpServerSpec,
+    private readonly workspace: string,
+    private readonly events: ConnectionEvents,
+  ) {}
+
+  /** Starts the server (or opens the remote connection) and runs MCP's initialize. */
+  async connect(signal: AbortSignal): Promise<void> {
+    const spec = this.spec;
+    let transport: Transport;
+    if (spec.transport === "stdio") {
+      const stdio = new StdioClientTransport({
+        command: spec.command,
+        args: spec.args,
+        // The SDK's safe defaults (HOME, PATH, …) plus what the configuration gives.
+        env: { ...getDefaultEnvironment(), ...spec.env },
+        cwd: spec.cwd ?? this.workspace,
+        stderr: "pipe",
+      });
+      stdio.stderr?.on("data", prefixLines(spec.name));
+      transport = stdio;
+    } else {
+      const requestInit = { headers: spec.headers };
+      transport =
+        spec.transport === "http"
+          ? new StreamableHTTPClientTransport(new URL(spec.url), { requestInit })
+          : new SSEClientTransport(new URL(spec.url), {
+              requestInit,
+              eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...spec.headers, ...(init?.headers ?? {}) } }) },
+            });
+    }
+    this.transport = transport;
+    const client = new Client({ name: "toolhost", version }, { capabilities: {} });
+    client.onclose = () => {
+      this.forget();
+      if (!this.closing) this.events.closed();
+    };
+    client.onerror = () => {};
+    this.client = client;
+    const aborted = new Promise<never>((_, reject) => {
+      const fail = () => reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
+      if (signal.aborted) fail();
+      else signal.addEventListener("abort", fail, { once: true });
+    });
+    aborted.catch(() => {});
+    const started = client.connect(transport, { signal });
+    started.catch(() => {});
+    await Promise.race([started, aborted]);
+    this.notePid();
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.events.toolsChanged());
+    client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.events.promptsChanged());
+  }
+
+  private notePid(): void {
+    const pid = this.transport instanceof StdioClientTransport ? this.transport.pid : null;
+    if (pid && this.pid === null) {
+      this.pid = pid;
+      running.add(pid);
+      watchExit();
+    }
+  }
+
+  private forget(): void {
+    if (this.pid !== null) running.delete(this.pid);
+  }
+
+  private get live(): Client {
+    if (!this.client) throw new Error(`the MCP server "${this.spec.name}" is not connected`);
+    return this.client;
+  }
+
+  /** Every tool of the server (all pages). */
+  async listTools(): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.live.listTools(cursor ? { cursor } : undefined);
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return tools;
+  }
+
+  /** Every prompt of the server; none when it offers no prompts. */
+  async listPrompts(): Promise<Prompt[]> {
+    if (!this.live.getServerCapabilities()?.prompts) return [];
+    const prompts: Prompt[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.live.listPrompts(cursor ? { cursor } : undefined);
+      prompts.push(...page.prompts);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return prompts;
+  }
+
+  callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<CallToolResult> {
+    return this.live.callTool({ name, arguments: args }, undefined, {
+      signal,
+      timeout: timeoutMs,
+      resetTimeoutOnProgress: true,
+    }) as Promise<CallToolResult>;
+  }
+
+  getPrompt(name: string, args: Record<string, string>, signal: AbortSignal): Promise<GetPromptResult> {
+    return this.live.getPrompt({ name, arguments: args }, { signal });
+  }
+
+  /** Closes the connection; a stdio server is stopped with its whole process tree. */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.notePid();
+    const pid = this.pid;
+    const client = this.client;
+    this.client = null;
+    // The tree first: once the server exits, its children are orphans no walk from its pid finds.
+    if (pid !== null) await killTree(pid);
+    // A streamable HTTP session is ended on the server too (DELETE), if it answers soon.
+    const transport = this.transport;
+    if (client && transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+      const wait = new Promise<void>((resolve) => setTimeout(resolve, 1000).unref());
+      await Promise.race([transport.terminateSession().catch(() => {}), wait]);
+    }
+    await (client ? client.close() : this.transport?.close())?.catch(() => {});
+    this.forget();
+  }
+}
