@@ -3,6 +3,7 @@ import path from "node:path";
 import type { SessionConfigOption, SessionModeState } from "@agentclientprotocol/sdk";
 import { packageRoot, toolhostHome } from "../config/paths.js";
 import { NO_MODEL, type ModelOptionState } from "../agent/model-config.js";
+import { supportsThinking, THOUGHT_LEVELS, type ThoughtLevel } from "../agent/thinking.js";
 import { MODES, type ModeId } from "../policy/modes.js";
 
 /** The modes as ACP session modes. Light on purpose: session/new answers with it before the tools load. */
@@ -71,8 +72,33 @@ function profileOption(profile: ProfileOptionState): SessionConfigOption {
   };
 }
 
-/** The `mode` config option (the forward path; v2 drops session modes), then `model` and `profile` when given. */
-export function configOptions(mode: ModeId, model?: ModelOptionState, profile?: ProfileOptionState): SessionConfigOption[] {
+const THOUGHT_NAMES: Record<ThoughtLevel, { name: string; description: string }> = {
+  default: { name: "Default", description: "The model's own setting" },
+  low: { name: "Low", description: "Think briefly before answering" },
+  medium: { name: "Medium", description: "Think more before answering" },
+  high: { name: "High", description: "Think the longest (slower, costs more)" },
+};
+
+/** How hard the model thinks: offered only for a model that takes it (Anthropic extended thinking, OpenAI reasoning effort). */
+function thoughtOption(current: ThoughtLevel): SessionConfigOption {
+  return {
+    id: "thought_level",
+    name: "Thinking",
+    description: "How hard the model thinks before it answers",
+    category: "thought_level",
+    type: "select",
+    currentValue: current,
+    options: THOUGHT_LEVELS.map((value) => ({ value, ...THOUGHT_NAMES[value] })),
+  };
+}
+
+/** The `mode` config option (the forward path; v2 drops session modes), then `model`, `thought_level` and `profile` when given. */
+export function configOptions(
+  mode: ModeId,
+  model?: ModelOptionState,
+  profile?: ProfileOptionState,
+  thought?: ThoughtLevel,
+): SessionConfigOption[] {
   const options: SessionConfigOption[] = [
     {
       id: "mode",
@@ -85,6 +111,7 @@ export function configOptions(mode: ModeId, model?: ModelOptionState, profile?: 
     },
   ];
   if (model) options.push(modelOption(model));
+  if (model && thought && supportsThinking(model.current)) options.push(thoughtOption(thought));
   if (profile) options.push(profileOption(profile));
   return options;
 }

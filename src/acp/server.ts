@@ -142,13 +142,23 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
     })
     .onRequest("session/set_config_option", async ({ params }) => {
       const h = handle(params.sessionId);
-      if (!["mode", "model", "profile"].includes(params.configId) || typeof params.value !== "string") {
+      if (!["mode", "model", "profile", "thought_level"].includes(params.configId) || typeof params.value !== "string") {
         throw RequestError.invalidParams({ configId: params.configId }, `Unknown config option ${params.configId}`);
       }
       if (params.configId === "profile") {
         const session = await h.ready;
         const problem = await session.setProfile(params.value);
         if (problem) throw RequestError.invalidParams({ value: params.value }, problem);
+        return { configOptions: session.configOptions() };
+      }
+      if (params.configId === "thought_level") {
+        const session = await h.ready;
+        if (!session.agent.setThoughtLevel(params.value)) {
+          throw RequestError.invalidParams(
+            { value: params.value },
+            `Unknown thought level ${params.value}; levels: default, low, medium, high`,
+          );
+        }
         return { configOptions: session.configOptions() };
       }
       if (params.configId === "model") {

@@ -112,10 +112,12 @@ export class AcpSession implements SessionFrontEnd {
   }
 
   configOptions() {
-    return configOptions(this.agent.mode, modelOptionState(this.agent.model), {
-      current: this.agent.tools.toolset.profile.name,
-      names: this.profiles,
-    });
+    return configOptions(
+      this.agent.mode,
+      modelOptionState(this.agent.model),
+      { current: this.agent.tools.toolset.profile.name, names: this.profiles },
+      this.agent.thoughtLevel,
+    );
   }
 
   /** Switches the profile: rebuilds the tools and tells the user what changed. */
@@ -276,7 +278,13 @@ export class AcpSession implements SessionFrontEnd {
 
   text = (text: string) => this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
   thought = (text: string) => this.update({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } });
-  usage = (report: UsageReport) => this.update({ sessionUpdate: "usage_update", ...report });
+  usage = ({ cache, ...report }: UsageReport) =>
+    this.update({
+      sessionUpdate: "usage_update",
+      ...report,
+      // ACP's usage has no place for the prompt cache: in _meta, for clients that show it.
+      ...(cache ? { _meta: { toolhost: { cachedInputTokens: cache.read, cacheWriteTokens: cache.write } } } : {}),
+    });
 
   /** A compaction: `compaction_update` for a client that shows them, else one agent message when it ends. */
   compaction = async (event: CompactionEvent): Promise<void> => {

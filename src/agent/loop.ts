@@ -147,8 +147,10 @@ async function reportUsage(opts: TurnOptions, observer: TurnObserver, usage: Lan
   const output = usage?.outputTokens ?? 0;
   const used = input !== undefined ? input + output : opts.history.estimateTokens(opts.system);
   const report: UsageReport = { used, size: opts.info.contextWindow };
-  const cost =
-    input !== undefined ? stepCost(opts.info, { input, output, cachedInput: usage?.inputTokenDetails?.cacheReadTokens ?? 0 }) : undefined;
+  const read = usage?.inputTokenDetails?.cacheReadTokens ?? 0;
+  const write = usage?.inputTokenDetails?.cacheWriteTokens ?? 0;
+  if (read || write) report.cache = { read, write };
+  const cost = input !== undefined ? stepCost(opts.info, { input, output, cachedInput: read, cacheWrite: write }) : undefined;
   if (cost !== undefined && opts.meter) {
     opts.meter.amount += cost;
     report.cost = { amount: Math.round(opts.meter.amount * 1e6) / 1e6, currency: "USD" };

@@ -86,16 +86,25 @@ export function modelInfo(spec: ModelSpec, env: NodeJS.ProcessEnv = process.env)
 }
 
 export interface StepTokens {
+  /** All input tokens, cached ones included. */
   input: number;
+  /** Of those, read from the prompt cache. */
   cachedInput: number;
+  /** Of those, written to the prompt cache (Anthropic bills them at 1.25× the input price). */
+  cacheWrite?: number;
   output: number;
 }
+
+/** What writing a token to the prompt cache costs, in input prices (Anthropic's 5-minute cache). */
+const CACHE_WRITE_FACTOR = 1.25;
 
 /** The cost of one request in USD, or undefined when the price is not known. */
 export function stepCost(info: ModelInfo, tokens: StepTokens): number | undefined {
   const price = info.price;
   if (!price) return undefined;
   const cached = Math.min(tokens.cachedInput, tokens.input);
-  const fresh = tokens.input - cached;
-  return (fresh * price.input + cached * (price.cachedInput ?? price.input) + tokens.output * price.output) / 1_000_000;
+  const written = Math.min(tokens.cacheWrite ?? 0, tokens.input - cached);
+  const fresh = tokens.input - cached - written;
+  const inputCost = fresh * price.input + cached * (price.cachedInput ?? price.input) + written * price.input * CACHE_WRITE_FACTOR;
+  return (inputCost + tokens.output * price.output) / 1_000_000;
 }

@@ -56,7 +56,7 @@ export class SessionRecorder {
     this.write({ type: "message", at: now(), message });
   }
 
-  setting(name: "mode" | "model" | "profile", value: string): void {
+  setting(name: "mode" | "model" | "profile" | "thought_level", value: string): void {
     this.write({ type: "setting", at: now(), name, value });
   }
 

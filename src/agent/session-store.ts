@@ -32,7 +32,7 @@ export type SessionEntry =
   /** The session's title (from the first prompt, or set later). */
   | { type: "title"; at: string; title: string }
   /** A setting changed: the mode, the model or the profile. */
-  | { type: "setting"; at: string; name: "mode" | "model" | "profile"; value: string }
+  | { type: "setting"; at: string; name: "mode" | "model" | "profile" | "thought_level"; value: string }
   /** A turn started (with the prompt's text) or ended. */
   | { type: "turn"; at: string; phase: "start" | "end"; prompt?: string; stopReason?: string }
   /** What the front end was shown (text, a tool call's life, a message), for a replay. */
@@ -377,6 +377,7 @@ export interface RestoredState {
   mode?: string;
   model?: string;
   profile?: string;
+  thoughtLevel?: string;
   title?: string;
   /** The highest `call_N` number used, so new calls do not reuse an id the editor has seen. */
   lastCallNumber: number;
@@ -410,7 +411,8 @@ export function restoredState(stored: StoredSession): RestoredState {
         state.messages = [...entry.history];
         break;
       case "setting":
-        state[entry.name] = entry.value;
+        if (entry.name === "thought_level") state.thoughtLevel = entry.value;
+        else state[entry.name] = entry.value;
         break;
       case "title":
         state.title = entry.title;

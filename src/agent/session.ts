@@ -26,6 +26,7 @@ import { SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox
 import { loadAgents, stricterMode, type AgentCatalog, type AgentDefinition } from "./agents.js";
 import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./commands.js";
 import { History } from "./history.js";
+import { isThoughtLevel, type ThoughtLevel } from "./thinking.js";
 import type { SessionRecorder } from "./session-recorder.js";
 import { peekUserConfig } from "../config/file.js";
 import { webSearchHosts } from "../config/web-search.js";
@@ -138,6 +139,8 @@ export interface AgentSessionOptions {
     nextCallId: () => string;
     depth: number;
     mode: () => ModeId;
+    /** The parent's thought level: a child thinks as hard as its parent. */
+    thoughtLevel: () => ThoughtLevel;
     /** The parent's cost meter: a child's cost counts in the parent's. */
     meter: CostMeter;
   };
@@ -189,6 +192,7 @@ export class AgentSession {
   private readonly unrecordedFrontEnd: SessionFrontEnd;
   /** Said to the model with the next prompt: the loaded session's last turn was cut short. */
   private interruptedNote: string | undefined;
+  private ownThoughtLevel: ThoughtLevel = "default";
   /** The session's MCP servers, once `startMcp` ran with any to start. */
   private mcp: McpServers | null = null;
   /** The editor's servers (session/new), kept to start the project's later (trust) with the same precedence. */
@@ -305,9 +309,11 @@ export class AgentSession {
     model?: string;
     lastCallNumber: number;
     interruptedNote?: string;
+    thoughtLevel?: string;
   }): void {
     this.history.restore(state.messages);
     this.interruptedNote = state.interruptedNote;
+    if (state.thoughtLevel && isThoughtLevel(state.thoughtLevel)) this.ownThoughtLevel = state.thoughtLevel;
     if (state.mode && isModeId(state.mode)) this.ownMode = state.mode;
     if (state.model) {
       const spec = state.model === NO_MODEL ? undefined : parseModelId(state.model);
@@ -345,6 +351,19 @@ export class AgentSession {
     this.modelId = spec.id;
     this.recorder?.setting("model", spec.id);
     return null;
+  }
+
+  /** How hard the model thinks (`default`: the model's own setting). */
+  get thoughtLevel(): ThoughtLevel {
+    return this.parent ? this.parent.thoughtLevel() : this.ownThoughtLevel;
+  }
+
+  /** Sets the thought level; false for an unknown level. */
+  setThoughtLevel(value: string): boolean {
+    if (!isThoughtLevel(value)) return false;
+    this.ownThoughtLevel = value;
+    this.recorder?.setting("thought_level", value);
+    return true;
   }
 
   /** Switches the profile: the tools are rebuilt; returns what changed. */
@@ -768,6 +787,7 @@ export class AgentSession {
         nextCallId: () => this.nextCallId(),
         meter: this.meter,
         contextUsed: this.lastUsage?.used,
+        thoughtLevel: this.thoughtLevel,
         profilePrompt: this.instructions
           ? `${this.tools.toolset.profile.prompt || DEFAULT_PROMPT}\n\n${this.instructions}`
           : this.tools.toolset.profile.prompt || undefined,
@@ -1037,6 +1057,7 @@ export class AgentSession {
         depth: depth + 1,
         // The parent's mode, narrowed by the agent's: never wider.
         mode: () => stricterMode(this.mode, agentMode),
+        thoughtLevel: () => this.thoughtLevel,
         meter: this.meter,
       },
     });

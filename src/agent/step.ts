@@ -6,6 +6,7 @@ import {
   type JSONSchema7,
   type LanguageModelUsage,
   type ModelMessage,
+  type SystemModelMessage,
   type ToolSet,
 } from "ai";
 import type { RetryPolicy, ToolDeclaration, TurnObserver, TurnOptions } from "./turn-types.js";
@@ -47,6 +48,27 @@ export function declareTools(tools: readonly ToolDeclaration[]): ToolSet {
   return set;
 }
 
+const CACHE_POINT = { anthropic: { cacheControl: { type: "ephemeral" } } } as const;
+
+/**
+ * Anthropic caches a prompt prefix only up to breakpoints the request marks (at most four): the
+ * last tool (the declarations), the system prompt, and the last two messages, so each request
+ * reads what the one before it wrote. Other providers cache a stable prefix on their own.
+ */
+function cachedRequest(
+  modelId: string,
+  system: string,
+  messages: ModelMessage[],
+  tools: ToolSet,
+): { system: string | SystemModelMessage; messages: ModelMessage[]; tools: ToolSet } {
+  if (!modelId.startsWith("anthropic/") || process.env.TOOLHOST_PROMPT_CACHE === "off") return { system, messages, tools };
+  const names = Object.keys(tools);
+  const last = names.at(-1);
+  const cachedTools = last ? { ...tools, [last]: { ...tools[last], providerOptions: CACHE_POINT } as ToolSet[string] } : tools;
+  const marked = messages.map((message, i) => (i >= messages.length - 2 ? { ...message, providerOptions: CACHE_POINT } : message));
+  return { system: { role: "system", content: system, providerOptions: CACHE_POINT }, messages: marked, tools: cachedTools };
+}
+
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve(false);
@@ -72,11 +94,14 @@ async function streamStep(opts: TurnOptions, observer: TurnObserver, tools: Tool
     step.announced.set(modelCallId, info);
     return info;
   };
+  // A snapshot of the history: it grows once the step is read.
+  const request = cachedRequest(opts.modelId, opts.system, [...opts.history.messages], tools);
   const result = streamText({
     model: opts.model,
-    system: opts.system,
-    messages: [...opts.history.messages], // a snapshot: the history grows once the step is read
-    tools,
+    system: request.system,
+    messages: request.messages,
+    tools: request.tools,
+    ...(opts.providerOptions ? { providerOptions: opts.providerOptions as never } : {}),
     maxRetries: 0, // retried here, where we know whether anything reached the editor yet
     abortSignal: signal,
     onError: () => {}, // errors arrive as stream parts; the SDK would log them to the console

@@ -15,6 +15,8 @@ export interface UsageReport {
   size: number;
   /** The session's running cost, when the model's price is known. */
   cost?: { amount: number; currency: string };
+  /** Input tokens of the last request read from the provider's prompt cache, and written to it. */
+  cache?: { read: number; write: number };
 }
 
 /** A compaction of the session's history, as it starts and ends. */
@@ -85,6 +87,8 @@ export interface TurnOptions {
   contextUsed?: number;
   /** Compact the history when the context nears the window (default true). */
   compaction?: boolean;
+  /** Provider options of every request (how hard the model thinks). */
+  providerOptions?: Record<string, Record<string, unknown>>;
 }
 
 export interface TurnResult {

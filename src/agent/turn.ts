@@ -7,6 +7,7 @@ import { modelInfo } from "./models.js";
 import { keyHint } from "./provider-errors.js";
 import { createLanguageModel, ModelSetupError } from "./providers.js";
 import { buildSystemPrompt } from "./system-prompt.js";
+import { thinkingOptions, type ThoughtLevel } from "./thinking.js";
 import type { ToolRunContext } from "./tool-runner.js";
 import type { Envelope } from "../tool/envelope.js";
 import type { CostMeter, ToolDeclaration, ToolOffer, TurnObserver, TurnResult } from "./turn-types.js";
@@ -34,6 +35,8 @@ export interface PromptTurn {
   maxRequests?: number;
   /** Tokens in the context at the session's last request. */
   contextUsed?: number;
+  /** How hard the model thinks (the session's thought_level). */
+  thoughtLevel?: ThoughtLevel;
 }
 
 export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): Promise<TurnResult> {
@@ -64,6 +67,7 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
       meter: turn.meter,
       maxRequests: turn.maxRequests,
       contextUsed: turn.contextUsed,
+      providerOptions: thinkingOptions(turn.spec.id, turn.thoughtLevel ?? "default"),
     },
     observer,
   );

@@ -65,4 +65,77 @@ describe("anthropic/ models", () => {
     expect(done.status).toBe("completed");
     expect(h.updatesOf(sessionId, "usage_update").length).toBeGreaterThan(0);
   });
+
+  it("marks the prompt cache's breakpoints, so each request reads what the one before wrote, and reports the cached tokens", async () => {
+    fake = await startFakeAnthropic([
+      { toolUse: { name: "grep", input: { pattern: "TODO" } } },
+      { text: "One TODO." },
+      { text: "Still one." },
+    ]);
+    const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
+    const ws = await tempDir({ "src/a.ts": "export const a = 1; // TODO: rename\n" });
+    dirs.push(home, ws);
+    await fsp.writeFile(
+      path.join(home, "config.json"),
+      JSON.stringify({ model: "anthropic/claude-sonnet-4-5", providers: { anthropic: { apiKey: "sk-ant-test", baseURL: fake.url } } }),
+    );
+    h = new Harness({ env: { TOOLHOST_HOME: home } });
+    await h.initialize();
+    const sessionId = await h.newSession(ws);
+    for (const text of ["find the TODOs", "and now?"]) {
+      await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+    }
+    const [first, second, third] = fake.requests;
+    // Breakpoints: the last tool, the system prompt, the last two messages (four, Anthropic's most).
+    const body = first!.body as unknown as { tools: { cache_control?: unknown }[]; system: { cache_control?: unknown }[] };
+    expect(body.tools.at(-1)!.cache_control).toEqual({ type: "ephemeral" });
+    expect(body.tools.slice(0, -1).every((t) => t.cache_control === undefined)).toBe(true);
+    expect(body.system.at(-1)!.cache_control).toEqual({ type: "ephemeral" });
+    // The first request writes the cache; the later ones read all of the earlier prefix from it.
+    expect(first!.usage.cache_read_input_tokens).toBe(0);
+    expect(first!.usage.cache_creation_input_tokens).toBeGreaterThan(1000);
+    for (const later of [second!, third!]) {
+      expect(later.usage.cache_read_input_tokens).toBeGreaterThanOrEqual(first!.usage.cache_creation_input_tokens);
+      expect(later.usage.input_tokens).toBeLessThan(50);
+    }
+    // The editor sees the cached tokens (in _meta: ACP's usage has no field for them).
+    const usage = h.updatesOf(sessionId, "usage_update").at(-1) as { _meta?: { toolhost?: { cachedInputTokens?: number } } };
+    expect(usage._meta?.toolhost?.cachedInputTokens).toBe(third!.usage.cache_read_input_tokens);
+  });
+
+  it("offers thought_level for a model that thinks; high asks for a 32k thinking budget, and the thinking streams as thought", async () => {
+    fake = await startFakeAnthropic([{ thinking: "Look for TODO comments first.", text: "None here." }]);
+    const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
+    const ws = await tempDir({ "a.txt": "a\n" });
+    dirs.push(home, ws);
+    await fsp.writeFile(
+      path.join(home, "config.json"),
+      JSON.stringify({ model: "anthropic/claude-sonnet-4-5", providers: { anthropic: { apiKey: "sk-ant-test", baseURL: fake.url } } }),
+    );
+    h = new Harness({ env: { TOOLHOST_HOME: home } });
+    await h.initialize();
+    const sessionId = await h.newSession(ws);
+    await h.waitFor(() => h!.updatesOf(sessionId, "config_option_update").length > 0);
+    const offered = h
+      .updatesOf(sessionId, "config_option_update")
+      .at(-1)!
+      .configOptions.find((o) => o.id === "thought_level");
+    expect(offered).toMatchObject({ category: "thought_level", currentValue: "default" });
+    const set = await h.agent.request("session/set_config_option", { sessionId, configId: "thought_level", value: "high" });
+    expect(set.configOptions.find((o) => o.id === "thought_level")?.currentValue).toBe("high");
+    await expect(
+      h.agent.request("session/set_config_option", { sessionId, configId: "thought_level", value: "extreme" }),
+    ).rejects.toMatchObject({ code: -32602 });
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "any TODOs?" }] });
+    expect(fake.requests[0]!.body.thinking).toEqual({ type: "enabled", budget_tokens: 32000 });
+    const thought = h
+      .updatesOf(sessionId, "agent_thought_chunk")
+      .map((u) => (u.content.type === "text" ? u.content.text : ""))
+      .join("");
+    expect(thought).toBe("Look for TODO comments first.");
+    // A model that cannot be told how hard to think is not offered the option.
+    await h.agent.request("session/set_config_option", { sessionId, configId: "model", value: "openai-compatible/local" });
+    const after = await h.agent.request("session/set_config_option", { sessionId, configId: "mode", value: "ask" });
+    expect(after.configOptions.map((o) => o.id)).not.toContain("thought_level");
+  });
 });

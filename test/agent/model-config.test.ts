@@ -138,6 +138,15 @@ describe("model facts", () => {
     expect(stepCost(info, { input: 1_000_000, cachedInput: 0, output: 0 })).toBeCloseTo(1.25);
     expect(stepCost(info, { input: 1_000_000, cachedInput: 1_000_000, output: 1_000_000 })).toBeCloseTo(10.125);
     expect(stepCost(modelInfo(spec("ollama/qwen3")), { input: 1, cachedInput: 0, output: 1 })).toBeUndefined();
+    // Anthropic: tokens written to the cache cost 1.25× the input price ($3/M for Sonnet 4.5), read ones $0.30/M.
+    const sonnet = modelInfo(spec("anthropic/claude-sonnet-4-5"));
+    expect(stepCost(sonnet, { input: 1_000_000, cachedInput: 0, cacheWrite: 1_000_000, output: 0 })).toBeCloseTo(3.75);
+    expect(stepCost(sonnet, { input: 2_000_000, cachedInput: 1_000_000, cacheWrite: 500_000, output: 0 })).toBeCloseTo(0.3 + 1.875 + 1.5);
+  });
+
+  it("takes the window of a model it does not know from TOOLHOST_CONTEXT_WINDOW", () => {
+    expect(modelInfo(spec("openai-compatible/local"), { TOOLHOST_CONTEXT_WINDOW: "32768" }).contextWindow).toBe(32768);
+    expect(modelInfo(spec("openai-compatible/local"), { TOOLHOST_CONTEXT_WINDOW: "lots" }).contextWindow).toBe(DEFAULT_CONTEXT_WINDOW);
   });
 });
 

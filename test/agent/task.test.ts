@@ -332,8 +332,16 @@ describe("the task tool", () => {
       const { s, fe } = await session("ask");
       expect(await s.prompt({ text: "go", content: () => "go" })).toBe("end_turn");
       expect(anthropic.requests).toHaveLength(3);
-      // Each request: 42 input and 12 output tokens at $3/$15 per million = $0.000306.
-      expect(fe.log.costs).toEqual([0.000306, 0.000612, 0.000918]);
+      // Each request as the (caching) server billed it, at Sonnet 4.5's prices: $3/M input, $3.75/M
+      // written to the cache, $0.30/M read from it, $15/M output (12 tokens); the child's two
+      // requests count in the parent's running cost.
+      let total = 0;
+      const expected = anthropic.requests.map(({ usage }) => {
+        total += (usage.input_tokens * 3 + usage.cache_creation_input_tokens * 3.75 + usage.cache_read_input_tokens * 0.3 + 12 * 15) / 1e6;
+        return Math.round(total * 1e6) / 1e6;
+      });
+      expect(fe.log.costs).toEqual(expected);
+      expect(anthropic.requests.some((r) => r.usage.cache_read_input_tokens > 0)).toBe(true);
     } finally {
       await anthropic.close();
     }
