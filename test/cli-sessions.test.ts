@@ -80,6 +80,24 @@ describe("toolhost sessions", () => {
     expect(JSON.parse((await sessions(["list", "--json"])).stdout)).toEqual({ sessions: [] });
   });
 
+  it("toolhost run keeps a large output next to the saved session, and delete removes it", async () => {
+    fake = await startFakeOpenAI({
+      script: [{ toolCalls: [{ id: "b1", name: "bash", arguments: { command: "seq 1 60000" } }] }, { text: "Long." }],
+    });
+    const ran = await runCli(["run", "--mode", "full", "--json", "Count"], { cwd: ws, env: env() });
+    expect(ran.code).toBe(0);
+    const id = (JSON.parse(ran.stdout.trim().split("\n").at(-1)!) as { session_id: string }).session_id;
+    const file = (JSON.parse((await sessions(["list", "--json"])).stdout) as { sessions: { file: string }[] }).sessions[0]!.file;
+    const folder = file.replace(/\.jsonl$/, "");
+    // The run has exited: its output is still there, where the result the model got said.
+    const [saved] = await fsp.readdir(folder);
+    expect(saved).toMatch(/^bash-\d+\.txt$/);
+    expect(JSON.stringify(fake.requests.at(-1)!.body.messages)).toContain(`${folder}/${saved}`);
+    expect((await fsp.stat(`${folder}/${saved}`)).size).toBeGreaterThan(200_000);
+    expect((await sessions(["delete", id])).code).toBe(0);
+    await expect(fsp.stat(folder)).rejects.toThrow();
+  });
+
   it("toolhost run saves nothing with TOOLHOST_SESSIONS=off", async () => {
     fake = await startFakeOpenAI({ script: [{ text: "hi" }] });
     const ran = await runCli(["run", "hello"], { cwd: ws, env: env({ TOOLHOST_SESSIONS: "off" }) });

@@ -326,7 +326,12 @@ export async function serveConnection(
   const conn = app.connect(stream);
   // Same tick as connect: no queued message is dispatched before the early sessions exist.
   adoptEarly(conn.client);
-  setTimeout(() => void sweepStaleSidecars().catch(() => {}), 2000).unref();
+  // In the background, after the start: sidecar folders of sessions that were not recorded, and
+  // data folders of recorded sessions whose file is gone (the retention sweep). Never loud.
+  setTimeout(() => {
+    void sweepStaleSidecars().catch(() => {});
+    void import("../agent/session-store.js").then(({ SessionStore }) => new SessionStore().sweepOrphans()).catch(() => {});
+  }, 2000).unref();
   let exiting = false;
   const exit = async () => {
     if (exiting) return;

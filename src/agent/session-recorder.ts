@@ -1,6 +1,13 @@
 import type { ModelMessage } from "ai";
 import type { Envelope } from "../tool/envelope.js";
-import { titleFromPrompt, type SessionEntry, type SessionWriter, type ToolCallStatus, type ViewCall } from "./session-store.js";
+import {
+  sessionDataDir,
+  titleFromPrompt,
+  type SessionEntry,
+  type SessionWriter,
+  type ToolCallStatus,
+  type ViewCall,
+} from "./session-store.js";
 import type { ToolCallInfo } from "./tool-runner.js";
 import type { CompactionEvent, TurnObserver } from "./turn-types.js";
 
@@ -29,6 +36,11 @@ export class SessionRecorder {
     options: { titled?: boolean } = {},
   ) {
     this.titled = options.titled ?? false;
+  }
+
+  /** The folder next to the session's file: its sidecar files live there, as long as the session is kept. */
+  get dataDir(): string {
+    return sessionDataDir(this.writer.file);
   }
 
   private write(entry: SessionEntry): void {

@@ -97,6 +97,8 @@ const DEFAULT_PAGE = 50;
 /** How much of a file's head `list` reads for the header and the title. */
 const HEAD_BYTES = 16 * 1024;
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+/** How long an orphan data folder is left alone: its session may be writing its file right now. */
+const ORPHAN_GRACE_MS = 3600 * 1000;
 
 /** Sessions are written to disk unless TOOLHOST_SESSIONS=off. */
 export function recordingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -276,6 +278,30 @@ export class SessionStore {
     await fsp.rm(file, { force: true });
     await fsp.rm(sessionDataDir(file), { recursive: true, force: true });
     return true;
+  }
+
+  /**
+   * The retention sweep: removes the data folders (sidecar files) whose session file is gone (a
+   * delete cut short, a file removed by hand), once untouched for `graceMs`. Returns how many.
+   */
+  async sweepOrphans(graceMs = ORPHAN_GRACE_MS): Promise<number> {
+    const now = Date.now();
+    let removed = 0;
+    for (const project of await readdirOrEmpty(this.root)) {
+      const dir = path.join(this.root, project);
+      const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
+      const files = new Set(entries.filter((e) => e.isFile()).map((e) => e.name));
+      for (const entry of entries) {
+        if (!entry.isDirectory() || !SESSION_ID.test(entry.name) || files.has(`${entry.name}.jsonl`)) continue;
+        const folder = path.join(dir, entry.name);
+        const stat = await fsp.stat(folder).catch(() => undefined);
+        // The file again, now: a session that started since the listing wrote its first line.
+        if (!stat || now - stat.mtimeMs < graceMs || (await exists(`${folder}.jsonl`))) continue;
+        await fsp.rm(folder, { recursive: true, force: true });
+        removed++;
+      }
+    }
+    return removed;
   }
 }
 

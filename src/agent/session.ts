@@ -232,6 +232,8 @@ export class AgentSession {
       new RuntimeSession({
         id: options.id,
         workspace: options.cwd,
+        // A recorded session's large outputs stay next to its file, as long as it does (an old output_path still reads).
+        sidecarDir: options.recorder?.dataDir,
         ...backends,
         spawnTransform: backends.spawnTransform ?? this.sandbox?.transform,
         // The tools' fetch reaches a private address only for a host a net.fetch allow rule names.
@@ -392,7 +394,10 @@ export class AgentSession {
     this.turn?.abort(new Error("Cancelled by the user"));
   }
 
-  /** Cancels the turn, stops the MCP servers and removes the session's files (a subagent leaves its parent's runtime alone). */
+  /**
+   * Cancels the turn, stops the MCP servers and removes the session's temporary files (a recorded
+   * session's sidecar folder stays with its file; a subagent leaves its parent's runtime alone).
+   */
   async close(): Promise<void> {
     this.closed = true;
     this.cancel();

@@ -8,7 +8,8 @@ import { CLI_SIDECAR_PREFIX } from "../runtime/sidecars.js";
 
 /**
  * The session a CLI command runs on: the toolset of `cwd` (and `profile`), in `mode`. Its
- * sidecar folder is named as a CLI folder, so the sweep removes what a command left after a day.
+ * sidecar folder is named as a CLI folder, so the sweep removes what a command left after a day;
+ * a recorded session's (`record`) stays with its file instead.
  */
 export async function headlessSession(options: {
   cwd?: string;

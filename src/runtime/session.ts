@@ -35,6 +35,12 @@ export interface RuntimeSessionOptions {
   spawnTransform?: SpawnTransform;
   /** The tools' fetch: which hosts may reach private addresses (the agent hands in its rules'), and a resolver for tests. */
   net?: NetGuardOptions;
+  /**
+   * A sidecar folder that outlives the session (a recorded session's, next to its file): close
+   * leaves it, and a later session on it adds to it. Default: a folder of its own under
+   * sidecarRoot(), removed on close.
+   */
+  sidecarDir?: string;
 }
 
 const localDisk = new NodeFs();
@@ -68,6 +74,8 @@ export class RuntimeSession implements SessionState {
   private readonly scopes = new Map<string, CompiledScope>();
   /** Folders every call may read besides its scope (loaded skills' folders). */
   private readonly readDirs = new Set<string>();
+  /** The sidecar folder was handed in: it lives as long as its owner says, not the session. */
+  private readonly keepSidecars: boolean;
 
   constructor(options: RuntimeSessionOptions) {
     if (!path.isAbsolute(options.workspace)) throw new Error(`Workspace must be absolute: ${options.workspace}`);
@@ -79,7 +87,10 @@ export class RuntimeSession implements SessionState {
     this.spawnTransform = options.spawnTransform;
     this.net = new NetGuard(options.net);
     this.router = options.route ?? ((_abs, fallback) => fallback);
-    this.sidecars = new SessionSidecars(path.join(sidecarRoot(), this.id.replace(/[^a-zA-Z0-9_-]/g, "_")));
+    this.keepSidecars = options.sidecarDir !== undefined;
+    this.sidecars = new SessionSidecars(
+      options.sidecarDir ? path.resolve(options.sidecarDir) : path.join(sidecarRoot(), this.id.replace(/[^a-zA-Z0-9_-]/g, "_")),
+    );
     // On disk a root may sit behind a symlink (/tmp → /private/tmp): allow both spellings.
     const onDisk = this.fs.kind === "node";
     const withReal = (dirs: string[]) => [...new Set(dirs.flatMap((d) => (onDisk ? [d, realOrSame(d)] : [d])))];
@@ -139,10 +150,13 @@ export class RuntimeSession implements SessionState {
     return scope;
   }
 
-  /** Removes the session's sidecar files and ends what its spawn transform keeps (a sandbox's proxies) and its fetch connections. */
+  /**
+   * Removes the session's sidecar files (unless their folder was handed in) and ends what its
+   * spawn transform keeps (a sandbox's proxies) and its fetch connections.
+   */
   async close(): Promise<void> {
     await this.spawnTransform?.close?.();
     await this.net.close();
-    await this.sidecars.remove();
+    if (!this.keepSidecars) await this.sidecars.remove();
   }
 }

@@ -113,9 +113,10 @@ class FileSidecar implements SidecarWriter {
 
   constructor(
     readonly path: string,
+    handle: fsp.FileHandle,
     private readonly cap: Cap,
   ) {
-    this.stream = createWriteStream(path, { flags: "wx", mode: 0o600 });
+    this.stream = createWriteStream(path, { fd: handle });
     this.stream.on("error", (err) => (this.failure = err));
   }
 
@@ -159,10 +160,15 @@ class FileSidecar implements SidecarWriter {
   }
 }
 
+/** The number a sidecar file's name ends with (`bash-0007.txt`). */
+const SIDECAR_NUMBER = /-(\d+)\.txt$/;
+
 /**
- * Sidecar files of one session, under its own folder; removed when the session closes. Each
- * file keeps at most `maxFileBytes` and the folder at most `maxSessionBytes`: past either, the
- * rest is dropped and the file ends with a line that says how much and why.
+ * Sidecar files of one session, under its own folder. Each file keeps at most `maxFileBytes` and
+ * the folder at most `maxSessionBytes`: past either, the rest is dropped and the file ends with a
+ * line that says how much and why. A folder that exists already (a loaded session's) is added to:
+ * numbering goes on after its highest file and its files count against the folder's cap; a name
+ * taken meanwhile (another process) is skipped, never overwritten.
  */
 export class SessionSidecars implements Sidecars {
   private seq = 0;
@@ -179,8 +185,23 @@ export class SessionSidecars implements Sidecars {
   }
 
   private ensureDir(): Promise<void> {
-    this.ready ??= fsp.mkdir(this.dir, { recursive: true, mode: 0o700 }).then(() => undefined);
+    this.ready ??= this.prepare();
     return this.ready;
+  }
+
+  private async prepare(): Promise<void> {
+    // mkdir names the folder only when it created it: then there is nothing to go on from.
+    if (await fsp.mkdir(this.dir, { recursive: true, mode: 0o700 })) return;
+    const names = await fsp.readdir(this.dir).catch(() => [] as string[]);
+    const sizes = await Promise.all(
+      names.map(async (name) => {
+        const number = SIDECAR_NUMBER.exec(name);
+        if (number) this.seq = Math.max(this.seq, Number(number[1]));
+        const s = await fsp.stat(path.join(this.dir, name)).catch(() => null);
+        return s?.isFile() ? s.size : 0;
+      }),
+    );
+    this.budget.take(sizes.reduce((a, b) => a + b, 0));
   }
 
   private nextPath(toolId: string): string {
@@ -188,23 +209,38 @@ export class SessionSidecars implements Sidecars {
     return path.join(this.dir, `${toolId}-${String(this.seq).padStart(4, "0")}.txt`);
   }
 
+  /** Runs `open` on the next free name; a name that exists is skipped. */
+  private async fresh<T>(toolId: string, open: (file: string) => Promise<T>): Promise<T> {
+    for (;;) {
+      const file = this.nextPath(toolId);
+      try {
+        return await open(file);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      }
+    }
+  }
+
   async create(toolId: string): Promise<SidecarWriter> {
     await this.ensureDir();
-    return new FileSidecar(this.nextPath(toolId), new Cap(this.maxFileBytes, this.budget));
+    const { file, handle } = await this.fresh(toolId, async (file) => ({ file, handle: await fsp.open(file, "wx", 0o600) }));
+    return new FileSidecar(file, handle, new Cap(this.maxFileBytes, this.budget));
   }
 
   async writeText(toolId: string, text: string): Promise<string> {
     await this.ensureDir();
-    const file = this.nextPath(toolId);
     const cap = new Cap(this.maxFileBytes, this.budget);
     const kept = cap.keep(text);
     const note = cap.note();
     const data = note ? Buffer.concat([Buffer.from(kept), Buffer.from(note)]) : kept;
     // The callback API: the promise one builds a FileHandle per file, a visible cost on every capped result.
-    await new Promise<void>((resolve, reject) =>
-      writeFile(file, data, { flag: "wx", mode: 0o600 }, (err) => (err ? reject(err) : resolve())),
+    return this.fresh(
+      toolId,
+      (file) =>
+        new Promise<string>((resolve, reject) =>
+          writeFile(file, data, { flag: "wx", mode: 0o600 }, (err) => (err ? reject(err) : resolve(file))),
+        ),
     );
-    return file;
   }
 
   async remove(): Promise<void> {

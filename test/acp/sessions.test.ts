@@ -1,11 +1,11 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SessionStore, type SessionEntry } from "../../src/agent/session-store.js";
-import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { projectFolderName, SessionStore, sessionDataDir, type SessionEntry } from "../../src/agent/session-store.js";
+import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
 import type { SessionNotification, SessionUpdate } from "@agentclientprotocol/sdk";
-import { closeAndCheck, Harness, messageText, textOf, useAcpTest } from "./harness.js";
+import { closeAndCheck, Harness, lastUpdate, messageText, textOf, useAcpTest } from "./harness.js";
 
 // Durable sessions over real stdio: what a session writes to ~/.toolhost/sessions as it happens.
 
@@ -26,7 +26,7 @@ const READ_SCRIPT: FakeReply[] = [
   { text: "Nothing else." },
 ];
 
-async function start(env: Record<string, string> = {}, script = READ_SCRIPT) {
+async function start(env: Record<string, string> = {}, script: (FakeReply | ((body: FakeBody) => FakeReply))[] = READ_SCRIPT) {
   t.fake = await startFakeOpenAI({ script });
   t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: home, ...env } });
   await t.h.initialize();
@@ -259,5 +259,107 @@ describe("session/list, session/load, session/resume, session/delete", () => {
     expect(users.at(-1)).toMatch(/the previous turn \(the request \\"Run the slow thing\\"\) was interrupted/);
     expect(users.at(-1)).toMatch(/- bash \{\\"command\\":\\"sleep 3\\"\}: did not finish; it may have run in part or in full/);
     expect(messageText(h2, sessionId, "")).toMatch(/Checked\.$/);
+  });
+});
+
+/** A bash call printing 60,000 numbered lines (about 350 KB): past the cap, so the output goes to a sidecar. */
+const BIG = { command: "seq 1 60000" };
+
+/** The sidecar a call's result names. */
+function outputPath(h: Harness, sessionId: string, callId: string): string {
+  const raw = lastUpdate(h, sessionId, callId).rawOutput as { metadata: { truncated?: boolean; output_path?: string } };
+  expect(raw.metadata.truncated).toBe(true);
+  return raw.metadata.output_path!;
+}
+
+describe("the sidecar files of a recorded session", () => {
+  it("stay with the session: an old output_path reads after a restart and a load, new ones join it, and delete removes them", async () => {
+    let saved = "";
+    const { h, sessionId } = await start({}, [
+      { toolCalls: [{ id: "b1", name: "bash", arguments: BIG }] },
+      { text: "Long." },
+      // After the restart, the model reads on in the output its first call saved.
+      () => ({ toolCalls: [{ id: "r1", name: "read", arguments: { path: saved, offset: 59_998, limit: 3 } }] }),
+      { toolCalls: [{ id: "b2", name: "bash", arguments: BIG }] },
+      { text: "Read it." },
+    ]);
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    await prompt(h, sessionId, "Count");
+    const [first] = h.updatesOf(sessionId, "tool_call");
+    saved = outputPath(h, sessionId, first!.toolCallId);
+    const file = (await new SessionStore(home).find(sessionId))!;
+    const folder = sessionDataDir(file);
+    // Next to the session's file, user-only; not in the temporary folder.
+    expect(path.dirname(saved)).toBe(folder);
+    expect((await fsp.stat(folder)).mode & 0o777).toBe(0o700);
+    const size = (await fsp.stat(saved)).size;
+    expect(size).toBeGreaterThan(200_000);
+
+    // Closed, and the editor gone: the file stays.
+    await h.agent.request("session/close", { sessionId });
+    const h2 = await restart();
+    expect((await fsp.stat(saved)).size).toBe(size);
+    await h2.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
+    await prompt(h2, sessionId, "Read on in it");
+    const [read, second] = h2.updatesOf(sessionId, "tool_call").filter((c) => c.toolCallId !== first!.toolCallId);
+    const readDone = lastUpdate(h2, sessionId, read!.toolCallId);
+    expect(readDone.status).toBe("completed");
+    expect(JSON.stringify(readDone.rawOutput)).toMatch(/59998.*59999.*60000/s);
+
+    // The loaded session's new output joins the folder under a new name; the old file is untouched.
+    const again = outputPath(h2, sessionId, second!.toolCallId);
+    expect(path.dirname(again)).toBe(folder);
+    expect(again).not.toBe(saved);
+    expect((await fsp.stat(saved)).size).toBe(size);
+
+    await h2.agent.request("session/delete", { sessionId });
+    await expect(fsp.stat(folder)).rejects.toThrow();
+    await expect(fsp.stat(file)).rejects.toThrow();
+  });
+
+  it("the agent sweeps, in the background, data folders whose session file is gone", async () => {
+    const project = path.join(home, "sessions", projectFolderName(t.ws));
+    const folder = async (name: string) => {
+      const dir = path.join(project, name);
+      await fsp.mkdir(dir, { recursive: true });
+      await fsp.writeFile(path.join(dir, "bash-0001.txt"), "old output");
+      const time = new Date(Date.now() - 3 * 3600_000);
+      await fsp.utimes(dir, time, time);
+      return dir;
+    };
+    const orphan = await folder("gone-session");
+    const kept = await folder("kept-session");
+    await fsp.writeFile(`${kept}.jsonl`, "");
+    const { h, sessionId } = await start();
+    // session/new is answered before the sweep runs (about 2 s after the start).
+    expect(sessionId).toBeTruthy();
+    expect((await fsp.stat(orphan)).isDirectory()).toBe(true);
+    await h.waitFor(() =>
+      fsp.stat(orphan).then(
+        () => false,
+        () => true,
+      ),
+    );
+    expect((await fsp.readdir(project)).sort()).toEqual(["kept-session", "kept-session.jsonl"]);
+  });
+
+  it("with TOOLHOST_SESSIONS=off, stay in the temporary folder and go when the session closes", async () => {
+    const tmp = await tempDir();
+    try {
+      const { h, sessionId } = await start({ TOOLHOST_SESSIONS: "off", TOOLHOST_SIDECAR_DIR: tmp }, [
+        { toolCalls: [{ id: "b1", name: "bash", arguments: BIG }] },
+        { text: "Long." },
+      ]);
+      await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+      await prompt(h, sessionId, "Count");
+      const [call] = h.updatesOf(sessionId, "tool_call");
+      const saved = outputPath(h, sessionId, call!.toolCallId);
+      expect(path.dirname(path.dirname(saved))).toBe(tmp);
+      await h.agent.request("session/close", { sessionId });
+      await expect(fsp.stat(path.dirname(saved))).rejects.toThrow();
+      await expect(fsp.stat(path.join(home, "sessions"))).rejects.toThrow();
+    } finally {
+      await fsp.rm(tmp, { recursive: true, force: true });
+    }
   });
 });

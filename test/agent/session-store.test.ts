@@ -108,6 +108,28 @@ describe("the session store", () => {
     expect(await store.read("a")).toBeUndefined();
   });
 
+  it("sweeps data folders whose session file is gone, once they are an hour old", async () => {
+    const kept = await session("kept", "/work/p", 1);
+    const project = path.dirname(kept);
+    const folder = async (name: string, hoursAgo: number) => {
+      const dir = path.join(project, name);
+      await fsp.mkdir(dir, { recursive: true });
+      await fsp.writeFile(path.join(dir, "bash-0001.txt"), "big");
+      const time = new Date(Date.now() - hoursAgo * 3600_000);
+      await fsp.utimes(dir, time, time);
+      return dir;
+    };
+    await folder("kept", 48);
+    await folder("orphan", 2);
+    await folder("young-orphan", 0);
+    await folder("not.an-id", 48);
+    expect(await store.sweepOrphans()).toBe(1);
+    expect((await fsp.readdir(project)).sort()).toEqual(["kept", "kept.jsonl", "not.an-id", "young-orphan"]);
+    // Nothing to sweep, or no sessions folder at all: quietly nothing.
+    expect(await store.sweepOrphans()).toBe(0);
+    expect(await new SessionStore(path.join(home, "none")).sweepOrphans()).toBe(0);
+  });
+
   it("refuses ids that could leave the sessions folder", () => {
     expect(() => store.writer({ id: "../x", cwd: "/work/p" })).toThrow(/Not a session id/);
     return expect(store.read("../../etc/passwd")).resolves.toBeUndefined();

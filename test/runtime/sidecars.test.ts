@@ -98,6 +98,61 @@ describe("sidecar caps", () => {
   });
 });
 
+describe("a sidecar folder that outlives its session", () => {
+  it("a folder handed in is kept on close, and the next session on it adds files without overwriting any", async () => {
+    const ws = await tempDir();
+    const dir = path.join(root, "kept", "session-1");
+    try {
+      const first = new RuntimeSession({ workspace: ws, sidecarDir: dir });
+      const a = await first.sidecars.writeText("grep", "first run\n");
+      const w = await first.sidecars.create("bash");
+      await w.write("bash output\n");
+      await w.close();
+      // Its scope reads the folder (a truncated output can be read on).
+      expect(first.scope({}).read.roots).toContain(dir);
+      await first.close();
+      expect((await fsp.stat(dir)).mode & 0o777).toBe(0o700);
+      expect((await fsp.readdir(dir)).sort()).toEqual(["bash-0002.txt", "grep-0001.txt"]);
+
+      // A later run (the session loaded again): numbering goes on after the highest file.
+      const second = new RuntimeSession({ workspace: ws, sidecarDir: dir });
+      const b = await second.sidecars.writeText("grep", "second run\n");
+      expect(path.basename(b)).toBe("grep-0003.txt");
+      // A name taken meanwhile (another process) is skipped.
+      await fsp.writeFile(path.join(dir, "bash-0004.txt"), "someone else's");
+      const w2 = await second.sidecars.create("bash");
+      await w2.write("more\n");
+      await w2.close();
+      expect(path.basename(w2.path)).toBe("bash-0005.txt");
+      await second.close();
+      expect(await fsp.readFile(a, "utf8")).toBe("first run\n");
+      expect(await fsp.readFile(path.join(dir, "bash-0004.txt"), "utf8")).toBe("someone else's");
+      expect(await fsp.readFile(w2.path, "utf8")).toBe("more\n");
+
+      // Without a folder handed in, the session's own folder goes on close, as before.
+      const temporary = new RuntimeSession({ workspace: ws });
+      const c = await temporary.sidecars.writeText("grep", "gone\n");
+      expect(c.startsWith(root + path.sep)).toBe(true);
+      await temporary.close();
+      await expect(fsp.stat(path.dirname(c))).rejects.toThrow();
+    } finally {
+      await fsp.rm(ws, { recursive: true, force: true });
+    }
+  });
+
+  it("the files already there count against the folder's cap", async () => {
+    const dir = path.join(root, "s4");
+    await fsp.mkdir(dir);
+    await fsp.writeFile(path.join(dir, "bash-0001.txt"), "x".repeat(900));
+    const sidecars = new SessionSidecars(dir, { maxSessionBytes: 1000 });
+    const file = await sidecars.writeText("grep", "y".repeat(500));
+    expect(path.basename(file)).toBe("grep-0002.txt");
+    const text = await fsp.readFile(file, "utf8");
+    expect(text.startsWith("y".repeat(100) + "\n")).toBe(true);
+    expect(text).toMatch(/400 bytes dropped: this session's sidecar folder reached its cap/);
+  });
+});
+
 describe("sweeping old sidecar folders", () => {
   const age = async (dir: string, hours: number) => {
     await fsp.mkdir(dir, { recursive: true });
