@@ -288,7 +288,16 @@ export class AcpSession implements SessionFrontEnd {
 
   /** A compaction: `compaction_update` for a client that shows them, else one agent message when it ends. */
   compaction = async (event: CompactionEvent): Promise<void> => {
-    if (this.showsCompaction) {
+    if (event.summaryDelta !== undefined) {
+      // The summary as it streams; a client that does not show compactions gets one message at the end.
+      if (this.showsCompaction) {
+        await this.update({
+          sessionUpdate: "compaction_summary_chunk",
+          compactionId: event.id,
+          content: { type: "text", text: event.summaryDelta },
+        });
+      }
+    } else if (this.showsCompaction) {
       await this.update({
         sessionUpdate: "compaction_update",
         compactionId: event.id,

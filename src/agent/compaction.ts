@@ -109,6 +109,8 @@ export async function compactHistory(options: {
   history: History;
   plan: CompactionPlan;
   signal: AbortSignal;
+  /** The summary as it streams in. */
+  onSummary?: (delta: string) => void | Promise<void>;
 }): Promise<CompactionResult> {
   const { history, plan } = options;
   const { messages, start, pruned, before } = plan;
@@ -128,7 +130,11 @@ export async function compactHistory(options: {
       failure = error;
     },
   });
-  const text = await stream.text;
+  let text = "";
+  for await (const delta of stream.textStream) {
+    text += delta;
+    await options.onSummary?.(delta);
+  }
   if (failure !== undefined) throw failure instanceof Error ? failure : new Error(String(failure));
   const summary = text.trim() || "(The model gave no summary.)";
   // Deep in one long turn, its prompt is among the summarized messages: the task itself stays verbatim.

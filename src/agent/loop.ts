@@ -129,7 +129,13 @@ export async function compactTurnHistory(
   const id = `compaction_${++compactionSeq}`;
   await observer.compaction?.({ id, status: "in_progress" });
   try {
-    const result = await compactHistory({ model: opts.model, history: opts.history, plan, signal });
+    const result = await compactHistory({
+      model: opts.model,
+      history: opts.history,
+      plan,
+      signal,
+      onSummary: (summaryDelta) => observer.compaction?.({ id, status: "in_progress", summaryDelta }),
+    });
     const note = `Compacted the conversation (about ${result.before} → ${result.after} tokens): ${
       result.summary ? "older turns summarized" : "no summary needed"
     }${result.pruned ? `, ${result.pruned} old tool output${result.pruned === 1 ? "" : "s"} pruned` : ""}.`;

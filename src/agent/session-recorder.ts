@@ -143,8 +143,15 @@ export class SessionRecorder {
     });
   }
 
+  /** Tools tool_search wired: declared to the model for the rest of the session, a loaded one too. */
+  wired(ids: readonly string[]): void {
+    this.write({ type: "wired", at: now(), ids: [...ids] });
+  }
+
   /** A compaction: the history it left (what a restore starts from), and the event for a replay. */
   compaction(event: CompactionEvent): void {
+    // The summary's pieces are not kept: the completed event holds all of it.
+    if (event.summaryDelta !== undefined) return;
     const { messages, ...shown } = event;
     if (event.status === "completed" && messages) {
       this.write({ type: "compaction", at: now(), ...(event.summary ? { summary: event.summary } : {}), history: [...messages] });

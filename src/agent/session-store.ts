@@ -50,6 +50,8 @@ export type SessionEntry =
     }
   /** A tool call ended: its status and envelope (capped). */
   | { type: "tool_end"; at: string; seq: number; callId: string; status: ToolCallStatus; errorCode?: string; envelope?: unknown }
+  /** Deferred tools tool_search wired (declared from then on). */
+  | { type: "wired"; at: string; ids: string[] }
   /** The history was compacted: what it became (old outputs pruned, older turns summarized). */
   | { type: "compaction"; at: string; summary?: string; history: ModelMessage[] };
 
@@ -404,6 +406,8 @@ export interface RestoredState {
   model?: string;
   profile?: string;
   thoughtLevel?: string;
+  /** Deferred tools tool_search had wired. */
+  wired?: string[];
   title?: string;
   /** The highest `call_N` number used, so new calls do not reuse an id the editor has seen. */
   lastCallNumber: number;
@@ -435,6 +439,9 @@ export function restoredState(stored: StoredSession): RestoredState {
         break;
       case "compaction":
         state.messages = [...entry.history];
+        break;
+      case "wired":
+        state.wired = [...new Set([...(state.wired ?? []), ...entry.ids])];
         break;
       case "setting":
         if (entry.name === "thought_level") state.thoughtLevel = entry.value;

@@ -312,8 +312,10 @@ export class AgentSession {
     lastCallNumber: number;
     interruptedNote?: string;
     thoughtLevel?: string;
+    wired?: readonly string[];
   }): void {
     this.history.restore(state.messages);
+    for (const id of state.wired ?? []) this.wired.add(id);
     this.interruptedNote = state.interruptedNote;
     if (state.thoughtLevel && isThoughtLevel(state.thoughtLevel)) this.ownThoughtLevel = state.thoughtLevel;
     if (state.mode && isModeId(state.mode)) this.ownMode = state.mode;
@@ -512,7 +514,10 @@ export class AgentSession {
   }
 
   private wire(ids: readonly string[]): void {
-    for (const id of ids) this.wired.add(id);
+    const added = ids.filter((id) => !this.wired.has(id));
+    for (const id of added) this.wired.add(id);
+    // A loaded session declares them again from its first request.
+    if (added.length) this.recorder?.wired(added);
   }
 
   /** A turn, with its start (and the session's title) and its end in the session's record. */

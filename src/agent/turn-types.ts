@@ -25,6 +25,8 @@ export interface CompactionEvent {
   status: "in_progress" | "completed" | "failed";
   /** The model's summary of the older turns (when one was written). */
   summary?: string;
+  /** In progress: the next piece of the summary as it streams in. */
+  summaryDelta?: string;
   /** What happened, in a sentence, for front ends that show a message. */
   note?: string;
   error?: string;

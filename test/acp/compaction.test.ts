@@ -77,6 +77,10 @@ describe("compaction", () => {
     expect(updates.map((u) => u.status)).toEqual(["in_progress", "completed"]);
     expect(updates[1]!.summary).toEqual([{ type: "text", text: SUMMARY }]);
     expect(updates[0]!.compactionId).toBe(updates[1]!.compactionId);
+    // The summary streamed in as it was written, under the same id.
+    const chunks = h.updatesOf(sessionId, "compaction_summary_chunk");
+    expect(chunks.every((c) => c.compactionId === updates[0]!.compactionId)).toBe(true);
+    expect(chunks.map((c) => (c.content.type === "text" ? c.content.text : "")).join("")).toBe(SUMMARY);
     expect(h.checker.seenUpdates).toContain("compaction_update");
   });
 

@@ -54,8 +54,8 @@ describe("MCP servers over ACP", () => {
       [{ toolCalls: [{ id: "c1", name: "mcp__fx__add", arguments: { a: 2, b: 3 } }] }, { text: "The sum is 5." }],
       { permission: () => selected("allow_once") },
     );
-    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__add"));
-    expect(commands(h, sessionId)).toContain("fx:greet");
+    // The server's tools and its prompts arrive in separate command updates.
+    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__add") && commands(h, sessionId).includes("fx:greet"));
     const { stopReason } = await prompt(h, sessionId, "add 2 and 3");
     expect(stopReason).toBe("end_turn");
     // Declared to the model with the server's JSON Schema.

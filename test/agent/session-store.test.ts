@@ -2,7 +2,14 @@ import * as fs from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { projectFolderName, SessionStore, sessionDataDir, titleFromPrompt, type SessionEntry } from "../../src/agent/session-store.js";
+import {
+  projectFolderName,
+  restoredState,
+  SessionStore,
+  sessionDataDir,
+  titleFromPrompt,
+  type SessionEntry,
+} from "../../src/agent/session-store.js";
 import { tempDir } from "../helpers.js";
 
 let home: string;
@@ -139,5 +146,24 @@ describe("the session store", () => {
     expect(titleFromPrompt("\n  Fix the login bug\nmore")).toBe("Fix the login bug");
     expect(titleFromPrompt("x".repeat(100))).toHaveLength(80);
     expect(titleFromPrompt("  \n ")).toBeUndefined();
+  });
+
+  it("restores the settings, the tools tool_search wired, and the history from the last compaction on", async () => {
+    const writer = store.writer({ id: "r1", cwd: "/work/p" });
+    writer.append(user("old prompt"));
+    writer.append({ type: "setting", at, name: "mode", value: "full" });
+    writer.append({ type: "setting", at, name: "thought_level", value: "high" });
+    writer.append({ type: "wired", at, ids: ["mcp__fx__a"] });
+    writer.append({ type: "compaction", at, summary: "S", history: [{ role: "user", content: "[Summary] S" }] });
+    writer.append(user("new prompt"));
+    writer.append({ type: "wired", at, ids: ["mcp__fx__b", "mcp__fx__a"] });
+    writer.close();
+    const state = restoredState((await store.read("r1"))!);
+    expect(state).toMatchObject({ mode: "full", thoughtLevel: "high", wired: ["mcp__fx__a", "mcp__fx__b"] });
+    expect(state.messages).toEqual([
+      { role: "user", content: "[Summary] S" },
+      { role: "user", content: "new prompt" },
+    ]);
+    expect(state.interruptedNote).toBeUndefined();
   });
 });
