@@ -3,11 +3,10 @@
 // With `--baseline DIR` (another built checkout, e.g. a worktree of the previous commit) its CLI
 // runs interleaved too, and the table gains this build's ratio to it.
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { fmt, median, runProcess } from "./lib.mjs";
+import { fmt, median, onJsonLines, rssMB, runProcess } from "./lib.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const cli = path.join(root, "dist", "cli.js");
@@ -15,37 +14,25 @@ const baselineAt = process.argv.indexOf("--baseline");
 const baselineCli = baselineAt > 0 ? path.join(path.resolve(process.argv[baselineAt + 1]), "dist", "cli.js") : null;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 
-function rssMB(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
-}
-
 function agentRun(entry = cli) {
   return new Promise((resolve, reject) => {
     const start = performance.now();
     const child = spawn(process.execPath, [entry], { stdio: ["pipe", "pipe", "inherit"] });
     const result = {};
-    let buffer = "";
     child.on("error", reject);
-    child.stdout.on("data", (d) => {
-      buffer += d.toString();
-      let nl;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
-        const msg = JSON.parse(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + 1);
-        if (msg.id === 1) {
-          result.initialize = performance.now() - start;
-          child.stdin.write(
-            JSON.stringify({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: os.tmpdir(), mcpServers: [] } }) + "\n",
-          );
-        } else if (msg.id === 2) {
-          result.sessionNew = performance.now() - start;
-          // Let the post-response work (commands update) settle before reading memory.
-          setTimeout(() => {
-            result.rss = rssMB(child.pid);
-            child.stdin.end();
-          }, 50);
-        }
+    onJsonLines(child.stdout, (msg) => {
+      if (msg.id === 1) {
+        result.initialize = performance.now() - start;
+        child.stdin.write(
+          JSON.stringify({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: os.tmpdir(), mcpServers: [] } }) + "\n",
+        );
+      } else if (msg.id === 2) {
+        result.sessionNew = performance.now() - start;
+        // Let the post-response work (commands update) settle before reading memory.
+        setTimeout(() => {
+          result.rss = rssMB(child.pid);
+          child.stdin.end();
+        }, 50);
       }
     });
     child.on("close", () => resolve(result));

@@ -1,5 +1,6 @@
 // Shared helpers for the benchmarks: interleaved runs, medians, child-process measurements.
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 
 export function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
@@ -41,3 +42,22 @@ export function runProcess(cmd, args, options = {}) {
 }
 
 export const fmt = (n, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : String(n));
+
+/** A process's resident memory in MiB (Linux). */
+export function rssMB(pid) {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN) / 1024;
+}
+
+/** Calls `onMessage` with each JSON line a stream writes (an ACP agent's stdout). */
+export function onJsonLines(stream, onMessage) {
+  let buffer = "";
+  stream.on("data", (d) => {
+    buffer += d.toString();
+    let nl;
+    while ((nl = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      onMessage(JSON.parse(line));
+    }
+  });
+}

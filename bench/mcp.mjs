@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { fmt, median } from "./lib.mjs";
+import { fmt, median, onJsonLines } from "./lib.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const cli = path.join(root, "dist", "cli.js");
@@ -29,30 +29,23 @@ function run(n) {
     const child = spawn(process.execPath, [cli], { stdio: ["pipe", "pipe", "ignore"] });
     const result = {};
     const want = new Set(servers(n).map((s) => `mcp__${s.name}__echo`));
-    let buffer = "";
     const finish = () => {
       child.stdin.end();
     };
     child.on("error", reject);
-    child.stdout.on("data", (d) => {
-      buffer += d.toString();
-      let nl;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
-        const msg = JSON.parse(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + 1);
-        if (msg.id === 1) {
-          child.stdin.write(
-            JSON.stringify({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: os.tmpdir(), mcpServers: servers(n) } }) + "\n",
-          );
-        } else if (msg.id === 2) {
-          result.sessionNew = performance.now() - start;
-          if (n === 0) finish();
-        } else if (msg.params?.update?.sessionUpdate === "available_commands_update" && result.ready === undefined) {
-          const names = new Set(msg.params.update.availableCommands.map((c) => c.name));
-          if ([...want].every((w) => names.has(w))) {
-            result.ready = performance.now() - start;
-            finish();
-          }
+    onJsonLines(child.stdout, (msg) => {
+      if (msg.id === 1) {
+        child.stdin.write(
+          JSON.stringify({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: os.tmpdir(), mcpServers: servers(n) } }) + "\n",
+        );
+      } else if (msg.id === 2) {
+        result.sessionNew = performance.now() - start;
+        if (n === 0) finish();
+      } else if (msg.params?.update?.sessionUpdate === "available_commands_update" && result.ready === undefined) {
+        const names = new Set(msg.params.update.availableCommands.map((c) => c.name));
+        if ([...want].every((w) => names.has(w))) {
+          result.ready = performance.now() - start;
+          finish();
         }
       }
     });

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { fmt, median } from "./lib.mjs";
+import { fmt, median, onJsonLines, rssMB } from "./lib.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const cli = path.join(root, "dist", "cli.js");
@@ -57,10 +57,6 @@ function populate() {
   return store.fileFor("big", cwd);
 }
 
-function rssMB(pid) {
-  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN) / 1024;
-}
-
 /** One agent: initialize, then the requests in order, each timed from write to answer. */
 function agent(requests) {
   return new Promise((resolve, reject) => {
@@ -70,7 +66,6 @@ function agent(requests) {
     });
     const times = [];
     const rss = [];
-    let buffer = "";
     let next = 0;
     let sentAt = 0;
     let updates = 0;
@@ -79,25 +74,19 @@ function agent(requests) {
       child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
     };
     child.on("error", reject);
-    child.stdout.on("data", (d) => {
-      buffer += d.toString();
-      let nl;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
-        const msg = JSON.parse(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + 1);
-        if (msg.method === "session/update") updates++;
-        if (msg.id === undefined || msg.method) continue;
-        if (msg.error) reject(new Error(JSON.stringify(msg.error)));
-        if (msg.id > 0) {
-          times.push(performance.now() - sentAt);
-          rss.push(rssMB(child.pid));
-        }
-        if (next < requests.length) {
-          const [method, params] = requests[next];
-          next++;
-          send(next, method, params);
-        } else child.stdin.end();
+    onJsonLines(child.stdout, (msg) => {
+      if (msg.method === "session/update") updates++;
+      if (msg.id === undefined || msg.method) return;
+      if (msg.error) reject(new Error(JSON.stringify(msg.error)));
+      if (msg.id > 0) {
+        times.push(performance.now() - sentAt);
+        rss.push(rssMB(child.pid));
       }
+      if (next < requests.length) {
+        const [method, params] = requests[next];
+        next++;
+        send(next, method, params);
+      } else child.stdin.end();
     });
     child.on("close", () => resolve({ times, rss, updates }));
     send(0, "initialize", { protocolVersion: 1, clientCapabilities: {} });

@@ -3,7 +3,7 @@ import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeAnthropic, type FakeAnthropic } from "../fixtures/fake-anthropic.mjs";
+import { startFakeAnthropic, type AnthropicTurn, type FakeAnthropic } from "../fixtures/fake-anthropic.mjs";
 import { tempDir } from "../helpers.js";
 import { Harness, closeAndCheck } from "./harness.js";
 
@@ -21,22 +21,33 @@ afterEach(async () => {
   await Promise.all(dirs.splice(0).map((d) => fsp.rm(d, { recursive: true, force: true })));
 });
 
+/**
+ * A session of the agent on anthropic/claude-sonnet-4-5, whose key and endpoint (the local server
+ * playing `turns`) are in the user's config file, as a user would set them.
+ */
+async function start(
+  turns: AnthropicTurn[],
+  files: Record<string, string>,
+): Promise<{ h: Harness; fake: FakeAnthropic; sessionId: string }> {
+  fake = await startFakeAnthropic(turns);
+  const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
+  const ws = await tempDir(files);
+  dirs.push(home, ws);
+  await fsp.writeFile(
+    path.join(home, "config.json"),
+    JSON.stringify({ model: "anthropic/claude-sonnet-4-5", providers: { anthropic: { apiKey: "sk-ant-test", baseURL: fake.url } } }),
+  );
+  h = new Harness({ env: { TOOLHOST_HOME: home } });
+  await h.initialize();
+  return { h, fake, sessionId: await h.newSession(ws) };
+}
+
 describe("anthropic/ models", () => {
   it("stream text, call a tool and answer with the result, with the key from the config file", async () => {
-    fake = await startFakeAnthropic([
-      { text: "Let me look.", toolUse: { name: "grep", input: { pattern: "TODO" } } },
-      { text: "There is one TODO, in src/a.ts." },
-    ]);
-    const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
-    const ws = await tempDir({ "src/a.ts": "export const a = 1; // TODO: rename\n" });
-    dirs.push(home, ws);
-    await fsp.writeFile(
-      path.join(home, "config.json"),
-      JSON.stringify({ model: "anthropic/claude-sonnet-4-5", providers: { anthropic: { apiKey: "sk-ant-test", baseURL: fake.url } } }),
+    const { h, fake, sessionId } = await start(
+      [{ text: "Let me look.", toolUse: { name: "grep", input: { pattern: "TODO" } } }, { text: "There is one TODO, in src/a.ts." }],
+      { "src/a.ts": "export const a = 1; // TODO: rename\n" },
     );
-    h = new Harness({ env: { TOOLHOST_HOME: home } });
-    await h.initialize();
-    const sessionId = await h.newSession(ws);
     const response = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "find the TODOs" }] });
     expect(response.stopReason).toBe("end_turn");
 
@@ -67,21 +78,10 @@ describe("anthropic/ models", () => {
   });
 
   it("marks the prompt cache's breakpoints, so each request reads what the one before wrote, and reports the cached tokens", async () => {
-    fake = await startFakeAnthropic([
-      { toolUse: { name: "grep", input: { pattern: "TODO" } } },
-      { text: "One TODO." },
-      { text: "Still one." },
-    ]);
-    const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
-    const ws = await tempDir({ "src/a.ts": "export const a = 1; // TODO: rename\n" });
-    dirs.push(home, ws);
-    await fsp.writeFile(
-      path.join(home, "config.json"),
-      JSON.stringify({ model: "anthropic/claude-sonnet-4-5", providers: { anthropic: { apiKey: "sk-ant-test", baseURL: fake.url } } }),
+    const { h, fake, sessionId } = await start(
+      [{ toolUse: { name: "grep", input: { pattern: "TODO" } } }, { text: "One TODO." }, { text: "Still one." }],
+      { "src/a.ts": "export const a = 1; // TODO: rename\n" },
     );
-    h = new Harness({ env: { TOOLHOST_HOME: home } });
-    await h.initialize();
-    const sessionId = await h.newSession(ws);
     for (const text of ["find the TODOs", "and now?"]) {
       await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
     }
@@ -104,17 +104,7 @@ describe("anthropic/ models", () => {
   });
 
   it("offers thought_level for a model that thinks; high asks for a 32k thinking budget, and the thinking streams as thought", async () => {
-    fake = await startFakeAnthropic([{ thinking: "Look for TODO comments first.", text: "None here." }]);
-    const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
-    const ws = await tempDir({ "a.txt": "a\n" });
-    dirs.push(home, ws);
-    await fsp.writeFile(
-      path.join(home, "config.json"),
-      JSON.stringify({ model: "anthropic/claude-sonnet-4-5", providers: { anthropic: { apiKey: "sk-ant-test", baseURL: fake.url } } }),
-    );
-    h = new Harness({ env: { TOOLHOST_HOME: home } });
-    await h.initialize();
-    const sessionId = await h.newSession(ws);
+    const { h, fake, sessionId } = await start([{ thinking: "Look for TODO comments first.", text: "None here." }], { "a.txt": "a\n" });
     await h.waitFor(() => h!.updatesOf(sessionId, "config_option_update").length > 0);
     const offered = h
       .updatesOf(sessionId, "config_option_update")
