@@ -63,6 +63,18 @@ function pruneResults(messages: ModelMessage[], end: number): number {
       content: message.content.map((part) => {
         if (part.type !== "tool-result") return part;
         const output = part.output;
+        if (output.type === "content") {
+          // Images (a screenshot, a fetched picture) weigh the most: the text stays, each image becomes a note.
+          const images = output.value.filter((v) => v.type === "image-data" || v.type === "media").length;
+          if (images === 0) return part;
+          pruned++;
+          const value = output.value.map((v) =>
+            v.type === "image-data" || v.type === "media"
+              ? { type: "text" as const, text: "[An image, pruned when the conversation was compacted.]" }
+              : v,
+          );
+          return { ...part, output: { type: "content" as const, value } };
+        }
         if ((output.type !== "text" && output.type !== "error-text") || output.value.length < PRUNE_MIN_CHARS) return part;
         pruned++;
         const saved = /"output_path":\s*"((?:[^"\\]|\\.)*)"/.exec(output.value)?.[1];

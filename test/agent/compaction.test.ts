@@ -78,4 +78,37 @@ describe("planCompaction", () => {
       ),
     ).toMatchObject({ summarize: true });
   });
+
+  it("prunes old images from tool results, keeping their text", () => {
+    const picture: ModelMessage = {
+      role: "tool",
+      content: [
+        {
+          type: "tool-result",
+          toolCallId: "c1",
+          toolName: "mcp__fx__picture",
+          output: {
+            type: "content",
+            value: [
+              { type: "text", text: "a red pixel" },
+              { type: "image-data", data: "AAEC".repeat(5000), mediaType: "image/png" },
+            ],
+          },
+        },
+      ],
+    };
+    const plan = planCompaction(
+      history([{ role: "user", content: "show it" }, call("c1"), picture, { role: "user", content: "next" }]),
+      4000,
+    );
+    expect(plan?.pruned).toBe(1);
+    const output = (plan!.messages[2] as Extract<ModelMessage, { role: "tool" }>).content[0] as { output: unknown };
+    expect(output.output).toEqual({
+      type: "content",
+      value: [
+        { type: "text", text: "a red pixel" },
+        { type: "text", text: "[An image, pruned when the conversation was compacted.]" },
+      ],
+    });
+  });
 });
