@@ -251,7 +251,8 @@ export class AgentSession {
     const hosts = () => netFetchHosts(this.loadPermissionRules().rules);
     return new SessionSandbox({
       setting: sandboxSetting(),
-      bubblewrap: { allowedHosts: () => hosts().allowed, deniedHosts: () => hosts().denied },
+      // A host an allow rule names exactly may be on a private address, as for the tools' own fetches.
+      bubblewrap: { allowedHosts: () => hosts().allowed, deniedHosts: () => hosts().denied, privateHostsFor: () => hosts().private },
     });
   }
 

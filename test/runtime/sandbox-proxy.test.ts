@@ -36,6 +36,7 @@ const names: Record<string, string[]> = {
   "other.test": ["127.0.0.1"],
   "scoped.test": ["127.0.0.1"],
   "www.allowed.test": ["127.0.0.1"],
+  "a.wild.test": ["127.0.0.1"],
 };
 const resolveHost = async (host: string): Promise<readonly string[]> => {
   const found = names[host];
@@ -285,6 +286,21 @@ describe("the sandbox proxy on the host", () => {
     expect(tunnel.body).toContain("ECONNREFUSED");
   });
 
+  it("takes the hosts a call may reach on a private address per call, in place of the pool's own", async () => {
+    const pool = sandboxProxies({ resolve: resolveHost });
+    try {
+      // allowed.test resolves to 127.0.0.1: refused, unless the call's private list names it.
+      const plain = await pool.forHosts(["allowed.test"]);
+      expect((await get(plain, `http://allowed.test:${port}/`)).status).toBe(403);
+      const opened = await pool.forHosts(["allowed.test"], [], ["allowed.test"]);
+      expect(opened.socketPath).not.toBe(plain.socketPath);
+      expect((await get(opened, `http://allowed.test:${port}/`)).status).toBe(200);
+      expect(await pool.forHosts(["allowed.test"], [], ["ALLOWED.test"])).toBe(opened);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it("ends open tunnels and removes its socket when closed", async () => {
     const pool = sandboxProxies({ resolve: resolveHost, privateHosts: ["allowed.test"] });
     const a = await pool.forHosts(["allowed.test"]);
@@ -371,6 +387,24 @@ describe.skipIf(skipSandbox)("a sandboxed command's network through the proxy", 
     const literal = await sh.run(`NO_PROXY= no_proxy= ${curl} http://127.0.0.1:${port}/`);
     expect(literal.stdout).toContain("127.0.0.1 resolves to 127.0.0.1, a private or loopback address");
     expect(seen).toEqual([]);
+  });
+
+  it("lets a command reach a private address only for a host an allow rule names exactly (what the session wires)", async () => {
+    const rules: SourcedRule[] = [
+      { permission: "net.fetch", pattern: "allowed.test", action: "allow", source: "user" },
+      { permission: "net.fetch", pattern: "*.wild.test", action: "allow", source: "user" },
+    ];
+    const hosts = () => netFetchHosts(rules);
+    const { shell: sh } = shell({
+      allowedHosts: () => hosts().allowed,
+      deniedHosts: () => hosts().denied,
+      privateHostsFor: () => hosts().private,
+    });
+    const named = await sh.run(`${curl} http://allowed.test:${port}/exact`);
+    expect(named.stdout).toBe(`hello GET /exact host=allowed.test:${port}\n`);
+    // A wildcard allows the host but never a private address.
+    const wild = await sh.run(`${curl} http://a.wild.test:${port}/`);
+    expect(wild.stdout).toContain("a.wild.test resolves to 127.0.0.1, a private or loopback address");
   });
 
   it("follows the session's net.fetch rules: allow rules open hosts, deny and ask rules close them", async () => {

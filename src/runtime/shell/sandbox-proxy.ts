@@ -353,8 +353,11 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
 export interface SandboxProxies {
   /** The folder every proxy socket is in (the sandbox hides it, and binds in the one socket a call may use). */
   readonly dir: string;
-  /** The proxy for one allow list (and deny list), started on first use (the same lists share one proxy). */
-  forHosts(hosts: readonly string[], denied?: readonly string[]): Promise<SandboxProxy>;
+  /**
+   * The proxy for one allow list (and deny list, and list of hosts it may reach on a private
+   * address: the pool's own by default), started on first use (the same lists share one proxy).
+   */
+  forHosts(hosts: readonly string[], denied?: readonly string[], privateHosts?: readonly string[]): Promise<SandboxProxy>;
   /** Closes every proxy and removes the folder. */
   close(): Promise<void>;
 }
@@ -370,18 +373,25 @@ export function sandboxProxies(options: Omit<SandboxProxyOptions, "allowedHosts"
     get dir() {
       return dirPath;
     },
-    forHosts(hosts, denied = []) {
+    forHosts(hosts, denied = [], privateHosts = options.privateHosts ?? []) {
       if (closing) return Promise.reject(new Error("the sandbox's network proxies are closed"));
       const normalize = (patterns: readonly string[]) => [...new Set(patterns.map((h) => h.toLowerCase()))].sort();
       const list = normalize(hosts);
       const deniedList = normalize(denied);
-      const key = JSON.stringify([list, deniedList]);
+      const privateList = normalize(privateHosts);
+      const key = JSON.stringify([list, deniedList, privateList]);
       let proxy = proxies.get(key);
       if (!proxy) {
         dir ??= privateDir().then((made) => (dirPath = made));
         const n = started++;
         proxy = dir.then((d) =>
-          startSandboxProxy({ ...options, allowedHosts: list, deniedHosts: deniedList, socketPath: path.join(d, `${n}.sock`) }),
+          startSandboxProxy({
+            ...options,
+            allowedHosts: list,
+            deniedHosts: deniedList,
+            privateHosts: privateList,
+            socketPath: path.join(d, `${n}.sock`),
+          }),
         );
         proxies.set(key, proxy);
         // A proxy that failed to start is tried again by the next call.

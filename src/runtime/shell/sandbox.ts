@@ -54,6 +54,8 @@ export interface BubblewrapOptions {
   deniedHosts?: (context: SpawnContext) => readonly string[];
   /** Host patterns the proxy lets reach private or loopback addresses (default: none). */
   privateHosts?: readonly string[];
+  /** Per call, in place of `privateHosts`: the session's allow rules that name one host exactly. */
+  privateHostsFor?: (context: SpawnContext) => readonly string[];
   /** How the proxy resolves host names (default: the system resolver). */
   resolveHost?: (host: string) => Promise<readonly string[]>;
   /** The socat binary that forwards to the proxy inside the sandbox (default: `socat` on PATH). */
@@ -185,7 +187,7 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     network ??= hosts.length > 0 ? sandboxNetworkStatus(options.socatPath) : undefined;
     if (hosts.length > 0 && network?.available) {
       const pool = proxies;
-      const proxy = await pool.forHosts(hosts, options.deniedHosts?.(context));
+      const proxy = await pool.forHosts(hosts, options.deniedHosts?.(context), options.privateHostsFor?.(context));
       mount = { dir: pool.dir, socketPath: proxy.socketPath };
       Object.assign(env, proxyEnv());
       command = ["/bin/sh", "-c", PROXY_BRIDGE, "toolhost-net", network.socat, proxy.socketPath, ...command];
