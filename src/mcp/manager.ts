@@ -122,7 +122,8 @@ export class McpServers {
       },
     });
     entry.connection = connection;
-    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const timeoutMs = spec.startupTimeoutMs ?? this.timeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
     try {
       await connection.connect(timeout);
       const tools = connection.listTools();
@@ -142,7 +143,7 @@ export class McpServers {
     } catch (err) {
       if (!current()) return void (await connection.close());
       const why = timeout.aborted
-        ? `did not answer within ${Math.round(this.timeoutMs / 100) / 10} s (TOOLHOST_MCP_TIMEOUT_MS)`
+        ? `did not answer within ${Math.round(timeoutMs / 100) / 10} s (${spec.startupTimeoutMs ? "its startupTimeoutMs" : "TOOLHOST_MCP_TIMEOUT_MS"})`
         : `could not start: ${errorText(err)}`;
       this.fail(entry, "failed", why);
       await connection.close();

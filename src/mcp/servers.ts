@@ -16,6 +16,8 @@ interface SpecBase {
   origin: McpOrigin;
   /** The file it was read from (the editor's servers have none). */
   file?: string;
+  /** How long it may take to start and list its tools, in place of TOOLHOST_MCP_TIMEOUT_MS. */
+  startupTimeoutMs?: number;
 }
 
 export interface StdioSpec extends SpecBase {
@@ -58,6 +60,25 @@ function stringRecord(value: unknown, what: string): Record<string, string> {
 function parseEntry(name: string, entry: unknown, origin: McpOrigin, file: string | undefined, base: string): McpServerSpec {
   if (!isRecord(entry)) throw new Error("must be an object");
   if (entry.disabled === true) throw new Error("disabled");
+  const spec = parseTransport(name, entry, origin, file, base);
+  const timeout = entry.startupTimeoutMs;
+  if (timeout === undefined) return spec;
+  if (typeof timeout !== "number" || !Number.isInteger(timeout) || timeout <= 0 || timeout > MAX_STARTUP_TIMEOUT_MS) {
+    throw new Error(`startupTimeoutMs must be a whole number of milliseconds from 1 to ${MAX_STARTUP_TIMEOUT_MS}`);
+  }
+  return { ...spec, startupTimeoutMs: timeout };
+}
+
+/** A server may be given up to ten minutes to start (a first `npx` download). */
+const MAX_STARTUP_TIMEOUT_MS = 10 * 60_000;
+
+function parseTransport(
+  name: string,
+  entry: Record<string, unknown>,
+  origin: McpOrigin,
+  file: string | undefined,
+  base: string,
+): McpServerSpec {
   const type = entry.type ?? entry.transport;
   if (typeof entry.command === "string" && entry.command.trim() !== "") {
     if (type !== undefined && type !== "stdio") throw new Error(`has a command but type ${JSON.stringify(type)}`);

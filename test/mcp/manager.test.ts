@@ -147,17 +147,20 @@ describe("MCP servers", () => {
       stdio("bad", { MCP_FAIL_START: "1" }),
       stdio("slow", { MCP_START_DELAY_MS: "60000" }),
       { ...stdio("missing"), command: "/nonexistent/mcp-server" },
+      // Its own startup timeout, shorter than the session's.
+      { ...stdio("impatient", { MCP_START_DELAY_MS: "60000" }), startupTimeoutMs: 1500 },
     ]);
     expect(Date.now() - started).toBeLessThan(9000);
     expect(ids(s).filter((id) => id.startsWith("mcp__good__"))).toHaveLength(7);
     expect(ids(s).some((id) => id.startsWith("mcp__bad__") || id.startsWith("mcp__slow__"))).toBe(false);
-    expect(s.reports).toHaveLength(3);
+    expect(s.reports).toHaveLength(4);
+    expect(s.reports.find((r) => r.includes('"impatient"'))).toMatch(/did not answer within 1\.5 s \(its startupTimeoutMs\)/);
     expect(s.reports.find((r) => r.includes('"missing"'))).toMatch(/could not start: .*ENOENT/);
     expect(s.reports.find((r) => r.includes('"bad"'))).toMatch(/could not start/);
     expect(s.reports.find((r) => r.includes('"slow"'))).toMatch(/did not answer within 4 s/);
     expect(await run(s, "mcp__good__echo", { text: "still" })).toMatchObject({ type: "output", data: "echo: still" });
     const states = Object.fromEntries(s.servers.status().map((x) => [x.name, x.state]));
-    expect(states).toEqual({ good: "ready", bad: "failed", slow: "failed", missing: "failed" });
+    expect(states).toEqual({ good: "ready", bad: "failed", slow: "failed", missing: "failed", impatient: "failed" });
   });
 
   it("refreshes a server's tools on notifications/tools/list_changed", async () => {

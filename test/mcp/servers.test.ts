@@ -10,13 +10,14 @@ describe("mcpServers entries", () => {
   it("reads the shape Claude Code, Cursor and Zed users write; each bad entry is a problem of its own", () => {
     const { servers, problems } = parseMcpServers(
       {
-        gh: { command: "npx", args: ["-y", "server-github"], env: { TOKEN: "t" } },
+        gh: { command: "npx", args: ["-y", "server-github"], env: { TOKEN: "t" }, startupTimeoutMs: 90_000 },
         docs: { url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer x" } },
         old: { url: "https://legacy.example.com/sse", type: "sse" },
         off: { command: "x", disabled: true },
         nothing: {},
         badUrl: { url: "ftp://x" },
         badArgs: { command: "x", args: "not a list" },
+        badTimeout: { command: "x", startupTimeoutMs: "soon" },
       },
       "user",
       "/home/u/.toolhost/config.json",
@@ -30,6 +31,7 @@ describe("mcpServers entries", () => {
         command: "npx",
         args: ["-y", "server-github"],
         env: { TOKEN: "t" },
+        startupTimeoutMs: 90_000,
       },
       {
         name: "docs",
@@ -52,6 +54,7 @@ describe("mcpServers entries", () => {
       'the server "nothing" needs a command (a program to run) or a url',
       'the server "badUrl" url must be http or https, got ftp:',
       'the server "badArgs" args must be a list of strings',
+      'the server "badTimeout" startupTimeoutMs must be a whole number of milliseconds from 1 to 600000',
     ]);
   });
 
