@@ -41,7 +41,7 @@ async function loadSession(
   clientCapabilities: ClientCapabilities,
   restore?: Restore,
 ): Promise<AcpSession> {
-  const [{ AcpSession }, { SessionTools }, { listProfiles }, { SessionStore, recordingEnabled, restoredState }, { SessionRecorder }] =
+  const [{ AcpSession }, { SessionTools }, { listProfiles }, { restoredState }, { loadedSessionRecorder, newSessionRecorder }] =
     await Promise.all([
       import("./session.js"),
       import("../agent/session-tools.js"),
@@ -52,12 +52,7 @@ async function loadSession(
   const state = restore ? restoredState(restore.stored) : undefined;
   const [tools, listed] = await Promise.all([SessionTools.create(cwd, state?.profile), listProfiles()]);
   const profile = tools.toolset.profile;
-  const store = new SessionStore();
-  const recorder = restore
-    ? new SessionRecorder(store.writerFor(restore.stored), { titled: state?.title !== undefined })
-    : recordingEnabled()
-      ? new SessionRecorder(store.writer({ id, cwd }))
-      : undefined;
+  const recorder = restore ? loadedSessionRecorder(restore.stored) : newSessionRecorder(id, cwd);
   const session = new AcpSession({
     id,
     cwd,

@@ -1,10 +1,13 @@
 import type { ModelMessage } from "ai";
 import type { Envelope } from "../tool/envelope.js";
 import {
+  recordingEnabled,
   sessionDataDir,
+  SessionStore,
   titleFromPrompt,
   type SessionEntry,
   type SessionWriter,
+  type StoredSession,
   type ToolCallStatus,
   type ViewCall,
 } from "./session-store.js";
@@ -218,4 +221,14 @@ function capped(envelope: Envelope): unknown {
     cut: `${json.length} characters, cut to ${ENVELOPE_RECORD_BYTES}`,
     head: json.slice(0, ENVELOPE_RECORD_BYTES),
   };
+}
+
+/** The recorder of a new session, or undefined when sessions stay in memory (TOOLHOST_SESSIONS=off). */
+export function newSessionRecorder(id: string, cwd: string): SessionRecorder | undefined {
+  return recordingEnabled() ? new SessionRecorder(new SessionStore().writer({ id, cwd })) : undefined;
+}
+
+/** The recorder of a loaded session: it appends to the session's own file and keeps its title. */
+export function loadedSessionRecorder(stored: StoredSession): SessionRecorder {
+  return new SessionRecorder(new SessionStore().writerFor(stored), { titled: stored.entries.some((e) => e.type === "title") });
 }

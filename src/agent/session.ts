@@ -733,9 +733,10 @@ export class AgentSession {
       await this.frontEnd.say("Nothing to compact yet.");
       return;
     }
-    const choice = resolveModel(this.modelId, process.env, peekUserConfig());
+    const peek = peekUserConfig();
+    const choice = resolveModel(this.modelId, process.env, peek);
     if (!choice || "error" in choice) {
-      await this.frontEnd.say(noModelHelp(peekUserConfig(), choice && "error" in choice ? choice.error : undefined));
+      await this.frontEnd.say(noModelHelp(peek, choice && "error" in choice ? choice.error : undefined));
       return;
     }
     const { runCompaction } = await import("./turn.js");

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
-import { SessionRecorder } from "../agent/session-recorder.js";
-import { recordingEnabled, SessionStore } from "../agent/session-store.js";
+import { newSessionRecorder } from "../agent/session-recorder.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { CLI_SIDECAR_PREFIX } from "../runtime/sidecars.js";
 
@@ -22,8 +21,7 @@ export async function headlessSession(options: {
   const workspace = path.resolve(options.cwd ?? process.cwd());
   const tools = await SessionTools.create(workspace, options.profile);
   const id = `${CLI_SIDECAR_PREFIX}${randomUUID()}`;
-  const recorder =
-    options.record && recordingEnabled() ? new SessionRecorder(new SessionStore().writer({ id, cwd: workspace })) : undefined;
+  const recorder = options.record ? newSessionRecorder(id, workspace) : undefined;
   const session = new AgentSession({ id, cwd: workspace, tools, frontEnd: options.frontEnd, recorder });
   if (!session.setMode(options.mode)) throw new Error(`Unknown mode ${options.mode}`);
   return session;

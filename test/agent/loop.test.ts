@@ -13,6 +13,7 @@ import type { ToolRegistry } from "../../src/host/registry.js";
 import { defineTool } from "../../src/tool/define.js";
 import type { Envelope } from "../../src/tool/envelope.js";
 import { memoryWorkspace, type Workspace } from "../helpers.js";
+import { LOCKED_TOOL_IDS } from "../../src/host/locked.js";
 
 type Part = LanguageModelV3StreamPart;
 type Reply = Part[] | Error | ((options: LanguageModelV3CallOptions) => ReadableStream<Part>);
@@ -148,21 +149,8 @@ describe("the model turn loop", () => {
     expect(opts.history.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     const request = model.doStreamCalls[0]!;
     expect(request.prompt[0]).toEqual({ role: "system", content: "You are a test." });
-    expect(request.tools?.map((t) => t.name)).toEqual([
-      "read",
-      "write",
-      "edit",
-      "glob",
-      "grep",
-      "bash",
-      "todo",
-      "task",
-      "question",
-      "web_search",
-      "web_fetch",
-      "skill",
-      "tool_search",
-    ]);
+    // Every locked tool, in the RFC's order.
+    expect(request.tools?.map((t) => t.name)).toEqual([...LOCKED_TOOL_IDS]);
     expect(request.tools?.[0]).toMatchObject({
       type: "function",
       inputSchema: { type: "object", properties: { path: { type: "string" } } },
