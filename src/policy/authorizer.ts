@@ -93,6 +93,13 @@ export interface SandboxState {
 
 const OUTSIDE_SANDBOX = "runs outside the sandbox";
 
+/** The first deny or ask rule that speaks about the call's command lines, if it runs any. */
+function commandGuard(rules: readonly SourcedRule[], call: PolicyCall): SourcedRule | undefined {
+  if (call.targets.commands.length === 0) return undefined;
+  const speaks = (r: SourcedRule) => r.permission === call.tool.id || r.permission === "shell.run" || r.permission === "*";
+  return rules.find((r) => r.action === "deny" && speaks(r)) ?? rules.find((r) => r.action === "ask" && speaks(r));
+}
+
 /** Whether the call runs commands: it names command lines, or its tool declares shell access. */
 export function runsCommands(call: ToolCallRequest): boolean {
   return call.targets.commands.length > 0 || (call.tool.requires?.shell?.length ?? 0) > 0;
@@ -156,6 +163,14 @@ export function sessionAuthorizer(options: PermissionOptions): Authorize {
         ? "the command line does not parse, so no rule can allow it without asking"
         : `the line names ${facts.unknown.map((u) => `\`${u}\``).join(", ")}, known only when it runs, so no rule can allow it without asking`;
       verdict = { ...verdict, action: "ask" };
+    }
+    // A line whose effect cannot be read (eval, `… | sh`, `python3 -c`, `$CMD`) could be any
+    // spelling of what a deny or ask rule names: where such a rule is in force, it is asked about.
+    const guard = facts && verdict?.action !== "deny" && verdict?.action !== "ask" ? commandGuard(rules, call) : undefined;
+    if (facts && guard && (facts.unknownCode.length > 0 || facts.unparsed)) {
+      const what = facts.unparsed ? ["the line does not parse"] : facts.unknownCode;
+      why = `unknown spelling: ${what.join("; ")}, so the ${describeRule(guard)} cannot be checked against it`;
+      verdict = { action: "ask", rule: guard };
     }
     if (verdict?.action === "deny") {
       if (verdict.rule.source === "session") {

@@ -1,5 +1,6 @@
 import type { Node } from "web-tree-sitter";
 import { bashParser } from "./bash-wasm.js";
+import { WRAPPERS } from "./wrappers.js";
 
 /** One word of a command line, as the shell would see it before running it. */
 export interface Word {
@@ -19,8 +20,9 @@ export interface Assignment {
 
 /**
  * A redirection. `file`: `>`, `>>`, `<`, `&>`, `>|`, `<>`, `>&` with a file target; `fd`: a
- * descriptor copy or close (`2>&1`, `>&-`); `heredoc`: `<<`/`<<-` (no target); `herestring`:
- * `<<<` (its target is the text fed in, not a file).
+ * descriptor copy or close (`2>&1`, `>&-`); `heredoc`: `<<`/`<<-` (its target is the body fed in,
+ * literal when the delimiter is quoted or nothing in it expands); `herestring`: `<<<` (its target
+ * is the text fed in, not a file).
  */
 export interface Redirect {
   kind: "file" | "fd" | "heredoc" | "herestring";
@@ -43,6 +45,8 @@ export interface SimpleCommand {
   redirects: Redirect[];
   /** Inside `$(…)`, backticks, `<(…)`/`>(…)`, or the script of a `bash -c` / `sh -c`. */
   nested: boolean;
+  /** Its stdin is a pipe (`… | sh`): it is not the first command of a pipeline. */
+  piped: boolean;
 }
 
 /** What a command line would run. */
@@ -93,7 +97,16 @@ function parseWith(parser: Awaited<ReturnType<typeof bashParser>>, line: string,
     const out: ParsedLine = { commands: [], assignments: [], redirects: [], functions: [] };
     const byNode = new Map<number, SimpleCommand>();
     const redirected: Node[] = [];
-    walk(root, depth > 0, out, byNode, redirected);
+    const pipelines: Node[] = [];
+    walk(root, depth > 0, out, byNode, redirected, pipelines);
+    for (const pipeline of pipelines) {
+      for (const part of named(pipeline).slice(1)) {
+        for (const n of directCommands(part, false)) {
+          const command = byNode.get(n.id);
+          if (command) command.piped = true;
+        }
+      }
+    }
     for (const statement of redirected) {
       const body = statement.childForFieldName("body");
       const redirects = statement.childrenForFieldName("redirect").flatMap((n) => (n ? redirectsOf(n) : []));
@@ -123,7 +136,14 @@ function named(node: Node): Node[] {
   return node.namedChildren.filter((n): n is Node => n !== null);
 }
 
-function walk(node: Node, nested: boolean, out: ParsedLine, byNode: Map<number, SimpleCommand>, redirected: Node[]): void {
+function walk(
+  node: Node,
+  nested: boolean,
+  out: ParsedLine,
+  byNode: Map<number, SimpleCommand>,
+  redirected: Node[],
+  pipelines: Node[],
+): void {
   switch (node.type) {
     case "command":
     case "declaration_command":
@@ -146,9 +166,12 @@ function walk(node: Node, nested: boolean, out: ParsedLine, byNode: Map<number, 
     case "redirected_statement":
       redirected.push(node);
       break;
+    case "pipeline":
+      pipelines.push(node);
+      break;
   }
   const inner = nested || node.type === "command_substitution" || node.type === "process_substitution";
-  for (const child of named(node)) walk(child, inner, out, byNode, redirected);
+  for (const child of named(node)) walk(child, inner, out, byNode, redirected, pipelines);
 }
 
 /** The commands a redirection written after `body` applies to. */
@@ -213,7 +236,7 @@ function toCommand(node: Node, nested: boolean): SimpleCommand {
     }
   }
   const argv = words.every((w) => w.literal && !w.tilde) ? words.map((w) => w.text) : null;
-  return { text: node.text, assignments, words, argv, redirects, nested };
+  return { text: node.text, assignments, words, argv, redirects, nested, piped: false };
 }
 
 function toAssignment(node: Node): Assignment {
@@ -247,13 +270,22 @@ function toRedirect(node: Node): Redirect {
   }
   const descriptor = node.childForFieldName("descriptor");
   const fd = descriptor ? Number(descriptor.text) : null;
-  if (node.type === "heredoc_redirect") return { kind: "heredoc", op: op || "<<", fd, target: null };
+  if (node.type === "heredoc_redirect") return { kind: "heredoc", op: op || "<<", fd, target: heredocBody(node) };
   const targetNode =
     node.childForFieldName("destination") ?? named(node).find((n) => n.type !== "file_descriptor" && n.type !== "comment") ?? null;
   const target = targetNode ? toWord(targetNode) : null;
   if (node.type === "herestring_redirect") return { kind: "herestring", op: op || "<<<", fd, target };
   const copies = (op === ">&" || op === "<&") && target !== null && /^(?:\d+|-)$/.test(target.text);
   return { kind: copies ? "fd" : "file", op, fd, target };
+}
+
+/** A here-doc's body as the text fed in: literal when its delimiter is quoted or nothing in it expands. */
+function heredocBody(node: Node): Word | null {
+  const body = named(node).find((n) => n.type === "heredoc_body");
+  if (!body) return null;
+  const quoted = /['"\\]/.test(named(node).find((n) => n.type === "heredoc_start")?.text ?? "");
+  const literal = quoted || named(body).every((n) => n.type === "heredoc_content");
+  return { text: body.text, literal, tilde: false };
 }
 
 function toWord(node: Node): Word {
@@ -349,6 +381,9 @@ const OPAQUE = new Set([
   ...["ssh", "watch", "find", "awk", "gawk", "busybox", "parallel", "flock", "chroot", "strace"],
   ...["stdbuf", "script", "unbuffer", "export", "declare", "typeset", "local", "readonly", "unset"],
   ...["alias", "unalias", "set", "trap", "function"],
+  // Every wrapper the rules and the watchdog see through (policy/wrappers.ts): `chronic git status`
+  // must not remember `chronic git *`.
+  ...Object.keys(WRAPPERS),
 ]);
 
 /**

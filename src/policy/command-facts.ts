@@ -5,13 +5,26 @@ import { isInsideAny } from "../tool/paths.js";
 import type { PolicyCall } from "./call.js";
 import { parseBash, type ParsedLine } from "./bash-parse.js";
 import { bashFileTargets } from "./bash-targets.js";
+import { normalizeLine } from "./normalize.js";
+
+/**
+ * One spelling of a command a line runs, for the rules to match. `primary`: the simple command as
+ * written, which an allow must cover; the others (wrappers off, path off, read out of `find
+ * -exec`, `xargs`, a wrapped `bash -c`, `eval`, …) are matched by deny and ask rules only.
+ */
+export interface CommandUnit {
+  text: string;
+  primary: boolean;
+}
 
 /** What the policy reads from a call's command lines before the ruleset judges it. */
 export interface CommandFacts {
   /** Each line, parsed (null: it does not parse). */
   lines: Map<string, ParsedLine | null>;
-  /** Each parsed line's simple commands, for rules to match one by one. */
-  units: Map<string, string[]>;
+  /** Each parsed line's simple commands in every spelling (policy/normalize.ts), for rules to match one by one. */
+  units: Map<string, CommandUnit[]>;
+  /** Why parts of the lines cannot be read (`eval "$X"`, `… | sh`, `python3 -c`): unknown spellings. */
+  unknownCode: string[];
   /** Some line does not parse: a rule's allow becomes an ask. */
   unparsed: boolean;
   /** Files the lines name outside the workspace roots (policy/bash-targets.ts). */
@@ -48,7 +61,7 @@ function outsideRoots(p: string, roots: readonly string[]): string | null {
  * roots (resolved against the call's working directory: its one path target, else the first root).
  */
 export async function commandFacts(call: PolicyCall, roots: readonly string[], home = os.homedir()): Promise<CommandFacts> {
-  const facts: CommandFacts = { lines: new Map(), units: new Map(), unparsed: false, outside: [], unknown: [] };
+  const facts: CommandFacts = { lines: new Map(), units: new Map(), unparsed: false, outside: [], unknown: [], unknownCode: [] };
   const cwd = call.targets.paths.length === 1 ? (call.targets.paths[0] as string) : (roots[0] ?? process.cwd());
   for (const line of call.targets.commands) {
     const parsed = await parseBash(line).catch(() => null);
@@ -57,10 +70,13 @@ export async function commandFacts(call: PolicyCall, roots: readonly string[], h
       facts.unparsed = true;
       continue;
     }
-    facts.units.set(
-      line,
-      parsed.commands.map((c) => c.text.trim()),
-    );
+    const units: CommandUnit[] = parsed.commands.map((c) => ({ text: c.text.trim(), primary: true }));
+    const normal = await normalizeLine(parsed);
+    for (const c of normal.commands) {
+      if (c.text && !units.some((u) => u.text === c.text)) units.push({ text: c.text, primary: false });
+    }
+    facts.units.set(line, units);
+    for (const why of normal.unknown) if (!facts.unknownCode.includes(why)) facts.unknownCode.push(why);
     const files = bashFileTargets(parsed, cwd, home);
     for (const f of files.targets) {
       const where = outsideRoots(f.path, roots);

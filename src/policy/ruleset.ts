@@ -58,8 +58,12 @@ interface RulesetContext {
   workspace: string;
   /** For `~` in patterns (default: the user's home). */
   home?: string;
-  /** Each command line's simple commands (policy/bash-parse.ts); a line not in it is matched whole. */
-  commandUnits?: ReadonlyMap<string, readonly string[]>;
+  /**
+   * Each command line's simple commands in every spelling (policy/command-facts.ts); a line not in
+   * it is matched whole. A spelling that is not `primary` (wrappers off, read out of `find -exec`,
+   * …) can be denied or asked about, but needs no allow of its own.
+   */
+  commandUnits?: ReadonlyMap<string, readonly { text: string; primary: boolean }[]>;
   /**
    * Files the command lines name outside the workspace (policy/bash-targets.ts): a write needs an
    * allow of its own, like a command; a read can be denied or asked about but needs no allow.
@@ -90,8 +94,8 @@ function targetsOf(call: PolicyCall, ctx: RulesetContext): Target[] {
   }
   for (const c of call.targets.commands) {
     // Each simple command on its own: a line runs without asking only when every part is allowed.
-    for (const unit of ctx.commandUnits?.get(c) ?? [c.trim()])
-      out.push({ kind: "command", value: unit, capability: "shell.run", primary: true });
+    for (const unit of ctx.commandUnits?.get(c) ?? [{ text: c.trim(), primary: true }])
+      out.push({ kind: "command", value: unit.text, capability: "shell.run", primary: unit.primary });
   }
   for (const f of ctx.lineFiles ?? []) {
     out.push({ kind: "path", value: f.path, capability: f.access === "write" ? "fs.write" : "fs.read", primary: f.access === "write" });

@@ -81,7 +81,7 @@ describe("parseBash: redirections", () => {
     ["(cd x; rm y) > out", [[">out"], [">out"]], [">out"]],
     ["echo $(cat < secret)", [[], ["<secret"]], ["<secret"]],
     ["cat <<< hello", [["<<<hello"]], ["<<<hello"]],
-    ["cat <<EOF > out\nbody\nEOF", [["<<", ">out"]], ["<<", ">out"]],
+    ["cat <<EOF > out\nbody\nEOF", [["<<body\n", ">out"]], ["<<body\n", ">out"]],
   ])("%j", async (line, perCommand, all) => {
     const result = await parsed(line);
     expect(result.commands.map((c) => c.redirects.map(target))).toEqual(perCommand);
@@ -92,6 +92,9 @@ describe("parseBash: redirections", () => {
     const result = await parsed("cmd <<<word > out 2>&1");
     expect(result.redirects.map((r) => r.kind)).toEqual(["herestring", "file", "fd"]);
     expect((await parsed("cat <<EOF\nx\nEOF")).redirects.map((r) => r.kind)).toEqual(["heredoc"]);
+    // A here-doc's body is what it feeds in: literal unless something in it expands.
+    expect((await parsed("sh <<'EOF'\nrm $X\nEOF")).redirects[0]?.target).toEqual({ text: "rm $X\n", literal: true, tilde: false });
+    expect((await parsed("sh <<EOF\nrm $X\nEOF")).redirects[0]?.target?.literal).toBe(false);
     const [dynamic] = (await parsed("echo > $OUT")).redirects;
     expect(dynamic?.target).toEqual({ text: "$OUT", literal: false, tilde: false });
   });

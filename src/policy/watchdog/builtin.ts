@@ -46,7 +46,7 @@ export function builtinWatchdog(options: BuiltinWatchdogOptions = {}): Watchdog 
     }
     // bash names its working directory as its path target; other tools' commands run in the workspace.
     const cwd = (call.tool.id === "bash" ? call.targets.paths[0] : undefined) ?? call.roots[0] ?? process.cwd();
-    const input = { call, commands: shellCommands(lines, cwd, home), home };
+    const input = { call, commands: await shellCommands(lines, cwd, home), home };
     let verdict: WatchdogVerdict = ALLOW;
     for (const check of checks) {
       const finding = check.check(input);

@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { ParsedLine, Redirect, SimpleCommand, Word } from "../bash-parse.js";
+import { normalizeLine } from "../normalize.js";
 import type { WatchdogCall } from "../watchdog.js";
 
 // What the built-in checks share: the parsed commands of a call with their wrappers taken off and
@@ -9,7 +10,7 @@ import type { WatchdogCall } from "../watchdog.js";
 export interface ShellCommand {
   /** The parsed command. */
   command: SimpleCommand;
-  /** The basename of what runs once wrappers (`sudo`, `env X=1`, `timeout 5`, …) are taken off; null when not literal. */
+  /** The basename of what runs once wrappers (policy/wrappers.ts: `sudo`, `env X=1`, `timeout 5`, …) are taken off; null when not literal. */
   name: string | null;
   /** The words after the name. */
   args: Word[];
@@ -17,6 +18,12 @@ export interface ShellCommand {
   cwd: string | null;
   /** The parsed line it belongs to. */
   line: ParsedLine;
+  /** Other directories its relative words may be under (`git -C D`, `tar -C D`, `env -C D`); null when unknown. */
+  dirs: (string | null)[];
+  /** Literal values the line assigns to variables, for expanding `$F`. */
+  vars: ReadonlyMap<string, readonly Word[]>;
+  /** Why what it runs cannot be read from the line (`python3 -c`, `… | sh`), when it cannot. */
+  unknown: string | null;
 }
 
 /** What every check gets: the call, its commands (parsed) and where `~` is. */
@@ -38,68 +45,19 @@ export interface WatchdogCheck {
   check(input: CheckInput): Finding | null;
 }
 
-/** Option words that take the next word as their value, per wrapper. */
-const WRAPPERS: Record<string, { values: readonly string[]; operands?: number }> = {
-  sudo: { values: ["-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t", "-T"] },
-  doas: { values: ["-u", "-C"] },
-  env: { values: ["-u", "-C", "-S", "--unset", "--chdir"] },
-  nohup: { values: [] },
-  time: { values: ["-f", "-o"] },
-  timeout: { values: ["-s", "-k", "--signal", "--kill-after"], operands: 1 },
-  nice: { values: ["-n", "--adjustment"] },
-  ionice: { values: ["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"] },
-  command: { values: [] },
-  exec: { values: ["-a"] },
-  builtin: { values: [] },
-  stdbuf: { values: ["-i", "-o", "-e"] },
-  xargs: { values: ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args", "--max-procs"] },
-  unbuffer: { values: [] },
-  flock: { values: ["-w", "-E", "--timeout", "--conflict-exit-code"], operands: 1 },
-  chronic: { values: [] },
-};
-
-const basename = (text: string) => text.split("/").at(-1) ?? text;
-
-/** The command's name and arguments once wrappers are taken off. */
-export function unwrap(words: readonly Word[]): { name: string | null; args: Word[] } {
-  let rest = [...words];
-  for (let depth = 0; depth < 8; depth++) {
-    const head = rest[0];
-    if (!head) return { name: null, args: [] };
-    if (!head.literal) return { name: null, args: rest.slice(1) };
-    const name = basename(head.text);
-    const wrapper = WRAPPERS[name];
-    if (!wrapper) return { name, args: rest.slice(1) };
-    let i = 1;
-    let operands = wrapper.operands ?? 0;
-    while (i < rest.length) {
-      const word = rest[i] as Word;
-      if (word.text === "--") {
-        i++;
-        break;
-      }
-      if (word.text.startsWith("-") && word.text.length > 1) {
-        i += wrapper.values.includes(word.text) ? 2 : 1;
-      } else if (name === "env" && /^[A-Za-z_][A-Za-z0-9_]*=/.test(word.text)) {
-        i++;
-      } else if (operands > 0) {
-        operands--;
-        i++;
-      } else break;
-    }
-    rest = rest.slice(i);
-  }
-  return { name: null, args: rest.slice(1) };
-}
-
-/** The commands of parsed lines, each with its working directory followed through `cd` / `pushd`. */
-export function shellCommands(lines: readonly ParsedLine[], cwd: string, home: string): ShellCommand[] {
+/**
+ * The commands of parsed lines as the rules read them (policy/normalize.ts: wrappers and paths
+ * off, `find -exec`, `xargs`, wrapped `bash -c`, literal `eval` and here-strings read out), each
+ * with its working directory followed through `cd` / `pushd`.
+ */
+export async function shellCommands(lines: readonly ParsedLine[], cwd: string, home: string): Promise<ShellCommand[]> {
   const out: ShellCommand[] = [];
-  for (const line of lines) {
+  for (const parsed of lines) {
     let dir: string | null = cwd;
-    for (const command of line.commands) {
-      const { name, args } = unwrap(command.words);
-      out.push({ command, name, args, cwd: dir, line });
+    for (const normal of (await normalizeLine(parsed)).commands) {
+      const { source, name, args, line, chdir, vars, unknown } = normal;
+      const dirs = chdir.map((w) => wordPath(w, dir, home)?.path ?? null);
+      out.push({ command: source, name, args, cwd: dir, line, dirs, vars, unknown });
       if (name === "cd" || name === "pushd") {
         const target = args.find((w) => !(w.literal && /^-[LPe@]+$/.test(w.text)));
         if (!target) dir = name === "cd" ? home : dir;
