@@ -1,4 +1,3 @@
-import { realpathSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { isInsideAny } from "../tool/paths.js";
@@ -6,6 +5,7 @@ import type { PolicyCall } from "./call.js";
 import { parseBash, type ParsedLine } from "./bash-parse.js";
 import { bashFileTargets } from "./bash-targets.js";
 import { normalizeLine } from "./normalize.js";
+import { realPath } from "./real-path.js";
 
 /**
  * One spelling of a command a line runs, for the rules to match. `primary`: the simple command as
@@ -31,19 +31,6 @@ export interface CommandFacts {
   outside: { path: string; access: "read" | "write" }[];
   /** Files the lines name that are known only when they run (`> $F`): a rule's allow becomes an ask. */
   unknown: string[];
-}
-
-/** The real path of `p`: its nearest existing parent resolved through symlinks, the rest as written. */
-function realPath(p: string): string {
-  const rest: string[] = [];
-  for (let dir = p; ; dir = path.dirname(dir)) {
-    try {
-      return path.join(realpathSync(dir), ...rest.reverse());
-    } catch {
-      if (path.dirname(dir) === dir) return p;
-      rest.push(path.basename(dir));
-    }
-  }
 }
 
 /**

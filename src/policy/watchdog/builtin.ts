@@ -5,6 +5,7 @@ import { destructiveCheck } from "./destructive.js";
 import { exfilCheck } from "./exfil.js";
 import { forcePushCheck, gitInternalsCheck } from "./git.js";
 import { networkCheck } from "./network.js";
+import { projectConfigCheck } from "./project-config.js";
 import { secretsCheck } from "./secrets.js";
 import { shellCommands, type WatchdogCheck } from "./shell.js";
 
@@ -16,6 +17,7 @@ export const BUILTIN_CHECKS: readonly WatchdogCheck[] = [
   gitInternalsCheck,
   forcePushCheck,
   networkCheck,
+  projectConfigCheck,
 ];
 
 export interface BuiltinWatchdogOptions {

@@ -31,7 +31,10 @@ function judge(word: Word, command: ShellCommand, { call, home }: CheckInput, wh
 
 function rm(command: ShellCommand, input: CheckInput): Finding | null {
   if (!recursive(command.args)) return null;
+  // `find … -exec rm -r {} \;`: find's own check judges where it starts.
+  const found = command.via.some((v) => v.startsWith("find "));
   for (const word of operands(command.args)) {
+    if (found && word.text.includes("{}")) continue;
     const finding = judge(word, command, input, "rm -r removes", true);
     if (finding) return finding;
   }

@@ -2,6 +2,7 @@ import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { isReadOnlyKind } from "../../tool/kinds.js";
 import type { Word } from "../bash-parse.js";
+import { realPath } from "../real-path.js";
 import { isWriteRedirect, operands, wordPath, type CheckInput, type Finding, type ShellCommand, type WatchdogCheck } from "./shell.js";
 
 // Git: writes into a repository's `.git/` internals (hooks run code, config can too) by file tools
@@ -43,7 +44,7 @@ export const gitInternalsCheck: WatchdogCheck = {
   name: "git-internals",
   check({ call, commands, home }): Finding | null {
     if (!isReadOnlyKind(call.tool.kind) && call.tool.kind !== "execute") {
-      const target = call.targets.paths.find(inGitDir);
+      const target = call.targets.paths.find((p) => inGitDir(p) || inGitDir(realPath(p)));
       if (target) return { action: "deny", reason: `${call.tool.id} would write ${target}, inside .git/ (use git commands instead)` };
     }
     for (const command of commands) {

@@ -1,7 +1,8 @@
 import path from "node:path";
 import { isInside, isInsideAny } from "../../tool/paths.js";
 import type { Word } from "../bash-parse.js";
-import { wordPath, type CheckInput, type Finding, type WatchdogCheck } from "./shell.js";
+import { wordPaths } from "./expand.js";
+import type { CheckInput, Finding, WatchdogCheck } from "./shell.js";
 
 // Reads (or writes) of secret files outside the workspace: credentials under the home folder and
 // the `.env` files of other projects. Judged on a file tool's targets and on every word and
@@ -48,26 +49,40 @@ function candidates(word: Word): Word[] {
   return out;
 }
 
-function firstSecret({ call, commands, home }: CheckInput): string | null {
+/** Text that names a secret file, wherever it points (`id_rsa`, `.ssh/`, `.aws/credentials`, `.env`). */
+const SECRET_NAME = new RegExp(
+  `(?:^|[/"'\\s=:@(])(?:${HOME_SECRETS.map((r) => r.replace(/[.]/g, "\\.")).join("|")}|id_(?:rsa|dsa|ecdsa|ed25519)\\w*|credentials|\\.env(?:\\.[\\w-]+)?)(?:$|[/"'\\s);])`,
+);
+
+function firstSecret({ call, commands, home }: CheckInput): Finding | null {
   for (const target of call.targets.paths) {
     const why = secretPath(target, home, call.roots);
-    if (why) return why;
+    if (why) return { action: "deny", reason: `${why}; secrets outside the workspace stay unread` };
   }
-  for (const { command, cwd } of commands) {
-    const words = [...command.words, ...command.redirects.flatMap((r) => (r.kind === "file" && r.target ? [r.target] : []))];
+  let asked: Finding | null = null;
+  for (const command of commands) {
+    const words = [...command.command.words, ...command.command.redirects.flatMap((r) => (r.kind === "file" && r.target ? [r.target] : []))];
     for (const word of words.flatMap(candidates)) {
-      const named = wordPath(word, cwd, home);
-      const why = named ? secretPath(named.path, home, call.roots) : null;
-      if (why) return why;
+      const { paths, unknown } = wordPaths(word, command, home);
+      for (const p of paths) {
+        const why = secretPath(p, home, call.roots);
+        if (why) return { action: "deny", reason: `${why}; secrets outside the workspace stay unread` };
+      }
+      // Where a word points is known only when it runs (`cd "$D"; cat id_rsa`, `git -C "$D"`), and it names a secret.
+      if (unknown && SECRET_NAME.test(word.text)) {
+        asked ??= { action: "ask", reason: `${word.text} names a secret file, and the watchdog cannot tell where it points` };
+      }
+    }
+    // Code the watchdog cannot read (`python3 -c "open('…/.ssh/id_rsa')"`) that names a secret.
+    if (command.unknown) {
+      const named = command.command.words.find((w) => SECRET_NAME.test(w.text));
+      if (named) asked ??= { action: "ask", reason: `${command.unknown}, and it names a secret file (${named.text})` };
     }
   }
-  return null;
+  return asked;
 }
 
 export const secretsCheck: WatchdogCheck = {
   name: "secrets",
-  check(input): Finding | null {
-    const why = firstSecret(input);
-    return why ? { action: "deny", reason: `${why}; secrets outside the workspace stay unread` } : null;
-  },
+  check: firstSecret,
 };

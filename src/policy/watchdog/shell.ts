@@ -24,6 +24,8 @@ export interface ShellCommand {
   vars: ReadonlyMap<string, readonly Word[]>;
   /** Why what it runs cannot be read from the line (`python3 -c`, `… | sh`), when it cannot. */
   unknown: string | null;
+  /** The wrappers and indirections it was read out of (`sudo`, `find -exec`, `bash -c`). */
+  via: readonly string[];
 }
 
 /** What every check gets: the call, its commands (parsed) and where `~` is. */
@@ -55,9 +57,9 @@ export async function shellCommands(lines: readonly ParsedLine[], cwd: string, h
   for (const parsed of lines) {
     let dir: string | null = cwd;
     for (const normal of (await normalizeLine(parsed)).commands) {
-      const { source, name, args, line, chdir, vars, unknown } = normal;
+      const { source, name, args, line, chdir, vars, unknown, via } = normal;
       const dirs = chdir.map((w) => wordPath(w, dir, home)?.path ?? null);
-      out.push({ command: source, name, args, cwd: dir, line, dirs, vars, unknown });
+      out.push({ command: source, name, args, cwd: dir, line, dirs, vars, unknown, via });
       if (name === "cd" || name === "pushd") {
         const target = args.find((w) => !(w.literal && /^-[LPe@]+$/.test(w.text)));
         if (!target) dir = name === "cd" ? home : dir;
