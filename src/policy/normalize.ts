@@ -69,6 +69,8 @@ const FIND_EXEC = /^-(?:exec|execdir|ok|okdir)$/;
 /** git config keys whose value is a program git runs. */
 const GIT_RUNS =
   /^(?:alias\..*|core\.(?:pager|sshcommand|fsmonitor|editor|hookspath|askpass|gitproxy)|(?:diff|merge|filter)\..*|credential\..*|.*\.(?:textconv|program|command|cmd|helper|editor|process|clean|smudge))$/i;
+/** git's global options that take the next word as their value. */
+const GIT_VALUES = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix"]);
 const MAX_DEPTH = 4;
 
 const word = (text: string): Word => ({ text, literal: true, tilde: text.startsWith("~") });
@@ -148,7 +150,10 @@ class Normalizer {
       if (c >= 0) {
         // A shell that is the command's own first word: the parser already read (or refused) its script.
         if (at.source.words[0] === u.head) return void push(null);
-        return runScript(args.slice(c + 1).find((w) => !w.text.startsWith("-") && !w.text.startsWith("+")), `${name} -c`);
+        return runScript(
+          args.slice(c + 1).find((w) => !w.text.startsWith("-") && !w.text.startsWith("+")),
+          `${name} -c`,
+        );
       }
       const operand = args.find((w) => !w.text.startsWith("-") && !w.text.startsWith("+"));
       if (operand && !args.some((w) => /^-[A-Za-z]*s/.test(w.text))) return void push(null);
@@ -243,7 +248,8 @@ class Normalizer {
     for (let i = 0; i < args.length; i++) {
       const w = args[i] as Word;
       if (w.text === "-C" && args[i + 1]) chdir.push(args[i + 1] as Word);
-      if (w.text === "--config-env" || w.text.startsWith("--config-env=")) unknown ??= "git --config-env sets configuration from the environment";
+      if (w.text === "--config-env" || w.text.startsWith("--config-env="))
+        unknown ??= "git --config-env sets configuration from the environment";
       if (w.text !== "-c") continue;
       const setting = args[i + 1];
       if (!setting) break;
@@ -255,7 +261,11 @@ class Normalizer {
         if (value.startsWith("!")) scripts.push(value.slice(1));
       }
     }
-    push(unknown, chdir);
+    // `git -C . push` is `git push` to a rule: the global options go from the spelling.
+    const command = push(unknown, chdir);
+    let sub = 0;
+    while (sub < args.length && args[sub]?.text.startsWith("-")) sub += GIT_VALUES.has(args[sub]?.text ?? "") ? 2 : 1;
+    command.text = ["git", ...args.slice(sub).map((w) => w.text)].join(" ");
     for (const script of scripts) await this.script(script, [...via, "git alias"], depth);
   }
 }

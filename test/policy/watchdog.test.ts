@@ -293,7 +293,15 @@ describe("the built-in watchdog", () => {
   });
 
   it("has one named check per rule", () => {
-    expect(BUILTIN_CHECKS.map((c) => c.name)).toEqual(["exfil", "secrets", "rm-outside", "git-internals", "force-push", "network", "project-config"]);
+    expect(BUILTIN_CHECKS.map((c) => c.name)).toEqual([
+      "exfil",
+      "secrets",
+      "rm-outside",
+      "git-internals",
+      "force-push",
+      "network",
+      "project-config",
+    ]);
   });
 
   it("a deny beats an ask from another check", async () => {

@@ -18,7 +18,9 @@ const VARIABLE = /\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g;
 function substitute(word: Word, vars: ReadonlyMap<string, readonly Word[]>, home: string): string[] | null {
   if (word.literal) return [word.text];
   let texts = [word.text.replace(/["']/g, "")];
-  for (;;) {
+  // A value may name another variable (`D=$HOME/.ssh`): a few rounds, then give up.
+  for (let round = 0; ; round++) {
+    if (round > 8) return null;
     const next: string[] = [];
     let changed = false;
     for (const text of texts) {
@@ -31,9 +33,10 @@ function substitute(word: Word, vars: ReadonlyMap<string, readonly Word[]>, home
       changed = true;
       const name = (m[1] ?? m[2]) as string;
       const values = name === "HOME" && !vars.has("HOME") ? [{ text: home, literal: true, tilde: false }] : vars.get(name);
-      if (!values?.length || values.some((v) => !v.literal)) return null;
+      if (!values?.length) return null;
       for (const v of values) {
-        const value = v.tilde && (v.text === "~" || v.text.startsWith("~/")) ? path.join(home, v.text.slice(1)) : v.text;
+        const raw = v.literal ? v.text : v.text.replace(/["']/g, "");
+        const value = v.tilde && (raw === "~" || raw.startsWith("~/")) ? path.join(home, raw.slice(1)) : raw;
         next.push(text.slice(0, m.index) + value + text.slice(m.index + m[0].length));
       }
     }

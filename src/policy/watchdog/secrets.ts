@@ -61,7 +61,10 @@ function firstSecret({ call, commands, home }: CheckInput): Finding | null {
   }
   let asked: Finding | null = null;
   for (const command of commands) {
-    const words = [...command.command.words, ...command.command.redirects.flatMap((r) => (r.kind === "file" && r.target ? [r.target] : []))];
+    const words = [
+      ...command.command.words,
+      ...command.command.redirects.flatMap((r) => (r.kind === "file" && r.target ? [r.target] : [])),
+    ];
     for (const word of words.flatMap(candidates)) {
       const { paths, unknown } = wordPaths(word, command, home);
       for (const p of paths) {
