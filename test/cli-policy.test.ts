@@ -57,6 +57,31 @@ describe("toolhost policy", () => {
     expect(read.targets[0]).toMatchObject({ kind: "path", capability: "fs.read", matching: [] });
   });
 
+  it("a deny rule holds for every spelling, and an unknown line is refused headless, saying why (issue 20)", async () => {
+    for (const command of [
+      "git -C . push origin main",
+      "command git push",
+      "sudo -u me git push",
+      'bash -c "git push"',
+      "echo x | xargs git push",
+    ]) {
+      const json = JSON.parse((await toolhost(["policy", "explain", "bash", JSON.stringify({ command }), "--json"])).stdout);
+      expect([command, json.decision]).toEqual([command, "deny"]);
+    }
+    const unknown = JSON.parse((await toolhost(["policy", "explain", "bash", '{"command":"eval \\"$X\\""}', "--json"])).stdout);
+    expect(unknown).toMatchObject({
+      decision: "ask",
+      why: expect.stringMatching(/^unknown spelling: eval runs text known only when it runs/),
+    });
+    const ran = await toolhost(["call", "bash", JSON.stringify({ command: "echo ok | sh" }), "--cwd", ws]);
+    expect(ran.code).toBe(1);
+    expect(JSON.parse(ran.stdout).error_text).toMatch(
+      /nobody can answer here.*unknown spelling: sh runs commands it reads from stdin.*deny bash "git push\*"/s,
+    );
+    const plain = JSON.parse((await toolhost(["policy", "explain", "bash", '{"command":"ls | grep a"}', "--json"])).stdout);
+    expect(plain.decision).toBe("allow");
+  });
+
   it("lists the rules in force with their sources and says which were left out", async () => {
     const { code, stdout } = await toolhost(["policy", "list"]);
     expect(code).toBe(1);
