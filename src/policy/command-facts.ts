@@ -1,5 +1,4 @@
 import os from "node:os";
-import path from "node:path";
 import { isInsideAny } from "../tool/paths.js";
 import type { PolicyCall } from "./call.js";
 import { parseBash, type ParsedLine } from "./bash-parse.js";

@@ -1,5 +1,3 @@
-import type { Word } from "./bash-parse.js";
-
 // Commands that run another command given in their own words (`sudo rm x`, `timeout 5 rm x`):
 // one table for the permission rules (policy/normalize.ts) and the watchdog (watchdog/shell.ts),
 // so a rule and a check see the same command behind the same wrapper.
@@ -55,26 +53,32 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
 /** The last segment of a command path (`/bin/rm` → `rm`). */
 export const commandBasename = (text: string): string => text.split("/").at(-1) ?? text;
 
-export interface Unwrapped {
+/** A word of a command line (policy/bash-parse.ts `Word`), as far as unwrapping needs it. */
+interface Word {
+  text: string;
+  literal: boolean;
+}
+
+export interface Unwrapped<W extends Word = Word> {
   /** The basename of what runs once the wrappers are off; null when it is not literal or there is none. */
   name: string | null;
   /** The words after it. */
-  args: Word[];
+  args: W[];
   /** The word that names what runs (null: none). */
-  head: Word | null;
+  head: W | null;
   /** The wrappers taken off, outermost first (`sudo`, `timeout`, …). */
   via: string[];
   /** Directories the wrappers make the command run in (`env -C DIR`, `sudo -D DIR`). */
-  chdir: Word[];
+  chdir: W[];
   /** `env -S STRING`: the command is a string env splits itself. */
   split: boolean;
 }
 
 /** A command's name and arguments once wrappers are taken off. */
-export function unwrap(words: readonly Word[]): Unwrapped {
+export function unwrap<W extends Word>(words: readonly W[]): Unwrapped<W> {
   let rest = [...words];
   const via: string[] = [];
-  const chdir: Word[] = [];
+  const chdir: W[] = [];
   let split = false;
   for (let depth = 0; depth < 8; depth++) {
     const head = rest[0];
@@ -89,7 +93,7 @@ export function unwrap(words: readonly Word[]): Unwrapped {
     let i = 1;
     let operands = wrapper.operands ?? 0;
     while (i < rest.length) {
-      const word = rest[i] as Word;
+      const word = rest[i] as W;
       if (word.text === "--") {
         i++;
         break;
