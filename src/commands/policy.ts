@@ -102,6 +102,7 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
       watchdog,
       unparsed,
       unknown: facts.unknown,
+      unknownCode: facts.unknownCode,
       sandbox: sandbox.json,
       targets,
     };
@@ -119,6 +120,9 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
     ...(reason ? [`reason: ${reason}`] : []),
     watchdog.action === "allow" ? "watchdog: allow" : `watchdog: ${watchdog.action} (${watchdog.check}): ${watchdog.reason}`,
     ...(unparsed ? ["the command line does not parse: a rule's allow becomes an ask"] : []),
+    ...(facts.unknownCode.length
+      ? [`unknown spelling (asked about where a deny or ask rule is in force): ${facts.unknownCode.join("; ")}`]
+      : []),
     `sandbox: ${sandbox.text}`,
     "what the call touches:",
   ];

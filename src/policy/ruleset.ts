@@ -28,6 +28,9 @@ import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
 //    which beats `*`; then the longer literal pattern (its characters other than `* ? [ ] { } !`)
 //    beats the shorter; on a tie deny beats ask beats allow, then the later source (session >
 //    project > user > manifest) wins.
+//    A command line's targets are its simple commands as written and, for deny and ask rules
+//    only, each normalised spelling (policy/normalize.ts: wrappers, paths and git's global
+//    options off; `find -exec`, `xargs`, wrapped `bash -c`, literal `eval` read out).
 // 3. The call: deny if any target is denied; else ask if any target asks; else allow if every
 //    primary target was allowed (the commands of a call that runs commands and the files its
 //    lines write outside the workspace, every target of other calls: the directory a command
