@@ -80,7 +80,9 @@ export const UserConfigSchema = z
             /** More variables sandboxed commands (and MCP servers) get: names, or `PREFIX_*`. */
             env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, "must be a variable name or PREFIX_*")).optional(),
             /** More paths hidden from sandboxed commands: absolute, or `~/` for the home folder. */
-            denyRead: z.array(z.string().refine((p) => p.startsWith("/") || p.startsWith("~/"), "must be absolute or start with ~/")).optional(),
+            denyRead: z
+              .array(z.string().refine((p) => p.startsWith("/") || p.startsWith("~/"), "must be absolute or start with ~/"))
+              .optional(),
           })
           .strict(),
       ])

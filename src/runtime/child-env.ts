@@ -64,7 +64,10 @@ export function envNameMatcher(userNames: readonly string[]): (name: string) => 
  * The allowed part of `env`: the allow-list, plus what `userNames` adds. A value that is a shell
  * function (`() {`) is dropped, as the MCP SDK does.
  */
-export function childEnvironment(env: NodeJS.ProcessEnv | Record<string, string>, userNames: readonly string[] = []): Record<string, string> {
+export function childEnvironment(
+  env: NodeJS.ProcessEnv | Record<string, string>,
+  userNames: readonly string[] = [],
+): Record<string, string> {
   const allowed = envNameMatcher(userNames);
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {

@@ -129,7 +129,9 @@ export function describeSandbox(state: SessionSandboxState, euid: number | undef
       "secrets, ~/.toolhost, host sockets (/run) and the agent's environment hidden (an allow-list passes), no network but the hosts a call may reach,",
       "no capabilities and a seccomp filter (no mount, namespaces, ptrace, bpf…)",
       ...(root
-        ? ["— running as root: commands run in a user namespace as root mapped to root, with no capabilities (mounts cannot be undone); they own root's files, so only the masks keep root's secrets hidden"]
+        ? [
+            "— running as root: commands run in a user namespace as root mapped to root, with no capabilities (mounts cannot be undone); they own root's files, so only the masks keep root's secrets hidden",
+          ]
         : []),
     ].join(" ");
   }
