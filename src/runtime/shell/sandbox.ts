@@ -164,7 +164,8 @@ export function wrapperScript(names: readonly string[]): string {
   const setenv = names.filter((n) => ENV_NAME.test(n)).map((n) => ` --setenv ${n} "$${n}"`);
   return [
     "f=$1; shift",
-    "exec 3<&0",
+    // stdin, kept for the command (an editor terminal's); /dev/null when there is none.
+    "{ command exec 3<&0; } 2>/dev/null || exec 3</dev/null",
     `printf '%s\\0' --clearenv${setenv.join("")} | { exec "$0" --args 8 --seccomp 9 "$@" 8<&0 0<&3 3<&- 9<"$f"; }`,
   ].join("\n");
 }
