@@ -100,6 +100,12 @@ describe.skipIf(!status.available)("class 1: no capabilities, whoever runs toolh
     expect(await fsp.readFile(victim, "utf8")).toBe("pwned\n");
   });
 
+  it("cannot type into a terminal: TIOCSTI is refused before the kernel looks at the fd (unsandboxed: not a tty)", async () => {
+    const line = `python3 -c "import fcntl, termios; fcntl.ioctl(0, termios.TIOCSTI, b'x')"`;
+    expect((await run(line)).stderr).toMatch(/Operation not permitted/);
+    expect((await run(line, "unsandboxed")).stderr).toMatch(/Inappropriate ioctl/);
+  });
+
   it("ordinary commands still work: git, node, python3, rg, threads and fork", async () => {
     const rg = await has("rg");
     const line = [

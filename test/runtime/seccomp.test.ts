@@ -9,11 +9,12 @@ const EPERM = 0x00050001;
 const ENOSYS = 0x00050026;
 const KILL = 0x80000000;
 
-function run(program: Buffer, data: { arch: number; nr: number; arg0?: number }): number {
+function run(program: Buffer, data: { arch: number; nr: number; arg0?: number; arg1?: number }): number {
   const word = (offset: number) => {
     if (offset === 0) return data.nr >>> 0;
     if (offset === 4) return data.arch >>> 0;
     if (offset === 16) return (data.arg0 ?? 0) >>> 0;
+    if (offset === 24) return (data.arg1 ?? 0) >>> 0;
     throw new Error(`unexpected load at ${offset}`);
   };
   let acc = 0;
@@ -72,6 +73,11 @@ describe("the seccomp filter", () => {
       expect(run(program, { arch: audit, nr: nr.clone, arg0: 17 /* SIGCHLD: fork */ })).toBe(ALLOW);
       expect(run(program, { arch: audit, nr: nr.clone, arg0: 17 | CLONE_NEWUSER })).toBe(EPERM);
       expect(run(program, { arch: audit, nr: nr.clone, arg0: 17 | CLONE_NEWNS })).toBe(EPERM);
+      // Typing into a terminal is denied; every other ioctl (TCGETS, FIONREAD) is not.
+      expect(run(program, { arch: audit, nr: nr.ioctl, arg0: 1, arg1: 0x5412 })).toBe(EPERM);
+      expect(run(program, { arch: audit, nr: nr.ioctl, arg0: 1, arg1: 0x541c })).toBe(EPERM);
+      expect(run(program, { arch: audit, nr: nr.ioctl, arg0: 1, arg1: 0x5401 })).toBe(ALLOW);
+      expect(run(program, { arch: audit, nr: nr.ioctl, arg0: 1, arg1: 0x541b })).toBe(ALLOW);
       // clone3's flags are behind a pointer: ENOSYS makes libc fall back to clone.
       expect(run(program, { arch: audit, nr: nr.clone3 })).toBe(ENOSYS);
     }

@@ -6,13 +6,17 @@ import path from "node:path";
 // runs the command. It denies with EPERM the system calls a command has no business making and
 // that could undo the sandbox or reach the kernel's soft spots: mounts (old and new API),
 // namespaces (unshare, setns, clone with a CLONE_NEW* flag), ptrace and its cousins, keyrings,
-// bpf, perf, kernel modules, kexec, file handles. clone3 gets ENOSYS (its flags sit behind a
+// bpf, perf, kernel modules, kexec, file handles, and the ioctls that type into a terminal. clone3 gets ENOSYS (its flags sit behind a
 // pointer the filter cannot read), so libc falls back to clone, whose flags it checks.
 
 /** `struct seccomp_data`: nr at 0, arch at 4, args[0] (low 32 bits, little-endian) at 16. */
 const OFFSET_NR = 0;
 const OFFSET_ARCH = 4;
 const OFFSET_ARG0 = 16;
+const OFFSET_ARG1 = 24;
+/** ioctl requests that push input into a terminal (the editor's, when a command shares it). */
+const TIOCSTI = 0x5412;
+const TIOCLINUX = 0x541c;
 
 const BPF_LD_W_ABS = 0x20;
 const BPF_JEQ_K = 0x15;
@@ -67,7 +71,7 @@ const DENIED = [
   "reboot",
 ] as const;
 
-type Syscall = (typeof DENIED)[number] | "clone" | "clone3";
+type Syscall = (typeof DENIED)[number] | "clone" | "clone3" | "ioctl";
 
 /** The numbers from the kernel's unistd tables (x86_64: unistd_64.h; aarch64: asm-generic/unistd.h). */
 export const SYSCALLS: Record<"x86_64" | "aarch64", Record<Syscall, number>> = {
@@ -104,6 +108,7 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<Syscall, number>> = {
     reboot: 169,
     clone: 56,
     clone3: 435,
+    ioctl: 16,
   },
   aarch64: {
     mount: 40,
@@ -138,6 +143,7 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<Syscall, number>> = {
     reboot: 142,
     clone: 220,
     clone3: 435,
+    ioctl: 29,
   },
 };
 
@@ -151,7 +157,7 @@ interface Insn {
 }
 
 const ld = (offset: number, label?: string): Insn => ({ code: BPF_LD_W_ABS, k: offset, label });
-const jump = (code: number, k: number, jt?: string, jf?: string): Insn => ({ code, k, jt, jf });
+const jump = (code: number, k: number, jt?: string, jf?: string, label?: string): Insn => ({ code, k, jt, jf, label });
 const ret = (k: number, label?: string): Insn => ({ code: BPF_RET_K, k, label });
 
 function archBlock(arch: "x86_64" | "aarch64"): Insn[] {
@@ -162,7 +168,11 @@ function archBlock(arch: "x86_64" | "aarch64"): Insn[] {
     ...(arch === "x86_64" ? [jump(BPF_JGE_K, X32_SYSCALL_BIT, deny)] : []),
     ...DENIED.map((name) => jump(BPF_JEQ_K, nr[name], deny)),
     jump(BPF_JEQ_K, nr.clone3, `${arch}:enosys`),
-    jump(BPF_JEQ_K, nr.clone, undefined, "allow"),
+    jump(BPF_JEQ_K, nr.ioctl, undefined, `${arch}:clone`),
+    ld(OFFSET_ARG1),
+    jump(BPF_JEQ_K, TIOCSTI, deny),
+    jump(BPF_JEQ_K, TIOCLINUX, deny, "allow"),
+    jump(BPF_JEQ_K, nr.clone, undefined, "allow", `${arch}:clone`),
     ld(OFFSET_ARG0),
     jump(BPF_JSET_K, CLONE_NEW_FLAGS, deny, "allow"),
     ret(RET_ERRNO | ENOSYS, `${arch}:enosys`),
