@@ -28,6 +28,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     loader: extensionLoader(),
   });
   const network = sandboxNetworkStatus();
+  const setting = sandboxSetting();
   const mcp = await mcpReport(report.cwd, home);
   const lines = [
     `toolhost ${version} on Node ${process.versions.node}`,
@@ -40,7 +41,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     `tools:   ${report.tools.length} (${report.tools.filter((t) => t.source !== "builtin").length} from extensions)`,
     `skills:  ${skills.skills.length} (\`toolhost skills\` lists them)`,
     `types for extension files: ${path.join(packageRoot(), "dist", "index.d.ts")}`,
-    `sandbox: ${describeSandbox(await new SessionSandbox({ setting: sandboxSetting() }).state())}`,
+    `sandbox: ${describeSandbox(await new SessionSandbox({ setting }).state())}`,
     `sandbox network: ${network.available ? `allowed hosts through the proxy (socat: ${network.socat})` : network.reason}`,
     `web search: ${describeWebSearch(resolveWebSearch(config.config.webSearch))}`,
     `mcp servers: ${mcp.servers.length}${mcp.servers.length ? ` (${mcp.servers.filter((s) => s.state === "ready").length} ready, ${mcp.servers.reduce((n, s) => n + s.tools, 0)} tools; \`toolhost mcp list\` shows them)` : ""}`,
@@ -56,6 +57,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     ...report.folders
       .filter((f) => f.origin === "config" && f.status === "missing")
       .map((f) => `${f.dir}: this folder is listed in toolDirs (${config.path}) but does not exist; create it or fix the entry`),
+    ...(setting.problem ? [`${setting.problem} (the sandbox stays on and passes nothing extra)`] : []),
     ...mcp.problems.map((p) => `${p.file ? `${p.file}: ` : ""}${p.message}`),
     ...mcp.servers.filter((s) => s.state !== "ready").map((s) => `MCP server "${s.name}" ${s.error ?? s.state}`),
   ];

@@ -30,13 +30,20 @@ export interface ConfigPeek {
   keyed: string[];
   /** `"off"` when the file switches the sandbox off; anything else leaves it on (fail closed). */
   sandbox?: "off";
+  /** `sandbox.env`: more environment variables a sandboxed command gets (names, or `PREFIX_*`). */
+  sandboxEnv: string[];
+  /** `sandbox.denyRead`: more paths hidden from sandboxed commands (absolute, or `~/` for the home). */
+  sandboxDenyRead: string[];
+  /** Why the `sandbox` entry was not taken as written (it then fails closed: on, nothing extra passed). */
+  sandboxError?: string;
   path: string;
   error?: string;
 }
 
 export function peekUserConfig(home = toolhostHome()): ConfigPeek {
   const raw = readConfigFile(home);
-  if (raw.error || typeof raw.json !== "object" || raw.json === null) return { keyed: [], path: raw.path, error: raw.error };
+  if (raw.error || typeof raw.json !== "object" || raw.json === null)
+    return { keyed: [], sandboxEnv: [], sandboxDenyRead: [], path: raw.path, error: raw.error };
   const json = raw.json as {
     model?: unknown;
     profile?: unknown;
@@ -50,7 +57,40 @@ export function peekUserConfig(home = toolhostHome()): ConfigPeek {
     keyed: Object.entries(providers)
       .filter(([, p]) => typeof p?.apiKey === "string" && p.apiKey !== "")
       .map(([name]) => name),
-    ...(json.sandbox === "off" ? { sandbox: "off" as const } : {}),
+    ...peekSandbox(json.sandbox),
     path: raw.path,
   };
+}
+
+/** `sandbox.env` entries: a variable name, or a name prefix ending in `*`. */
+const ENV_ENTRY = /^[A-Za-z_][A-Za-z0-9_]*\*?$/;
+const DENY_ENTRY = (p: string) => path.isAbsolute(p) || p.startsWith("~/");
+
+/**
+ * `"sandbox"`: `"on"`, `"off"`, or `{ mode?, env?, denyRead? }`. Anything malformed fails closed:
+ * the sandbox stays on and no variable is passed (the paths to hide that are well formed still are).
+ */
+function peekSandbox(value: unknown): Pick<ConfigPeek, "sandbox" | "sandboxEnv" | "sandboxDenyRead" | "sandboxError"> {
+  const none = { sandboxEnv: [], sandboxDenyRead: [] };
+  if (value === undefined || value === "on") return none;
+  if (value === "off") return { ...none, sandbox: "off" };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { ...none, sandboxError: 'sandbox must be "on", "off" or { mode, env, denyRead }' };
+  const entry = value as Record<string, unknown>;
+  const strings = (v: unknown) => (Array.isArray(v) ? v.filter((s): s is string => typeof s === "string") : []);
+  const denyRead = strings(entry.denyRead).filter(DENY_ENTRY);
+  const problems = [
+    ...Object.keys(entry)
+      .filter((k) => !["mode", "env", "denyRead"].includes(k))
+      .map((k) => `unknown key "${k}"`),
+    ...(entry.mode === undefined || entry.mode === "on" || entry.mode === "off" ? [] : ['mode must be "on" or "off"']),
+    ...(entry.env === undefined || (Array.isArray(entry.env) && entry.env.every((n) => typeof n === "string" && ENV_ENTRY.test(n)))
+      ? []
+      : ["env must list variable names (or PREFIX_*)"]),
+    ...(entry.denyRead === undefined || (Array.isArray(entry.denyRead) && denyRead.length === entry.denyRead.length)
+      ? []
+      : ["denyRead must list absolute or ~/ paths"]),
+  ];
+  if (problems.length) return { sandboxEnv: [], sandboxDenyRead: denyRead, sandboxError: `sandbox: ${problems.join("; ")}` };
+  return { ...(entry.mode === "off" ? { sandbox: "off" as const } : {}), sandboxEnv: strings(entry.env), sandboxDenyRead: denyRead };
 }

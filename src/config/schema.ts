@@ -71,7 +71,22 @@ export const UserConfigSchema = z
      * `"off"` runs every command unsandboxed, without extra prompts (default `"on"`: the OS sandbox
      * wherever it can run). Read from the user's file only: a project cannot switch it off.
      */
-    sandbox: z.enum(["on", "off"]).optional(),
+    sandbox: z
+      .union([
+        z.enum(["on", "off"]),
+        z
+          .object({
+            mode: z.enum(["on", "off"]).optional(),
+            /** More variables sandboxed commands (and MCP servers) get: names, or `PREFIX_*`. */
+            env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, "must be a variable name or PREFIX_*")).optional(),
+            /** More paths hidden from sandboxed commands: absolute, or `~/` for the home folder. */
+            denyRead: z
+              .array(z.string().refine((p) => p.startsWith("/") || p.startsWith("~/"), "must be absolute or start with ~/"))
+              .optional(),
+          })
+          .strict(),
+      ])
+      .optional(),
     /** The web_search tool's providers and bounds; without it the tool is not offered. */
     webSearch: WebSearchConfigSchema.optional(),
     /**

@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
@@ -12,7 +12,9 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import treeKill from "tree-kill";
+import { peekUserConfig } from "../config/file.js";
 import { version } from "../config/paths.js";
+import { childEnvironment } from "../runtime/child-env.js";
 import type { McpServerSpec } from "./servers.js";
 
 /** Stdio servers still running, by pid: killed when toolhost exits without closing them. */
@@ -97,8 +99,10 @@ export class McpConnection {
       const stdio = new StdioClientTransport({
         command: spec.command,
         args: spec.args,
-        // The SDK's safe defaults (HOME, PATH, …) plus what the configuration gives.
-        env: { ...getDefaultEnvironment(), ...spec.env },
+        // Never toolhost's whole environment (provider keys…): the allow-list every child gets
+        // (child-env.ts, with the user's sandbox.env names) plus what the entry sets itself. The
+        // SDK would put its own defaults (HOME, PATH, …) under it anyway; they are in the list.
+        env: { ...childEnvironment(process.env, peekUserConfig().sandboxEnv), ...spec.env },
         cwd: spec.cwd ?? this.workspace,
         stderr: "pipe",
       });

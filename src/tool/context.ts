@@ -80,6 +80,8 @@ export interface ShellResult {
   terminal_id?: string;
   /** Set when the command ran inside the OS sandbox (read-only system, no network, secrets hidden). */
   sandboxed?: boolean;
+  /** What the sandbox has to tell about the run (a protected path the command created, moved to quarantine). */
+  notice?: string;
 }
 
 export interface ToolShell {

@@ -49,7 +49,7 @@ const SANDBOX_FAILURE =
   /Read-only file system|Network is unreachable|Could not resolve host|Temporary failure in name resolution|Permission denied/i;
 
 export const SANDBOX_NOTICE =
-  'The command ran in a sandbox: only the workspace (and /tmp, private to the call) is writable, there is no network (except hosts the user allowed), and secrets in the home folder are hidden. If it failed because of that and it must run as it is, call bash again with sandbox: "off" and a justification; the user will be asked to approve running it outside the sandbox.';
+  'The command ran in a sandbox: only the workspace (but .git, .toolhost, .vscode and other config that runs later) and /tmp (private to the call) are writable, there is no network (except hosts the user allowed), and secrets in the home folder are hidden. If it failed because of that and it must run as it is, call bash again with sandbox: "off" and a justification; the user will be asked to approve running it outside the sandbox.';
 
 /** Forwards live output until the budget is spent, then says so once and asks for no more. */
 function liveOutput(ctx: ToolContext): (chunk: string, stream: "stdout" | "stderr") => boolean {
@@ -81,8 +81,8 @@ export default defineTool({
     "Each call is a fresh shell (no cd or variables carry over; use workdir). stdin is closed: pass non-interactive flags",
     "(--yes, --no-pager, CI=1), never start an editor or pager. Do not read, write, edit or search files with it: use those tools.",
     "Output past 200 KB keeps head and tail; the full output is saved to output_path. Killed with its children after timeout_ms.",
-    "Commands run sandboxed (workspace and /tmp writable, no network, home secrets hidden); if one fails because of that,",
-    'retry with sandbox: "off" and a justification: the user is asked.',
+    "Commands run sandboxed (workspace and /tmp writable but .git and editor/agent config, no network, secrets hidden); if one fails because of that",
+    '(git commit too), retry with sandbox: "off" and a justification: the user is asked.',
   ].join(" "),
   parameters,
   requires: { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } },
@@ -101,7 +101,7 @@ export default defineTool({
   },
   async execute(args, ctx) {
     const timeoutMs = args.timeout_ms ?? BASH_DEFAULT_TIMEOUT_MS;
-    const { sandboxed, ...ran } = await ctx.shell.run(args.command, {
+    const { sandboxed, notice, ...ran } = await ctx.shell.run(args.command, {
       cwd: args.workdir,
       timeoutMs,
       maxOutputBytes: BASH_OUTPUT_BYTES,
@@ -116,6 +116,8 @@ export default defineTool({
     } else if (ctx.signal.aborted) {
       result.notice = "Command was cancelled and killed; its output is incomplete";
     }
+    // The sandbox's own word (a protected path the command created, moved to quarantine) comes first.
+    if (notice) result.notice = result.notice ? `${notice}\n${result.notice}` : notice;
     return selfTruncated(result, { truncated: result.truncated, output_path: result.output_path });
   },
   display(data) {

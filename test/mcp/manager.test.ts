@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -65,6 +65,26 @@ const run = (s: Setup, toolId: string, args: unknown = {}) => invoke(s.registry,
 const ids = (s: Setup) => s.registry.ids();
 
 describe("MCP servers", () => {
+  it("starts a stdio server with the allow-listed environment plus its entry's env, never toolhost's provider keys", async () => {
+    const s = await setup();
+    const envFile = path.join(s.runtime.workspace, "env.json");
+    const saved = { ...process.env };
+    process.env.ANTHROPIC_API_KEY = "ENV-SECRET-KEY";
+    process.env.SOME_SERVICE_TOKEN = "ENV-SECRET-TOKEN";
+    try {
+      await s.servers.start([stdio("fx", { MCP_ENV_FILE: envFile, GIVEN_TOKEN: "the entry said so" })]);
+      const env = JSON.parse(await fsp.readFile(envFile, "utf8")) as Record<string, string>;
+      expect(JSON.stringify(env)).not.toMatch(/ENV-SECRET/);
+      expect(env).toMatchObject({ MCP_NAME: "fx", GIVEN_TOKEN: "the entry said so", PATH: process.env.PATH });
+      // Control: the same server started with toolhost's own environment sees the key.
+      const direct = path.join(s.runtime.workspace, "direct.json");
+      spawnSync(process.execPath, [FIXTURE], { env: { ...process.env, MCP_ENV_FILE: direct }, input: "", timeout: 10_000 });
+      expect(await fsp.readFile(direct, "utf8")).toContain("ENV-SECRET-KEY");
+    } finally {
+      process.env = saved;
+    }
+  });
+
   it("names tools within the contract's id pattern and picks kinds from annotations", () => {
     expect(mcpToolId("My Server", "get-Weather.now")).toBe("mcp__my_server__get_weather_now");
     const long = mcpToolId("server".repeat(8), "tool".repeat(12));

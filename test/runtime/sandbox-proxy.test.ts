@@ -234,6 +234,27 @@ describe("the sandbox proxy on the host", () => {
     expect((await get(allowedPrivate, `http://allowed.test:${port}/`)).status).toBe(200);
   });
 
+  it("refuses a name when ANY of its addresses is private, whichever order the resolver gives them in", async () => {
+    const mixed: Record<string, readonly string[]> = {
+      "public-first.test": ["93.184.216.34", "2606:2800:220:1::1", "127.0.0.1"],
+      "private-first.test": ["10.1.2.3", "93.184.216.34"],
+      "mapped-last.test": ["93.184.216.34", "::ffff:192.168.1.1"],
+      "link-local-middle.test": ["93.184.216.34", "169.254.169.254", "1.1.1.1"],
+    };
+    const p = await proxy({
+      allowedHosts: Object.keys(mixed),
+      resolve: async (host) => mixed[host] ?? [],
+    });
+    for (const [host, addresses] of Object.entries(mixed)) {
+      const blocked = addresses.find((a) => a !== "93.184.216.34" && a !== "2606:2800:220:1::1" && a !== "1.1.1.1")!;
+      const plain = await get(p, `http://${host}:${port}/`);
+      expect(plain.status, host).toBe(403);
+      expect(plain.body).toContain(`${host} resolves to ${blocked}, a private or loopback address`);
+      expect((await connect(p, `${host}:${port}`)).status, host).toBe(403);
+    }
+    expect(seen).toEqual([]);
+  });
+
   it("resolves a name once, and connects to one of the addresses it checked, the next when one fails", async () => {
     const asked: string[] = [];
     // Nothing listens on [::1]:port (the test server is on 127.0.0.1): the next address is tried.

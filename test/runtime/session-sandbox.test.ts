@@ -1,4 +1,5 @@
 import * as fsp from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import * as z from "zod";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -125,8 +126,9 @@ describe("sandboxSetting", () => {
     try {
       expect(sandboxSetting({}, home)).toEqual({ value: "off", source: path.join(home, "config.json") });
       expect(sandboxSetting({ TOOLHOST_SANDBOX: "on" }, home)).toEqual({ value: "on", source: "TOOLHOST_SANDBOX" });
-      expect(sandboxSetting({ TOOLHOST_SANDBOX: "OFF" }, empty)).toEqual({ value: "off", source: "TOOLHOST_SANDBOX" });
-      expect(sandboxSetting({ TOOLHOST_SANDBOX: "0" }, empty)).toEqual({ value: "on", source: "default" });
+      const problem = `${path.join(empty, "config.json")}: sandbox must be "on", "off" or { mode, env, denyRead }`;
+      expect(sandboxSetting({ TOOLHOST_SANDBOX: "OFF" }, empty)).toEqual({ value: "off", source: "TOOLHOST_SANDBOX", problem });
+      expect(sandboxSetting({ TOOLHOST_SANDBOX: "0" }, empty)).toEqual({ value: "on", source: "default", problem });
       expect(sandboxSetting({}, path.join(empty, "missing"))).toEqual({ value: "on", source: "default" });
       const off = new SessionSandbox({ setting: sandboxSetting({}, home) });
       expect(await off.state()).toEqual({ active: false, off: true, reason: `switched off (${path.join(home, "config.json")})` });
@@ -134,5 +136,43 @@ describe("sandboxSetting", () => {
       await fsp.rm(home, { recursive: true, force: true });
       await fsp.rm(empty, { recursive: true, force: true });
     }
+  });
+});
+
+describe("sandboxSetting, the object form", () => {
+  const setting = async (sandbox: unknown) => {
+    const home = await tempDir({ "config.json": JSON.stringify({ sandbox }) });
+    try {
+      return sandboxSetting({}, home);
+    } finally {
+      await fsp.rm(home, { recursive: true, force: true });
+    }
+  };
+
+  it("takes mode, env names and denyRead paths (~/ expanded)", async () => {
+    expect(await setting({ mode: "off", env: ["GITHUB_TOKEN", "MYAPP_*"], denyRead: ["~/work/secrets", "/srv/keys"] })).toMatchObject({
+      value: "off",
+      env: ["GITHUB_TOKEN", "MYAPP_*"],
+      denyRead: [path.join(os.homedir(), "work/secrets"), "/srv/keys"],
+    });
+    expect(await setting({ env: ["A"] })).toMatchObject({ value: "on", env: ["A"] });
+  });
+
+  it("fails closed on anything malformed: on, no variable passed, only well-formed paths hidden", async () => {
+    for (const bad of [
+      { mode: "off", env: "GITHUB_TOKEN" },
+      { mode: "of" },
+      { mode: "off", env: ["BAD NAME"] },
+      { mode: "off", extra: true },
+      { mode: "off", env: ["A"], denyRead: ["relative/path", "/abs"] },
+      ["off"],
+      7,
+    ]) {
+      const s = await setting(bad);
+      expect(s.value, JSON.stringify(bad)).toBe("on");
+      expect(s.env).toBeUndefined();
+      expect(s.problem).toMatch(/sandbox/);
+    }
+    expect((await setting({ mode: "off", denyRead: ["relative", "/abs"] })).denyRead).toEqual(["/abs"]);
   });
 });

@@ -1,33 +1,15 @@
 import { execFile } from "node:child_process";
-import { existsSync, realpathSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { toolhostHome } from "../../config/paths.js";
+import { childEnvironment, ENV_NAME } from "../child-env.js";
+import { projectGuard, settleProjectGuard } from "./project-guard.js";
+import { mountArgs, realOrUndefined, runtimeDir } from "./sandbox-mounts.js";
+import { seccompFilterFile, seccompSupported } from "./seccomp.js";
 import { PROXY_PORT, proxyEnv, sandboxNetworkStatus, sandboxProxies, type SandboxNetworkStatus } from "./sandbox-proxy.js";
 import type { SpawnContext, SpawnRequest, SpawnTransform } from "./scoped.js";
-
-/**
- * Files and folders under a home directory that hold credentials: hidden inside the sandbox
- * (an empty tmpfs over a folder, /dev/null over a file), only when they exist.
- */
-const SECRET_HOME_PATHS = [
-  ".ssh",
-  ".aws",
-  ".gnupg",
-  ".azure",
-  ".kube",
-  ".docker/config.json",
-  ".config/gh",
-  ".config/gcloud",
-  ".config/hub",
-  ".password-store",
-  ".netrc",
-  ".npmrc",
-  ".pypirc",
-  ".git-credentials",
-  ".cargo/credentials",
-  ".cargo/credentials.toml",
-];
 
 export interface BubblewrapOptions {
   /** The bwrap binary (default: `bwrap` found on PATH). */
@@ -37,8 +19,12 @@ export interface BubblewrapOptions {
    * HOME the call's environment sets.
    */
   homes?: readonly string[];
-  /** More paths to mask (absolute), e.g. a project's `.env`. */
+  /** More paths to mask (absolute), e.g. a project's `.env`, the user's `sandbox.denyRead`. */
   maskPaths?: readonly string[];
+  /** Folders hidden whole (default: toolhost's home); /run, /var/run and $XDG_RUNTIME_DIR always are. */
+  hiddenDirs?: readonly string[];
+  /** More environment variables the command gets (the user's `sandbox.env`: names, or `PREFIX_*`). */
+  env?: readonly string[];
   /**
    * A host folder for temporary files that outlive one call: writable, and TMPDIR points to it.
    * Without it, TMPDIR is the call's private /tmp (a tmpfs gone when the call ends).
@@ -78,40 +64,34 @@ function findBwrap(): string | undefined {
   return undefined;
 }
 
-/** The real path of an existing path, or undefined when it does not exist. */
-function realOrUndefined(p: string): string | undefined {
-  try {
-    return realpathSync(p);
-  } catch {
-    return undefined;
-  }
-}
-
-function isUnder(child: string, parent: string): boolean {
-  return child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
-}
-
 /**
- * The bwrap arguments (before `--`) for one call. Order matters to bwrap: later mounts go on top
- * of earlier ones, so the masks come last.
+ * Isolation, whoever runs toolhost: a user namespace (as root too: the command's root is mapped
+ * onto the real one, so it owns the same files but holds no capability over the host, and the
+ * mounts below cannot be undone), every capability dropped, own pid, network, IPC, UTS and
+ * cgroup namespaces. The seccomp filter comes from the wrapper (`--seccomp`).
  */
-export function bubblewrapArgs(
-  request: SpawnRequest,
-  context: SpawnContext,
-  options: BubblewrapOptions = {},
-  proxy?: ProxyMount,
-): string[] {
-  const args = [
+function isolationArgs(backend: string): string[] {
+  return [
     "--die-with-parent",
     // A new session: the sandboxed command cannot push input to a terminal (TIOCSTI). The local
     // backend already starts bwrap in a session of its own with no terminal, and there the
     // command must stay in bwrap's process group: a kill right after the start, before
     // --die-with-parent holds inside, would otherwise leave the sandbox running.
-    ...(context.backend === "local" ? [] : ["--new-session"]),
+    ...(backend === "local" ? [] : ["--new-session"]),
+    "--unshare-user",
+    "--uid",
+    String(process.getuid?.() ?? 0),
+    "--gid",
+    String(process.getgid?.() ?? 0),
+    "--cap-drop",
+    "ALL",
     // Own pid namespace: when bwrap dies (the tree kill, a timeout), everything inside goes with it.
     "--unshare-pid",
     // Its own network namespace: nothing but its own loopback, and the proxy's socket when hosts are allowed.
     "--unshare-net",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
     "--ro-bind",
     "/",
     "/",
@@ -122,50 +102,91 @@ export function bubblewrapArgs(
     "--tmpfs",
     "/tmp",
   ];
-  const writable: string[] = [];
-  const bind = (p: string | undefined) => {
-    if (!p || writable.some((w) => isUnder(p, w))) return;
-    writable.push(p);
-    args.push("--bind", p, p);
-  };
-  for (const root of context.roots) bind(realOrUndefined(root));
-  bind(realOrUndefined(context.sidecarDir));
-  if (options.tmpDir) bind(realOrUndefined(options.tmpDir));
-  // What the call may read under /tmp (its read roots, its cwd) stays visible, read-only.
-  for (const p of [...context.scope.read.roots, request.cwd]) {
-    const real = realOrUndefined(p);
-    if (real && isUnder(real, "/tmp") && !writable.some((w) => isUnder(real, w))) args.push("--ro-bind", real, real);
-  }
-
-  const homes = new Set([os.homedir(), ...(options.homes ?? [])]);
-  if (request.env?.HOME) homes.add(request.env.HOME);
-  const masks = [...[...homes].flatMap((home) => SECRET_HOME_PATHS.map((rel) => path.join(home, rel))), ...(options.maskPaths ?? [])];
-  const masked = new Set<string>();
-  for (const p of masks) {
-    const real = realOrUndefined(p);
-    if (!real || masked.has(real)) continue;
-    masked.add(real);
-    if (statSync(real).isDirectory()) args.push("--tmpfs", real);
-    else args.push("--ro-bind", "/dev/null", real);
-  }
-  if (proxy) {
-    // Every proxy socket of the session is hidden but the call's own: another allows other hosts.
-    args.push("--tmpfs", proxy.dir, "--bind", proxy.socketPath, proxy.socketPath);
-  }
-  args.push("--chdir", request.cwd);
-  return args;
 }
 
 /**
- * A SpawnTransform that runs each shell call inside bubblewrap: the whole machine read-only, a
- * private /tmp, writable workspace roots + sidecar folder (+ `tmpDir`), secret paths in the home
- * masked, own pid namespace and session, gone with its parent. cwd and environment are kept.
- * Linux only; check `sandboxAvailable()` first.
+ * The bwrap arguments (before `--`) for one call: isolation, then the mounts (`sandbox-mounts.ts`):
+ * writable workspace roots, sidecar folder and temp folder; hidden: toolhost's home (but the
+ * call's sidecar folder), /run, /var/run, $XDG_RUNTIME_DIR (host sockets), secrets in the homes
+ * and the user's `denyRead`; read-only: the project-control paths in the roots (`protect`).
+ */
+export function bubblewrapArgs(
+  request: SpawnRequest,
+  context: SpawnContext,
+  options: BubblewrapOptions = {},
+  proxy?: ProxyMount,
+  protect: readonly string[] = [],
+): string[] {
+  const homes = new Set([os.homedir(), ...(options.homes ?? [])]);
+  if (request.env?.HOME) homes.add(request.env.HOME);
+  const xdg = runtimeDir({ ...process.env, ...request.env });
+  return [
+    ...isolationArgs(context.backend),
+    ...mountArgs({
+      writable: writableFolders(context, options),
+      readable: [...context.scope.read.roots, request.cwd],
+      homes: [...homes],
+      hidden: [...(options.hiddenDirs ?? [toolhostHome()]), ...(xdg ? [xdg] : [])],
+      maskPaths: options.maskPaths ?? [],
+      protect,
+      proxy,
+    }),
+    "--chdir",
+    request.cwd,
+  ];
+}
+
+/** The call's writable folders, as real paths: workspace roots, sidecar folder, temp folder. */
+function writableFolders(context: SpawnContext, options: BubblewrapOptions): string[] {
+  const all = [...context.roots, context.sidecarDir, ...(options.tmpDir ? [options.tmpDir] : [])];
+  return all.map(realOrUndefined).filter((p): p is string => p !== undefined);
+}
+
+/**
+ * The environment a sandboxed command gets: the allow-list (`child-env.ts`) of this process's
+ * environment plus the user's `env` names, what the call itself sets, TMPDIR and the proxy's.
+ */
+function sandboxEnv(request: SpawnRequest, options: BubblewrapOptions): Record<string, string> {
+  return {
+    ...childEnvironment(process.env, options.env),
+    ...request.env,
+    TMPDIR: options.tmpDir ?? "/tmp",
+  };
+}
+
+/**
+ * Runs bwrap with the seccomp filter on fd 9 and the environment on fd 8 (`--args`: `--clearenv`,
+ * then `--setenv NAME VALUE` for each allowed name, printed by the shell's builtin printf from its
+ * own environment): values never appear in a command line (which every user can read), and this
+ * works the same whether node or an editor's terminal starts it. `$0` is bwrap, `$1` the filter.
+ */
+export function wrapperScript(names: readonly string[]): string {
+  const setenv = names.filter((n) => ENV_NAME.test(n)).map((n) => ` --setenv ${n} "$${n}"`);
+  return [
+    "f=$1; shift",
+    // stdin, kept for the command (an editor terminal's); /dev/null when there is none.
+    "{ command exec 3<&0; } 2>/dev/null || exec 3</dev/null",
+    `printf '%s\\0' --clearenv${setenv.join("")} | { exec "$0" --args 8 --seccomp 9 "$@" 8<&0 0<&3 3<&- 9<"$f"; }`,
+  ].join("\n");
+}
+
+/** argv that runs `command` in bwrap with `bwrapArgs`, through the wrapper. */
+function wrapped(bwrap: string, env: Record<string, string>, bwrapArgs: string[], command: string[]): string[] {
+  return ["-c", wrapperScript(Object.keys(env)), bwrap, seccompFilterFile(), ...bwrapArgs, "--", ...command];
+}
+
+/**
+ * A SpawnTransform that runs each shell call inside bubblewrap (see `bubblewrapArgs`), without
+ * capabilities, under a seccomp filter (`seccomp.ts`), with an allow-listed environment. Linux
+ * only; check `sandboxAvailable()` first.
  *
  * Network: none, unless the call has allowed hosts (its scope's `net.hosts`, `allowedHosts`)
  * and socat is installed (`sandboxNetworkStatus()`): then HTTP_PROXY and the like point at
  * 127.0.0.1 inside the sandbox, where socat forwards to a proxy of this session that lets
  * through those hosts only (`sandbox-proxy.ts`). The proxies end with `close()` (the session's).
+ *
+ * A project-control path the command created (`project-guard.ts`) is moved to quarantine when
+ * it ends: the request's `settle` does it and returns the note for the result.
  *
  * Unlike the plain LocalShell, a background job (`server >log 2>&1 &`) does not outlive the
  * call: it is in the call's pid namespace, which ends when the command does.
@@ -179,7 +200,7 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     await mkdir(context.sidecarDir, { recursive: true, mode: 0o700 });
     const bwrap = options.bwrapPath ?? findBwrap();
     if (!bwrap) throw new Error("bubblewrap (bwrap) is not installed");
-    const env = options.tmpDir ? { ...request.env, TMPDIR: options.tmpDir } : { ...request.env, TMPDIR: "/tmp" };
+    const env = sandboxEnv(request, options);
     let command = [request.file, ...request.args];
     let mount: ProxyMount | undefined;
     const hosts = [...context.scope.hostPatterns, ...(options.allowedHosts?.(context) ?? [])];
@@ -192,13 +213,17 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
       Object.assign(env, proxyEnv());
       command = ["/bin/sh", "-c", PROXY_BRIDGE, "toolhost-net", network.socat, proxy.socketPath, ...command];
     }
+    const roots = context.roots.map(realOrUndefined).filter((p): p is string => p !== undefined);
+    const guard = projectGuard(roots, writableFolders(context, options));
+    const quarantine = path.join(context.sidecarDir, "quarantine", `${Date.now()}-${context.toolId}`);
     return {
-      file: bwrap,
-      args: [...bubblewrapArgs(request, context, options, mount), "--", ...command],
+      file: "/bin/sh",
+      args: wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect), command),
       cwd: request.cwd,
       env,
       // What runs is no longer the line as typed: an editor terminal must run argv.
       shellLine: undefined,
+      ...(guard.watched.length ? { settle: () => settleProjectGuard(guard.watched, quarantine) } : {}),
     };
   };
   // The session's proxies end with it. Should the transform be used again, new ones start.
@@ -233,9 +258,27 @@ export type SandboxStatus = { available: true } | { available: false; reason: st
 
 const probes = new Map<string, Promise<SandboxStatus>>();
 
+/** Prints the shell's own /proc/self/status with builtins only: what the sandbox gave the command. */
+const STATUS_PROBE = 'while IFS= read -r line; do printf "%s\\n" "$line"; done </proc/self/status';
+
+/** What /proc/self/status must say inside: no capability at all, no new privileges, the filter on. */
+export function provenIsolation(status: string): string | undefined {
+  const field = (name: string) => new RegExp(`^${name}:\\s*(\\S+)`, "m").exec(status)?.[1];
+  const problems: string[] = [];
+  for (const cap of ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"]) {
+    const value = field(cap);
+    if (value === undefined || !/^0+$/.test(value)) problems.push(`${cap} is ${value ?? "unknown"}`);
+  }
+  if (field("NoNewPrivs") !== "1") problems.push("no_new_privs is not set");
+  if (field("Seccomp") !== "2") problems.push("the seccomp filter is not in force");
+  return problems.length ? problems.join(", ") : undefined;
+}
+
 /**
  * Whether bubblewrap is installed and can start a sandbox here (user namespaces, mounts…),
- * probed once with the flags the sandbox uses. The reason says what is missing when not.
+ * probed once with the flags and the wrapper the sandbox uses, and proven from inside: no
+ * capabilities (CapEff and CapBnd all zero), NoNewPrivs 1, Seccomp 2. The reason says what is
+ * missing when not.
  */
 export function sandboxAvailable(bwrapPath?: string): Promise<SandboxStatus> {
   const bwrap = bwrapPath ?? findBwrap();
@@ -247,15 +290,27 @@ export function sandboxAvailable(bwrapPath?: string): Promise<SandboxStatus> {
       resolve({ available: false, reason: `bubblewrap needs Linux (this is ${process.platform})` });
       return;
     }
+    if (!seccompSupported()) {
+      resolve({ available: false, reason: `the sandbox's seccomp filter covers x86_64 and arm64 only (this is ${process.arch})` });
+      return;
+    }
     if (!bwrap) {
       resolve({ available: false, reason: "bubblewrap (bwrap) is not installed: apt-get install bubblewrap" });
       return;
     }
-    const args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/"];
-    args.push("--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true");
-    execFile(bwrap, args, { timeout: 10_000 }, (err, _stdout, stderr) => {
-      if (!err) resolve({ available: true });
-      else resolve({ available: false, reason: `bwrap cannot start a sandbox here: ${stderr.trim() || err.message}` });
+    if (!existsSync(bwrap)) {
+      resolve({ available: false, reason: `bwrap cannot start a sandbox here: ${bwrap}: ENOENT (no such file)` });
+      return;
+    }
+    const env = childEnvironment(process.env);
+    const args = wrapped(bwrap, env, isolationArgs("probe"), ["/bin/sh", "-c", STATUS_PROBE]);
+    execFile("/bin/sh", args, { timeout: 10_000, env }, (err, stdout, stderr) => {
+      if (err) {
+        resolve({ available: false, reason: `bwrap cannot start a sandbox here: ${stderr.trim() || err.message}` });
+        return;
+      }
+      const problem = provenIsolation(stdout);
+      resolve(problem ? { available: false, reason: `the sandbox does not isolate commands here: ${problem}` } : { available: true });
     });
   });
   probes.set(key, probe);

@@ -29,6 +29,11 @@ export interface SpawnRequest {
   shellLine?: string;
   /** Set by a transform that wrapped the command in an OS sandbox: the result says so. */
   sandboxed?: boolean;
+  /**
+   * Called once the command has ended (or failed to start): the sandbox's check of what the
+   * command left behind. What it returns is the result's `notice`.
+   */
+  settle?: () => Promise<string | undefined>;
 }
 
 /** What a sandbox needs to know about the call, besides the command. */
@@ -104,18 +109,25 @@ export class ScopedShell implements ToolShell {
     const cwd = await fs.resolve(options.cwd ?? workspace, "read");
     const request: SpawnRequest = { file, args, cwd, env: options.env, shellLine };
     const run = transform ? await transform(request, this.spawnContext()) : request;
-    const result = await backend.spawn(run.file, run.args, {
-      cwd: run.cwd,
-      env: run.env,
-      timeoutMs: options.timeoutMs ?? DEFAULT_SHELL_TIMEOUT_MS,
-      maxOutputBytes: options.maxOutputBytes ?? DEFAULT_SHELL_OUTPUT_BYTES,
-      signal,
-      onOutput: options.onOutput,
-      openSidecar: () => sidecars.create(toolId),
-      emit,
-      shellLine: run.shellLine,
-    });
-    return run.sandboxed ? { ...result, sandboxed: true } : result;
+    let result: ShellResult;
+    try {
+      result = await backend.spawn(run.file, run.args, {
+        cwd: run.cwd,
+        env: run.env,
+        timeoutMs: options.timeoutMs ?? DEFAULT_SHELL_TIMEOUT_MS,
+        maxOutputBytes: options.maxOutputBytes ?? DEFAULT_SHELL_OUTPUT_BYTES,
+        signal,
+        onOutput: options.onOutput,
+        openSidecar: () => sidecars.create(toolId),
+        emit,
+        shellLine: run.shellLine,
+      });
+    } catch (err) {
+      await run.settle?.();
+      throw err;
+    }
+    const notice = await run.settle?.();
+    return { ...result, ...(run.sandboxed ? { sandboxed: true } : {}), ...(notice ? { notice } : {}) };
   }
 
   private spawnContext(): SpawnContext {

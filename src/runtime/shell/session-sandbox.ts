@@ -1,5 +1,6 @@
 import { peekUserConfig } from "../../config/file.js";
 import { ToolError } from "../../tool/errors.js";
+import { expandHome } from "./sandbox-mounts.js";
 import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions, type SandboxStatus } from "./sandbox.js";
 import type { SpawnContext, SpawnRequest, SpawnTransform } from "./scoped.js";
 
@@ -8,6 +9,12 @@ export interface SandboxSetting {
   value: "on" | "off";
   /** `TOOLHOST_SANDBOX`, the config file's path, or `default`. */
   source: string;
+  /** `sandbox.env` of the user's config: more variables sandboxed commands get. */
+  env?: string[];
+  /** `sandbox.denyRead` of the user's config, `~/` expanded: more paths hidden from them. */
+  denyRead?: string[];
+  /** The config's `sandbox` entry was malformed: it fails closed (on, nothing extra passed). */
+  problem?: string;
 }
 
 /**
@@ -16,10 +23,16 @@ export interface SandboxSetting {
  * Any other value leaves it on.
  */
 export function sandboxSetting(env: NodeJS.ProcessEnv = process.env, home?: string): SandboxSetting {
-  const fromEnv = env.TOOLHOST_SANDBOX?.trim().toLowerCase();
-  if (fromEnv === "on" || fromEnv === "off") return { value: fromEnv, source: "TOOLHOST_SANDBOX" };
   const peek = peekUserConfig(home);
-  return peek.sandbox === "off" ? { value: "off", source: peek.path } : { value: "on", source: "default" };
+  const denyRead = peek.sandboxDenyRead.map((p) => expandHome(p)).filter((p): p is string => p !== undefined);
+  const extra = {
+    ...(peek.sandboxEnv.length ? { env: peek.sandboxEnv } : {}),
+    ...(denyRead.length ? { denyRead } : {}),
+    ...(peek.sandboxError ? { problem: `${peek.path}: ${peek.sandboxError}` } : {}),
+  };
+  const fromEnv = env.TOOLHOST_SANDBOX?.trim().toLowerCase();
+  if (fromEnv === "on" || fromEnv === "off") return { value: fromEnv, source: "TOOLHOST_SANDBOX", ...extra };
+  return peek.sandbox === "off" ? { value: "off", source: peek.path, ...extra } : { value: "on", source: "default", ...extra };
 }
 
 /** The sandbox as the policy sees it (structurally the policy's `SandboxState`). */
@@ -50,7 +63,12 @@ export class SessionSandbox {
   private readonly wrap: ReturnType<typeof bubblewrapSandbox>;
 
   constructor(private readonly options: SessionSandboxOptions) {
-    this.wrap = bubblewrapSandbox(options.bubblewrap);
+    const { env, denyRead } = options.setting;
+    this.wrap = bubblewrapSandbox({
+      ...options.bubblewrap,
+      env: [...(options.bubblewrap?.env ?? []), ...(env ?? [])],
+      maskPaths: [...(options.bubblewrap?.maskPaths ?? []), ...(denyRead ?? [])],
+    });
   }
 
   get setting(): SandboxSetting {
@@ -101,9 +119,21 @@ export const SANDBOX_INSTALL_HINT =
   'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to sandbox commands, or set "sandbox": "off" in ~/.toolhost/config.json to run them unsandboxed without asking.';
 
 /** One line on the sandbox for `toolhost doctor` and `toolhost policy explain`. */
-export function describeSandbox(state: SessionSandboxState): string {
-  if (state.off) return `off, ${state.reason ?? "switched off"}: commands run unsandboxed, without extra prompts`;
-  if (state.active)
-    return "active (bubblewrap): a read-only system, writable workspace roots and a private /tmp, secrets hidden, no network but the hosts a call may reach";
-  return `unavailable: ${state.reason ?? "unknown"}. Every call that runs commands asks first (headless: refused). ${SANDBOX_INSTALL_HINT}`;
+export function describeSandbox(state: SessionSandboxState, euid: number | undefined = process.geteuid?.()): string {
+  const root = euid === 0;
+  if (state.off)
+    return `off, ${state.reason ?? "switched off"}: commands run unsandboxed, without extra prompts${root ? ", as root, with every capability" : ""}`;
+  if (state.active) {
+    return [
+      "active (bubblewrap): a read-only system, writable workspace roots and a private /tmp, project-control paths (.git, .toolhost, .vscode…) read-only,",
+      "secrets, ~/.toolhost, host sockets (/run) and the agent's environment hidden (an allow-list passes), no network but the hosts a call may reach,",
+      "no capabilities and a seccomp filter (no mount, namespaces, ptrace, bpf…)",
+      ...(root
+        ? [
+            "— running as root: commands run in a user namespace as root mapped to root, with no capabilities (mounts cannot be undone); they own root's files, so only the masks keep root's secrets hidden",
+          ]
+        : []),
+    ].join(" ");
+  }
+  return `unavailable: ${state.reason ?? "unknown"}. Every call that runs commands asks first (headless: refused)${root ? "; running as root, an approved command runs with every capability" : ""}. ${SANDBOX_INSTALL_HINT}`;
 }

@@ -1,0 +1,238 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+// The sandbox's seccomp filter: a classic-BPF program bwrap loads (`--seccomp FD`) before it
+// runs the command. It denies with EPERM the system calls a command has no business making and
+// that could undo the sandbox or reach the kernel's soft spots: mounts (old and new API),
+// namespaces (unshare, setns, clone with a CLONE_NEW* flag), ptrace and its cousins, keyrings,
+// bpf, perf, kernel modules, kexec, file handles, and the ioctls that type into a terminal. clone3 gets ENOSYS (its flags sit behind a
+// pointer the filter cannot read), so libc falls back to clone, whose flags it checks.
+
+/** `struct seccomp_data`: nr at 0, arch at 4, args[0] (low 32 bits, little-endian) at 16. */
+const OFFSET_NR = 0;
+const OFFSET_ARCH = 4;
+const OFFSET_ARG0 = 16;
+const OFFSET_ARG1 = 24;
+/** ioctl requests that push input into a terminal (the editor's, when a command shares it). */
+const TIOCSTI = 0x5412;
+const TIOCLINUX = 0x541c;
+
+const BPF_LD_W_ABS = 0x20;
+const BPF_JEQ_K = 0x15;
+const BPF_JGE_K = 0x35;
+const BPF_JSET_K = 0x45;
+const BPF_RET_K = 0x06;
+
+const RET_ALLOW = 0x7fff0000;
+const RET_KILL_PROCESS = 0x80000000;
+const RET_ERRNO = 0x00050000;
+const EPERM = 1;
+const ENOSYS = 38;
+
+export const AUDIT_ARCH_X86_64 = 0xc000003e;
+export const AUDIT_ARCH_AARCH64 = 0xc00000b7;
+/** x86_64's x32 ABI: the same calls with this bit set in nr. */
+const X32_SYSCALL_BIT = 0x40000000;
+/** CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET. */
+const CLONE_NEW_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000;
+
+/** The denied calls, by name, for each architecture the filter knows. */
+const DENIED = [
+  "mount",
+  "umount2",
+  "pivot_root",
+  "open_tree",
+  "move_mount",
+  "fsopen",
+  "fsconfig",
+  "fsmount",
+  "mount_setattr",
+  "unshare",
+  "setns",
+  "ptrace",
+  "process_vm_readv",
+  "process_vm_writev",
+  "keyctl",
+  "add_key",
+  "request_key",
+  "bpf",
+  "perf_event_open",
+  "userfaultfd",
+  "kexec_load",
+  "kexec_file_load",
+  "init_module",
+  "finit_module",
+  "delete_module",
+  "name_to_handle_at",
+  "open_by_handle_at",
+  "swapon",
+  "swapoff",
+  "reboot",
+] as const;
+
+type Syscall = (typeof DENIED)[number] | "clone" | "clone3" | "ioctl";
+
+/** The numbers from the kernel's unistd tables (x86_64: unistd_64.h; aarch64: asm-generic/unistd.h). */
+export const SYSCALLS: Record<"x86_64" | "aarch64", Record<Syscall, number>> = {
+  x86_64: {
+    mount: 165,
+    umount2: 166,
+    pivot_root: 155,
+    open_tree: 428,
+    move_mount: 429,
+    fsopen: 430,
+    fsconfig: 431,
+    fsmount: 432,
+    mount_setattr: 442,
+    unshare: 272,
+    setns: 308,
+    ptrace: 101,
+    process_vm_readv: 310,
+    process_vm_writev: 311,
+    keyctl: 250,
+    add_key: 248,
+    request_key: 249,
+    bpf: 321,
+    perf_event_open: 298,
+    userfaultfd: 323,
+    kexec_load: 246,
+    kexec_file_load: 320,
+    init_module: 175,
+    finit_module: 313,
+    delete_module: 176,
+    name_to_handle_at: 303,
+    open_by_handle_at: 304,
+    swapon: 167,
+    swapoff: 168,
+    reboot: 169,
+    clone: 56,
+    clone3: 435,
+    ioctl: 16,
+  },
+  aarch64: {
+    mount: 40,
+    umount2: 39,
+    pivot_root: 41,
+    open_tree: 428,
+    move_mount: 429,
+    fsopen: 430,
+    fsconfig: 431,
+    fsmount: 432,
+    mount_setattr: 442,
+    unshare: 97,
+    setns: 268,
+    ptrace: 117,
+    process_vm_readv: 270,
+    process_vm_writev: 271,
+    keyctl: 219,
+    add_key: 217,
+    request_key: 218,
+    bpf: 280,
+    perf_event_open: 241,
+    userfaultfd: 282,
+    kexec_load: 104,
+    kexec_file_load: 294,
+    init_module: 105,
+    finit_module: 273,
+    delete_module: 106,
+    name_to_handle_at: 264,
+    open_by_handle_at: 265,
+    swapon: 224,
+    swapoff: 225,
+    reboot: 142,
+    clone: 220,
+    clone3: 435,
+    ioctl: 29,
+  },
+};
+
+/** One instruction; a jump names its targets by label, resolved when the program is laid out. */
+interface Insn {
+  code: number;
+  k: number;
+  jt?: string;
+  jf?: string;
+  label?: string;
+}
+
+const ld = (offset: number, label?: string): Insn => ({ code: BPF_LD_W_ABS, k: offset, label });
+const jump = (code: number, k: number, jt?: string, jf?: string, label?: string): Insn => ({ code, k, jt, jf, label });
+const ret = (k: number, label?: string): Insn => ({ code: BPF_RET_K, k, label });
+
+function archBlock(arch: "x86_64" | "aarch64"): Insn[] {
+  const nr = SYSCALLS[arch];
+  const deny = `${arch}:deny`;
+  return [
+    ld(OFFSET_NR, arch),
+    ...(arch === "x86_64" ? [jump(BPF_JGE_K, X32_SYSCALL_BIT, deny)] : []),
+    ...DENIED.map((name) => jump(BPF_JEQ_K, nr[name], deny)),
+    jump(BPF_JEQ_K, nr.clone3, `${arch}:enosys`),
+    jump(BPF_JEQ_K, nr.ioctl, undefined, `${arch}:clone`),
+    ld(OFFSET_ARG1),
+    jump(BPF_JEQ_K, TIOCSTI, deny),
+    jump(BPF_JEQ_K, TIOCLINUX, deny, "allow"),
+    jump(BPF_JEQ_K, nr.clone, undefined, "allow", `${arch}:clone`),
+    ld(OFFSET_ARG0),
+    jump(BPF_JSET_K, CLONE_NEW_FLAGS, deny, "allow"),
+    ret(RET_ERRNO | ENOSYS, `${arch}:enosys`),
+    ret(RET_ERRNO | EPERM, deny),
+  ];
+}
+
+/**
+ * The filter as bytes: `struct sock_filter` (u16 code, u8 jt, u8 jf, u32 k), little-endian, as
+ * the kernel reads it on x86_64 and aarch64. An unknown architecture (i386 or arm32 compat calls
+ * on these hosts) kills the process: its numbers mean other calls.
+ */
+export function seccompProgram(): Buffer {
+  const program: Insn[] = [
+    ld(OFFSET_ARCH),
+    jump(BPF_JEQ_K, AUDIT_ARCH_X86_64, "x86_64"),
+    jump(BPF_JEQ_K, AUDIT_ARCH_AARCH64, "aarch64"),
+    ret(RET_KILL_PROCESS),
+    ...archBlock("x86_64"),
+    ...archBlock("aarch64"),
+    ret(RET_ALLOW, "allow"),
+  ];
+  const at = new Map<string, number>();
+  program.forEach((insn, i) => insn.label && at.set(insn.label, i));
+  const offset = (from: number, label: string | undefined): number => {
+    if (label === undefined) return 0;
+    const target = at.get(label);
+    if (target === undefined || target <= from) throw new Error(`seccomp: bad jump to ${label}`);
+    const distance = target - from - 1;
+    if (distance > 255) throw new Error(`seccomp: jump to ${label} too far`);
+    return distance;
+  };
+  const out = Buffer.alloc(program.length * 8);
+  program.forEach((insn, i) => {
+    out.writeUInt16LE(insn.code, i * 8);
+    out.writeUInt8(offset(i, insn.jt), i * 8 + 2);
+    out.writeUInt8(offset(i, insn.jf), i * 8 + 3);
+    out.writeUInt32LE(insn.k >>> 0, i * 8 + 4);
+  });
+  return out;
+}
+
+/** Whether the filter covers this machine (it must, or the sandbox is unavailable). */
+export function seccompSupported(arch: string = process.arch): boolean {
+  return arch === "x64" || arch === "arm64";
+}
+
+let written: string | undefined;
+
+/**
+ * The filter's file, written once per process: 0600 in a new 0700 folder of this user (mkdtemp:
+ * nobody else can have made it or put anything in it), removed when the process exits. bwrap
+ * reads it from an fd the wrapper opens.
+ */
+export function seccompFilterFile(): string {
+  if (written) return written;
+  const dir = mkdtempSync(path.join(os.tmpdir(), "toolhost-seccomp-"));
+  const file = path.join(dir, "filter.bpf");
+  writeFileSync(file, seccompProgram(), { mode: 0o600, flag: "wx" });
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  written = file;
+  return file;
+}

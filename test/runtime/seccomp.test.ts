@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import { AUDIT_ARCH_AARCH64, AUDIT_ARCH_X86_64, SYSCALLS, seccompProgram } from "../../src/runtime/shell/seccomp.js";
+
+// The filter as the kernel runs it: a small classic-BPF interpreter over the bytes bwrap loads.
+// The real filter in a real sandbox is tested in sandbox-isolation.test.ts.
+
+const ALLOW = 0x7fff0000;
+const EPERM = 0x00050001;
+const ENOSYS = 0x00050026;
+const KILL = 0x80000000;
+
+function run(program: Buffer, data: { arch: number; nr: number; arg0?: number; arg1?: number }): number {
+  const word = (offset: number) => {
+    if (offset === 0) return data.nr >>> 0;
+    if (offset === 4) return data.arch >>> 0;
+    if (offset === 16) return (data.arg0 ?? 0) >>> 0;
+    if (offset === 24) return (data.arg1 ?? 0) >>> 0;
+    throw new Error(`unexpected load at ${offset}`);
+  };
+  let acc = 0;
+  for (let pc = 0; pc * 8 < program.length; pc++) {
+    const code = program.readUInt16LE(pc * 8);
+    const jt = program.readUInt8(pc * 8 + 2);
+    const jf = program.readUInt8(pc * 8 + 3);
+    const k = program.readUInt32LE(pc * 8 + 4);
+    if (code === 0x20) acc = word(k);
+    else if (code === 0x06) return k;
+    else if (code === 0x15) pc += acc === k ? jt : jf;
+    else if (code === 0x35) pc += acc >= k ? jt : jf;
+    else if (code === 0x45) pc += (acc & k) !== 0 ? jt : jf;
+    else throw new Error(`unknown opcode ${code.toString(16)}`);
+  }
+  throw new Error("fell off the end");
+}
+
+const program = seccompProgram();
+const CLONE_NEWUSER = 0x10000000;
+const CLONE_NEWNS = 0x00020000;
+/** What glibc's pthread_create passes. */
+const THREAD_FLAGS = 0x003d0f00;
+
+describe("the seccomp filter", () => {
+  it("denies mounts, namespaces, ptrace, keyrings, bpf, perf, modules, kexec and file handles on x86_64 and aarch64", () => {
+    for (const [arch, audit] of [
+      ["x86_64", AUDIT_ARCH_X86_64],
+      ["aarch64", AUDIT_ARCH_AARCH64],
+    ] as const) {
+      const nr = SYSCALLS[arch];
+      for (const name of [
+        "mount",
+        "umount2",
+        "ptrace",
+        "keyctl",
+        "add_key",
+        "request_key",
+        "bpf",
+        "perf_event_open",
+        "unshare",
+        "setns",
+        "pivot_root",
+        "kexec_load",
+        "kexec_file_load",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "open_by_handle_at",
+        "fsopen",
+        "move_mount",
+      ] as const) {
+        expect(run(program, { arch: audit, nr: nr[name] }), `${arch} ${name}`).toBe(EPERM);
+      }
+      expect(run(program, { arch: audit, nr: nr.clone, arg0: THREAD_FLAGS }), `${arch} thread`).toBe(ALLOW);
+      expect(run(program, { arch: audit, nr: nr.clone, arg0: 17 /* SIGCHLD: fork */ })).toBe(ALLOW);
+      expect(run(program, { arch: audit, nr: nr.clone, arg0: 17 | CLONE_NEWUSER })).toBe(EPERM);
+      expect(run(program, { arch: audit, nr: nr.clone, arg0: 17 | CLONE_NEWNS })).toBe(EPERM);
+      // Typing into a terminal is denied; every other ioctl (TCGETS, FIONREAD) is not.
+      expect(run(program, { arch: audit, nr: nr.ioctl, arg0: 1, arg1: 0x5412 })).toBe(EPERM);
+      expect(run(program, { arch: audit, nr: nr.ioctl, arg0: 1, arg1: 0x541c })).toBe(EPERM);
+      expect(run(program, { arch: audit, nr: nr.ioctl, arg0: 1, arg1: 0x5401 })).toBe(ALLOW);
+      expect(run(program, { arch: audit, nr: nr.ioctl, arg0: 1, arg1: 0x541b })).toBe(ALLOW);
+      // clone3's flags are behind a pointer: ENOSYS makes libc fall back to clone.
+      expect(run(program, { arch: audit, nr: nr.clone3 })).toBe(ENOSYS);
+    }
+    // Ordinary calls: read, write, openat, execve.
+    for (const nr of [0, 1, 257, 59]) expect(run(program, { arch: AUDIT_ARCH_X86_64, nr })).toBe(ALLOW);
+    for (const nr of [63, 64, 56, 221]) expect(run(program, { arch: AUDIT_ARCH_AARCH64, nr })).toBe(ALLOW);
+    // aarch64's numbers are not x86_64's: 40 is mount there, sendfile on x86_64.
+    expect(run(program, { arch: AUDIT_ARCH_X86_64, nr: 40 })).toBe(ALLOW);
+    expect(run(program, { arch: AUDIT_ARCH_AARCH64, nr: 40 })).toBe(EPERM);
+  });
+
+  it("denies the x32 range on x86_64 and kills any other architecture (i386, arm32 compat calls)", () => {
+    expect(run(program, { arch: AUDIT_ARCH_X86_64, nr: 0x40000000 | 165 })).toBe(EPERM);
+    expect(run(program, { arch: AUDIT_ARCH_X86_64, nr: 0x40000000 })).toBe(EPERM);
+    expect(run(program, { arch: 0x40000003 /* i386 */, nr: 3 })).toBe(KILL);
+    expect(run(program, { arch: 0x40000028 /* arm */, nr: 3 })).toBe(KILL);
+  });
+
+  it("is well formed: whole instructions, every jump forward and inside the program", () => {
+    expect(program.length % 8).toBe(0);
+    const count = program.length / 8;
+    for (let pc = 0; pc < count; pc++) {
+      const code = program.readUInt16LE(pc * 8);
+      if ((code & 0x07) === 0x05) {
+        expect(pc + 1 + program.readUInt8(pc * 8 + 2)).toBeLessThan(count);
+        expect(pc + 1 + program.readUInt8(pc * 8 + 3)).toBeLessThan(count);
+      }
+    }
+    expect(program.readUInt16LE((count - 1) * 8)).toBe(0x06);
+  });
+});
