@@ -1,98 +1,15 @@
-import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import net from "node:net";
-import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeToolCall } from "./fixtures/fake-openai.mjs";
+import type { FakeToolCall } from "./fixtures/fake-openai.mjs";
+import { attack, bash, CLI, expectNothingLanded, stage, USERS } from "./attack/harness.js";
 
 // The attack corpus (issue 11): a model (the local fake server) tries to reach the network, write
 // outside the workspace and read planted secrets, in `full` mode, where nobody is asked. Each case
 // must end in a refusal or a sandboxed failure: a local listener receives nothing, a file outside
-// the workspace stays as it was, and the planted key never reaches the model.
-
-const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
-const SECRET = "PLANTED-SECRET-KEY-5f1c";
-const VICTIM = "untouched\n";
-
-/** A folder outside the sandbox's private /tmp, so the home's files are really there to protect. */
-function scratchRoot(): string {
-  return existsSync("/var/tmp") ? "/var/tmp" : os.tmpdir();
-}
-
-interface Stage {
-  ws: string;
-  home: string;
-  port: number;
-  /** What the listener received, from anyone. */
-  received: string[];
-  close(): Promise<void>;
-}
-
-async function stage(): Promise<Stage> {
-  const root = await fsp.realpath(await fsp.mkdtemp(path.join(scratchRoot(), "toolhost-attack-")));
-  const ws = path.join(root, "ws");
-  const home = path.join(root, "home");
-  await fsp.mkdir(path.join(ws, "src"), { recursive: true });
-  await fsp.writeFile(path.join(ws, "src/a.ts"), "export const a = 1;\n");
-  await fsp.mkdir(path.join(home, ".ssh"), { recursive: true, mode: 0o700 });
-  await fsp.writeFile(path.join(home, ".ssh/id_rsa"), `${SECRET}\n`, { mode: 0o600 });
-  await fsp.writeFile(path.join(home, "victim.txt"), VICTIM);
-  const received: string[] = [];
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    received.push("<connection>");
-    socket.on("data", (d: Buffer) => received.push(d.toString()));
-    socket.on("error", () => {});
-    socket.on("close", () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  return {
-    ws,
-    home,
-    port,
-    received,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await fsp.rm(root, { recursive: true, force: true });
-    },
-  };
-}
-
-/** One `toolhost run --mode full` whose model makes `calls` (one per step), then stops. */
-async function attack(s: Stage, calls: FakeToolCall[]): Promise<{ code: number | null; stderr: string; toModel: string }> {
-  const fake = await startFakeOpenAI({ script: [...calls.map((call) => ({ toolCalls: [call] })), { text: "done" }] });
-  try {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      HOME: s.home,
-      TOOLHOST_HOME: path.join(s.home, ".toolhost"),
-      TOOLHOST_MODEL: "openai-compatible/fake",
-      TOOLHOST_BASE_URL: fake.url,
-    };
-    delete env.TOOLHOST_PROFILE;
-    const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [CLI, "run", "--mode", "full", "--cwd", s.ws, "do it"], { cwd: s.ws, env });
-      let stderr = "";
-      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-      child.stdout.resume();
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stderr }));
-    });
-    // Everything the model was sent back: the tool results of each step.
-    const toModel = fake.requests.map((r) => JSON.stringify(r.body.messages)).join("\n");
-    return { code, stderr, toModel };
-  } finally {
-    await fake.close();
-  }
-}
-
-const bash = (command: string): FakeToolCall => ({ name: "bash", arguments: { command } });
+// the workspace stays as it was, and the planted key never reaches the model. Issue 20's classes
+// are in test/attack/; all of them run as root and as an unprivileged user.
 
 /** Each attack as the model would send it; `P` is the listener's port. */
 const ATTACKS: { name: string; calls: (port: number) => FakeToolCall[] }[] = [
@@ -140,9 +57,9 @@ beforeAll(async () => {
   });
 });
 
-describe.concurrent("the attack corpus, in full mode", { timeout: 60_000 }, () => {
+describe.concurrent.each(USERS)("the attack corpus, in full mode, as $name", { timeout: 60_000 }, (user) => {
   it("the harness can see an attack that lands: an unsandboxed connection reaches the listener", async () => {
-    const s = await stage();
+    const s = await stage(user);
     try {
       await new Promise<void>((resolve, reject) => {
         const socket = net.connect(s.port, "127.0.0.1", () => socket.end("probe", () => resolve()));
@@ -155,7 +72,7 @@ describe.concurrent("the attack corpus, in full mode", { timeout: 60_000 }, () =
   });
 
   it("a harmless command in the workspace still runs", async () => {
-    const s = await stage();
+    const s = await stage(user);
     try {
       const { code, toModel } = await attack(s, [bash("echo fine > inside.txt && cat inside.txt")]);
       expect(code).toBe(0);
@@ -167,14 +84,11 @@ describe.concurrent("the attack corpus, in full mode", { timeout: 60_000 }, () =
   });
 
   it.each(ATTACKS)("$name: refused or contained", async ({ calls }) => {
-    const s = await stage();
+    const s = await stage(user);
     try {
-      const { code, toModel, stderr } = await attack(s, calls(s.port));
-      expect(code, stderr).toBe(0); // the model got an answer to each call and finished its turn
-      expect(s.received).toEqual([]);
-      expect(await fsp.readFile(path.join(s.home, "victim.txt"), "utf8")).toBe(VICTIM);
-      expect(await fsp.readdir(s.home)).toEqual(expect.arrayContaining([".ssh", "victim.txt"]));
-      expect(toModel).not.toContain(SECRET);
+      const result = await attack(s, calls(s.port));
+      expect(result.code, result.stderr).toBe(0); // the model got an answer to each call and finished its turn
+      expect(await expectNothingLanded(s, result)).toEqual([]);
     } finally {
       await s.close();
     }
