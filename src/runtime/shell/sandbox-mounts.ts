@@ -189,3 +189,21 @@ export function runtimeDir(env: Record<string, string | undefined>): string | un
   if (!dir || !path.isAbsolute(dir) || !existsSync(dir)) return undefined;
   return lstatSync(dir).isDirectory() || lstatSync(dir).isSymbolicLink() ? dir : undefined;
 }
+
+/**
+ * Sockets the environment names wherever they are (an ssh-agent, docker, D-Bus, gpg-agent): masked
+ * inside, as /run and $XDG_RUNTIME_DIR are hidden; the variables themselves do not pass either.
+ */
+export function agentSockets(env: Record<string, string | undefined>): string[] {
+  const found: string[] = [];
+  const add = (p: string | undefined) => {
+    if (p && path.isAbsolute(p)) found.push(p);
+  };
+  add(env.SSH_AUTH_SOCK);
+  add(env.GPG_AGENT_INFO?.split(":")[0]);
+  if (env.DOCKER_HOST?.startsWith("unix://")) add(env.DOCKER_HOST.slice("unix://".length));
+  for (const bus of [env.DBUS_SESSION_BUS_ADDRESS, env.DBUS_SYSTEM_BUS_ADDRESS]) {
+    for (const part of bus?.split(";") ?? []) add(/(?:^|,)path=([^,]+)/.exec(part)?.[1]);
+  }
+  return found;
+}

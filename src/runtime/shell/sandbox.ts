@@ -6,7 +6,7 @@ import path from "node:path";
 import { toolhostHome } from "../../config/paths.js";
 import { childEnvironment, ENV_NAME } from "../child-env.js";
 import { projectGuard, settleProjectGuard } from "./project-guard.js";
-import { mountArgs, realOrUndefined, runtimeDir } from "./sandbox-mounts.js";
+import { agentSockets, mountArgs, realOrUndefined, runtimeDir } from "./sandbox-mounts.js";
 import { seccompFilterFile, seccompSupported } from "./seccomp.js";
 import { PROXY_PORT, proxyEnv, sandboxNetworkStatus, sandboxProxies, type SandboxNetworkStatus } from "./sandbox-proxy.js";
 import type { SpawnContext, SpawnRequest, SpawnTransform } from "./scoped.js";
@@ -127,7 +127,7 @@ export function bubblewrapArgs(
       readable: [...context.scope.read.roots, request.cwd],
       homes: [...homes],
       hidden: [...(options.hiddenDirs ?? [toolhostHome()]), ...(xdg ? [xdg] : [])],
-      maskPaths: options.maskPaths ?? [],
+      maskPaths: [...(options.maskPaths ?? []), ...agentSockets({ ...process.env, ...request.env })],
       protect,
       proxy,
     }),
@@ -166,7 +166,9 @@ export function wrapperScript(names: readonly string[]): string {
     "f=$1; shift",
     // stdin, kept for the command (an editor terminal's); /dev/null when there is none.
     "{ command exec 3<&0; } 2>/dev/null || exec 3</dev/null",
-    `printf '%s\\0' --clearenv${setenv.join("")} | { exec "$0" --args 8 --seccomp 9 "$@" 8<&0 0<&3 3<&- 9<"$f"; }`,
+    // `env -i`: bwrap itself (whose environment its init inside the sandbox keeps, readable there
+    // in /proc/1/environ) starts with none; the command gets only what fd 8 sets.
+    `printf '%s\\0' --clearenv${setenv.join("")} | { exec env -i "$0" --args 8 --seccomp 9 "$@" 8<&0 0<&3 3<&- 9<"$f"; }`,
   ].join("\n");
 }
 
