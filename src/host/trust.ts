@@ -4,6 +4,7 @@ import * as z from "zod";
 import { NodeFs } from "../runtime/fs/node.js";
 import { fileLocks } from "../runtime/locks.js";
 import { toolhostHome } from "../config/paths.js";
+import { readConfigTextSync, userRoots } from "../config/safe-read.js";
 
 /**
  * Project trust. Importing a project's `.toolhost/tools/*.ts` runs its code, so those files load
@@ -33,13 +34,10 @@ export async function projectKey(dir: string): Promise<string> {
 
 export async function readTrust(home = toolhostHome()): Promise<TrustStore> {
   const file = trustFile(home);
-  let text: string;
-  try {
-    text = await fsp.readFile(file, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { file, projects: {} };
-    return { file, projects: {}, error: `${file}: ${(err as Error).message}` };
-  }
+  // A regular file in the user's folders only, never a FIFO that would hang the session.
+  const { text, error } = readConfigTextSync(file, [home, ...userRoots()]);
+  if (error) return { file, projects: {}, error };
+  if (text === null) return { file, projects: {} };
   try {
     const parsed = TrustFileSchema.safeParse(JSON.parse(text));
     if (parsed.success) return { file, projects: parsed.data.projects };
