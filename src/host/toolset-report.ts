@@ -1,4 +1,5 @@
 import type { ToolKind } from "../tool/kinds.js";
+import { formatContentChanges, type ContentChange } from "./trust-contents.js";
 import type { LoadProblem } from "./loader.js";
 
 /** A tool as the report shows it: `source` is `builtin` or the file it came from. */
@@ -41,6 +42,11 @@ export interface ToolsetReport {
   profile: string;
   /** Whether the project's own tools were allowed to load. */
   trusted: boolean;
+  /**
+   * The project was trusted, but these of its trusted files (host/trust-contents.ts) changed
+   * since, so nothing of it loads until the user trusts it again. Absent when there are none.
+   */
+  trustChanges?: ContentChange[];
   folders: FolderReport[];
   tools: ToolEntry[];
   shadowed: ShadowEntry[];
@@ -90,13 +96,25 @@ export function formatLoadProblems(report: ToolsetReport): string | null {
   if (report.errors.length) parts.push(`Some tools could not be loaded:\n${report.errors.map(problemLine).join("\n")}`);
   if (report.shadowed.length)
     parts.push(`Shadowed tool definitions (the first one found wins):\n${report.shadowed.map(shadowLine).join("\n")}`);
-  if (report.skipped.length) {
+  const changed = trustChangeNotice(report);
+  if (changed) parts.push(changed);
+  else if (report.skipped.length) {
     const files = report.skipped.map((s) => `- ${s.file}`).join("\n");
     parts.push(
       `This project's own tools were not loaded, because the project is not trusted:\n${files}\nRun \`toolhost trust\` in the project to load them.`,
     );
   }
   return parts.length ? parts.join("\n\n") : null;
+}
+
+/** Why a once-trusted project's files did not load, naming what changed (capped); null when nothing did. */
+export function trustChangeNotice(report: Pick<ToolsetReport, "trusted" | "trustChanges">): string | null {
+  if (report.trusted || !report.trustChanges?.length) return null;
+  return [
+    "This project's own tools, agents, skills, MCP servers and rules were not loaded: the project was trusted, but these files changed since:",
+    formatContentChanges(report.trustChanges),
+    "Run `toolhost trust` in the project (or type /trust always) to trust it as it is now.",
+  ].join("\n");
 }
 
 /** A reload's outcome in a few lines. */
