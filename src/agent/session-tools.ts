@@ -68,7 +68,10 @@ export class SessionTools {
 
   /** Load problems worth one message at session start (untrusted files are asked about instead). */
   startMessage(): string | null {
-    const parts = [formatLoadProblems({ ...this.current.report, skipped: [] }), formatSkillProblems(this.current.skills)];
+    const parts = [
+      formatLoadProblems({ ...this.current.report, skipped: [], trustChanges: undefined }),
+      formatSkillProblems(this.current.skills),
+    ];
     return parts.filter((p) => p !== null).join("\n\n") || null;
   }
 
