@@ -42,12 +42,10 @@ const GENERAL_PURPOSE: AgentDefinition = {
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/i;
 
-/** The folders agent files are read from, in order; project folders only for a trusted project. */
-export function agentDirs(cwd: string, trusted: boolean): string[] {
-  return agentFolders(cwd, trusted).map((f) => f.dir);
-}
-
-/** Each agent folder with where its files' real paths must lie: the project, or the user's folders. */
+/**
+ * The folders agent files are read from, in order (project folders only for a trusted project),
+ * each with where its files' real paths must lie: the project, or the user's folders.
+ */
 function agentFolders(cwd: string, trusted: boolean): { dir: string; roots: readonly string[] }[] {
   const home = process.env.HOME || os.homedir();
   const user = userRoots();
