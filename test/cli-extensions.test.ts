@@ -101,6 +101,24 @@ describe("a trusted project whose files changed since", () => {
   });
 });
 
+describe("a project trusted by an older toolhost (trusted.json version 1)", () => {
+  it("is asked about once: headless, its tools do not load and stderr says why; toolhost trust records them", async () => {
+    await put(path.join(project, ".toolhost/tools/project_only.ts"), toolFile("project_only"));
+    await put(
+      path.join(home, "trusted.json"),
+      JSON.stringify({ version: 1, projects: { [project]: { trustedAt: "2025-01-01T00:00:00Z" } } }),
+    );
+    const refused = await toolhost("call", "project_only", "{}");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /trusted by an older toolhost, which did not record its files[^\n]*\n- added: \.toolhost\/tools\/project_only\.ts/,
+    );
+    const again = await toolhost("trust");
+    expect(again.stdout).toContain("it was trusted before toolhost recorded them");
+    expect(JSON.parse((await toolhost("call", "project_only", "{}")).stdout).data).toMatchObject({ tag: "project_only" });
+  });
+});
+
 describe("toolhost doctor", () => {
   it("exits 0 with nothing wrong, 1 listing every config, profile and extension problem", async () => {
     const clean = await toolhost("doctor");

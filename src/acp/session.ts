@@ -8,6 +8,7 @@ import {
   type SessionUpdate,
 } from "@agentclientprotocol/sdk";
 import { formatContentChanges } from "../host/trust-contents.js";
+import { trustChangeReason } from "../host/toolset-report.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../policy/authorizer.js";
 import type { ModeId } from "../policy/modes.js";
 import { isInsideAny } from "../tool/paths.js";
@@ -339,14 +340,15 @@ export class AcpSession implements SessionFrontEnd {
   askTrust = async (files: string[], signal: AbortSignal, decide: (answer: TrustAnswer) => Promise<string | null>): Promise<void> => {
     const toolCallId = `trust_${++this.trustSeq}`;
     // A project trusted once whose files changed since: the question names what changed.
-    const changed = this.agent.tools.toolset.report.trustChanges ?? [];
+    const { report } = this.agent.tools.toolset;
+    const changed = report.trustChanges ?? [];
     const title = changed.length
       ? `This project changed since you trusted it (${changed.length} file${changed.length === 1 ? "" : "s"}): load its tools again?`
       : `Load this project's own tools (${files.length} file${files.length === 1 ? "" : "s"})?`;
     const content = [
       textContent(
         changed.length
-          ? `These files changed since the project was trusted; nothing of the project (tools, agents, skills, MCP servers, rules) loads until you answer:\n${formatContentChanges(changed)}`
+          ? `Nothing of the project (tools, agents, skills, MCP servers, rules) loads until you answer: ${trustChangeReason(report)}\n${formatContentChanges(changed)}`
           : `Importing these files runs their code:\n${files.map((f) => `- ${f}`).join("\n")}`,
       ),
     ];

@@ -47,6 +47,8 @@ export interface ToolsetReport {
    * since, so nothing of it loads until the user trusts it again. Absent when there are none.
    */
   trustChanges?: ContentChange[];
+  /** The project was trusted before toolhost recorded its files (trusted.json version 1): every file counts as added. */
+  trustLegacy?: true;
   folders: FolderReport[];
   tools: ToolEntry[];
   shadowed: ShadowEntry[];
@@ -108,13 +110,20 @@ export function formatLoadProblems(report: ToolsetReport): string | null {
 }
 
 /** Why a once-trusted project's files did not load, naming what changed (capped); null when nothing did. */
-export function trustChangeNotice(report: Pick<ToolsetReport, "trusted" | "trustChanges">): string | null {
+export function trustChangeNotice(report: Pick<ToolsetReport, "trusted" | "trustChanges" | "trustLegacy">): string | null {
   if (report.trusted || !report.trustChanges?.length) return null;
   return [
-    "This project's own tools, agents, skills, MCP servers and rules were not loaded: the project was trusted, but these files changed since:",
+    `This project's own tools, agents, skills, MCP servers and rules were not loaded: ${trustChangeReason(report)}`,
     formatContentChanges(report.trustChanges),
     "Run `toolhost trust` in the project (or type /trust always) to trust it as it is now.",
   ].join("\n");
+}
+
+/** Why a once-trusted project is asked about again, ending before the list of files. */
+export function trustChangeReason(report: Pick<ToolsetReport, "trustLegacy">): string {
+  return report.trustLegacy
+    ? "the project was trusted by an older toolhost, which did not record its files, so each counts as new:"
+    : "the project was trusted, but these files changed since:";
 }
 
 /** A reload's outcome in a few lines. */

@@ -101,16 +101,16 @@ async function projectTrust(
   home: string,
   answer: boolean | undefined,
   errors: LoadProblem[],
-): Promise<{ trusted: boolean; changes: ContentChange[]; contents: ContentSnapshot }> {
+): Promise<{ trusted: boolean; changes: ContentChange[]; legacy: boolean; contents: ContentSnapshot }> {
   const check = await checkTrust(cwd, home);
   if (check.error)
     errors.push({ file: path.join(home, "trusted.json"), message: `${check.error} (no project counts as trusted until it is fixed)` });
   const trusted = answer ?? check.trusted;
-  return { trusted, changes: trusted ? [] : check.changes, contents: check.contents };
+  return { trusted, changes: trusted ? [] : check.changes, legacy: check.legacy, contents: check.contents };
 }
 
 function toolsetReport(
-  head: Pick<ToolsetReport, "cwd" | "profile" | "trusted" | "trustChanges">,
+  head: Pick<ToolsetReport, "cwd" | "profile" | "trusted" | "trustChanges" | "trustLegacy">,
   registry: ToolRegistry,
   found: Discovery,
   late: Pick<ToolsetReport, "errors" | "disabled">,
@@ -173,7 +173,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const profileName = selectProfileName({ requested: options.profile, config: config.config });
   const { profile, problems } = await loadProfile(profileName, { home, root: options.root });
   errors.push(...problems);
-  const { trusted, changes, contents } = await projectTrust(cwd, home, options.trusted, errors);
+  const { trusted, changes, legacy, contents } = await projectTrust(cwd, home, options.trusted, errors);
   const watched = await loadProfileWatchdog(profile, options.loader.importModule);
   errors.push(...watched.problems);
 
@@ -191,7 +191,12 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
 
   const skills = await discoverSkills({ cwd, profileDirs: profile.skillDirs, home, userHome: options.userHome, trusted });
 
-  const head = { cwd, profile: profile.name, trusted, ...(changes.length ? { trustChanges: changes } : {}) };
+  const head = {
+    cwd,
+    profile: profile.name,
+    trusted,
+    ...(changes.length ? { trustChanges: changes, ...(legacy ? { trustLegacy: true as const } : {}) } : {}),
+  };
   const report = toolsetReport(head, registry, found, { errors, disabled });
   noteAbsentTools(registry, report);
   return {

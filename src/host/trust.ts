@@ -108,23 +108,25 @@ async function update(home: string, change: (projects: TrustStore["projects"]) =
 /**
  * Trusts a project folder (by its real path) with its contents: `contents` as the user was shown
  * them, or as they are now. `already`: it was trusted with these contents; `changes`: it was
- * trusted with others, and these differ.
+ * trusted with others, and these differ; `legacy`: it was trusted before contents were recorded.
  */
 export async function trust(
   dir: string,
   home = toolhostHome(),
   contents?: ContentSnapshot,
-): Promise<{ path: string; already: boolean; changes?: ContentChange[] }> {
+): Promise<{ path: string; already: boolean; changes?: ContentChange[]; legacy?: true }> {
   const key = await projectKey(dir);
   const snapshot = contents ?? (await snapshotContents(key));
   let already = false;
   let changes: ContentChange[] | undefined;
+  let legacy = false;
   await update(home, (projects) => {
     const before = Object.hasOwn(projects, key) ? projects[key] : undefined;
     if (before) {
       const diff = diffContents(before.files ?? {}, snapshot.files);
       already = before.files !== undefined && diff.length === 0;
       if (!already) changes = diff;
+      legacy = before.files === undefined;
     }
     if (!already) {
       projects[key] = {
@@ -134,7 +136,7 @@ export async function trust(
       };
     }
   });
-  return { path: key, already, ...(changes ? { changes } : {}) };
+  return { path: key, already, ...(changes ? { changes } : {}), ...(legacy ? { legacy: true as const } : {}) };
 }
 
 /**

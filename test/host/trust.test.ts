@@ -116,7 +116,7 @@ describe("trust covers the project's contents as they were trusted", () => {
     ]);
     // A project with none of those files has nothing to ask about.
     expect(await isTrusted(empty)).toBe(true);
-    expect(await trust(project)).toMatchObject({ already: false, changes: check.changes });
+    expect(await trust(project)).toMatchObject({ already: false, changes: check.changes, legacy: true });
     expect(await isTrusted(project)).toBe(true);
     expect(JSON.parse(await fsp.readFile(trustFile(home), "utf8")).projects[empty]).toEqual({ trustedAt: at });
   });
