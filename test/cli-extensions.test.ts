@@ -68,6 +68,57 @@ describe("the issue's walkthrough: hello.ts in the profile and in a trusted proj
   });
 });
 
+describe("a trusted project whose files changed since", () => {
+  it("headless, its changed tools do not load and stderr says which files changed; toolhost trust records them", async () => {
+    const tool = await put(path.join(project, ".toolhost/tools/project_only.ts"), toolFile("project_only", "as trusted"));
+    expect((await toolhost("trust")).code).toBe(0);
+    const trusted = await toolhost("call", "project_only", "{}");
+    expect(JSON.parse(trusted.stdout).data).toMatchObject({ tag: "as trusted" });
+    expect(trusted.stderr).not.toMatch(/changed since/);
+
+    // Written behind the user's back: a sandboxed command, an unapproved edit.
+    await put(tool, toolFile("project_only", "planted"));
+    await put(path.join(project, ".mcp.json"), '{"mcpServers": {}}\n');
+    const refused = await toolhost("call", "project_only", "{}");
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).not.toContain("planted");
+    expect(JSON.parse(refused.stdout).metadata.error_code).toBe("unknown_tool");
+    expect(refused.stderr).toMatch(
+      /the project was trusted, but these files changed since:\n- added: \.mcp\.json\n- modified: \.toolhost\/tools\/project_only\.ts/,
+    );
+    expect(refused.stderr).toContain("toolhost trust");
+    expect(refused.stderr.match(/changed since:/g)).toHaveLength(1);
+    const report = JSON.parse((await toolhost("tools", "--json")).stdout);
+    expect(report.trusted).toBe(false);
+    expect(report.trustChanges).toHaveLength(2);
+
+    const again = await toolhost("trust");
+    expect(again.stdout).toContain(`Trusted ${project} again, as it is now. These files changed since it was last trusted:`);
+    expect(again.stdout).toContain("- modified: .toolhost/tools/project_only.ts");
+    const loaded = await toolhost("call", "project_only", "{}");
+    expect(JSON.parse(loaded.stdout).data).toMatchObject({ tag: "planted" });
+    expect(loaded.stderr).not.toMatch(/changed since/);
+  });
+});
+
+describe("a project trusted by an older toolhost (trusted.json version 1)", () => {
+  it("is asked about once: headless, its tools do not load and stderr says why; toolhost trust records them", async () => {
+    await put(path.join(project, ".toolhost/tools/project_only.ts"), toolFile("project_only"));
+    await put(
+      path.join(home, "trusted.json"),
+      JSON.stringify({ version: 1, projects: { [project]: { trustedAt: "2025-01-01T00:00:00Z" } } }),
+    );
+    const refused = await toolhost("call", "project_only", "{}");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /trusted by an older toolhost, which did not record its files[^\n]*\n- added: \.toolhost\/tools\/project_only\.ts/,
+    );
+    const again = await toolhost("trust");
+    expect(again.stdout).toContain("it was trusted before toolhost recorded them");
+    expect(JSON.parse((await toolhost("call", "project_only", "{}")).stdout).data).toMatchObject({ tag: "project_only" });
+  });
+});
+
 describe("toolhost doctor", () => {
   it("exits 0 with nothing wrong, 1 listing every config, profile and extension problem", async () => {
     const clean = await toolhost("doctor");

@@ -7,6 +7,8 @@ import {
   type PromptResponse,
   type SessionUpdate,
 } from "@agentclientprotocol/sdk";
+import { formatContentChanges } from "../host/trust-contents.js";
+import { trustChangeReason } from "../host/toolset-report.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../policy/authorizer.js";
 import type { ModeId } from "../policy/modes.js";
 import { isInsideAny } from "../tool/paths.js";
@@ -337,8 +339,19 @@ export class AcpSession implements SessionFrontEnd {
    */
   askTrust = async (files: string[], signal: AbortSignal, decide: (answer: TrustAnswer) => Promise<string | null>): Promise<void> => {
     const toolCallId = `trust_${++this.trustSeq}`;
-    const title = `Load this project's own tools (${files.length} file${files.length === 1 ? "" : "s"})?`;
-    const content = [textContent(`Importing these files runs their code:\n${files.map((f) => `- ${f}`).join("\n")}`)];
+    // A project trusted once whose files changed since: the question names what changed.
+    const { report } = this.agent.tools.toolset;
+    const changed = report.trustChanges ?? [];
+    const title = changed.length
+      ? `This project changed since you trusted it (${changed.length} file${changed.length === 1 ? "" : "s"}): load its tools again?`
+      : `Load this project's own tools (${files.length} file${files.length === 1 ? "" : "s"})?`;
+    const content = [
+      textContent(
+        changed.length
+          ? `Nothing of the project (tools, agents, skills, MCP servers, rules) loads until you answer: ${trustChangeReason(report)}\n${formatContentChanges(changed)}`
+          : `Importing these files runs their code:\n${files.map((f) => `- ${f}`).join("\n")}`,
+      ),
+    ];
     await this.update({ sessionUpdate: "tool_call", toolCallId, title, kind: "other", status: "pending", content });
     const choice = await askClient(
       this.client,
@@ -346,7 +359,11 @@ export class AcpSession implements SessionFrontEnd {
       { toolCallId, title, kind: "other", status: "pending", content },
       [
         { optionId: "session", name: "Load them for this session", kind: "allow_once" },
-        { optionId: "always", name: "Trust this project (always load its tools)", kind: "allow_always" },
+        {
+          optionId: "always",
+          name: changed.length ? "Trust this project as it is now (always load its tools)" : "Trust this project (always load its tools)",
+          kind: "allow_always",
+        },
         { optionId: "reject", name: "Don't load them", kind: "reject_once" },
       ],
       signal,

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseFrontMatter } from "../config/frontmatter.js";
 import { toolhostHome } from "../config/paths.js";
+import { readConfinedFileSync, userRoots } from "../config/safe-read.js";
 import { isModeId, MODE_IDS, type ModeId } from "../policy/modes.js";
 
 // Agents the task tool can start: the built-in general-purpose one, then Markdown files with
@@ -41,15 +42,28 @@ const GENERAL_PURPOSE: AgentDefinition = {
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/i;
 
-/** The folders agent files are read from, in order; project folders only for a trusted project. */
-export function agentDirs(cwd: string, trusted: boolean): string[] {
+/**
+ * The folders agent files are read from, in order (project folders only for a trusted project),
+ * each with where its files' real paths must lie: the project, or the user's folders.
+ */
+function agentFolders(cwd: string, trusted: boolean): { dir: string; roots: readonly string[] }[] {
   const home = process.env.HOME || os.homedir();
+  const user = userRoots();
+  const project = [path.resolve(cwd)];
   return [
-    path.join(toolhostHome(), "agents"),
-    ...(trusted ? [path.join(cwd, ".toolhost", "agents"), path.join(cwd, ".claude", "agents")] : []),
-    path.join(home, ".claude", "agents"),
+    { dir: path.join(toolhostHome(), "agents"), roots: user },
+    ...(trusted
+      ? [
+          { dir: path.join(cwd, ".toolhost", "agents"), roots: project },
+          { dir: path.join(cwd, ".claude", "agents"), roots: project },
+        ]
+      : []),
+    { dir: path.join(home, ".claude", "agents"), roots: user },
   ];
 }
+
+/** Agent files are instructions: a larger one is refused. */
+const MAX_AGENT_BYTES = 256 * 1024;
 
 function toolList(value: unknown): string[] | undefined | string {
   if (value === undefined || value === null) return undefined;
@@ -91,7 +105,7 @@ export function loadAgents(cwd: string, trusted: boolean): AgentCatalog {
   const agents: AgentDefinition[] = [GENERAL_PURPOSE];
   const problems: string[] = [];
   const seen = new Set([DEFAULT_AGENT]);
-  for (const dir of agentDirs(cwd, trusted)) {
+  for (const { dir, roots } of agentFolders(cwd, trusted)) {
     let names: string[];
     try {
       names = fs
@@ -103,13 +117,17 @@ export function loadAgents(cwd: string, trusted: boolean): AgentCatalog {
     }
     for (const n of names) {
       const file = path.join(dir, n);
-      let text: string;
-      try {
-        text = fs.readFileSync(file, "utf8");
-      } catch (err) {
-        problems.push(`${file}: ${(err as Error).message}`);
+      // A regular file whose real path lies in its folder's roots only, never a FIFO or a link out.
+      const read = readConfinedFileSync(file, { roots, maxBytes: MAX_AGENT_BYTES });
+      if (!read.ok) {
+        if (!read.missing) problems.push(read.reason);
         continue;
       }
+      if (read.size > MAX_AGENT_BYTES) {
+        problems.push(`${file}: ${read.size} bytes; at most ${MAX_AGENT_BYTES} are read`);
+        continue;
+      }
+      const text = read.data.toString("utf8");
       const agent = parseAgentFile(file, text);
       if (typeof agent === "string") problems.push(`${file}: ${agent}`);
       else if (!seen.has(agent.name)) {

@@ -1,10 +1,13 @@
+import path from "node:path";
 import type { LoadFile } from "../host/loader.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { buildToolset, profileVerdict, type Toolset } from "../host/toolset.js";
 import type { AnyTool } from "../tool/define.js";
 import { formatSkillProblems } from "../host/skills.js";
 import { diffToolsets, formatDiff, formatLoadProblems } from "../host/toolset-report.js";
-import { trust } from "../host/trust.js";
+import { recordTrustedFile, trust } from "../host/trust.js";
+import { appendProjectRules } from "../config/project-permissions.js";
+import type { PermissionRule } from "../policy/rules.js";
 import type { RequirementSet } from "../tool/requirements.js";
 import { extensionLoader } from "./extension-loader.js";
 
@@ -65,14 +68,27 @@ export class SessionTools {
 
   /** Load problems worth one message at session start (untrusted files are asked about instead). */
   startMessage(): string | null {
-    const parts = [formatLoadProblems({ ...this.current.report, skipped: [] }), formatSkillProblems(this.current.skills)];
+    const parts = [
+      formatLoadProblems({ ...this.current.report, skipped: [], trustChanges: undefined }),
+      formatSkillProblems(this.current.skills),
+    ];
     return parts.filter((p) => p !== null).join("\n\n") || null;
   }
 
-  /** Project tool files that wait for the user's trust; empty once asked. */
+  /**
+   * What waits for the user's trust, empty once asked: the project's tool files, and (a project
+   * trusted once whose files changed since) the changed files.
+   */
   pendingTrust(): string[] {
-    if (this.trustDecided || this.current.report.trusted) return [];
-    return this.current.report.skipped.map((s) => s.file);
+    if (this.trustDecided || !this.hasUntrustedContent()) return [];
+    const changed = (this.current.report.trustChanges ?? []).map((c) => path.join(this.cwd, c.path));
+    return [...new Set([...this.current.report.skipped.map((s) => s.file), ...changed])];
+  }
+
+  /** The project is not trusted (as it is now) and has tool files, or changed files, that would load. */
+  hasUntrustedContent(): boolean {
+    const { report } = this.current;
+    return !report.trusted && (report.skipped.length > 0 || (report.trustChanges?.length ?? 0) > 0);
   }
 
   /** Rebuilds from disk (fresh imports) and says what changed. */
@@ -89,11 +105,26 @@ export class SessionTools {
     return [formatDiff(diffToolsets(before.report, this.current.report)), skills].filter((p) => p !== null).join("\n");
   }
 
+  /**
+   * "Always, for this project": appends the rules to the project's config (config/project-permissions.ts)
+   * and records the file anew in the project's trust, so toolhost's own write is not a change.
+   */
+  async saveProjectRules(rules: readonly PermissionRule[]): Promise<{ file: string; error?: string }> {
+    const saved = await appendProjectRules(this.current.report.cwd, rules);
+    if (!saved.error && this.current.report.trusted) {
+      await recordTrustedFile(this.current.report.cwd, path.relative(this.current.report.cwd, saved.file).split(path.sep).join("/")).catch(
+        () => {},
+      );
+    }
+    return saved;
+  }
+
   /** Applies the user's answer about the project's tools; returns what changed, or null. */
   async decideTrust(answer: TrustAnswer): Promise<string | null> {
     this.trustDecided = true;
     if (answer === "reject") return null;
-    if (answer === "always") await trust(this.cwd);
+    // The contents as the question showed them: a file changed meanwhile is asked about next time.
+    if (answer === "always") await trust(this.cwd, undefined, this.current.contents);
     this.trustedForSession = true;
     return this.reload();
   }

@@ -30,7 +30,6 @@ import { isThoughtLevel, type ThoughtLevel } from "./thinking.js";
 import type { SessionRecorder } from "./session-recorder.js";
 import { peekUserConfig } from "../config/file.js";
 import { webSearchHosts } from "../config/web-search.js";
-import { appendProjectRules } from "../config/project-permissions.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
@@ -284,7 +283,7 @@ export class AgentSession {
    * this session only).
    */
   private async saveProjectRules(rules: PermissionRule[]): Promise<boolean> {
-    const { error, file } = await appendProjectRules(this.tools.toolset.report.cwd, rules);
+    const { error, file } = await this.tools.saveProjectRules(rules);
     this.permissionRules = null;
     if (error) {
       await this.frontEnd.say(`The rule was not saved to ${file} (${error}); it holds for this session only.`);
@@ -661,7 +660,7 @@ export class AgentSession {
       await this.frontEnd.say("This project's tools are already loaded. `/trust always` loads them in every session from now on.");
       return;
     }
-    if (arg === "" && report.skipped.length === 0 && !(this.mcpStarted && projectHasServers(this.cwd))) {
+    if (arg === "" && !this.tools.hasUntrustedContent() && !(this.mcpStarted && projectHasServers(this.cwd))) {
       await this.frontEnd.say("This project has no tools of its own (.toolhost/tools/) to load.");
       return;
     }

@@ -1,5 +1,6 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
+import { readConfinedFile } from "../config/safe-read.js";
 import { utf8Head } from "../tool/truncate.js";
 
 /** Used when the active profile brings no prompt of its own. */
@@ -41,13 +42,21 @@ export async function isGitRepo(dir: string): Promise<boolean> {
   }
 }
 
-/** The project's agent instructions: AGENTS.md, else CLAUDE.md, in the working directory. */
+/**
+ * The project's agent instructions: AGENTS.md, else CLAUDE.md, in the working directory. Only a
+ * regular file inside it (config/safe-read.ts); a refused one is skipped with a line on stderr.
+ */
 export async function projectInstructions(cwd: string): Promise<{ file: string; text: string } | undefined> {
   for (const name of ["AGENTS.md", "CLAUDE.md"]) {
     const file = path.join(cwd, name);
-    const text = await fsp.readFile(file, "utf8").catch(() => undefined);
-    if (text === undefined) continue;
-    const bytes = Buffer.byteLength(text, "utf8");
+    // A few bytes over the cap, so the cut lands on a whole character.
+    const read = await readConfinedFile(file, { roots: [cwd], maxBytes: MAX_INSTRUCTIONS_BYTES + 4 });
+    if (!read.ok) {
+      if (!read.missing) process.stderr.write(`toolhost: ${read.reason}\n`);
+      continue;
+    }
+    const text = read.data.toString("utf8");
+    const bytes = read.size;
     if (bytes <= MAX_INSTRUCTIONS_BYTES) return { file: name, text };
     const head = utf8Head(text, MAX_INSTRUCTIONS_BYTES);
     return { file: name, text: `${head}\n… [cut at ${MAX_INSTRUCTIONS_BYTES} of ${bytes} bytes; read ${file} for the rest]` };

@@ -29,7 +29,9 @@ export async function runCall(options: CallOptions): Promise<number> {
   // An MCP tool: its server starts for this call (the user's, or a trusted project's) and stops after it.
   if (options.id.startsWith("mcp__")) await session.startMcp([]);
   if (!session.registry.has(options.id)) {
-    const problems = formatLoadProblems(session.tools.toolset.report);
+    // A project that changed since it was trusted was named already (commands/headless.ts).
+    const report = session.tools.toolset.report;
+    const problems = formatLoadProblems(report.trustChanges ? { ...report, skipped: [], trustChanges: undefined } : report);
     if (problems) process.stderr.write(`${problems}\n`);
   }
   const controller = new AbortController();

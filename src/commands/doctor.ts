@@ -35,7 +35,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     `home:    ${home}`,
     `config:  ${config.path}${config.error ? " (invalid)" : ""}`,
     `profile: ${profile.name} (${profile.origin}${profile.dir ? `, ${profile.dir}` : ""})`,
-    `project: ${report.cwd} (${report.trusted ? "trusted" : "not trusted"})`,
+    `project: ${report.cwd} (${report.trusted ? "trusted" : report.trustChanges ? `not trusted: ${report.trustChanges.length} of its trusted files changed since it was trusted (toolhost tools lists them; toolhost trust)` : "not trusted"})`,
     "tool folders, in discovery order:",
     ...report.folders.map((f) => `  ${f.origin.padEnd(7)}  ${f.status.padEnd(10)}  ${f.files} file(s)  ${f.dir}`),
     `tools:   ${report.tools.length} (${report.tools.filter((t) => t.source !== "builtin").length} from extensions)`,

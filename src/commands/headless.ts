@@ -3,6 +3,7 @@ import path from "node:path";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
 import { newSessionRecorder } from "../agent/session-recorder.js";
 import { SessionTools } from "../agent/session-tools.js";
+import { trustChangeNotice } from "../host/toolset-report.js";
 import { CLI_SIDECAR_PREFIX } from "../runtime/sidecars.js";
 
 /**
@@ -20,6 +21,9 @@ export async function headlessSession(options: {
 }): Promise<AgentSession> {
   const workspace = path.resolve(options.cwd ?? process.cwd());
   const tools = await SessionTools.create(workspace, options.profile);
+  // Nobody can answer the trust question here: a project that changed since it was trusted loads none of it, and says why.
+  const changed = trustChangeNotice(tools.toolset.report);
+  if (changed) process.stderr.write(`toolhost: ${changed}\n`);
   const id = `${CLI_SIDECAR_PREFIX}${randomUUID()}`;
   const recorder = options.record ? newSessionRecorder(id, workspace) : undefined;
   const session = new AgentSession({ id, cwd: workspace, tools, frontEnd: options.frontEnd, recorder });

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { toolhostHome } from "../config/paths.js";
-import { projectKey, readTrust } from "../host/trust.js";
+import { checkTrust } from "../host/trust.js";
 import type { ServerStatus } from "../mcp/manager.js";
 import { mergeServers, projectServers, userServers, type McpServerSpec, type SpecProblem } from "../mcp/servers.js";
 
@@ -15,8 +15,9 @@ export interface McpReport {
 
 /** Connects the servers a session in `cwd` would start (the user's; the project's when trusted), lists them, stops them. */
 export async function mcpReport(cwd: string, home = toolhostHome()): Promise<McpReport> {
-  const [store, key] = await Promise.all([readTrust(home), projectKey(cwd)]);
-  const trusted = !store.error && Object.hasOwn(store.projects, key);
+  // Trusted with its files as they are now (a project changed since it was trusted is not).
+  const check = await checkTrust(cwd, home);
+  const trusted = !check.error && check.trusted;
   const user = userServers(home);
   const project = projectServers(cwd);
   const merged = mergeServers(user.servers, trusted ? project.servers : []);

@@ -4,7 +4,7 @@ import { selectProfileName } from "../config/profile-name.js";
 import { loadUserConfig } from "../config/schema.js";
 import { loadProfile } from "../host/profiles.js";
 import { discoverSkills } from "../host/skills.js";
-import { projectKey, readTrust } from "../host/trust.js";
+import { checkTrust } from "../host/trust.js";
 
 export interface SkillsOptions {
   json: boolean;
@@ -20,8 +20,9 @@ export async function runSkills(options: SkillsOptions): Promise<number> {
   const home = toolhostHome();
   const config = loadUserConfig(home);
   const { profile } = await loadProfile(selectProfileName({ requested: options.profile, config: config.config }), { home });
-  const [store, key] = await Promise.all([readTrust(home), projectKey(cwd)]);
-  const trusted = !store.error && Object.hasOwn(store.projects, key);
+  // Trusted with its files as they are now (a project changed since it was trusted is not).
+  const check = await checkTrust(cwd, home);
+  const trusted = !check.error && check.trusted;
   const found = await discoverSkills({ cwd, profileDirs: profile.skillDirs, home, trusted });
   if (options.json) {
     const skills = found.skills.map(({ name, description, path: file, origin }) => ({ name, description, file, origin }));

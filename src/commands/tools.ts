@@ -1,6 +1,6 @@
 import { extensionLoader } from "../agent/extension-loader.js";
 import { buildToolset } from "../host/toolset.js";
-import type { ToolsetReport } from "../host/toolset-report.js";
+import { trustChangeNotice, type ToolsetReport } from "../host/toolset-report.js";
 import { WEB_SEARCH_HOWTO } from "../config/web-search.js";
 
 export interface ToolsOptions {
@@ -59,8 +59,19 @@ export async function runTools(options: ToolsOptions): Promise<number> {
     requires: tool.requires,
   }));
   if (options.json) {
-    const { shadowed, errors, skipped, disabled, unavailable, profile, trusted, folders } = report;
-    const out = { tools, profile, trusted, shadowed, errors, skipped, disabled, unavailable, folders };
+    const { shadowed, errors, skipped, disabled, unavailable, profile, trusted, trustChanges, folders } = report;
+    const out = {
+      tools,
+      profile,
+      trusted,
+      ...(trustChanges ? { trustChanges } : {}),
+      shadowed,
+      errors,
+      skipped,
+      disabled,
+      unavailable,
+      folders,
+    };
     await options.out(`${JSON.stringify(out, null, 2)}\n`);
     return 0;
   }
@@ -70,6 +81,7 @@ export async function runTools(options: ToolsOptions): Promise<number> {
     const from = t.source === "builtin" ? "" : `  [${t.source}]`;
     return `${t.id.padEnd(width)}  ${t.kind.padEnd(7)}  ${summary}${from}`;
   });
-  await options.out(`${[...lines, ...reportSections(report)].join("\n")}\n`);
+  const changed = trustChangeNotice(report);
+  await options.out(`${[...lines, ...reportSections(report), ...(changed ? ["", changed] : [])].join("\n")}\n`);
   return 0;
 }

@@ -3,6 +3,7 @@ import path from "node:path";
 import { projectToolDir } from "../host/discovery.js";
 import { listToolFiles } from "../host/loader.js";
 import { trust, untrust } from "../host/trust.js";
+import { formatContentChanges } from "../host/trust-contents.js";
 
 export interface TrustOptions {
   dir?: string;
@@ -25,8 +26,13 @@ export async function runTrust(options: TrustOptions): Promise<number> {
       say(was ? `No longer trusted: ${real}. Its .toolhost/tools/ will not load.` : `${real} was not trusted; nothing changed.`);
       return 0;
     }
-    const { path: real, already } = await trust(dir);
-    say(already ? `${real} was already trusted.` : `Trusted ${real}.`);
+    const { path: real, already, changes, legacy } = await trust(dir);
+    if (already) say(`${real} was already trusted, with its files as they are now.`);
+    else if (legacy) say(`Trusted ${real}, with its files as they are now (it was trusted before toolhost recorded them).`);
+    else if (changes?.length)
+      say(`Trusted ${real} again, as it is now. These files changed since it was last trusted:\n${formatContentChanges(changes)}`);
+    else say(`Trusted ${real}.`);
+    say("Trust covers its tools, agents, skills and config as they are now: once one of them changes, toolhost asks again.");
     const files = await listToolFiles(projectToolDir(real));
     say(
       files.length

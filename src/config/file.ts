@@ -1,6 +1,6 @@
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import { toolhostHome } from "./paths.js";
+import { readConfigTextSync, userRoots } from "./safe-read.js";
 
 // The config file without zod: session/new reads the model and profile from here before
 // anything heavy loads. The full validation is schema.ts, on the first model turn and per toolset.
@@ -8,12 +8,10 @@ import { toolhostHome } from "./paths.js";
 /** The raw `~/.toolhost/config.json`: absent → json undefined; unreadable JSON → error. */
 export function readConfigFile(home = toolhostHome()): { path: string; json?: unknown; error?: string } {
   const file = path.join(home, "config.json");
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    return { path: file };
-  }
+  // A regular file of the user's own only (config/safe-read.ts); a refused one is reported.
+  const { text, error } = readConfigTextSync(file, [home, ...userRoots()]);
+  if (error) return { path: file, error };
+  if (text === null) return { path: file };
   try {
     return { path: file, json: JSON.parse(text) as unknown };
   } catch (err) {

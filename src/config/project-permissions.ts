@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
+import { MAX_CONFIG_BYTES, readConfinedFile } from "./safe-read.js";
 
 /** A permission rule as it is written to a config file. */
 interface RuleEntry {
@@ -24,18 +25,19 @@ export function projectConfigPath(project: string): string {
 export async function appendProjectRules(project: string, rules: readonly RuleEntry[]): Promise<{ file: string; error?: string }> {
   const file = projectConfigPath(project);
   let config: Record<string, unknown> = {};
-  try {
-    const text = await fsp.readFile(file, "utf8");
+  // A regular file inside the project only: a symlink or a FIFO there is never read or replaced.
+  const read = await readConfinedFile(file, { roots: [project], maxBytes: MAX_CONFIG_BYTES + 1 });
+  if (!read.ok && !read.missing) return { file, error: read.reason };
+  if (read.ok && read.size > MAX_CONFIG_BYTES) return { file, error: `it is ${read.size} bytes, over ${MAX_CONFIG_BYTES}` };
+  if (read.ok) {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = JSON.parse(read.data.toString("utf8"));
     } catch (err) {
       return { file, error: `it is not valid JSON (${err instanceof Error ? err.message : String(err)})` };
     }
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return { file, error: "it is not a JSON object" };
     config = parsed as Record<string, unknown>;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") return { file, error: err instanceof Error ? err.message : String(err) };
   }
   const existing = config.permissions ?? [];
   if (!Array.isArray(existing)) return { file, error: "its `permissions` is not a list" };

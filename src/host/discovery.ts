@@ -101,6 +101,8 @@ export interface Discovery {
 export interface DiscoveryOptions {
   /** Whether the project folder's files may be imported. */
   trusted: boolean;
+  /** Why not, for each skipped file (default: the project is not trusted). */
+  untrustedReason?: string;
   loader: LoadFile;
   context: AvailabilityContext;
 }
@@ -130,14 +132,18 @@ export async function discoverTools(folders: ToolFolder[], options: DiscoveryOpt
     }
   }
   for (const folder of folders) {
-    const files = await scanFolder(folder, options.trusted, found);
+    const files = await scanFolder(folder, options, found);
     for (const file of files) await placeFile(file, options, found);
   }
   return found;
 }
 
 /** The folder's files to import (none when unreadable or untrusted), with its report entry added. */
-async function scanFolder(folder: ToolFolder, trusted: boolean, found: Discovery): Promise<string[]> {
+async function scanFolder(
+  folder: ToolFolder,
+  { trusted, untrustedReason }: Pick<DiscoveryOptions, "trusted" | "untrustedReason">,
+  found: Discovery,
+): Promise<string[]> {
   let files: string[];
   try {
     files = await listToolFiles(folder.dir);
@@ -153,7 +159,8 @@ async function scanFolder(folder: ToolFolder, trusted: boolean, found: Discovery
       () => false,
     ));
   if (folder.origin === "project" && !trusted) {
-    for (const file of files) found.skipped.push({ file, reason: "the project is not trusted (toolhost trust)" });
+    const reason = untrustedReason ?? "the project is not trusted (toolhost trust)";
+    for (const file of files) found.skipped.push({ file, reason });
     found.folders.push({ ...folder, status: exists ? "untrusted" : "missing", files: files.length });
     return [];
   }

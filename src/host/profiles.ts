@@ -1,5 +1,6 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
+import { MAX_CONFIG_BYTES, readConfinedFile, userRoots } from "../config/safe-read.js";
 import * as z from "zod";
 import { READ_ONLY_KINDS, TOOL_KINDS, type ToolKind } from "../tool/kinds.js";
 import { RequirementSetSchema, type RequirementSet } from "../tool/requirements.js";
@@ -80,9 +81,16 @@ function fallbackProfile(name: string): Profile {
   };
 }
 
-/** A file's text, or null when it does not exist. */
-const readText = (file: string) =>
-  fsp.readFile(file, "utf8").catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? null : Promise.reject(err)));
+/** A profile file's text (a regular file of the user's or the package's only), or null when it does not exist. */
+async function readText(file: string, dir: string): Promise<string | null> {
+  const read = await readConfinedFile(file, { roots: [dir, ...userRoots()], maxBytes: MAX_CONFIG_BYTES + 1 });
+  if (!read.ok) {
+    if (read.missing) return null;
+    throw new Error(read.reason);
+  }
+  if (read.size > MAX_CONFIG_BYTES) throw new Error(`${file} is ${read.size} bytes, over ${MAX_CONFIG_BYTES}`);
+  return read.data.toString("utf8");
+}
 
 /** Reads and validates one profile folder's profile.json (+ prompt.md). */
 async function readProfileFolder(dir: string, name: string, origin: "user" | "shipped"): Promise<ProfileResult | null> {
@@ -91,7 +99,7 @@ async function readProfileFolder(dir: string, name: string, origin: "user" | "sh
   let text: string | null;
   let promptMd: string | null;
   try {
-    [text, promptMd] = await Promise.all([readText(file), readText(path.join(dir, "prompt.md"))]);
+    [text, promptMd] = await Promise.all([readText(file, dir), readText(path.join(dir, "prompt.md"), dir)]);
   } catch (err) {
     return fail(`cannot be read: ${(err as Error).message}`);
   }

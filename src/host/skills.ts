@@ -2,6 +2,7 @@ import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parseFrontMatter } from "../config/frontmatter.js";
+import { readConfinedFile, userRoots } from "../config/safe-read.js";
 import type { LoadedSkill, SkillInfo } from "../tool/services.js";
 import type { LoadProblem } from "./loader.js";
 
@@ -15,6 +16,8 @@ export interface Skill extends SkillInfo {
   /** The skill's folder (SKILL.md's parent). */
   dir: string;
   origin: SkillOrigin;
+  /** Where its SKILL.md's real path must lie (the project, or the user's folders). */
+  roots: readonly string[];
 }
 
 export interface SkillFolderReport {
@@ -109,10 +112,22 @@ async function isDir(p: string): Promise<boolean> {
   );
 }
 
+/**
+ * A SKILL.md's text: only a regular file whose real path lies in `roots`, read without blocking and
+ * up to the cap (config/safe-read.ts); null when there is none; why not otherwise.
+ */
+async function readSkillFile(file: string, roots: readonly string[]): Promise<string | null | { error: string }> {
+  const read = await readConfinedFile(file, { roots, maxBytes: MAX_SKILL_BYTES });
+  if (!read.ok) return read.missing ? null : { error: read.reason };
+  if (read.size > MAX_SKILL_BYTES) return { error: `SKILL.md is ${read.size} bytes; at most ${MAX_SKILL_BYTES} are read` };
+  return read.data.toString("utf8");
+}
+
 /** The skills of one folder: each subfolder with a SKILL.md. */
 async function readFolder(
   dir: string,
   origin: SkillOrigin,
+  roots: readonly string[],
 ): Promise<{ report: SkillFolderReport; skills: Skill[]; problems: LoadProblem[] }> {
   let names: string[];
   try {
@@ -129,23 +144,16 @@ async function readFolder(
     const skillDir = path.join(dir, entry);
     if (entry.startsWith(".") || !(await isDir(skillDir))) continue;
     const file = path.join(skillDir, "SKILL.md");
-    let text: string;
-    try {
-      const info = await fsp.stat(file);
-      if (info.size > MAX_SKILL_BYTES) {
-        problems.push({ file, message: `SKILL.md is ${info.size} bytes; at most ${MAX_SKILL_BYTES} are read` });
-        continue;
-      }
-      text = await fsp.readFile(file, "utf8");
-    } catch (err) {
-      // A folder without SKILL.md is not a skill (a shared assets folder, say).
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT")
-        problems.push({ file, message: `SKILL.md cannot be read: ${(err as Error).message}` });
+    const read = await readSkillFile(file, roots);
+    // A folder without SKILL.md is not a skill (a shared assets folder, say).
+    if (read === null) continue;
+    if (typeof read !== "string") {
+      problems.push({ file, message: read.error });
       continue;
     }
-    const skill = parseSkill(text, entry);
+    const skill = parseSkill(read, entry);
     if (!skill.ok) problems.push({ file, message: skill.error });
-    else skills.push({ name: skill.name, description: skill.description, path: file, dir: skillDir, origin });
+    else skills.push({ name: skill.name, description: skill.description, path: file, dir: skillDir, origin, roots });
   }
   return { report: { dir, origin, status: "loaded", skills: skills.length }, skills, problems };
 }
@@ -163,7 +171,10 @@ export async function discoverSkills(options: SkillFolderOptions & { trusted: bo
       if (await isDir(dir)) result.folders.push({ dir, origin, status: "untrusted", skills: 0 });
       continue;
     }
-    const { report, skills, problems } = await readFolder(dir, origin);
+    // A project's skills must stay in the project; the user's and the profile's are theirs.
+    const roots =
+      origin === "project" ? [path.resolve(options.cwd)] : [dir, options.home, options.userHome ?? os.homedir(), ...userRoots()];
+    const { report, skills, problems } = await readFolder(dir, origin, roots);
     result.folders.push(report);
     result.problems.push(...problems);
     for (const skill of skills) {
@@ -221,7 +232,9 @@ async function listFiles(root: string, max: number): Promise<{ files: string[]; 
 
 /** A skill's body (read again: it may have changed) and its folder's files. */
 export async function loadSkill(skill: Skill): Promise<LoadedSkill> {
-  const text = await fsp.readFile(skill.path, "utf8");
+  const text = await readSkillFile(skill.path, skill.roots);
+  if (text === null) throw new Error(`${skill.path} is gone`);
+  if (typeof text !== "string") throw new Error(text.error);
   const parsed = parseFrontMatter(text);
   const body = (parsed.ok ? parsed.body : text).trim();
   const { files, more } = await listFiles(skill.dir, MAX_LISTED_FILES);

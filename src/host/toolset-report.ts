@@ -1,4 +1,5 @@
 import type { ToolKind } from "../tool/kinds.js";
+import { formatContentChanges, type ContentChange } from "./trust-contents.js";
 import type { LoadProblem } from "./loader.js";
 
 /** A tool as the report shows it: `source` is `builtin` or the file it came from. */
@@ -41,6 +42,13 @@ export interface ToolsetReport {
   profile: string;
   /** Whether the project's own tools were allowed to load. */
   trusted: boolean;
+  /**
+   * The project was trusted, but these of its trusted files (host/trust-contents.ts) changed
+   * since, so nothing of it loads until the user trusts it again. Absent when there are none.
+   */
+  trustChanges?: ContentChange[];
+  /** The project was trusted before toolhost recorded its files (trusted.json version 1): every file counts as added. */
+  trustLegacy?: true;
   folders: FolderReport[];
   tools: ToolEntry[];
   shadowed: ShadowEntry[];
@@ -90,13 +98,32 @@ export function formatLoadProblems(report: ToolsetReport): string | null {
   if (report.errors.length) parts.push(`Some tools could not be loaded:\n${report.errors.map(problemLine).join("\n")}`);
   if (report.shadowed.length)
     parts.push(`Shadowed tool definitions (the first one found wins):\n${report.shadowed.map(shadowLine).join("\n")}`);
-  if (report.skipped.length) {
+  const changed = trustChangeNotice(report);
+  if (changed) parts.push(changed);
+  else if (report.skipped.length) {
     const files = report.skipped.map((s) => `- ${s.file}`).join("\n");
     parts.push(
       `This project's own tools were not loaded, because the project is not trusted:\n${files}\nRun \`toolhost trust\` in the project to load them.`,
     );
   }
   return parts.length ? parts.join("\n\n") : null;
+}
+
+/** Why a once-trusted project's files did not load, naming what changed (capped); null when nothing did. */
+export function trustChangeNotice(report: Pick<ToolsetReport, "trusted" | "trustChanges" | "trustLegacy">): string | null {
+  if (report.trusted || !report.trustChanges?.length) return null;
+  return [
+    `This project's own tools, agents, skills, MCP servers and rules were not loaded: ${trustChangeReason(report)}`,
+    formatContentChanges(report.trustChanges),
+    "Run `toolhost trust` in the project (or type /trust always) to trust it as it is now.",
+  ].join("\n");
+}
+
+/** Why a once-trusted project is asked about again, ending before the list of files. */
+export function trustChangeReason(report: Pick<ToolsetReport, "trustLegacy">): string {
+  return report.trustLegacy
+    ? "the project was trusted by an older toolhost, which did not record its files, so each counts as new:"
+    : "the project was trusted, but these files changed since:";
 }
 
 /** A reload's outcome in a few lines. */

@@ -13,7 +13,8 @@ import { loadProfile, type Profile } from "./profiles.js";
 import { ToolRegistry } from "./registry.js";
 import type { DisabledTool, ToolsetReport } from "./toolset-report.js";
 import { discoverSkills, type SkillDiscovery } from "./skills.js";
-import { projectKey, readTrust } from "./trust.js";
+import { checkTrust } from "./trust.js";
+import type { ContentChange, ContentSnapshot } from "./trust-contents.js";
 import { loadProfileWatchdog } from "./watchdog-module.js";
 import type { Watchdog } from "../policy/watchdog.js";
 
@@ -49,6 +50,8 @@ export interface Toolset {
   skills: SkillDiscovery;
   /** The usable web search providers (config `webSearch`, keys resolved); absent: web_search is not offered. */
   webSearch?: WebSearchSettings;
+  /** The project's trusted contents as this build saw them: what "trust it always" records. */
+  contents: ContentSnapshot;
 }
 
 /** Why the profile leaves a tool out (`enable` is an allowlist, then `disable`, then `kinds`), or null. */
@@ -89,15 +92,25 @@ function unknownProfileIds(profile: Profile, offeredIds: ReadonlySet<string>): L
   return problems;
 }
 
-/** Whether the project's tools may load: the caller's answer, else the trust store (a broken store trusts nothing). */
-async function projectTrust(cwd: string, home: string, answer: boolean | undefined, errors: LoadProblem[]): Promise<boolean> {
-  const [store, key] = await Promise.all([readTrust(home), projectKey(cwd)]);
-  if (store.error) errors.push({ file: store.file, message: `${store.error} (no project counts as trusted until it is fixed)` });
-  return answer ?? Object.hasOwn(store.projects, key);
+/**
+ * Whether the project's tools may load: the caller's answer, else the trust store, for the
+ * contents it recorded (a broken store trusts nothing); what changed since, when it did.
+ */
+async function projectTrust(
+  cwd: string,
+  home: string,
+  answer: boolean | undefined,
+  errors: LoadProblem[],
+): Promise<{ trusted: boolean; changes: ContentChange[]; legacy: boolean; contents: ContentSnapshot }> {
+  const check = await checkTrust(cwd, home);
+  if (check.error)
+    errors.push({ file: path.join(home, "trusted.json"), message: `${check.error} (no project counts as trusted until it is fixed)` });
+  const trusted = answer ?? check.trusted;
+  return { trusted, changes: trusted ? [] : check.changes, legacy: check.legacy, contents: check.contents };
 }
 
 function toolsetReport(
-  head: Pick<ToolsetReport, "cwd" | "profile" | "trusted">,
+  head: Pick<ToolsetReport, "cwd" | "profile" | "trusted" | "trustChanges" | "trustLegacy">,
   registry: ToolRegistry,
   found: Discovery,
   late: Pick<ToolsetReport, "errors" | "disabled">,
@@ -160,7 +173,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const profileName = selectProfileName({ requested: options.profile, config: config.config });
   const { profile, problems } = await loadProfile(profileName, { home, root: options.root });
   errors.push(...problems);
-  const trusted = await projectTrust(cwd, home, options.trusted, errors);
+  const { trusted, changes, legacy, contents } = await projectTrust(cwd, home, options.trusted, errors);
   const watched = await loadProfileWatchdog(profile, options.loader.importModule);
   errors.push(...watched.problems);
 
@@ -168,6 +181,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   errors.push(...webSearch.problems.map((message) => ({ file: config.path, message })));
   const found = await discoverTools(await toolFolders(profile, cwd, config), {
     trusted,
+    untrustedReason: changes.length ? "the project's trusted files changed since it was trusted (toolhost trust)" : undefined,
     loader: options.loader,
     context: availabilityContext(cwd, profile, webSearch.settings),
   });
@@ -177,7 +191,22 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
 
   const skills = await discoverSkills({ cwd, profileDirs: profile.skillDirs, home, userHome: options.userHome, trusted });
 
-  const report = toolsetReport({ cwd, profile: profile.name, trusted }, registry, found, { errors, disabled });
+  const head = {
+    cwd,
+    profile: profile.name,
+    trusted,
+    ...(changes.length ? { trustChanges: changes, ...(legacy ? { trustLegacy: true as const } : {}) } : {}),
+  };
+  const report = toolsetReport(head, registry, found, { errors, disabled });
   noteAbsentTools(registry, report);
-  return { registry, manifest: profile.requires, profile, report, watchdog: watched.watchdog, skills, webSearch: webSearch.settings };
+  return {
+    registry,
+    manifest: profile.requires,
+    profile,
+    report,
+    watchdog: watched.watchdog,
+    skills,
+    webSearch: webSearch.settings,
+    contents,
+  };
 }

@@ -4,19 +4,34 @@ import * as z from "zod";
 import { NodeFs } from "../runtime/fs/node.js";
 import { fileLocks } from "../runtime/locks.js";
 import { toolhostHome } from "../config/paths.js";
+import { readConfigTextSync, userRoots } from "../config/safe-read.js";
+import { diffContents, snapshotContents, type ContentChange, type ContentSnapshot } from "./trust-contents.js";
 
 /**
- * Project trust. Importing a project's `.toolhost/tools/*.ts` runs its code, so those files load
- * only in a project the user trusted. Trust is kept per real path in `~/.toolhost/trusted.json`.
+ * Project trust. Importing a project's `.toolhost/tools/*.ts` runs its code, so those files (and
+ * its agents, skills, MCP servers and rules: host/trust-contents.ts) load only in a project the
+ * user trusted. Trust is kept per real path in `~/.toolhost/trusted.json`, with what the user
+ * trusted: each of those files' sha256. Once one is added, removed or changed, the project counts
+ * as not trusted until the user trusts it again. Version 1 entries (no files) read as trusting
+ * none: a project's files show up as changes, asked about once.
  */
+const ProjectEntrySchema = z
+  .object({
+    trustedAt: z.string(),
+    files: z.record(z.string(), z.string()).optional(),
+    truncated: z.boolean().optional(),
+  })
+  .loose();
 const TrustFileSchema = z.object({
-  version: z.literal(1),
-  projects: z.record(z.string(), z.object({ trustedAt: z.string() }).loose()),
+  version: z.union([z.literal(1), z.literal(2)]),
+  projects: z.record(z.string(), ProjectEntrySchema),
 });
+
+type ProjectEntry = z.infer<typeof ProjectEntrySchema>;
 
 export interface TrustStore {
   file: string;
-  projects: Record<string, { trustedAt: string }>;
+  projects: Record<string, ProjectEntry>;
   /** The file exists but cannot be read or parsed: nothing counts as trusted until it is fixed. */
   error?: string;
 }
@@ -33,13 +48,10 @@ export async function projectKey(dir: string): Promise<string> {
 
 export async function readTrust(home = toolhostHome()): Promise<TrustStore> {
   const file = trustFile(home);
-  let text: string;
-  try {
-    text = await fsp.readFile(file, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { file, projects: {} };
-    return { file, projects: {}, error: `${file}: ${(err as Error).message}` };
-  }
+  // A regular file in the user's folders only, never a FIFO that would hang the session.
+  const { text, error } = readConfigTextSync(file, [home, ...userRoots()]);
+  if (error) return { file, projects: {}, error };
+  if (text === null) return { file, projects: {} };
   try {
     const parsed = TrustFileSchema.safeParse(JSON.parse(text));
     if (parsed.success) return { file, projects: parsed.data.projects };
@@ -49,9 +61,35 @@ export async function readTrust(home = toolhostHome()): Promise<TrustStore> {
   }
 }
 
-export async function isTrusted(dir: string, home = toolhostHome()): Promise<boolean> {
+/** Where a project stands: trusted as it is now, never trusted, or trusted once and changed since. */
+export interface TrustCheck {
+  /** The project's real path. */
+  path: string;
+  trusted: boolean;
+  /** Trusted once, but these files differ from what was trusted (empty when trusted or never trusted). */
+  changes: ContentChange[];
+  /** The entry predates recorded contents (trusted.json version 1): every file counts as added. */
+  legacy: boolean;
+  /** The trusted contents as they are now: what trusting it again records. */
+  contents: ContentSnapshot;
+  /** The store cannot be read: nothing counts as trusted. */
+  error?: string;
+}
+
+/** Compares a project's trusted contents with what the store recorded for it. */
+export async function checkTrust(dir: string, home = toolhostHome()): Promise<TrustCheck> {
   const [store, key] = await Promise.all([readTrust(home), projectKey(dir)]);
-  return Object.hasOwn(store.projects, key);
+  const contents = await snapshotContents(key);
+  const entry = Object.hasOwn(store.projects, key) ? store.projects[key] : undefined;
+  const base = { path: key, contents, ...(store.error ? { error: store.error } : {}) };
+  if (!entry) return { ...base, trusted: false, changes: [], legacy: false };
+  const changes = diffContents(entry.files ?? {}, contents.files);
+  return { ...base, trusted: changes.length === 0, changes, legacy: entry.files === undefined };
+}
+
+/** Whether the project is trusted with its contents as they are now. */
+export async function isTrusted(dir: string, home = toolhostHome()): Promise<boolean> {
+  return (await checkTrust(dir, home)).trusted;
 }
 
 const disk = new NodeFs();
@@ -62,20 +100,59 @@ async function update(home: string, change: (projects: TrustStore["projects"]) =
     const store = await readTrust(home);
     if (store.error) throw new Error(`${store.error}\nFix or delete the file, then try again.`);
     change(store.projects);
-    const text = `${JSON.stringify({ version: 1, projects: store.projects }, null, 2)}\n`;
+    const text = `${JSON.stringify({ version: 2, projects: store.projects }, null, 2)}\n`;
     await disk.writeFileAtomic(store.file, Buffer.from(text), { newFileMode: 0o600 });
   });
 }
 
-/** Trusts a project folder (by its real path). `already` says it was trusted before. */
-export async function trust(dir: string, home = toolhostHome()): Promise<{ path: string; already: boolean }> {
+/**
+ * Trusts a project folder (by its real path) with its contents: `contents` as the user was shown
+ * them, or as they are now. `already`: it was trusted with these contents; `changes`: it was
+ * trusted with others, and these differ; `legacy`: it was trusted before contents were recorded.
+ */
+export async function trust(
+  dir: string,
+  home = toolhostHome(),
+  contents?: ContentSnapshot,
+): Promise<{ path: string; already: boolean; changes?: ContentChange[]; legacy?: true }> {
   const key = await projectKey(dir);
+  const snapshot = contents ?? (await snapshotContents(key));
   let already = false;
+  let changes: ContentChange[] | undefined;
+  let legacy = false;
   await update(home, (projects) => {
-    already = Object.hasOwn(projects, key);
-    if (!already) projects[key] = { trustedAt: new Date().toISOString() };
+    const before = Object.hasOwn(projects, key) ? projects[key] : undefined;
+    if (before) {
+      const diff = diffContents(before.files ?? {}, snapshot.files);
+      already = before.files !== undefined && diff.length === 0;
+      if (!already) changes = diff;
+      legacy = before.files === undefined;
+    }
+    if (!already) {
+      projects[key] = {
+        trustedAt: new Date().toISOString(),
+        files: snapshot.files,
+        ...(snapshot.truncated ? { truncated: true } : {}),
+      };
+    }
   });
-  return { path: key, already };
+  return { path: key, already, ...(changes ? { changes } : {}), ...(legacy ? { legacy: true as const } : {}) };
+}
+
+/**
+ * Records one trusted file anew after toolhost itself wrote it (a permission rule saved "for this
+ * project" to `.toolhost/config.json`), so its own write does not count as a change. Nothing
+ * happens for a project without recorded contents.
+ */
+export async function recordTrustedFile(dir: string, rel: string, home = toolhostHome()): Promise<void> {
+  const key = await projectKey(dir);
+  const current = (await snapshotContents(key)).files;
+  await update(home, (projects) => {
+    const files = Object.hasOwn(projects, key) ? projects[key]?.files : undefined;
+    if (!files) return;
+    if (Object.hasOwn(current, rel)) files[rel] = current[rel] as string;
+    else delete files[rel];
+  });
 }
 
 /** Withdraws trust from a project folder. `was` says it had been trusted. */

@@ -1,7 +1,7 @@
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import { readConfigFile } from "../config/file.js";
 import { projectConfigPath } from "../config/project-permissions.js";
+import { readConfigTextSync } from "../config/safe-read.js";
 
 // Where a session's MCP servers come from, and their one shape: the editor's `session/new`
 // (converted by acp/), the user's `~/.toolhost/config.json` and, in a trusted project only,
@@ -134,13 +134,11 @@ export function parseMcpServers(
   return { servers, problems };
 }
 
-function readJson(file: string): { json?: unknown; error?: string } {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    return {};
-  }
+/** A project config file's JSON: a regular file inside the project only (config/safe-read.ts). */
+function readJson(file: string, project: string): { json?: unknown; error?: string } {
+  const { text, error } = readConfigTextSync(file, [project]);
+  if (error) return { error };
+  if (text === null) return {};
   try {
     return { json: JSON.parse(text) as unknown };
   } catch (err) {
@@ -163,7 +161,7 @@ export function projectServers(project: string): { servers: McpServerSpec[]; pro
   const servers: McpServerSpec[] = [];
   const problems: SpecProblem[] = [];
   for (const file of [projectConfigPath(project), path.join(project, ".mcp.json")]) {
-    const { json, error } = readJson(file);
+    const { json, error } = readJson(file, project);
     if (error) problems.push({ server: "*", file, message: error });
     if (!isRecord(json)) continue;
     const parsed = parseMcpServers(json.mcpServers, "project", file, project);

@@ -88,9 +88,10 @@ export class RuntimeSession implements SessionState {
     this.net = new NetGuard(options.net);
     this.router = options.route ?? ((_abs, fallback) => fallback);
     this.keepSidecars = options.sidecarDir !== undefined;
-    this.sidecars = new SessionSidecars(
-      options.sidecarDir ? path.resolve(options.sidecarDir) : path.join(sidecarRoot(), this.id.replace(/[^a-zA-Z0-9_-]/g, "_")),
-    );
+    const root = sidecarRoot();
+    this.sidecars = options.sidecarDir
+      ? new SessionSidecars(path.resolve(options.sidecarDir))
+      : new SessionSidecars(path.join(root, this.id.replace(/[^a-zA-Z0-9_-]/g, "_")), {}, root);
     // On disk a root may sit behind a symlink (/tmp → /private/tmp): allow both spellings.
     const onDisk = this.fs.kind === "node";
     const withReal = (dirs: string[]) => [...new Set(dirs.flatMap((d) => (onDisk ? [d, realOrSame(d)] : [d])))];

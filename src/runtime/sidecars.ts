@@ -1,8 +1,9 @@
-import { createWriteStream, writeFile, type WriteStream } from "node:fs";
+import { createWriteStream, lstatSync, writeFile, type WriteStream } from "node:fs";
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { SidecarWriter, Sidecars } from "../tool/context.js";
+import { ToolError } from "../tool/errors.js";
 import { utf8HeadEnd } from "../tool/truncate.js";
 
 const MB = 1024 * 1024;
@@ -14,9 +15,60 @@ const HOUR = 3600 * 1000;
 /** `toolhost call` folders start with this; nothing reads them once the command has printed its output_path. */
 export const CLI_SIDECAR_PREFIX = "cli-";
 
-/** Where sessions keep their sidecar files (one folder per session). */
+/** This process's effective user id; -1 where there is none (Windows). */
+function euid(): number {
+  return process.geteuid?.() ?? -1;
+}
+
+/** `$XDG_RUNTIME_DIR` when it is a folder of this user that nobody else can enter. */
+function runtimeDir(): string | null {
+  const dir = process.env.XDG_RUNTIME_DIR;
+  if (!dir || !path.isAbsolute(dir)) return null;
+  try {
+    const s = lstatSync(dir);
+    return s.isDirectory() && (euid() < 0 || s.uid === euid()) && (s.mode & 0o077) === 0 ? dir : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Where sessions keep their sidecar files (one folder per session): `$TOOLHOST_SIDECAR_DIR`, else
+ * `toolhost-sidecars-<uid>` under `$XDG_RUNTIME_DIR` (when usable) or the temp dir. Per user: a
+ * shared folder would let one user read another's command output, or plant a folder or symlink at
+ * the name first. `checkSidecarRoot` checks it before use.
+ */
 export function sidecarRoot(): string {
-  return process.env.TOOLHOST_SIDECAR_DIR ?? path.join(os.tmpdir(), "toolhost-sidecars");
+  const override = process.env.TOOLHOST_SIDECAR_DIR?.trim();
+  if (override) return path.resolve(override);
+  const id = euid() >= 0 ? String(euid()) : os.userInfo().username.replace(/[^\w.-]/g, "_");
+  return path.join(runtimeDir() ?? os.tmpdir(), `toolhost-sidecars-${id}`);
+}
+
+/**
+ * Creates the sidecar root (0700) when missing, then checks it without following a symlink: a
+ * folder owned by this user with no group or other bits. Anything else (another user's folder, a
+ * symlink planted at the name, a folder others can enter) throws an error that names it and says
+ * what to do: command output is never written where another user can read it or swap it.
+ */
+export async function checkSidecarRoot(root: string): Promise<void> {
+  await fsp.mkdir(root, { recursive: true, mode: 0o700 }).catch(() => {});
+  const s = await fsp.lstat(root).catch((err: NodeJS.ErrnoException) => err);
+  let problem: string | null = null;
+  if (s instanceof Error) problem = `cannot be created or read (${s.message})`;
+  else if (s.isSymbolicLink()) problem = `is a symlink (to ${await fsp.readlink(root).catch(() => "?")}), not a folder`;
+  else if (!s.isDirectory()) problem = "is not a folder";
+  else if (euid() >= 0 && s.uid !== euid()) problem = `belongs to another user (uid ${s.uid}; this is uid ${euid()})`;
+  else if ((s.mode & 0o077) !== 0)
+    problem = `can be entered by other users (mode ${(s.mode & 0o777).toString(8).padStart(4, "0")}, not 0700)`;
+  if (problem === null) return;
+  const fix = process.env.TOOLHOST_SIDECAR_DIR?.trim()
+    ? "Point TOOLHOST_SIDECAR_DIR at a folder of your own with mode 0700."
+    : `Remove ${root} (it is not this user's to use; someone may have planted it), or set TOOLHOST_SIDECAR_DIR to a folder of your own with mode 0700.`;
+  throw new ToolError(
+    "unavailable",
+    `The sidecar folder ${root} ${problem}, so toolhost keeps no command output there: another user could read it or plant files in it. ${fix}`,
+  );
 }
 
 function envBytes(name: string, fallback: number): number {
@@ -176,20 +228,30 @@ export class SessionSidecars implements Sidecars {
   private readonly maxFileBytes: number;
   private readonly budget: SessionBudget;
 
+  /**
+   * `root`: the shared folder `dir` lies in (sidecarRoot()), checked (`checkSidecarRoot`) before
+   * `dir` is made; absent for a folder handed in.
+   */
   constructor(
     readonly dir: string,
     limits: SidecarLimits = {},
+    private readonly root?: string,
   ) {
     this.maxFileBytes = limits.maxFileBytes ?? envBytes("TOOLHOST_SIDECAR_MAX_BYTES", DEFAULT_FILE_BYTES);
     this.budget = new SessionBudget(limits.maxSessionBytes ?? envBytes("TOOLHOST_SIDECAR_SESSION_MAX_BYTES", DEFAULT_SESSION_BYTES));
   }
 
   private ensureDir(): Promise<void> {
-    this.ready ??= this.prepare();
+    // A failed check is tried again on the next use: the user may have fixed the folder meanwhile.
+    this.ready ??= this.prepare().catch((err: unknown) => {
+      this.ready = null;
+      throw err;
+    });
     return this.ready;
   }
 
   private async prepare(): Promise<void> {
+    if (this.root) await checkSidecarRoot(this.root);
     // mkdir names the folder only when it created it: then there is nothing to go on from.
     if (await fsp.mkdir(this.dir, { recursive: true, mode: 0o700 })) return;
     const names = await fsp.readdir(this.dir).catch(() => [] as string[]);
@@ -260,6 +322,14 @@ export async function sweepStaleSidecars(options: SweepOptions = {}): Promise<vo
   const maxAgeMs = options.maxAgeMs ?? 7 * 24 * HOUR;
   const cliMaxAgeMs = options.cliMaxAgeMs ?? 24 * HOUR;
   const root = sidecarRoot();
+  // Only a folder that passes the checks is swept: never one another user controls.
+  if (
+    !(await checkSidecarRoot(root).then(
+      () => true,
+      () => false,
+    ))
+  )
+    return;
   const entries = await fsp.readdir(root, { withFileTypes: true }).catch(() => []);
   const now = Date.now();
   await Promise.all(

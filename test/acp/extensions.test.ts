@@ -206,6 +206,41 @@ describe("project trust after the first answer", () => {
     expect(messageText(h, sessionId)).toMatch(/\/trust takes nothing \(this session\) or `always`/);
   });
 
+  it("a trusted project whose tool file changed is asked about again, naming the files; yes loads and re-records, unchanged loads unasked", async () => {
+    const first = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "always" : "allow_once"));
+    const h = first.h;
+    await prompt(h, first.sessionId, "/tools");
+    expect(h.permissionRequests).toHaveLength(1);
+    expect(readFileSync(marker, "utf8")).toBe("imported");
+
+    // Written behind the user's back (a sandboxed command, an unapproved edit): a new marker text.
+    const file = path.join(ws, ".toolhost/tools/project_only.ts");
+    await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace('"imported"', '"changed"'));
+    await fsp.writeFile(path.join(ws, ".mcp.json"), '{"mcpServers": {}}\n');
+    await fsp.rm(marker);
+
+    const second = await h.newSession(ws);
+    await h.waitFor(() => h.updatesOf(second, "available_commands_update").length > 0);
+    expect(commands(h, second)).not.toContain("project_only");
+    expect(existsSync(marker)).toBe(false);
+    await prompt(h, second, "/tools");
+    expect(h.permissionRequests).toHaveLength(2);
+    const ask = h.permissionRequests[1]!;
+    expect(ask.toolCall.title).toMatch(/changed since you trusted it \(2 files\)/);
+    const shown = JSON.stringify(ask.toolCall.content);
+    expect(shown).toContain("modified: .toolhost/tools/project_only.ts");
+    expect(shown).toContain("added: .mcp.json");
+    // "always": loaded now, and recorded as it is.
+    expect(readFileSync(marker, "utf8")).toBe("changed");
+    expect(commands(h, second)).toContain("project_only");
+
+    const third = await h.newSession(ws);
+    await h.waitFor(() => h.updatesOf(third, "available_commands_update").length > 0);
+    expect(commands(h, third)).toContain("project_only");
+    await prompt(h, third, "/tools");
+    expect(h.permissionRequests).toHaveLength(2);
+  });
+
   it("a trust question that fails or is cancelled leaves the project's tools unloaded and says so", async () => {
     let answer: "throw" | "cancelled" = "throw";
     const { h, sessionId } = await start((req) => {

@@ -2,7 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { RequestPermissionRequest } from "@agentclientprotocol/sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { trust } from "../../src/host/trust.js";
+import { isTrusted, trust } from "../../src/host/trust.js";
 import { tempDir } from "../helpers.js";
 import { Harness, closeAndCheck, selected, textOf, type PermissionHandler } from "./harness.js";
 
@@ -63,10 +63,11 @@ describe("session/request_permission", () => {
   });
 
   it("offers 'always, for this project' in a trusted project and saves the rule there; the next call runs unasked", async () => {
-    await trust(ws, home);
     await fsp.mkdir(path.join(ws, ".toolhost"));
     const file = path.join(ws, ".toolhost", "config.json");
     await fsp.writeFile(file, JSON.stringify({ note: "kept", permissions: [{ permission: "read", pattern: "*", action: "allow" }] }));
+    // Trust covers the project's files as they are: trusted after the config is written.
+    await trust(ws, home);
     const { h, bash } = await start(() => selected("allow_always_project"));
     await bash("npm run lint --if-present");
     const request = h.permissionRequests[0];
@@ -87,13 +88,15 @@ describe("session/request_permission", () => {
     h.permission = () => selected("reject_once");
     await bash("npm run lint --if-present --silent");
     expect(h.permissionRequests).toHaveLength(1);
+    // toolhost's own write to the config is recorded in the project's trust: not a change to ask about.
+    expect(await isTrusted(ws, home)).toBe(true);
   });
 
   it("a project config that is not valid JSON is left alone: the answer holds for the session, and the user is told", async () => {
-    await trust(ws, home);
     await fsp.mkdir(path.join(ws, ".toolhost"));
     const file = path.join(ws, ".toolhost", "config.json");
     await fsp.writeFile(file, "{ broken");
+    await trust(ws, home);
     const { h, sessionId, bash } = await start(() => selected("allow_always_project"));
     await bash("git log -1");
     expect(h.permissionRequests).toHaveLength(1);

@@ -141,11 +141,20 @@ describe("atomic writes on disk", () => {
     expect((await fsp.readdir(root)).filter((f) => f.endsWith(".tmp"))).toEqual([]);
   });
 
-  it("keeps hard links linked", async () => {
+  it("never changes a hard-linked file's shared inode: the written path gets a new one, keeping its mode", async () => {
     const { root, ctx } = await setup();
     await fsp.link(path.join(root, "a.txt"), path.join(root, "hard.txt"));
-    await ctx.fs.writeFile("hard.txt", "both see this");
-    expect(await fsp.readFile(path.join(root, "a.txt"), "utf8")).toBe("both see this");
+    await fsp.chmod(path.join(root, "hard.txt"), 0o640);
+    const before = await fsp.stat(path.join(root, "a.txt"));
+    const original = await fsp.readFile(path.join(root, "a.txt"), "utf8");
+    await ctx.fs.writeFile("hard.txt", "only this path sees this");
+    expect(await fsp.readFile(path.join(root, "hard.txt"), "utf8")).toBe("only this path sees this");
+    expect(await fsp.readFile(path.join(root, "a.txt"), "utf8")).toBe(original);
+    const [other, written] = await Promise.all([fsp.stat(path.join(root, "a.txt")), fsp.stat(path.join(root, "hard.txt"))]);
+    expect(other.ino).toBe(before.ino);
+    expect(other.nlink).toBe(1);
+    expect(written.ino).not.toBe(before.ino);
+    expect(written.mode & 0o777).toBe(0o640);
   });
 
   it("changes the version on every write, even within the same millisecond", async () => {

@@ -1,7 +1,9 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RuntimeSession } from "../../src/runtime/session.js";
@@ -187,6 +189,109 @@ describe("sweeping old sidecar folders", () => {
     } finally {
       await fsp.rm(ws, { recursive: true, force: true });
       await fsp.rm(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the per-user sidecar root", () => {
+  const DIST = fileURLToPath(new URL("../../dist/runtime/session.js", import.meta.url));
+  const asRoot = process.geteuid?.() === 0;
+  const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p));
+  let shared: string;
+
+  beforeEach(async () => {
+    if (!existsSync(DIST)) throw new Error("dist/ is missing: run `npm run build` (npm test does) before these tests");
+    // A temp folder every user can write to, sticky like /tmp.
+    shared = await fsp.mkdtemp(path.join(os.tmpdir(), "toolhost-shared-"));
+    await fsp.chmod(shared, 0o1777);
+  });
+  afterEach(() => fsp.rm(shared, { recursive: true, force: true }));
+
+  /** One session of the built runtime, as `uid`, keeping a sidecar file: its path, or the error's message. */
+  async function keepSidecar(uid: number): Promise<{ file?: string; uid?: number; error?: string }> {
+    const script = path.join(shared, `probe-${uid}.mjs`);
+    await fsp.writeFile(
+      script,
+      [
+        `const { RuntimeSession } = await import(${JSON.stringify(pathToFileURL(DIST).href)});`,
+        `const session = new RuntimeSession({ workspace: process.argv[2] });`,
+        `const { statSync } = await import("node:fs");`,
+        `try { const file = await session.sidecars.writeText("t", "kept"); console.log(JSON.stringify({ file, uid: statSync(file).uid })); }`,
+        `catch (err) { console.log(JSON.stringify({ error: err.message })); }`,
+        `finally { await session.close(); }`,
+      ].join("\n"),
+      { mode: 0o644 },
+    );
+    const env: Record<string, string> = { PATH: process.env.PATH ?? "", TMPDIR: shared, HOME: shared };
+    const command = uid === 0 ? [process.execPath] : [setpriv!, `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", process.execPath];
+    const { stdout } = await promisify(execFile)(command[0]!, [...command.slice(1), script, shared], { env });
+    return JSON.parse(stdout) as { file?: string; uid?: number; error?: string };
+  }
+
+  it.skipIf(!asRoot || !setpriv)("is a 0700 folder of each user's own, for root and for nobody", async () => {
+    for (const uid of [0, 65534]) {
+      const { file, error, uid: owner } = await keepSidecar(uid);
+      expect(error).toBeUndefined();
+      expect(owner).toBe(uid);
+      const own = path.join(shared, `toolhost-sidecars-${uid}`);
+      expect(path.dirname(path.dirname(file!))).toBe(own);
+      const s = await fsp.lstat(own);
+      expect([s.isDirectory(), s.uid, s.mode & 0o777]).toEqual([true, uid, 0o700]);
+    }
+  });
+
+  it.skipIf(!asRoot || !setpriv)("refuses a folder another user planted at the name, saying which and what to do", async () => {
+    // Root plants nobody's folder first, open to all.
+    const planted = path.join(shared, "toolhost-sidecars-65534");
+    await fsp.mkdir(planted, { mode: 0o777 });
+    await fsp.chmod(planted, 0o777);
+    const { file, error } = await keepSidecar(65534);
+    expect(file).toBeUndefined();
+    expect(error).toContain(planted);
+    expect(error).toMatch(/belongs to another user \(uid 0; this is uid 65534\)/);
+    expect(error).toMatch(/Remove .*or set TOOLHOST_SIDECAR_DIR/);
+    expect(await fsp.readdir(planted)).toEqual([]);
+  });
+
+  it.skipIf(!asRoot || !setpriv)("refuses a symlink another user planted at the name", async () => {
+    // nobody plants root's name as a link to a folder of its own.
+    const trap = path.join(shared, "trap");
+    await fsp.mkdir(trap, { mode: 0o700 });
+    await fsp.chown(trap, 65534, 65534);
+    const planted = path.join(shared, "toolhost-sidecars-0");
+    await fsp.symlink(trap, planted);
+    await fsp.lchown(planted, 65534, 65534);
+    const { file, error } = await keepSidecar(0);
+    expect(file).toBeUndefined();
+    expect(error).toContain(planted);
+    expect(error).toMatch(/is a symlink \(to .*trap\)/);
+    expect(await fsp.readdir(trap)).toEqual([]);
+  });
+
+  it("refuses a folder of its own that others can enter, and checks TOOLHOST_SIDECAR_DIR the same way", async () => {
+    const open = path.join(shared, "open");
+    await fsp.mkdir(open);
+    await fsp.chmod(open, 0o755);
+    process.env.TOOLHOST_SIDECAR_DIR = open;
+    const ws = await tempDir();
+    const session = new RuntimeSession({ workspace: ws });
+    try {
+      await expect(session.sidecars.writeText("t", "x")).rejects.toThrow(/open can be entered by other users \(mode 0755, not 0700\)/);
+      const link = path.join(shared, "link");
+      await fsp.symlink(root, link);
+      process.env.TOOLHOST_SIDECAR_DIR = link;
+      const second = new RuntimeSession({ workspace: ws });
+      await expect(second.sidecars.writeText("t", "x")).rejects.toThrow(
+        /link is a symlink .*Point TOOLHOST_SIDECAR_DIR at a folder of your own/,
+      );
+      await second.close();
+      expect(await fsp.readdir(root)).toEqual([]);
+      // Fixed: the same session goes on.
+      await fsp.chmod(open, 0o700);
+      expect(path.dirname(path.dirname(await session.sidecars.writeText("t", "x")))).toBe(open);
+    } finally {
+      await session.close();
+      await fsp.rm(ws, { recursive: true, force: true });
     }
   });
 });

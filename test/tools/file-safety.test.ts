@@ -7,7 +7,7 @@ import write from "../../src/tools/write.js";
 import { MemoryFs } from "../../src/runtime/fs/memory.js";
 import { ToolError } from "../../src/tool/errors.js";
 import { decodeChecked } from "../../src/tools/text.js";
-import { BACKENDS, call, errorOf, output, useWorkspace, type Workspace } from "../helpers.js";
+import { BACKENDS, call, diskWorkspace, errorOf, output, tempDir, useWorkspace, type Workspace } from "../helpers.js";
 
 const workspaces = useWorkspace();
 
@@ -42,7 +42,7 @@ describe.each(BACKENDS)("file tools on $name: read-only files", ({ make }) => {
     expect(await ws.text("locked.txt")).toBe("keep me\n");
     expect(await modeOf(ws, "locked.txt")).toBe(0o444);
     if (ws.backend === "node") {
-      // A hard-linked file is written in place: the same check holds there.
+      // A hard-linked file: the same check holds there.
       await fsp.link(path.join(ws.root, "hard.txt"), path.join(ws.root, "hard2.txt"));
       await fsp.chmod(path.join(ws.root, "hard.txt"), 0o444);
       errorOf((await call(write, { path: "hard2.txt", content: "x\n" }, ws.session)).envelope, "permission_denied");
@@ -51,6 +51,29 @@ describe.each(BACKENDS)("file tools on $name: read-only files", ({ make }) => {
     // A writable file is still written.
     await call(write, { path: "free.txt", content: "ok\n" }, ws.session);
     expect(await ws.text("free.txt")).toBe("ok\n");
+  });
+});
+
+describe("file tools on disk: hard links", () => {
+  it("write and edit of a file hard-linked from outside the workspace leave the outside file and its inode alone", async () => {
+    const ws = await workspaces.use(diskWorkspace({}));
+    const outside = await tempDir({ "secret.txt": "outside content\n" });
+    workspaces.defer(() => fsp.rm(outside, { recursive: true, force: true }));
+    const outsideFile = path.join(outside, "secret.txt");
+    const { ino } = await fsp.stat(outsideFile);
+    for (const name of ["w.txt", "e.txt"]) await fsp.link(outsideFile, path.join(ws.root, name));
+
+    output(await call(write, { path: "w.txt", content: "written in the workspace\n" }, ws.session).then((r) => r.envelope));
+    output(await call(read, { path: "e.txt" }, ws.session).then((r) => r.envelope));
+    output(await call(edit, { path: "e.txt", old_string: "outside", new_string: "edited" }, ws.session).then((r) => r.envelope));
+
+    expect(await ws.text("w.txt")).toBe("written in the workspace\n");
+    expect(await ws.text("e.txt")).toBe("edited content\n");
+    expect(await fsp.readFile(outsideFile, "utf8")).toBe("outside content\n");
+    const after = await fsp.stat(outsideFile);
+    expect(after.ino).toBe(ino);
+    expect(after.nlink).toBe(1);
+    for (const name of ["w.txt", "e.txt"]) expect((await fsp.stat(path.join(ws.root, name))).ino).not.toBe(ino);
   });
 });
 

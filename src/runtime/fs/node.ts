@@ -63,14 +63,12 @@ export class NodeFs implements FsBackend {
   async writeFileAtomic(abs: string, data: Uint8Array, options: { newFileMode?: number } = {}): Promise<void> {
     let target = abs;
     let mode: number | undefined;
-    let linked = false;
     try {
       // Write through a symlink to its target, so the link stays a link.
       target = await fsp.realpath(abs);
       const s = await fsp.stat(target);
       if (!s.isFile()) throw Object.assign(new Error(`Not a regular file: ${abs}`), { code: "EISDIR" });
       mode = s.mode & 0o7777;
-      linked = s.nlink > 1;
       // The rename below needs only the folder's permission, so the file's own is checked here.
       // access() asks the kernel, which lets root write anything: a file with no write bit at all
       // is read-only for everyone, root included.
@@ -80,11 +78,9 @@ export class NodeFs implements FsBackend {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       await fsp.mkdir(path.dirname(abs), { recursive: true });
     }
-    if (linked) {
-      // A rename would split a hard link from its siblings; keep the inode and write in place.
-      await fsp.writeFile(target, data);
-      return;
-    }
+    // Always a new inode, hard links included: a file with nlink > 1 shares its inode with paths
+    // elsewhere (pnpm's store, or a file outside the workspace linked in by someone else), and
+    // writing in place would change those too. The rename replaces this link only.
     const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString("hex")}.tmp`);
     try {
       const handle = await fsp.open(temp, "wx", mode ?? options.newFileMode ?? 0o666);
