@@ -122,6 +122,9 @@ class Normalizer {
     }
     const u = unwrap(words);
     const all = [...via, ...u.via];
+    // xargs adds the words it reads to the command's own: `xargs rm` runs `rm <words>`, which a
+    // rule for `rm *` must see as such.
+    if (u.via.includes("xargs") && u.head) u.args = [...u.args, word("{}")];
     const push = (unknown: string | null, chdir: Word[] = []): NormalCommand => {
       const text = [u.head?.text ?? "", ...u.args.map((w) => w.text)].join(" ").trim();
       const command: NormalCommand = { ...at, name: u.name, args: u.args, via: all, chdir: [...u.chdir, ...chdir], text, unknown };

@@ -1,9 +1,9 @@
-import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import picomatch from "picomatch";
 import * as z from "zod";
 import { projectConfigPath } from "../config/project-permissions.js";
+import { readConfigTextSync } from "../config/safe-read.js";
 import { loadUserConfig } from "../config/schema.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import type { PolicyCall } from "./call.js";
@@ -251,13 +251,10 @@ function parseRules(raw: unknown, source: RuleSource, file: string): { rules: So
 /** The `permissions` of `<project>/.toolhost/config.json` (a missing file has none). */
 function readProjectRules(project: string): { rules: SourcedRule[]; problems: string[] } {
   const file = projectConfigPath(project);
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { rules: [], problems: [] };
-    return { rules: [], problems: [`${file}: ${err instanceof Error ? err.message : String(err)}`] };
-  }
+  // Confined to the project and non-blocking: a symlink out or a FIFO there is a problem, not a hang.
+  const { text, error } = readConfigTextSync(file, [project]);
+  if (error) return { rules: [], problems: [`${file}: ${error}`] };
+  if (text === null) return { rules: [], problems: [] };
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -119,12 +119,11 @@ export function stageEnv(s: Stage, modelUrl?: string, extra: NodeJS.ProcessEnv =
     USER: s.user.uid === undefined ? process.env.USER : "nobody",
     TOOLHOST_HOME: path.join(s.home, ".toolhost"),
     ...(modelUrl ? { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: modelUrl } : {}),
-    ...extra,
   };
-  // The suite runs with TOOLHOST_SANDBOX=off where no sandbox can run; the corpus never does:
-  // there every command must be refused, which the attacks' effects show as well.
-  delete env.TOOLHOST_SANDBOX;
-  return env;
+  // The suite runs with TOOLHOST_SANDBOX=off where no sandbox can run; the corpus never does
+  // (there every command must be refused, which the attacks' effects show as well), unless the
+  // attack's own environment says so: a control.
+  return { ...env, ...extra };
 }
 
 /** Runs the CLI on the stage as the stage's user, to its end. */

@@ -152,8 +152,13 @@ describe.concurrent.each(USERS)("issue 20, classes 3 and 4, as $name", { timeout
         const result = await attack(s, calls, { env });
         expect(result.code, result.stderr).toBe(0);
         expect(listeners.map((l) => l.heard)).toEqual([[], [], []]);
-        // Control: the same commands, unsandboxed, reach every listener.
-        await attack(s, calls, { env: { ...env, TOOLHOST_SANDBOX: "off" } });
+        // Control: unsandboxed, each listener is reachable (by python: the watchdog, which stands
+        // in for the sandbox when it is off, refuses socat and curl).
+        const python = connectors("SOCK").find((c) => c.name === "python")?.command ?? "";
+        const direct = [path.join(runDir, "docker.sock"), `${env.XDG_RUNTIME_DIR}/bus`, env.SSH_AUTH_SOCK].map((sock) =>
+          bash(python.replace("SOCK", sock)),
+        );
+        await attack(s, direct, { env: { ...env, TOOLHOST_SANDBOX: "off" } });
         for (const l of listeners) expect(l.heard.length).toBeGreaterThan(0);
       } finally {
         await Promise.all(listeners.map((l) => l.close()));
