@@ -60,7 +60,7 @@ describe("the README's demo without a key", () => {
     expect(code, stderr).toBe(0);
     expect(stdout).toContain("▶ [search] grep");
     expect(stdout).toContain("Reading src/app.ts, where the first match is.");
-    expect(stdout).toContain("▶ [read] read");
+    expect(stdout).toContain("▶ [read] Read src/app.ts");
     // The read really ran: the file's text reached the editor.
     expect(stdout).toContain("TODO: handle the empty case");
     expect(stdout).toContain("That is the file with the first TODO.");

@@ -77,11 +77,13 @@ export class ToolCallViews {
     // A terminal already shows the output; a diff already shows the change.
     if (!view?.terminal && !(view?.diffs.length && envelope.type === "output")) content.push(...resultContent(envelope, display));
     const locations = display?.locations?.map((l) => ({ path: l.path, line: l.line ?? null }));
+    // Only the diffs, already shown: left out (unchanged), so a preview is sent once.
+    const unchanged = view !== undefined && view.diffs.length > 0 && content.length === view.diffs.length && !view.terminal;
     await this.update({
       sessionUpdate: "tool_call_update",
       toolCallId: callId,
       status: envelope.type === "output" && !display?.failed ? "completed" : "failed",
-      content,
+      ...(unchanged ? {} : { content }),
       ...(locations?.length ? { locations } : {}),
       rawOutput: boundedJson(envelope),
     });

@@ -20,7 +20,8 @@ export function initializeResponse(): InitializeResponse {
       promptCapabilities: { image: true, audio: false, embeddedContext: true },
       // session/new's MCP servers: stdio always, streamable HTTP and SSE through the MCP SDK's transports.
       mcpCapabilities: { http: true, sse: true },
-      sessionCapabilities: { close: {}, list: {}, resume: {}, delete: {} },
+      // additionalDirectories: extra workspace roots of a session (new, load, resume), checked like cwd.
+      sessionCapabilities: { close: {}, list: {}, resume: {}, delete: {}, additionalDirectories: {} },
     },
     authMethods: [],
     agentInfo: { name: "toolhost", title: "toolhost", version },
@@ -28,16 +29,25 @@ export function initializeResponse(): InitializeResponse {
 }
 
 /** Why a session cannot run in `cwd` (it must be an absolute path to an existing directory), or null. */
-export function cwdProblem(cwd: string): string | null {
-  if (!path.isAbsolute(cwd)) return `cwd must be an absolute path, got ${JSON.stringify(cwd)}`;
+export function cwdProblem(cwd: string, what = "cwd"): string | null {
+  if (!path.isAbsolute(cwd)) return `${what} must be an absolute path, got ${JSON.stringify(cwd)}`;
   let stat;
   try {
     stat = statSync(cwd, { throwIfNoEntry: false });
   } catch (err) {
-    return `cwd ${cwd} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); open a folder you can read`;
+    return `${what} ${cwd} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}); open a folder you can read`;
   }
-  if (!stat) return `cwd ${cwd} does not exist; open an existing project folder`;
-  if (!stat.isDirectory()) return `cwd ${cwd} is not a directory; open the folder that contains it`;
+  if (!stat) return `${what} ${cwd} does not exist; open an existing project folder`;
+  if (!stat.isDirectory()) return `${what} ${cwd} is not a directory; open the folder that contains it`;
+  return null;
+}
+
+/** Why a session cannot take these additional workspace roots (each checked like `cwd`), or null. */
+export function directoriesProblem(dirs: readonly string[]): string | null {
+  for (const dir of dirs) {
+    const problem = cwdProblem(dir, "additional directory");
+    if (problem) return problem;
+  }
   return null;
 }
 

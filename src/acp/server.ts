@@ -11,7 +11,7 @@ import {
 } from "@agentclientprotocol/sdk";
 import { isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
-import { cwdProblem, initializeResponse, newSessionResponse } from "./handshake.js";
+import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { modeState } from "./modes.js";
 import { MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { withSubagents } from "./subagents.js";
@@ -33,9 +33,23 @@ interface Restore {
   replay: boolean;
 }
 
+/** Where a session works: its cwd and the additional workspace roots (absolute, checked). */
+interface Roots {
+  cwd: string;
+  additionalDirectories: string[];
+}
+
+/** The roots of a session/new, load or resume, checked like cwd (each an existing absolute directory). */
+function sessionRoots(params: { cwd: string; additionalDirectories?: string[] | null }): Roots {
+  const additionalDirectories = params.additionalDirectories ?? [];
+  const problem = cwdProblem(params.cwd) ?? directoriesProblem(additionalDirectories);
+  if (problem) throw RequestError.invalidParams({ cwd: params.cwd, additionalDirectories }, problem);
+  return { cwd: path.resolve(params.cwd), additionalDirectories: additionalDirectories.map((d) => path.resolve(d)) };
+}
+
 async function loadSession(
   id: string,
-  cwd: string,
+  { cwd, additionalDirectories }: Roots,
   mcpServers: AcpSession["mcpServers"],
   client: AgentContext,
   clientCapabilities: ClientCapabilities,
@@ -46,16 +60,17 @@ async function loadSession(
       import("./session.js"),
       import("../agent/session-tools.js"),
       import("../host/profiles.js"),
-      import("../agent/session-store.js"),
+      import("../agent/session-restore.js"),
       import("../agent/session-recorder.js"),
     ]);
   const state = restore ? restoredState(restore.stored) : undefined;
   const [tools, listed] = await Promise.all([SessionTools.create(cwd, state?.profile), listProfiles()]);
   const profile = tools.toolset.profile;
-  const recorder = restore ? loadedSessionRecorder(restore.stored) : newSessionRecorder(id, cwd);
+  const recorder = restore ? loadedSessionRecorder(restore.stored) : newSessionRecorder(id, cwd, additionalDirectories);
   const session = new AcpSession({
     id,
     cwd,
+    additionalDirectories,
     mcpServers,
     client,
     clientCapabilities,
@@ -69,9 +84,10 @@ async function loadSession(
     session.agent.restore(state);
     if (restore.replay) await session.replay(restore.stored.entries);
   }
-  await session.announceStart();
-  // MCP servers connect in the background: a prompt need not wait for a slow one.
+  // MCP servers connect in the background; a model turn's first request waits for them (bounded),
+  // and so does the first command update, so the menu arrives once with their prompts.
   void session.startMcp().catch((err: unknown) => process.stderr.write(`toolhost: MCP servers of session ${id}: ${String(err)}\n`));
+  await session.announceStart();
   // The option's full profile list and the profile's model are known only now.
   await session.update({ sessionUpdate: "config_option_update", configOptions: session.configOptions() });
   return session;
@@ -82,7 +98,7 @@ export interface EarlyState {
   clientCapabilities?: ClientCapabilities;
   /** The params of an `initialize` answered early: replayed to the SDK, which gates on it. */
   initializeParams?: unknown;
-  sessions: { id: string; cwd: string; mcpServers: McpServer[] }[];
+  sessions: { id: string; cwd: string; mcpServers: McpServer[]; additionalDirectories: string[] }[];
 }
 
 /** The toolhost ACP agent: one instance per connection. */
@@ -91,11 +107,11 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
   let clientCapabilities: ClientCapabilities = early.clientCapabilities ?? {};
 
   /** Registers a session whose tools and runtime load right after its answer went out. */
-  const open = (id: string, cwd: string, mcpServers: McpServer[], client: AgentContext): void => {
+  const open = (id: string, roots: Roots, mcpServers: McpServer[], client: AgentContext): void => {
     const caps = clientCapabilities;
     const h: SessionHandle = {
       id,
-      ready: new Promise<void>((resolve) => setImmediate(resolve)).then(() => loadSession(id, cwd, mcpServers, client, caps)),
+      ready: new Promise<void>((resolve) => setImmediate(resolve)).then(() => loadSession(id, roots, mcpServers, client, caps)),
     };
     h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
     sessions.set(h.id, h);
@@ -123,11 +139,10 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
       return initializeResponse();
     })
     .onRequest("session/new", ({ params, client }) => {
-      const problem = cwdProblem(params.cwd);
-      if (problem) throw RequestError.invalidParams({ cwd: params.cwd }, problem);
+      const roots = sessionRoots(params);
       const id = randomUUID();
       // Loaded after the response goes out, so the answer does not wait for the tools.
-      open(id, path.resolve(params.cwd), params.mcpServers ?? [], client);
+      open(id, roots, params.mcpServers ?? [], client);
       return newSessionResponse(id);
     })
     .onRequest("session/set_mode", async ({ params }) => {
@@ -180,11 +195,11 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
       return {};
     })
     .onRequest("session/load", async ({ params, client }) => {
-      const session = await restoreSession(params.sessionId, params.cwd, params.mcpServers ?? [], client, true);
+      const session = await restoreSession(params.sessionId, sessionRoots(params), params.mcpServers ?? [], client, true);
       return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
     })
     .onRequest("session/resume", async ({ params, client }) => {
-      const session = await restoreSession(params.sessionId, params.cwd, params.mcpServers ?? [], client, false);
+      const session = await restoreSession(params.sessionId, sessionRoots(params), params.mcpServers ?? [], client, false);
       return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
     })
     .onRequest("session/list", async ({ params }) => {
@@ -196,7 +211,13 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
         throw RequestError.invalidParams({ cursor: params.cursor }, (err as Error).message);
       }
       return {
-        sessions: page.sessions.map((s) => ({ sessionId: s.id, cwd: s.cwd, title: s.title ?? null, updatedAt: s.updatedAt })),
+        sessions: page.sessions.map((s) => ({
+          sessionId: s.id,
+          cwd: s.cwd,
+          ...(s.additionalDirectories?.length ? { additionalDirectories: s.additionalDirectories } : {}),
+          title: s.title ?? null,
+          updatedAt: s.updatedAt,
+        })),
         ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
       };
     })
@@ -206,8 +227,9 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
         sessions.delete(params.sessionId);
         await (await open.ready).close();
       }
+      // Deleting what is not there leaves it not there: an unknown id succeeds too (idempotent, as clients retry).
       const { SessionStore } = await import("../agent/session-store.js");
-      if (!(await new SessionStore().delete(params.sessionId)) && !open) throw RequestError.sessionNotFound(params.sessionId);
+      await new SessionStore().delete(params.sessionId);
       return {};
     });
 
@@ -217,22 +239,26 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
    */
   const restoreSession = async (
     sessionId: string,
-    cwd: string,
+    roots: Roots,
     mcpServers: McpServer[],
     client: AgentContext,
     replay: boolean,
   ): Promise<AcpSession> => {
-    const problem = cwdProblem(cwd);
-    if (problem) throw RequestError.invalidParams({ cwd }, problem);
     const { SessionStore } = await import("../agent/session-store.js");
     const stored = await new SessionStore().read(sessionId);
-    if (!stored) throw RequestError.sessionNotFound(sessionId);
     const live = sessions.get(sessionId);
+    // Live but never recorded (no prompt yet, or TOOLHOST_SESSIONS=off): answered from memory, nothing to replay.
+    if (!stored && live) {
+      const session = await live.ready;
+      await session.sendCommands(true);
+      return session;
+    }
+    if (!stored) throw RequestError.sessionNotFound(sessionId);
     if (live) {
       sessions.delete(sessionId);
       await (await live.ready).close();
     }
-    const ready = loadSession(sessionId, path.resolve(cwd), mcpServers, client, clientCapabilities, { stored, replay });
+    const ready = loadSession(sessionId, roots, mcpServers, client, clientCapabilities, { stored, replay });
     sessions.set(sessionId, { id: sessionId, ready });
     try {
       return await ready;
@@ -251,7 +277,8 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
 
   /** Sessions the early reader answered: they start once the connection (and its client) exists. */
   const adoptEarly = (client: AgentContext) => {
-    for (const { id, cwd, mcpServers } of early.sessions) open(id, cwd, mcpServers, client);
+    for (const { id, cwd, mcpServers, additionalDirectories } of early.sessions)
+      open(id, { cwd, additionalDirectories }, mcpServers, client);
   };
 
   return { app, sessions, shutdown, adoptEarly };

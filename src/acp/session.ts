@@ -15,7 +15,8 @@ import { isInsideAny } from "../tool/paths.js";
 import { modelOptionState } from "../agent/model-config.js";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
 import type { SessionRecorder } from "../agent/session-recorder.js";
-import { INTERRUPTED_RESULT, type SessionEntry, type ViewCall } from "../agent/session-store.js";
+import { INTERRUPTED_RESULT } from "../agent/session-restore.js";
+import type { SessionEntry, ViewCall } from "../agent/session-store.js";
 import type { SessionTools, TrustAnswer } from "../agent/session-tools.js";
 import type { CompactionEvent, UsageReport } from "../agent/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
@@ -42,11 +43,18 @@ export function editorServerSpec(server: McpServer): McpServerSpec {
   return { name: stdio.name, origin: "editor", transport: "stdio", command: stdio.command, args: stdio.args ?? [], env: pairs(stdio.env) };
 }
 
+/** A recorded prompt block that is an ACP content block (the record keeps them as the editor sent them). */
+function isContentBlock(block: unknown): block is ContentBlock {
+  return typeof block === "object" && block !== null && typeof (block as { type?: unknown }).type === "string";
+}
+
 export interface AcpSessionOptions {
   id: string;
   mode?: ModeId;
   cwd: string;
   mcpServers: McpServer[];
+  /** Further workspace roots (session/new's additionalDirectories), absolute. */
+  additionalDirectories?: string[];
   client: AgentContext;
   clientCapabilities: ClientCapabilities;
   /** The session's tools (profile, project, config folders), rebuilt on /reload. */
@@ -81,6 +89,9 @@ export class AcpSession implements SessionFrontEnd {
   private replaying: Promise<void>[] | null = null;
   /** The client shows compactions (`clientCapabilities.session.compaction`); otherwise they are agent messages. */
   private readonly showsCompaction: boolean;
+  /** A command update on its way (batched), and the menu last sent. */
+  private commandsDue: Promise<void> | null = null;
+  private commandsSent = "";
 
   constructor(options: AcpSessionOptions) {
     this.id = options.id;
@@ -99,6 +110,7 @@ export class AcpSession implements SessionFrontEnd {
     this.agent = new AgentSession({
       id: this.id,
       cwd: options.cwd,
+      additionalRoots: options.additionalDirectories,
       tools: options.tools,
       mode: options.mode,
       model: options.model,
@@ -142,9 +154,9 @@ export class AcpSession implements SessionFrontEnd {
     return this.agent.startMcp(this.mcpServers.map(editorServerSpec));
   }
 
-  /** Session start: the commands, and load problems once. */
+  /** Session start: the commands (once the MCP servers started with it settle), and load problems once. */
   async announceStart(): Promise<void> {
-    await this.commandsChanged();
+    void this.commandsChanged().catch(() => {});
     const rules = this.agent.permissionProblems;
     const problems = [
       this.agent.tools.startMessage(),
@@ -192,6 +204,7 @@ export class AcpSession implements SessionFrontEnd {
     const stopReason = await this.agent.prompt({
       text,
       moreText: more.length > 0,
+      blocks,
       content: (model) => promptContent(blocks, model),
     });
     return { stopReason };
@@ -226,8 +239,10 @@ export class AcpSession implements SessionFrontEnd {
     for (const entry of entries) {
       if (entry.type === "view" && entry.call.method === "pending") unfinished.add((entry.call.args[0] as { callId: string }).callId);
       if (entry.type === "view" && entry.call.method === "done") unfinished.delete(entry.call.args[0] as string);
-      if (entry.type === "turn" && entry.phase === "start" && entry.prompt) {
-        await this.update({ sessionUpdate: "user_message_chunk", content: { type: "text", text: entry.prompt } });
+      if (entry.type === "turn" && entry.phase === "start") {
+        // Every block the user sent (a second text, a resource link, an image); older files kept the first text only.
+        const blocks = entry.blocks?.filter(isContentBlock) ?? (entry.prompt ? [{ type: "text" as const, text: entry.prompt }] : []);
+        for (const content of blocks) await this.update({ sessionUpdate: "user_message_chunk", content });
       } else if (entry.type === "title") {
         await this.update({ sessionUpdate: "session_info_update", title: entry.title, updatedAt: entry.at });
       } else if (entry.type === "view") {
@@ -271,11 +286,25 @@ export class AcpSession implements SessionFrontEnd {
     await this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
   }
 
-  async commandsChanged(): Promise<void> {
-    await this.update({
-      sessionUpdate: "available_commands_update",
-      availableCommands: availableCommands(this.agent.registry, this.agent.tools.toolset.skills.skills, this.agent.mcpCommands()),
+  /**
+   * The command menu changed: one update per settle. Changes coalesce until the next microtask, or
+   * while MCP servers start until they settle (bounded), and an unchanged menu is not sent again.
+   */
+  commandsChanged(): Promise<void> {
+    this.commandsDue ??= this.agent.mcp.settled().then(() => {
+      this.commandsDue = null;
+      return this.sendCommands(false);
     });
+    return this.commandsDue;
+  }
+
+  /** The command menu now; `always`: even when unchanged (a load or resume of a live session). */
+  async sendCommands(always: boolean): Promise<void> {
+    const list = availableCommands(this.agent.registry, this.agent.tools.toolset.skills.skills, this.agent.mcp.commands());
+    const json = JSON.stringify(list);
+    if (!always && json === this.commandsSent) return;
+    this.commandsSent = json;
+    await this.update({ sessionUpdate: "available_commands_update", availableCommands: list });
   }
 
   text = (text: string) => this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });

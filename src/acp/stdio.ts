@@ -3,7 +3,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import type { ClientCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import { answerEarly, type EarlyAnswer } from "./early.js";
-import { cwdProblem, initializeResponse, newSessionResponse } from "./handshake.js";
+import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import type { EarlyState } from "./server.js";
 
@@ -85,10 +85,17 @@ export async function serveStdio(out: Out): Promise<void> {
       return JSON.stringify({ jsonrpc: "2.0", id, result: initializeResponse() });
     }
     const servers = params.mcpServers === undefined ? [] : plainServers(params.mcpServers);
-    if (method === "session/new" && state.clientCapabilities !== undefined && typeof params.cwd === "string" && servers) {
-      if (cwdProblem(params.cwd) !== null) return null;
+    const dirs = params.additionalDirectories ?? [];
+    const plainDirs = Array.isArray(dirs) && dirs.every((d) => typeof d === "string") ? dirs : null;
+    if (method === "session/new" && state.clientCapabilities !== undefined && typeof params.cwd === "string" && servers && plainDirs) {
+      if (cwdProblem(params.cwd) !== null || directoriesProblem(plainDirs) !== null) return null;
       const sessionId = randomUUID();
-      state.sessions.push({ id: sessionId, cwd: path.resolve(params.cwd), mcpServers: servers });
+      state.sessions.push({
+        id: sessionId,
+        cwd: path.resolve(params.cwd),
+        mcpServers: servers,
+        additionalDirectories: plainDirs.map((d) => path.resolve(d)),
+      });
       loadAfterWrite = true;
       return JSON.stringify({ jsonrpc: "2.0", id, result: newSessionResponse(sessionId) });
     }

@@ -76,8 +76,8 @@ export class SessionRecorder {
   }
 
   /** A prompt starts a turn; the first one with text names the session. Returns the new title, if any. */
-  turnStarted(text: string): string | undefined {
-    this.write({ type: "turn", at: now(), phase: "start", prompt: text });
+  turnStarted(text: string, blocks?: readonly unknown[]): string | undefined {
+    this.write({ type: "turn", at: now(), phase: "start", prompt: text, ...(blocks?.length ? { blocks: [...blocks] } : {}) });
     if (this.titled) return undefined;
     const title = titleFromPrompt(text);
     if (title) {
@@ -224,8 +224,8 @@ function capped(envelope: Envelope): unknown {
 }
 
 /** The recorder of a new session, or undefined when sessions stay in memory (TOOLHOST_SESSIONS=off). */
-export function newSessionRecorder(id: string, cwd: string): SessionRecorder | undefined {
-  return recordingEnabled() ? new SessionRecorder(new SessionStore().writer({ id, cwd })) : undefined;
+export function newSessionRecorder(id: string, cwd: string, additionalDirectories: string[] = []): SessionRecorder | undefined {
+  return recordingEnabled() ? new SessionRecorder(new SessionStore().writer({ id, cwd, additionalDirectories })) : undefined;
 }
 
 /** The recorder of a loaded session: it appends to the session's own file and keeps its title. */

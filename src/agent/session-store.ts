@@ -16,6 +16,8 @@ export interface SessionHeader {
   format: 1;
   id: string;
   cwd: string;
+  /** Further workspace roots it was created with (ACP's additionalDirectories), when any. */
+  additionalDirectories?: string[];
   /** ISO time the session was created. */
   created: string;
   /** The toolhost version that created it. */
@@ -33,8 +35,11 @@ export type SessionEntry =
   | { type: "title"; at: string; title: string }
   /** A setting changed: the mode, the model or the profile. */
   | { type: "setting"; at: string; name: "mode" | "model" | "profile" | "thought_level"; value: string }
-  /** A turn started (with the prompt's text) or ended. */
-  | { type: "turn"; at: string; phase: "start" | "end"; prompt?: string; stopReason?: string }
+  /**
+   * A turn started (with the prompt's first text, and every block of it as the front end showed
+   * it; older files have only the text) or ended.
+   */
+  | { type: "turn"; at: string; phase: "start" | "end"; prompt?: string; blocks?: unknown[]; stopReason?: string }
   /** What the front end was shown (text, a tool call's life, a message), for a replay. */
   | { type: "view"; at: string; call: ViewCall }
   /** A tool call started: what ran, with its validated input. */
@@ -74,6 +79,7 @@ export interface StoredSession {
 export interface SessionSummary {
   id: string;
   cwd: string;
+  additionalDirectories?: string[];
   title?: string;
   /** ISO time of the last write. */
   updatedAt: string;
@@ -213,6 +219,7 @@ export class SessionStore {
       format: 1,
       id: header.id,
       cwd: path.resolve(header.cwd),
+      ...(header.additionalDirectories?.length ? { additionalDirectories: header.additionalDirectories } : {}),
       created: header.created ?? new Date().toISOString(),
       toolhost: version,
     };
@@ -264,6 +271,9 @@ export class SessionStore {
       page.push({
         id: head.header.id,
         cwd: head.header.cwd,
+        ...(Array.isArray(head.header.additionalDirectories) && head.header.additionalDirectories.length
+          ? { additionalDirectories: head.header.additionalDirectories }
+          : {}),
         ...(head.title ? { title: head.title } : {}),
         updatedAt: new Date(row.mtimeMs).toISOString(),
         file: row.file,
@@ -397,136 +407,4 @@ async function exists(file: string): Promise<boolean> {
     (s) => s.isFile(),
     () => false,
   );
-}
-
-/** What a stored session restores: the model's history, its settings, and where call numbering goes on. */
-export interface RestoredState {
-  messages: ModelMessage[];
-  mode?: string;
-  model?: string;
-  profile?: string;
-  thoughtLevel?: string;
-  /** Deferred tools tool_search had wired. */
-  wired?: string[];
-  title?: string;
-  /** The highest `call_N` number used, so new calls do not reuse an id the editor has seen. */
-  lastCallNumber: number;
-  /**
-   * The last turn never ended (the agent was killed or crashed): what the model is told before its
-   * next prompt, naming the calls with side effects that had started in it (seed 003's retry warning).
-   */
-  interruptedNote?: string;
-}
-
-interface StartedCall {
-  tool: string;
-  input: unknown;
-  changes: boolean;
-  finished?: ToolCallStatus;
-}
-
-export function restoredState(stored: StoredSession): RestoredState {
-  const state: RestoredState = { messages: [], lastCallNumber: 0 };
-  let turn: { prompt: string; calls: Map<string, StartedCall> } | undefined;
-  const noteCall = (id: unknown) => {
-    const n = typeof id === "string" ? /^call_(\d+)$/.exec(id)?.[1] : undefined;
-    if (n) state.lastCallNumber = Math.max(state.lastCallNumber, Number(n));
-  };
-  for (const entry of stored.entries) {
-    switch (entry.type) {
-      case "message":
-        state.messages.push(entry.message);
-        break;
-      case "compaction":
-        state.messages = [...entry.history];
-        break;
-      case "wired":
-        state.wired = [...new Set([...(state.wired ?? []), ...entry.ids])];
-        break;
-      case "setting":
-        if (entry.name === "thought_level") state.thoughtLevel = entry.value;
-        else state[entry.name] = entry.value;
-        break;
-      case "title":
-        state.title = entry.title;
-        break;
-      case "turn":
-        turn = entry.phase === "start" ? { prompt: entry.prompt ?? "", calls: new Map() } : undefined;
-        break;
-      case "tool_start":
-        noteCall(entry.callId);
-        turn?.calls.set(entry.callId, {
-          tool: entry.tool,
-          input: entry.input,
-          changes: entry.sideEffect !== false && entry.idempotent !== true,
-        });
-        break;
-      case "tool_end": {
-        const call = turn?.calls.get(entry.callId);
-        if (call) call.finished = entry.status;
-        break;
-      }
-      case "view":
-        if (entry.call.method === "pending") noteCall((entry.call.args[0] as { callId?: unknown } | undefined)?.callId);
-        break;
-    }
-  }
-  state.messages = withInterruptedResults(state.messages);
-  if (turn) state.interruptedNote = interruptedNote(turn.prompt, [...turn.calls.values()]);
-  return state;
-}
-
-function interruptedNote(prompt: string, calls: StartedCall[]): string {
-  const short = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
-  const changing = calls.filter((c) => c.changes);
-  const lines = changing.map((c) => {
-    const what = `${c.tool} ${short(JSON.stringify(c.input) ?? "", 160)}`;
-    if (c.finished === undefined) return `- ${what}: did not finish; it may have run in part or in full`;
-    return `- ${what}: ${c.finished === "completed" ? "ran to the end" : c.finished}`;
-  });
-  return [
-    `[Note from toolhost: the previous turn (the request "${short(prompt.trim(), 120)}") was interrupted: the agent stopped before it ended.`,
-    changing.length
-      ? `These calls that change things had started in it; check their effects before running any of them again:\n${lines.join("\n")}]`
-      : "No call that changes anything had started in it.]",
-  ].join(" ");
-}
-
-/** What the model is told of a call whose result was never written (the agent was killed or crashed mid-call). */
-export const INTERRUPTED_RESULT =
-  "No result: the agent stopped (closed, killed or crashed) before this call finished. It may have run in part or in full: check its effects before you run it again.";
-
-/**
- * A history whose every tool call has a result, as a provider requires: a turn cut short by a
- * crash left calls without one, and each gets a result saying it may have run.
- */
-function withInterruptedResults(messages: ModelMessage[]): ModelMessage[] {
-  const out: ModelMessage[] = [];
-  for (let i = 0; i < messages.length; i++) {
-    const message = messages[i]!;
-    out.push(message);
-    if (message.role !== "assistant" || typeof message.content === "string") continue;
-    const calls = message.content.filter((part) => part.type === "tool-call");
-    if (calls.length === 0) continue;
-    const next = messages[i + 1];
-    const answered = new Set(
-      next?.role === "tool" ? next.content.flatMap((part) => (part.type === "tool-result" ? [part.toolCallId] : [])) : [],
-    );
-    const missing = calls
-      .filter((call) => !answered.has(call.toolCallId))
-      .map((call) => ({
-        type: "tool-result" as const,
-        toolCallId: call.toolCallId,
-        toolName: call.toolName,
-        output: { type: "error-text" as const, value: INTERRUPTED_RESULT },
-      }));
-    if (missing.length === 0) continue;
-    if (next?.role === "tool") {
-      out.push({ ...next, content: [...next.content, ...missing] });
-      i++;
-    } else {
-      out.push({ role: "tool", content: missing });
-    }
-  }
-  return out;
 }

@@ -34,9 +34,9 @@ import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "
 import { modelInfo } from "./models.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
 import { mcpCommandName, parsePromptCommand, promptArguments, promptTurnText } from "./mcp-commands.js";
-import type { McpPrompt, McpServers, ServerStatus } from "../mcp/manager.js";
-import { mcpSource } from "../mcp/tools.js";
-import { mergeServers, projectHasServers, projectServers, userServers, type McpServerSpec } from "../mcp/servers.js";
+import type { McpPrompt, ServerStatus } from "../mcp/manager.js";
+import { projectHasServers, type McpServerSpec } from "../mcp/servers.js";
+import { SessionMcp } from "./session-mcp.js";
 import { DEFAULT_PROMPT } from "./system-prompt.js";
 import { deferredCallResult, planOffer } from "./deferral.js";
 import { registryIndex } from "./tool-index.js";
@@ -102,6 +102,8 @@ export interface PromptInput {
   text: string;
   /** More text follows the first (another block): a slash command then is refused, since which text it takes is a guess. */
   moreText?: boolean;
+  /** The prompt as the front end shows it (every block), kept in the record for a replay; opaque here. */
+  blocks?: readonly unknown[];
   /** The user message for a model that takes images or not. */
   content(model: { images: boolean; modelId: string }): UserContent;
 }
@@ -122,8 +124,9 @@ export interface RuntimeBackends {
 
 export interface AgentSessionOptions {
   id?: string;
-  /** The workspace root (absolute). */
+  /** The workspace root (absolute), and further roots (ACP's additionalDirectories). */
   cwd: string;
+  additionalRoots?: string[];
   tools: SessionTools;
   frontEnd: SessionFrontEnd;
   backends?: RuntimeBackends;
@@ -192,17 +195,8 @@ export class AgentSession {
   /** Said to the model with the next prompt: the loaded session's last turn was cut short. */
   private interruptedNote: string | undefined;
   private ownThoughtLevel: ThoughtLevel = "default";
-  /** The session's MCP servers, once `startMcp` ran with any to start. */
-  private mcp: McpServers | null = null;
-  /** The editor's servers (session/new), kept to start the project's later (trust) with the same precedence. */
-  private editorServers: McpServerSpec[] = [];
-  /** MCP prompts by server: slash commands `/<server>:<prompt>`. */
-  private readonly mcpPrompts = new Map<string, McpPrompt[]>();
-  /** `startMcp` ran (a session that runs MCP servers); what it has said (each note once); the session closed. */
-  private mcpStarted = false;
-  private mcpUntrustedNoted = false;
-  private readonly mcpNoted = new Set<string>();
-  private closed = false;
+  /** The session's MCP servers (agent/session-mcp.ts): their tools, prompts and readiness. */
+  readonly mcp: SessionMcp;
 
   constructor(options: AgentSessionOptions) {
     this.cwd = options.cwd;
@@ -231,6 +225,7 @@ export class AgentSession {
       new RuntimeSession({
         id: options.id,
         workspace: options.cwd,
+        additionalRoots: options.additionalRoots,
         // A recorded session's large outputs stay next to its file, as long as it does (an old output_path still reads).
         sidecarDir: options.recorder?.dataDir,
         ...backends,
@@ -239,6 +234,12 @@ export class AgentSession {
         net: { privateHosts: () => netFetchHosts(this.loadPermissionRules().rules).private },
       });
     this.id = this.runtime.id;
+    this.mcp = new SessionMcp({
+      cwd: this.cwd,
+      tools: this.tools,
+      say: (text) => this.frontEnd.say(text),
+      commandsChanged: () => this.frontEnd.commandsChanged?.(),
+    });
     this.loadPermissionRules();
   }
 
@@ -401,83 +402,34 @@ export class AgentSession {
    * session's sidecar folder stays with its file; a subagent leaves its parent's runtime alone).
    */
   async close(): Promise<void> {
-    this.closed = true;
     this.cancel();
-    await Promise.all([this.turnDone, this.mcp?.close()]);
+    await Promise.all([this.turnDone, this.mcp.close()]);
     this.recorder?.close();
     if (!this.parent) await this.runtime.close();
   }
 
   /**
-   * Connects the session's MCP servers, all in parallel: the editor's (session/new), the user's
-   * config file's and, in a trusted project, the project's (`.toolhost/config.json`, `.mcp.json`).
-   * Called after session/new is answered; resolves when every server is ready or failed (each
-   * failure is said once). Their tools join the registry as `mcp__<server>__<tool>` (source
-   * `mcp:<server>`), their prompts become slash commands. Again later (trusting the project) it
-   * starts only servers not running yet.
+   * Connects the session's MCP servers in the background (agent/session-mcp.ts): the editor's
+   * (session/new), the user's config file's and, in a trusted project, the project's. Resolves
+   * when every server is ready or failed; again later (trust) it starts only servers not running yet.
    */
-  async startMcp(editor: McpServerSpec[] = this.editorServers): Promise<void> {
-    this.editorServers = editor;
-    this.mcpStarted = true;
-    const trusted = this.tools.toolset.report.trusted;
-    const user = userServers();
-    const project = trusted ? projectServers(this.cwd) : { servers: [], problems: [] };
-    const merged = mergeServers(editor, user.servers, project.servers);
-    const problems = [...user.problems, ...project.problems, ...merged.problems];
-    // Said once: a second start (the project became trusted) adds only what is new.
-    const notes = problems.map((p) => `- ${p.file ? `${p.file}: ` : ""}${p.message}`).filter((n) => !this.mcpNoted.has(n));
-    for (const n of notes) this.mcpNoted.add(n);
-    if (!trusted && !this.mcpUntrustedNoted && projectHasServers(this.cwd)) {
-      this.mcpUntrustedNoted = true;
-      notes.push(
-        "- This project configures MCP servers (.mcp.json or .toolhost/config.json); they start only in a trusted project: /trust.",
-      );
-    }
-    if (notes.length) await this.frontEnd.say(`MCP servers:\n${notes.join("\n")}`);
-    if (merged.servers.length === 0 || this.closed) return;
-    if (!this.mcp) {
-      const { McpServers } = await import("../mcp/manager.js");
-      // Closed while the module loaded: nothing may start after close() ran.
-      if (this.closed) return;
-      this.mcp = new McpServers(this.cwd, {
-        tools: (server, tools) => {
-          const left = this.tools.setSourceTools(mcpSource(server), tools);
-          if (left.length) void this.frontEnd.say(`MCP server "${server}": ${left.join("; ")}.`);
-          void this.frontEnd.commandsChanged?.();
-        },
-        prompts: (server, prompts) => {
-          if (prompts.length) this.mcpPrompts.set(server, prompts);
-          else this.mcpPrompts.delete(server);
-          void this.frontEnd.commandsChanged?.();
-        },
-        report: (message) => this.frontEnd.say(message),
-      });
-    }
-    await this.mcp.start(merged.servers);
+  startMcp(editor?: McpServerSpec[]): Promise<void> {
+    return this.mcp.start(editor);
   }
 
   /** The project became trusted: its MCP servers start too (in a session that runs MCP servers). */
   private projectTrusted(): void {
-    if (this.mcpStarted) void this.startMcp().catch((err: unknown) => process.stderr.write(`toolhost: MCP: ${String(err)}\n`));
+    if (this.mcp.started) void this.startMcp().catch((err: unknown) => process.stderr.write(`toolhost: MCP: ${String(err)}\n`));
   }
 
   /** Stops the MCP servers (stdio ones with their process trees); `close()` does it too. */
-  async stopMcp(): Promise<void> {
-    await this.mcp?.close();
+  stopMcp(): Promise<void> {
+    return this.mcp.stop();
   }
 
   /** The MCP servers and how they are doing (empty before `startMcp`). */
   mcpStatus(): ServerStatus[] {
-    return this.mcp?.status() ?? [];
-  }
-
-  /** The MCP prompts as slash commands: `/<server>:<prompt>`, what it does, what it takes. */
-  mcpCommands(): { name: string; description: string; hint: string | null }[] {
-    return [...this.mcpPrompts.values()].flat().map((p) => ({
-      name: mcpCommandName(p),
-      description: p.description ?? `Prompt ${p.name} of the MCP server ${p.server}`,
-      hint: p.arguments.length ? p.arguments.map((a) => (a.required ? a.name : `[${a.name}]`)).join(" ") : null,
-    }));
+    return this.mcp.status();
   }
 
   /** One tool call with its whole life reported to the front end. */
@@ -524,7 +476,7 @@ export class AgentSession {
   private async recordedTurn(input: PromptInput): Promise<TurnStopReason> {
     const recorder = this.recorder;
     if (!recorder) return this.runTurn(input);
-    const title = recorder.turnStarted(input.text);
+    const title = recorder.turnStarted(input.text, input.blocks);
     if (title) await this.frontEnd.titleChanged?.(title);
     let stopReason: TurnStopReason | "failed" = "failed";
     try {
@@ -572,7 +524,8 @@ export class AgentSession {
           this.projectTrusted();
         }
       }
-      const mcpPrompt = input.moreText ? null : parsePromptCommand(input.text, [...this.mcpPrompts.values()].flat());
+      await this.mcp.settledFor(input.text, signal);
+      const mcpPrompt = input.moreText ? null : parsePromptCommand(input.text, this.mcp.promptList());
       if (mcpPrompt) return stop(await this.mcpPromptTurn(mcpPrompt.prompt, mcpPrompt.rest, signal));
       let slash;
       try {
@@ -609,8 +562,8 @@ export class AgentSession {
         case "reload":
           await this.frontEnd.say(`Tools reloaded. ${await this.tools.reload()}${rulesNote(this.permissionProblems)}`);
           // MCP servers that failed or stopped start again; their tools arrive when they are ready.
-          if (this.mcp) void this.mcp.restartFailed();
           await this.frontEnd.commandsChanged?.();
+          this.mcp.restartFailed();
           break;
         case "invalid":
           await this.frontEnd.say(slash.message);
@@ -660,7 +613,7 @@ export class AgentSession {
       await this.frontEnd.say("This project's tools are already loaded. `/trust always` loads them in every session from now on.");
       return;
     }
-    if (arg === "" && !this.tools.hasUntrustedContent() && !(this.mcpStarted && projectHasServers(this.cwd))) {
+    if (arg === "" && !this.tools.hasUntrustedContent() && !(this.mcp.started && projectHasServers(this.cwd))) {
       await this.frontEnd.say("This project has no tools of its own (.toolhost/tools/) to load.");
       return;
     }
@@ -687,7 +640,7 @@ export class AgentSession {
     }
     let text: string;
     try {
-      const result = await this.mcp!.getPrompt(prompt.server, prompt.name, args.values, signal);
+      const result = await this.mcp.getPrompt(prompt, args.values, signal);
       text = promptTurnText(result.messages);
     } catch (err) {
       if (signal.aborted) return "cancelled";
@@ -781,7 +734,8 @@ export class AgentSession {
     }
     // The policy parses every command line (rules, watchdog): load the parser while the model thinks.
     if (this.registry.has("bash")) void parseBash(":").catch(() => {});
-    const { runPromptTurn } = await import("./turn.js");
+    // The first request waits (bounded) for MCP servers still connecting; the offer names any still starting.
+    const [{ runPromptTurn }] = await Promise.all([import("./turn.js"), this.mcp.settled(signal)]);
     const info = modelInfo(choice.spec);
     const declarations = this.declarations();
     return runPromptTurn(
@@ -792,7 +746,7 @@ export class AgentSession {
         prompt: this.withInterruptedNote(input.content({ images: info.images, modelId: choice.spec.id })),
         tools: this.toolContext(signal),
         declarations,
-        offer: () => this.offer(info.contextWindow),
+        offer: () => this.mcp.withStartingNote(this.offer(info.contextWindow)),
         afterCall: (toolId, envelope, offer) =>
           offer.deferred.includes(toolId) ? deferredCallResult(toolId, envelope, (ids) => this.wire(ids)) : envelope,
         nextCallId: () => this.nextCallId(),

@@ -87,10 +87,13 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
 async function streamStep(opts: TurnOptions, observer: TurnObserver, tools: ToolSet): Promise<Step> {
   const signal = opts.tools.signal;
   const step: Step = { outcome: "ok", announced: new Map(), calls: [], text: "", emitted: false };
-  const announce = async (modelCallId: string, toolName: string): Promise<ToolCallInfo> => {
+  // A call is announced once its arguments are complete: its first tool_call carries the title
+  // they give (`Edit src/a.ts`), which clients that keep the first title go on showing.
+  const announce = async (modelCallId: string, toolName: string, args: unknown): Promise<ToolCallInfo> => {
     const known = step.announced.get(modelCallId);
     if (known) return known;
-    const info = await announceToolCall(opts.tools.registry, { callId: opts.nextCallId(), toolId: toolName }, observer);
+    const call = { callId: opts.nextCallId(), toolId: toolName, args };
+    const info = await announceToolCall(opts.tools.registry, call, observer, opts.tools.session.workspace);
     step.announced.set(modelCallId, info);
     return info;
   };
@@ -122,11 +125,10 @@ async function streamStep(opts: TurnOptions, observer: TurnObserver, tools: Tool
           break;
         case "tool-input-start":
           step.emitted = true;
-          await announce(part.id, part.toolName);
           break;
         case "tool-call": {
           step.emitted = true;
-          const info = await announce(part.toolCallId, part.toolName);
+          const info = await announce(part.toolCallId, part.toolName, part.input);
           const unreadable = part.invalid === true && !NoSuchToolError.isInstance(part.error);
           step.calls.push({
             modelCallId: part.toolCallId,

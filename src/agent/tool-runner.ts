@@ -5,18 +5,19 @@ import { errorEnvelope, type Envelope } from "../tool/envelope.js";
 import type { ToolKind } from "../tool/kinds.js";
 import type { RequirementSet } from "../tool/requirements.js";
 import type { HostServices } from "../tool/services.js";
-import type { Authorize } from "../policy/call.js";
+import type { Authorize, Decision } from "../policy/call.js";
 import { discardPreparedCall, prepareCall, runPreparedCall, type ToolCallInfo } from "../host/invoke.js";
 import type { ToolRegistry } from "../host/registry.js";
 import type { RuntimeSession } from "../runtime/session.js";
+import { callTitle, shownTitle } from "./call-title.js";
 
 export type { ToolCallInfo };
 
 /** Follows one call through its life; a front end maps these onto its own updates. */
 export interface ToolCallObserver {
-  /** The call is known (a model may still be streaming its arguments; then `args` is undefined). */
+  /** The call is known, with its title, kind and locations (a model's call once its arguments are complete). */
   pending(info: ToolCallInfo): void | Promise<void>;
-  /** The arguments of an announced call are complete: its title and locations are now known. */
+  /** An announced call is prepared: its validated arguments, title and locations. */
   describe?(info: ToolCallInfo): void | Promise<void>;
   /** Events the tool emits (diff, plan, terminal, live output), in order, before and during the run. */
   event(callId: string, event: ToolEvent): void | Promise<void>;
@@ -35,14 +36,18 @@ export interface ToolRunContext {
   signal: AbortSignal;
 }
 
-/** Reports a call a model has started to stream, before its arguments are complete. */
+/**
+ * Reports a model's call once its arguments are complete, with the title and locations its tool
+ * gives them (clients that keep a call's first title show that one), before it is prepared and run.
+ */
 export async function announceToolCall(
   registry: ToolRegistry,
-  call: { callId: string; toolId: string },
+  call: { callId: string; toolId: string; args: unknown },
   observer: ToolCallObserver,
+  workspace: string,
 ): Promise<ToolCallInfo> {
   const kind: ToolKind = registry.get(call.toolId)?.kind ?? "other";
-  const info: ToolCallInfo = { ...call, kind, title: call.toolId, locations: [], args: undefined };
+  const info: ToolCallInfo = { ...call, kind, ...callTitle(registry, call.toolId, call.args, workspace) };
   await observer.pending(info);
   return info;
 }
@@ -71,7 +76,11 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
     });
     return chain;
   };
-  const report = (info: ToolCallInfo) => (call.announced ? observer.describe?.(info) : observer.pending(info));
+  const report = (prepared: ToolCallInfo) => {
+    // A tool without a title hook is shown by its label, not its bare id.
+    const info = { ...prepared, title: shownTitle(prepared.title, prepared.toolId) };
+    return call.announced ? observer.describe?.(info) : observer.pending(info);
+  };
   const finish = async (envelope: Envelope, info: ToolCallInfo, display?: ToolDisplay) => {
     await chain;
     await observer.done(call.callId, envelope, info, display);
@@ -90,6 +99,9 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
     await report(info);
     return finish(errorEnvelope("invalid_arguments", call.inputError, 0), info);
   }
+  // The preview's events (an edit's diff) wait for the policy: a call it refuses shows no preview,
+  // an approval request carries the diff itself, and an allowed call shows it once, as it runs.
+  let held: ToolEvent[] | null = [];
   const prepared = prepareCall(ctx.registry, call.toolId, call.args, {
     session: ctx.session,
     callId: call.callId,
@@ -97,7 +109,7 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
     manifest: ctx.manifest,
     hostCapabilities: ctx.hostCapabilities,
     host: ctx.host,
-    emit: (event) => void queue(() => observer.event(call.callId, event)),
+    emit: (event) => (held ? void held.push(event) : void queue(() => observer.event(call.callId, event))),
   });
   if (!prepared.ok) {
     await report(prepared.info);
@@ -110,8 +122,15 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
     return finish(errorEnvelope("aborted", "The call was cancelled before it started", 0), info);
   }
   const envelope = await runPreparedCall(prepared.call, async (request, signal) => {
-    await chain; // the preview's diff reaches the editor before the approval request
-    const decision = await ctx.authorize(request, signal);
+    let decision: Decision | undefined;
+    try {
+      decision = await ctx.authorize(request, signal);
+    } finally {
+      // From here on (execute's events) they go straight through; the preview only for a call that runs.
+      const preview = held ?? [];
+      held = null;
+      if (decision?.outcome === "allow") for (const event of preview) void queue(() => observer.event(call.callId, event));
+    }
     if (decision.outcome === "allow") await queue(() => observer.running(call.callId));
     return decision;
   });

@@ -131,7 +131,10 @@ describe("slash commands run tools through the pipeline", () => {
     const statuses = h.updatesOf(sessionId, "tool_call_update").filter((u) => u.status === "completed");
     expect(statuses).toHaveLength(5);
     const completed = statuses[0]!;
-    expect(completed.content?.[0]).toMatchObject({ type: "diff", path: path.join(t.ws, "src/a.ts") });
+    // The diff was shown once, as the call ran; the completed update leaves that content as it is.
+    const shown = h.updatesOf(sessionId, "tool_call_update").filter((u) => u.toolCallId === completed.toolCallId && u.content?.length);
+    expect(shown.map((u) => u.content?.[0])).toEqual([expect.objectContaining({ type: "diff", path: path.join(t.ws, "src/a.ts") })]);
+    expect(completed.content).toBeUndefined();
     expect(completed.locations?.[0]).toMatchObject({ path: path.join(t.ws, "src/a.ts"), line: 1 });
   });
 

@@ -14,11 +14,11 @@ let marker: string;
 let h: Harness | undefined;
 
 /** A drop-in tool file as a user writes it: no node_modules beside it. */
-function helloTool(greeting: string): string {
+function helloTool(greeting: string, description = "Says hello"): string {
   return `import { defineTool, z } from "toolhost";
 export default defineTool({
   id: "hello",
-  description: "Says hello",
+  description: "${description}",
   kind: "other",
   parameters: z.object({ name: z.string().default("world") }),
   requires: {},
@@ -136,10 +136,13 @@ describe("extension tools in the editor", () => {
 
   it("/reload picks up an edited file and sends fresh commands", async () => {
     const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "reject" : "allow_once"));
-    await fsp.writeFile(path.join(home, "profiles/default/tools/hello.ts"), helloTool("edited hello"));
+    await fsp.writeFile(path.join(home, "profiles/default/tools/hello.ts"), helloTool("edited hello", "Says hello, edited"));
     const before = h.updatesOf(sessionId, "available_commands_update").length;
     await prompt(h, sessionId, "/reload");
-    expect(h.updatesOf(sessionId, "available_commands_update").length).toBeGreaterThan(before);
+    // The menu changed (the tool's description): one fresh update; an unchanged menu is not sent again.
+    const updates = h.updatesOf(sessionId, "available_commands_update");
+    expect(updates.length).toBe(before + 1);
+    expect(updates.at(-1)!.availableCommands.find((c) => c.name === "hello")?.description).toBe("Says hello, edited");
     await prompt(h, sessionId, "/hello");
     const hello = h
       .updatesOf(sessionId, "tool_call")

@@ -45,7 +45,7 @@ describe("MCP tools through tool_search", () => {
       ],
     });
     await h.waitFor(() =>
-      (h.updatesOf(sessionId, "available_commands_update").at(-1)?.availableCommands ?? []).some((c) => c.name === "mcp__many__extra_192"),
+      (h.updatesOf(sessionId, "available_commands_update").at(-1)?.availableCommands ?? []).some((c) => c.name === "many:greet"),
     );
     const answer = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "What is 40 + 2?" }] });
     expect(answer.stopReason).toBe("end_turn");

@@ -54,8 +54,9 @@ describe("MCP servers over ACP", () => {
       [{ toolCalls: [{ id: "c1", name: "mcp__fx__add", arguments: { a: 2, b: 3 } }] }, { text: "The sum is 5." }],
       { permission: () => selected("allow_once") },
     );
-    // The server's tools and its prompts arrive in separate command updates.
-    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__add") && commands(h, sessionId).includes("fx:greet"));
+    // Its prompts join the command menu; its tools do not (they still run as /mcp__fx__add).
+    await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));
+    expect(commands(h, sessionId).some((c) => c.startsWith("mcp__"))).toBe(false);
     const { stopReason } = await prompt(h, sessionId, "add 2 and 3");
     expect(stopReason).toBe("end_turn");
     // Declared to the model with the server's JSON Schema.
@@ -82,7 +83,7 @@ describe("MCP servers over ACP", () => {
       [{ toolCalls: [{ id: "c1", name: "mcp__fx__picture", arguments: {} }] }, { text: "A red pixel." }],
       { env: { TOOLHOST_MODEL: model } },
     );
-    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__picture"));
+    await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));
     await prompt(h, sessionId, "show me the picture");
     // A read-only MCP tool runs without asking.
     expect(h.permissionRequests).toHaveLength(0);
@@ -109,7 +110,7 @@ describe("MCP servers over ACP", () => {
       const { h, sessionId } = await start([
         { type: "http", name: "web", url: `http://127.0.0.1:${port}/mcp`, headers: [{ name: "x-token", value: "s3cret" }] },
       ]);
-      await h.waitFor(() => commands(h, sessionId).includes("mcp__web__echo"));
+      await h.waitFor(() => commands(h, sessionId).includes("web:greet"));
       await prompt(h, sessionId, '/mcp__web__echo {"text": "over the wire"}');
       const call = h.updatesOf(sessionId, "tool_call")[0];
       expect(lastUpdate(h, sessionId, call!.toolCallId)).toMatchObject({ status: "completed" });
@@ -124,11 +125,11 @@ describe("MCP servers over ACP", () => {
     const { h, sessionId } = await start([fixture("fx")], [add("c1"), { text: "2" }, add("c2"), { text: "2 again" }], {
       permission: () => selected("allow_always"),
     });
-    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__add"));
+    await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));
     await prompt(h, sessionId, "one plus one");
     expect(h.permissionRequests[0]?.options.find((o) => o.optionId === "allow_always")?.name).toMatch(/mcp__fx__add/);
     await prompt(h, sessionId, "/reload");
-    expect(commands(h, sessionId)).toContain("mcp__fx__add");
+    expect(commands(h, sessionId)).toContain("fx:greet");
     await prompt(h, sessionId, "again");
     expect(h.permissionRequests).toHaveLength(1);
     const calls = h.updatesOf(sessionId, "tool_call");
@@ -145,19 +146,19 @@ describe("MCP servers over ACP", () => {
     );
     const { h, sessionId } = await start([]);
     await h.waitFor(() => messageText(h, sessionId).includes("they start only in a trusted project"));
-    expect(commands(h, sessionId).some((c) => c.startsWith("mcp__proj__"))).toBe(false);
+    expect(commands(h, sessionId).some((c) => c.startsWith("proj:"))).toBe(false);
     await prompt(h, sessionId, "/trust");
-    await h.waitFor(() => commands(h, sessionId).includes("mcp__proj__echo"));
+    await h.waitFor(() => commands(h, sessionId).includes("proj:greet"));
   });
 
   it("a server killed mid-call fails that call clearly; the session goes on and says once that the server stopped", async () => {
     const { h, sessionId } = await start([fixture("fx"), fixture("other")], [], { permission: () => selected("allow_once") });
-    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__crash") && commands(h, sessionId).includes("mcp__other__echo"));
+    await h.waitFor(() => commands(h, sessionId).includes("fx:greet") && commands(h, sessionId).includes("other:greet"));
     await prompt(h, sessionId, "/mcp__fx__crash {}");
     const crash = h.updatesOf(sessionId, "tool_call")[0]!;
     expect(lastUpdate(h, sessionId, crash.toolCallId).status).toBe("failed");
     expect(textOf(lastUpdate(h, sessionId, crash.toolCallId))).toMatch(/"fx" stopped during the call/);
-    await h.waitFor(() => !commands(h, sessionId).includes("mcp__fx__echo"));
+    await h.waitFor(() => !commands(h, sessionId).includes("fx:greet"));
     await prompt(h, sessionId, '/mcp__other__echo {"text": "alive"}');
     const echo = h.updatesOf(sessionId, "tool_call")[1]!;
     expect(textOf(lastUpdate(h, sessionId, echo.toolCallId))).toContain("echo: alive");
@@ -169,7 +170,7 @@ describe("MCP servers over ACP", () => {
     const { h, sessionId } = await start([fixture("fx", { MCP_CHILD_PID_FILE: pidFile })], [], {
       permission: () => selected("allow_once"),
     });
-    await h.waitFor(() => commands(h, sessionId).includes("mcp__fx__spawn_child"));
+    await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));
     await prompt(h, sessionId, "/mcp__fx__spawn_child {}");
     const pid = Number(await fsp.readFile(pidFile, "utf8"));
     expect(await liveness(pid)).toBe("alive");
@@ -206,7 +207,7 @@ describe("MCP servers over ACP", () => {
       },
     );
     expect(answeredMs).toBeLessThan(3000);
-    await h.waitFor(() => messageText(h, sessionId).includes('"bad"') && commands(h, sessionId).includes("mcp__good__echo"));
+    await h.waitFor(() => messageText(h, sessionId).includes('"bad"') && commands(h, sessionId).includes("good:greet"));
     expect(messageText(h, sessionId).match(/MCP server "bad"/g)).toHaveLength(1);
     await prompt(h, sessionId, "/mcp__good__spawn_child");
     const pid = Number(await fsp.readFile(pidFile, "utf8"));

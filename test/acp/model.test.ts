@@ -106,8 +106,9 @@ describe("a prompt answered by a model", () => {
       "tool_call edit pending",
       "usage",
       "update",
-      "update diff",
+      // The approval carries the diff; the call shows it once allowed.
       "permission",
+      "update diff",
       "update in_progress",
       "update completed",
       "text",
@@ -141,11 +142,11 @@ describe("a prompt answered by a model", () => {
     expect(h.permissionRequests).toHaveLength(1);
     const why = { type: "content", content: { type: "text", text: "Why it asks: no rule matched; ask mode asks before changing files." } };
     expect(h.permissionRequests[0]!.toolCall).toMatchObject({ toolCallId: calls[2]!.toolCallId, content: [diff, why] });
-    const editDone = h
-      .updatesOf(sessionId, "tool_call_update")
-      .filter((u) => u.toolCallId === calls[2]!.toolCallId)
-      .at(-1)!;
-    expect(editDone).toMatchObject({ status: "completed", content: [diff] });
+    const editUpdates = h.updatesOf(sessionId, "tool_call_update").filter((u) => u.toolCallId === calls[2]!.toolCallId);
+    // The diff is shown once; the completed update leaves that content as it is.
+    expect(editUpdates.filter((u) => u.content?.length).map((u) => u.content)).toEqual([[diff]]);
+    expect(editUpdates.at(-1)).toMatchObject({ status: "completed" });
+    expect(editUpdates.at(-1)!.content).toBeUndefined();
     expect(await fsp.readFile(file, "utf8")).toBe("export const a = 42; // TODO: rename\n");
 
     expect(h.updatesOf(sessionId, "usage_update").map((u) => [u.used, u.size, u.cost])).toEqual([

@@ -101,8 +101,9 @@ describe("tool_search over ACP with 200 extension tools", () => {
     expect(declared(second).filter((n) => /^[a-z]+_[a-z]+_\d+$/.test(n))).toEqual([]);
     expect(lastToolResult(third!)).toMatch(/FORECAST-MARKER/);
     expect(declared(third)).toContain("weather_forecast");
-    const call = h.updatesOf(sessionId, "tool_call").find((u) => u.toolCallId && u.title === "weather_forecast");
-    expect(call).toBeDefined();
+    const call = h.updatesOf(sessionId, "tool_call").find((u) => u.name === "weather_forecast");
+    // Announced with its complete arguments: the first title is already the tool's own.
+    expect(call?.title).toBe("Forecast for Oslo");
     const done = lastUpdate(h, sessionId, call!.toolCallId);
     expect(done.status).toBe("completed");
     const titles = h

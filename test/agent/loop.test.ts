@@ -76,7 +76,7 @@ function recorder(): TurnObserver & Recorded {
     text: (t) => void r.texts.push(t),
     thought: (t) => void r.thoughts.push(t),
     usage: (u) => void r.usages.push(u),
-    pending: (info) => void r.log.push(`pending ${info.callId} ${info.toolId} ${info.args === undefined ? "streaming" : "complete"}`),
+    pending: (info) => void r.log.push(`pending ${info.callId} ${info.title} ${info.args === undefined ? "streaming" : "complete"}`),
     describe: (info) => void r.log.push(`describe ${info.callId} ${info.title}`),
     event: (callId, e) => void r.log.push(`event ${callId} ${e.type}`),
     running: (callId) => void r.log.push(`running ${callId}`),
@@ -157,7 +157,7 @@ describe("the model turn loop", () => {
     });
   });
 
-  it("announces a call when it starts streaming, runs it through invoke, and sends the result back", async () => {
+  it("announces a call once its arguments are complete, with the title they give, runs it through invoke, and sends the result back", async () => {
     const model = scripted([
       [...text("Let me read it."), ...call("m1", "read", { path: "src/a.ts" }), finish("tool-calls")],
       [...text("It exports a."), finish("stop")],
@@ -166,7 +166,7 @@ describe("the model turn loop", () => {
     const opts = options(model);
     expect((await runModelTurn(opts, observer)).stopReason).toBe("end_turn");
     expect(observer.log).toEqual([
-      "pending call_1 read streaming",
+      "pending call_1 Read src/a.ts complete",
       "describe call_1 Read src/a.ts",
       "running call_1",
       "done call_1 output",
@@ -196,7 +196,8 @@ describe("the model turn loop", () => {
     opts.tools.authorize = reject;
     await runModelTurn(opts, observer);
     expect(asked).toEqual(["edit"]);
-    expect(observer.log).toContain("event call_1 diff");
+    // A refused call shows no preview.
+    expect(observer.log).not.toContain("event call_1 diff");
     expect(toolResultsIn(model.doStreamCalls[1]!)).toEqual(["Error (rejected): The user rejected this edit call."]);
     expect(await ws.text("src/a.ts")).toBe("export const a = 1; // TODO\n");
   });
@@ -299,7 +300,7 @@ describe("the model turn loop", () => {
     const observer = recorder();
     const opts = options(cut);
     expect((await runModelTurn(opts, observer)).stopReason).toBe("max_tokens");
-    expect(observer.log).toEqual(["pending call_1 glob streaming", "done call_1 aborted"]);
+    expect(observer.log).toEqual(['pending call_1 glob "*" complete', "done call_1 aborted"]);
     expect(opts.history.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
     const refused = scripted([[...text("I can't help with that."), finish("content-filter")]]);
     expect((await runModelTurn(options(refused), recorder())).stopReason).toBe("refusal");
@@ -340,7 +341,7 @@ describe("the model turn loop", () => {
     expect(opts.history.messages.at(-1)).toEqual({ role: "assistant", content: [{ type: "text", text: "Half an answ" }] });
   });
 
-  it("cancellation aborts the stream and closes the calls it announced", async () => {
+  it("cancellation aborts the stream; a call whose arguments never completed was never announced", async () => {
     let streamAborted = false;
     const model = scripted([
       ({ abortSignal }) =>
@@ -360,7 +361,7 @@ describe("the model turn loop", () => {
     controller.abort(new Error("Cancelled by the user"));
     expect(await turn).toEqual({ stopReason: "cancelled" });
     expect(streamAborted).toBe(true);
-    expect(observer.log).toEqual(["pending call_1 edit streaming", "done call_1 aborted"]);
+    expect(observer.log).toEqual([]);
   });
 
   it("cancellation during a backoff ends the turn at once", async () => {

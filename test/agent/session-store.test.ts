@@ -2,14 +2,8 @@ import * as fs from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  projectFolderName,
-  restoredState,
-  SessionStore,
-  sessionDataDir,
-  titleFromPrompt,
-  type SessionEntry,
-} from "../../src/agent/session-store.js";
+import { restoredState } from "../../src/agent/session-restore.js";
+import { projectFolderName, SessionStore, sessionDataDir, titleFromPrompt, type SessionEntry } from "../../src/agent/session-store.js";
 import { tempDir } from "../helpers.js";
 
 let home: string;

@@ -134,7 +134,8 @@ describe("the task tool", () => {
     expect(toolNames(childRequest.body)).not.toContain("task");
     expect(toolNames(childRequest.body)).toContain("meet");
     const tasks = fe.log.pending.filter((p) => p.toolId === "task");
-    expect(tasks.map((t) => t.title)).toEqual(["task", "task"]);
+    // Announced with their arguments: each titled by its description.
+    expect(tasks.map((t) => t.title)).toEqual(["Look around", "Change a.ts"]);
     const [a, b] = tasks.map((t) => t.callId) as [string, string];
     expect(resultText(fe.log.done.get(a))).toMatch(/^task_id: task_[0-9a-f]{8}\n\nA saw it\.$/);
     // The edit never ran: the read-only mode denies it in the child as in the parent.

@@ -86,7 +86,8 @@ describe("runToolCall", () => {
     const invalid = await runToolCall(context(), { callId: "c2", toolId: "read", args: { path: 5 } }, o);
     expect(unknown.type === "error" && unknown.metadata.error_code).toBe("unknown_tool");
     expect(invalid.type === "error" && invalid.metadata.error_code).toBe("invalid_arguments");
-    expect(log).toEqual(["pending nope", "done error -", "pending read", "done error -"]);
+    // Shown by their labels, never the bare id.
+    expect(log).toEqual(["pending Nope", "done error -", "pending Read", "done error -"]);
   });
 
   it("carries the edit preview's plan to execute: one diff when the file did not change", async () => {
