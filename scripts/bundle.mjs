@@ -5,8 +5,10 @@
 // so there is one ToolError, and all of zod from dist/zod.js, built below.
 import { build } from "esbuild";
 
-await build({
-  entryPoints: { cli: "src/cli.ts" },
+const cli = await build({
+  // web_fetch's extraction runs in a worker thread (src/tools/web-extract-pool.ts), which loads
+  // this entry from beside the pool's own chunk.
+  entryPoints: { cli: "src/cli.ts", "chunks/web-extract-worker": "src/tools/web-extract-worker.ts" },
   outdir: "dist",
   bundle: true,
   splitting: true,
@@ -36,7 +38,14 @@ await build({
   // CommonJS dependencies (tree-kill, picomatch) call require() for node builtins.
   banner: { js: "import { createRequire as __thCreateRequire } from 'node:module'; const require = __thCreateRequire(import.meta.url);" },
   logLevel: "warning",
+  metafile: true,
 });
+
+// The pool finds the worker as "./web-extract-worker.js" next to itself: it must sit in dist/chunks/.
+const pool = Object.entries(cli.metafile.outputs).find(([, out]) => Object.keys(out.inputs).includes("src/tools/web-extract-pool.ts"));
+if (!pool || !pool[0].startsWith("dist/chunks/")) {
+  throw new Error(`bundle: web-extract-pool.ts landed in ${pool?.[0] ?? "no output"}, not dist/chunks/, where its worker is`);
+}
 
 // All of zod in one file, for extension files only (src/host/extension-zod.ts): the start-up
 // chunk keeps just what the SDK uses, and extensions still get the whole zod API.

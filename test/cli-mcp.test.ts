@@ -5,6 +5,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { trust } from "../src/host/trust.js";
 import { runCli } from "./cli-harness.js";
 import { tempDir } from "./helpers.js";
+import { liveness } from "./mcp/liveness.js";
 
 // `toolhost mcp list` and doctor: the user's servers, the project's only when it is trusted.
 
@@ -63,5 +64,27 @@ describe("toolhost mcp list", () => {
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toMatch(/mcp servers: 3 \(2 ready, 14 tools/);
     expect(doctor.stdout).toContain('MCP server "broken"');
+  }, 40_000);
+});
+
+describe("a server that never answers", () => {
+  it("is gone with its child after `toolhost mcp list`, whose timeout it missed", async () => {
+    const [serverPidFile, childPidFile] = [path.join(home, "server.pid"), path.join(home, "child.pid")];
+    const env = {
+      MCP_START_DELAY_MS: "600000",
+      MCP_PID_FILE: serverPidFile,
+      MCP_CHILD_PID_FILE: childPidFile,
+      MCP_CHILD_AT_START: "1",
+      MCP_CHILD_IGNORES_TERM: "1",
+    };
+    await fsp.writeFile(
+      path.join(home, "config.json"),
+      JSON.stringify({ mcpServers: { mute: { ...server("mute", env), startupTimeoutMs: 3000 } } }),
+    );
+    const list = await toolhost("mcp", "list", "--json");
+    expect(JSON.parse(list.stdout).servers).toEqual([expect.objectContaining({ name: "mute", state: "failed" })]);
+    // Both had started (they wrote their pids), and the CLI has exited.
+    const pids = await Promise.all([serverPidFile, childPidFile].map(async (file) => Number(await fsp.readFile(file, "utf8"))));
+    for (const pid of pids) await expect.poll(() => liveness(pid), { timeout: 5000 }).toBe("gone");
   }, 40_000);
 });

@@ -2,6 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { AnyTool } from "../tool/define.js";
 import { checkExtensionTool } from "./extension-check.js";
+import { guardProcessExit, watchStalls } from "./extension-guards.js";
 import { loadExtensionZod } from "./extension-zod.js";
 import { createEsbuildTransform } from "./transform.js";
 import { toolhostHome } from "../config/paths.js";
@@ -162,6 +163,7 @@ export function createExtensionLoader(options: LoaderOptions): LoadFile {
   const load = async (file: string): Promise<LoadedFile> => {
     const importFile = await ready(); // a broken install throws, as before: no file is to blame
     const loaded: LoadedFile = { file, tools: [], problems: [] };
+    guardProcessExit(file);
     let mod: Record<string, unknown>;
     try {
       mod = await withTimeout(importFile(file), timeoutMs, "the import");
@@ -181,11 +183,14 @@ export function createExtensionLoader(options: LoaderOptions): LoadFile {
         loaded.problems.push({ file, id: checked.tool.id, message: `tool "${checked.tool.id}" is exported twice by this file` });
       } else {
         seen.add(checked.tool.id);
-        loaded.tools.push(checked.tool);
+        loaded.tools.push(watchStalls(checked.tool));
       }
     });
     return loaded;
   };
-  const importModule: ImportModule = async (file) => withTimeout((await ready())(file), timeoutMs, "the import");
+  const importModule: ImportModule = async (file) => {
+    guardProcessExit(file);
+    return withTimeout((await ready())(file), timeoutMs, "the import");
+  };
   return Object.assign(load, { importModule });
 }

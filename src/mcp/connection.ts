@@ -1,6 +1,5 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
@@ -11,53 +10,11 @@ import {
   type Prompt,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import treeKill from "tree-kill";
 import { peekUserConfig } from "../config/file.js";
 import { version } from "../config/paths.js";
 import { childEnvironment } from "../runtime/child-env.js";
 import type { McpServerSpec } from "./servers.js";
-
-/** Stdio servers still running, by pid: killed when toolhost exits without closing them. */
-const running = new Set<number>();
-let exitHook = false;
-
-function watchExit(): void {
-  if (exitHook) return;
-  exitHook = true;
-  process.once("exit", () => {
-    for (const pid of running) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {}
-    }
-  });
-}
-
-/** Stops a process and everything it started (SIGTERM, then SIGKILL after a grace period). */
-function killTree(pid: number, graceMs = 1500): Promise<void> {
-  const alive = () => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  return new Promise((resolve) => {
-    treeKill(pid, "SIGTERM", () => {
-      if (!alive()) return resolve();
-      // Timers not unref'd: a CLI waiting only on this (toolhost mcp list) must not exit before the tree is gone.
-      const started = Date.now();
-      const poll = setInterval(() => {
-        const gone = !alive();
-        if (!gone && Date.now() - started < graceMs) return;
-        clearInterval(poll);
-        if (gone) resolve();
-        else treeKill(pid, "SIGKILL", () => resolve());
-      }, 50);
-    });
-  });
-}
+import { StdioProcessTransport } from "./stdio-process.js";
 
 /** Writes a server's stderr to toolhost's, each line prefixed with the server's name. */
 function prefixLines(name: string): (chunk: Buffer | string) => void {
@@ -82,7 +39,6 @@ export interface ConnectionEvents {
 export class McpConnection {
   private client: Client | null = null;
   private transport: Transport | null = null;
-  private pid: number | null = null;
   private closing = false;
 
   constructor(
@@ -96,7 +52,8 @@ export class McpConnection {
     const spec = this.spec;
     let transport: Transport;
     if (spec.transport === "stdio") {
-      const stdio = new StdioClientTransport({
+      // The server's whole process tree, from spawn to close (stdio-process.ts).
+      const stdio = new StdioProcessTransport({
         command: spec.command,
         args: spec.args,
         // Never toolhost's whole environment (provider keys…): the allow-list every child gets
@@ -106,7 +63,7 @@ export class McpConnection {
         cwd: spec.cwd ?? this.workspace,
         stderr: "pipe",
       });
-      stdio.stderr?.on("data", prefixLines(spec.name));
+      stdio.stderr.on("data", prefixLines(spec.name));
       transport = stdio;
     } else {
       const requestInit = { headers: spec.headers };
@@ -121,7 +78,6 @@ export class McpConnection {
     this.transport = transport;
     const client = new Client({ name: "toolhost", version }, { capabilities: {} });
     client.onclose = () => {
-      this.forget();
       if (!this.closing) this.events.closed();
     };
     client.onerror = () => {};
@@ -135,22 +91,8 @@ export class McpConnection {
     const started = client.connect(transport, { signal });
     started.catch(() => {});
     await Promise.race([started, aborted]);
-    this.notePid();
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.events.toolsChanged());
     client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.events.promptsChanged());
-  }
-
-  private notePid(): void {
-    const pid = this.transport instanceof StdioClientTransport ? this.transport.pid : null;
-    if (pid && this.pid === null) {
-      this.pid = pid;
-      running.add(pid);
-      watchExit();
-    }
-  }
-
-  private forget(): void {
-    if (this.pid !== null) running.delete(this.pid);
   }
 
   private get live(): Client {
@@ -195,15 +137,13 @@ export class McpConnection {
     return this.live.getPrompt({ name, arguments: args }, { signal });
   }
 
-  /** Closes the connection; a stdio server is stopped with its whole process tree. */
+  /** Closes the connection; a stdio server is stopped with its whole process tree, whether it ever answered or not. */
   async close(): Promise<void> {
     this.closing = true;
-    this.notePid();
-    const pid = this.pid;
     const client = this.client;
     this.client = null;
-    // The tree first: once the server exits, its children are orphans no walk from its pid finds.
-    if (pid !== null) await killTree(pid);
+    // The tree first, and awaited (a CLI exits right after): the transport knows it from spawn.
+    if (this.transport instanceof StdioProcessTransport) await this.transport.close();
     // A streamable HTTP session is ended on the server too (DELETE), if it answers soon.
     const transport = this.transport;
     if (client && transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
@@ -211,6 +151,5 @@ export class McpConnection {
       await Promise.race([transport.terminateSession().catch(() => {}), wait]);
     }
     await (client ? client.close() : this.transport?.close())?.catch(() => {});
-    this.forget();
   }
 }

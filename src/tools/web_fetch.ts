@@ -14,6 +14,8 @@ export const BODY_MAX_BYTES = 10 * 1024 * 1024;
  */
 const EXTRACT_MAX_CHARS = 2 * 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** Extraction gets what is left of the call's timeout_ms, at most this long. */
+const EXTRACT_MAX_MS = 30_000;
 const MAX_REDIRECTS = 5;
 /** The same URL within this long is answered from the session's cache. */
 const CACHE_TTL_MS = 15 * 60_000;
@@ -168,6 +170,9 @@ function decode(bytes: Uint8Array, contentType: string, html: boolean): string {
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 
+/** HTML → main content, in a worker thread with a deadline (tools/web-extract-pool.ts). */
+type Extract = (html: string, format: "markdown" | "text") => Promise<{ title?: string; content: string }>;
+
 /** The response's body as the model reads it. */
 async function convert(
   bytes: Uint8Array,
@@ -175,6 +180,7 @@ async function convert(
   contentType: string,
   url: string,
   format: "markdown" | "text" | "html",
+  extract: Extract,
 ): Promise<Pick<WebFetchResult, "title" | "content" | "image" | "cut">> {
   if (IMAGE_TYPES.has(mime)) {
     return {
@@ -193,9 +199,8 @@ async function convert(
   const text = decode(bytes, contentType, html);
   if (html) {
     if (format === "html") return { content: text };
-    const { extractHtml } = await import("./web-extract.js");
     const long = text.length > EXTRACT_MAX_CHARS;
-    return { ...extractHtml(long ? text.slice(0, EXTRACT_MAX_CHARS) : text, url, format), ...(long ? { cut: true } : {}) };
+    return { ...(await extract(long ? text.slice(0, EXTRACT_MAX_CHARS) : text, format)), ...(long ? { cut: true } : {}) };
   }
   if (mime === "application/json" || mime.endsWith("+json")) {
     try {
@@ -229,6 +234,7 @@ export default defineTool({
     if (hit && Date.now() - hit.at < CACHE_TTL_MS) return hit.result;
 
     const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS;
+    const started = performance.now();
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(), timeoutMs);
     const signal = AbortSignal.any([ctx.signal, timer.signal]);
@@ -247,7 +253,14 @@ export default defineTool({
       const mime =
         !declared || declared === "application/octet-stream" || declared === "text/plain" ? (sniff(bytes) ?? declared) : declared;
       const finalUrl = response.url || url.href;
-      const converted = await convert(bytes, mime || "text/plain", contentType, finalUrl, format);
+      // The download's timer stops here: the extraction has its own deadline, what is left of timeout_ms.
+      clearTimeout(timeout);
+      const extract: Extract = async (html, as) => {
+        const { extractInWorker } = await import("./web-extract-pool.js");
+        const left = Math.max(0, Math.round(timeoutMs - (performance.now() - started)));
+        return extractInWorker(html, finalUrl, as, { timeoutMs: Math.min(left, EXTRACT_MAX_MS), signal: ctx.signal });
+      };
+      const converted = await convert(bytes, mime || "text/plain", contentType, finalUrl, format, extract);
       const result: WebFetchResult = {
         url: url.href,
         final_url: finalUrl,

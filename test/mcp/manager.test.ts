@@ -61,6 +61,13 @@ async function setup(timeoutMs = 10_000): Promise<Setup> {
   return s;
 }
 
+/** The pid a process wrote to `file`, once it has (bounded). */
+async function pidFrom(file: string): Promise<number> {
+  let text = "";
+  await expect.poll(async () => (text = await fsp.readFile(file, "utf8").catch(() => "")), { timeout: 10_000 }).toMatch(/^\d+$/);
+  return Number(text);
+}
+
 const run = (s: Setup, toolId: string, args: unknown = {}) => invoke(s.registry, toolId, args, { session: s.runtime });
 const ids = (s: Setup) => s.registry.ids();
 
@@ -210,10 +217,43 @@ describe("MCP servers", () => {
     const pidFile = path.join(s.runtime.roots[0] as string, "child.pid");
     await s.servers.start([stdio("fx", { MCP_CHILD_PID_FILE: pidFile })]);
     await run(s, "mcp__fx__spawn_child");
-    const pid = Number(await fsp.readFile(pidFile, "utf8"));
+    const pid = await pidFrom(pidFile);
     expect(await liveness(pid)).toBe("alive");
     await s.servers.close();
     await expect.poll(() => liveness(pid)).toBe("gone");
+  });
+
+  it("stops a server's child that ignores SIGTERM when the server itself exits on SIGTERM (SIGKILL after the grace period)", async () => {
+    const s = await setup();
+    const dir = s.runtime.roots[0] as string;
+    const [serverPidFile, childPidFile] = [path.join(dir, "server.pid"), path.join(dir, "child.pid")];
+    await s.servers.start([stdio("fx", { MCP_PID_FILE: serverPidFile, MCP_CHILD_PID_FILE: childPidFile, MCP_CHILD_IGNORES_TERM: "1" })]);
+    await run(s, "mcp__fx__spawn_child");
+    const [server, child] = [await pidFrom(serverPidFile), await pidFrom(childPidFile)];
+    await s.servers.close();
+    // close() resolves once the tree is gone.
+    expect(await liveness(server)).toBe("gone");
+    expect(await liveness(child)).toBe("gone");
+  });
+
+  it("kills a server that never answers initialize, and its child, once the start-up timeout passes", async () => {
+    const s = await setup(4000);
+    const dir = s.runtime.roots[0] as string;
+    const [serverPidFile, childPidFile] = [path.join(dir, "server.pid"), path.join(dir, "child.pid")];
+    const hanging = stdio("mute", {
+      MCP_START_DELAY_MS: "600000",
+      MCP_PID_FILE: serverPidFile,
+      MCP_CHILD_PID_FILE: childPidFile,
+      MCP_CHILD_AT_START: "1",
+      MCP_CHILD_IGNORES_TERM: "1",
+    });
+    const started = s.servers.start([hanging]);
+    const [server, child] = [await pidFrom(serverPidFile), await pidFrom(childPidFile)];
+    await started;
+    expect(s.reports).toEqual([expect.stringMatching(/"mute" did not answer within 4 s/)]);
+    // The manager is still open: nothing but the timeout stopped them.
+    await expect.poll(() => liveness(server), { timeout: 10_000 }).toBe("gone");
+    await expect.poll(() => liveness(child), { timeout: 10_000 }).toBe("gone");
   });
 
   it("works with the reference server (@modelcontextprotocol/server-everything): list, call, image", async () => {

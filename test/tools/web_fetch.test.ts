@@ -1,3 +1,4 @@
+import { EventEmitter, once } from "node:events";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -35,6 +36,8 @@ let server: Server;
 let port: number;
 let hits: Record<string, number> = {};
 let hugeSent = 0;
+/** Emits a page's path once its whole body is written. */
+const served = new EventEmitter();
 
 function route(path: string, res: ServerResponse): void {
   switch (path) {
@@ -86,6 +89,28 @@ function route(path: string, res: ServerResponse): void {
         `<html><head><title>Big</title></head><body><article><h1>FIRST-HEADING</h1>${paragraph.repeat(count)}<p>LAST-PARAGRAPH</p></article></body></html>`,
       );
     }
+    case "/deep":
+      // Nested 5000 deep: Readability alone would take hours.
+      res.writeHead(200, { "content-type": "text/html" });
+      return void res.end(`<html><body>${"<div>".repeat(5000)}deep${"</div>".repeat(5000)}</body></html>`);
+    case "/unclosed":
+      // A million unclosed tags: the parser alone would take minutes.
+      res.writeHead(200, { "content-type": "text/html" });
+      return void res.end("<b>".repeat(1_000_000));
+    case "/tangled": {
+      // Under every cap, 2 M characters nested 250 deep: extracting it takes tens of seconds.
+      res.writeHead(200, { "content-type": "text/html" });
+      const unit = `${"<div>".repeat(250)}<p>some words, and more</p>${"</div>".repeat(250)}`;
+      res.end(`<html><body>${unit.repeat(Math.floor((2 * 1024 * 1024) / unit.length))}</body></html>`);
+      return void res.once("finish", () => served.emit("tangled"));
+    }
+    case "/tagless":
+      // 10 MB of words without a tag, as HTML.
+      res.writeHead(200, { "content-type": "text/html" });
+      return void res.end("words without markup ".repeat(500_000));
+    case "/fragment":
+      res.writeHead(200, { "content-type": "text/html" });
+      return void res.end("<p>only a FRAGMENT</p>");
     case "/slow":
       // Headers never come: the call's timeout ends it.
       return;
@@ -300,6 +325,50 @@ describe("web_fetch", () => {
     const err = errorOf((await call(web_fetch, { url: site("/slow"), timeout_ms: 1000 }, s)).envelope, "timeout");
     expect(err).toMatch(/did not answer within 1000 ms/);
     expect(Date.now() - started).toBeLessThan(5000);
+    await s.close();
+  });
+
+  it("refuses a page nested deeper than 512 levels, or a million unclosed tags, at once and saying why", async () => {
+    const s = session();
+    for (const page of ["/deep", "/unclosed"]) {
+      const err = errorOf((await call(web_fetch, { url: site(page) }, s)).envelope, "too_large");
+      expect(err).toMatch(/nests its elements (5002|over 1024) deep, deeper than web_fetch reduces \(512 levels/);
+      expect(err).toMatch(/format "html" returns it/);
+    }
+    // The raw page is still there for whoever wants it.
+    expect((await fetchOk(s, { url: site("/deep"), format: "html" })).content).toContain("deep");
+    await s.close();
+  });
+
+  it("stops an extraction at the call's timeout_ms, and serves other calls while one extracts", async () => {
+    const s = session();
+    const events: string[] = [];
+    // The download is quick; extracting takes tens of seconds, in a worker thread.
+    const controller = new AbortController();
+    const cancelled = call(web_fetch, { url: site("/tangled"), timeout_ms: 60_000 }, s, { signal: controller.signal });
+    void cancelled.then(() => events.push("cancelled done"));
+    await once(served, "tangled");
+    // The page is down and being extracted. Another call is answered meanwhile…
+    const quick = await fetchOk(s, { url: site("/article") });
+    events.push("quick done");
+    expect(quick.content).toContain("# How tides work");
+    // …and a cancel stops an extraction.
+    controller.abort();
+    const { envelope } = await cancelled;
+    expect(envelope.metadata.error_code).toBe("aborted");
+    expect(events).toEqual(["quick done", "cancelled done"]);
+    // A short timeout_ms bounds the extraction too: it fails with a clear timeout.
+    const bounded = errorOf((await call(web_fetch, { url: site("/tangled"), timeout_ms: 1500 }, s)).envelope, "timeout");
+    expect(bounded).toMatch(/Extracting the main content of .*\/tangled took longer than \d+ ms .*timeout_ms.*format "html" returns it/);
+    await s.close();
+  }, 60_000);
+
+  it("extracts a 10 MB body without tags, and a fragment without <html>, as text", async () => {
+    const s = session();
+    const tagless = await fetchOk(s, { url: site("/tagless") });
+    expect(tagless.cut).toBe(true);
+    expect(tagless.content.startsWith("words without markup words")).toBe(true);
+    expect((await fetchOk(s, { url: site("/fragment") })).content).toBe("only a FRAGMENT");
     await s.close();
   });
 

@@ -1,0 +1,187 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import * as fsp from "node:fs/promises";
+import { PassThrough } from "node:stream";
+import type { StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import treeKill from "tree-kill";
+
+// A stdio MCP server's process, from spawn to the end of its whole tree. The SDK's
+// StdioClientTransport spawns the server in toolhost's own process group and hands out its pid
+// only while it runs, so a server that missed the start-up timeout was never killed (its pid was
+// unknown by then), and a child it left behind when it exited on SIGTERM was an orphan no walk
+// from its pid could find. Here the server leads a process group of its own, tracked from spawn:
+// closing signals the group (SIGTERM, SIGKILL after the grace period) plus any descendant that
+// left it, and an `exit` hook SIGKILLs every group still running when toolhost exits.
+
+/** Process groups of stdio servers not yet stopped: SIGKILLed when toolhost exits without closing them. */
+const running = new Set<number>();
+let exitHook = false;
+
+function track(pid: number): void {
+  running.add(pid);
+  if (exitHook) return;
+  exitHook = true;
+  process.once("exit", () => {
+    for (const group of running) signal(group, "SIGKILL");
+  });
+}
+
+const GROUPS = process.platform !== "win32";
+
+/** Signals the server's process group (its pid), or the process alone where there are no groups. */
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(GROUPS ? -pid : pid, sig);
+  } catch {
+    // ESRCH: already gone.
+  }
+}
+
+/**
+ * Whether the group still has a member that is not a zombie (orphans wait for a reaper that may
+ * never come in a container; on Linux /proc tells them apart).
+ */
+async function groupAlive(pid: number): Promise<boolean> {
+  try {
+    process.kill(GROUPS ? -pid : pid, 0);
+  } catch {
+    return false;
+  }
+  if (process.platform !== "linux") return true;
+  const entries = await fsp.readdir("/proc").catch(() => null);
+  if (!entries) return true;
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await fsp.readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
+    // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(fields[2]) === pid && fields[0] !== "Z") return true;
+  }
+  return false;
+}
+
+/**
+ * Ends a server's whole tree: the group is frozen while tree-kill walks the tree for descendants
+ * that left it (none can exit or be re-parented meanwhile), then the group gets SIGTERM and runs
+ * again; SIGKILL to both once `graceMs` pass with a member still alive. Resolves when none is.
+ */
+async function stopTree(pid: number, leaderRunning: boolean, graceMs: number): Promise<void> {
+  if (leaderRunning && GROUPS) {
+    signal(pid, "SIGSTOP");
+    await new Promise<void>((resolve) => {
+      // If the walk (ps) hangs, the group must not stay frozen.
+      const fallback = setTimeout(resolve, 1000);
+      treeKill(pid, "SIGTERM", () => (clearTimeout(fallback), resolve()));
+    });
+    signal(pid, "SIGTERM");
+    signal(pid, "SIGCONT");
+  } else if (leaderRunning) {
+    await new Promise<void>((resolve) => treeKill(pid, "SIGTERM", () => resolve()));
+  } else {
+    signal(pid, "SIGTERM");
+  }
+  // Timers not unref'd: a CLI waiting only on this (toolhost mcp list) must not exit before the tree is gone.
+  const deadline = performance.now() + graceMs;
+  while ((await groupAlive(pid)) && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+  if (!(await groupAlive(pid))) return;
+  signal(pid, "SIGKILL");
+  if (leaderRunning) await new Promise<void>((resolve) => treeKill(pid, "SIGKILL", () => resolve()));
+  const killed = performance.now() + 2000;
+  while ((await groupAlive(pid)) && performance.now() < killed) await new Promise((resolve) => setTimeout(resolve, 25));
+}
+
+/** The MCP client transport for a stdio server: the SDK's StdioClientTransport, with the process handled as above. */
+export class StdioProcessTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private child: ChildProcess | undefined;
+  private readonly buffer = new ReadBuffer();
+  private readonly stderrStream = new PassThrough();
+  private stopping: Promise<void> | undefined;
+  /** The server's pid (its process group's id), from spawn on. */
+  pid: number | null = null;
+
+  constructor(
+    private readonly params: StdioServerParameters,
+    private readonly graceMs = 1500,
+  ) {}
+
+  /** The server's stderr, available before `start()`. */
+  get stderr(): PassThrough {
+    return this.stderrStream;
+  }
+
+  start(): Promise<void> {
+    if (this.child) throw new Error("the stdio transport is already started");
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.params.command, this.params.args ?? [], {
+        env: this.params.env,
+        cwd: this.params.cwd,
+        stdio: ["pipe", "pipe", "pipe"],
+        detached: GROUPS,
+        windowsHide: true,
+      });
+      this.child = child;
+      if (child.pid !== undefined) {
+        this.pid = child.pid;
+        track(child.pid);
+      }
+      child.on("error", (error) => {
+        reject(error);
+        this.onerror?.(error);
+      });
+      child.on("spawn", () => resolve());
+      child.on("close", () => {
+        this.child = undefined;
+        this.onclose?.();
+      });
+      child.stdin?.on("error", (error) => this.onerror?.(error));
+      child.stdout?.on("data", (chunk: Buffer) => {
+        this.buffer.append(chunk);
+        for (;;) {
+          let message: JSONRPCMessage | null;
+          try {
+            message = this.buffer.readMessage();
+          } catch (error) {
+            this.onerror?.(error as Error);
+            continue;
+          }
+          if (message === null) break;
+          this.onmessage?.(message);
+        }
+      });
+      child.stdout?.on("error", (error) => this.onerror?.(error));
+      child.stderr?.pipe(this.stderrStream);
+    });
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve) => {
+      const stdin = this.child?.stdin;
+      if (!stdin) throw new Error("Not connected");
+      if (stdin.write(serializeMessage(message))) resolve();
+      else stdin.once("drain", resolve);
+    });
+  }
+
+  /** Stops the server with its whole process tree (see stopTree); resolves once it is gone. */
+  close(): Promise<void> {
+    return (this.stopping ??= this.stop());
+  }
+
+  private async stop(): Promise<void> {
+    const child = this.child;
+    const pid = this.pid;
+    this.buffer.clear();
+    if (pid === null) return;
+    try {
+      child?.stdin?.end();
+    } catch {}
+    await stopTree(pid, child !== undefined && child.exitCode === null && child.signalCode === null, this.graceMs);
+    running.delete(pid);
+  }
+}
