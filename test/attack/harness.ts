@@ -5,7 +5,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startFakeOpenAI, type FakeToolCall } from "../fixtures/fake-openai.mjs";
+import { startFakeOpenAI, type FakeBody, type FakeToolCall } from "../fixtures/fake-openai.mjs";
 
 // The attack corpus's stage (issue 11, widened by issue 20): a model (a local fake server) attacks
 // from inside a `toolhost run`, and each attack is judged by its effect — a file outside the
@@ -103,6 +103,8 @@ export interface AttackOptions {
 }
 
 export interface AttackResult {
+  /** The requests' bodies, as the fake model got them. */
+  bodies: FakeBody[];
   code: number | null;
   stderr: string;
   stdout: string;
@@ -154,7 +156,7 @@ export async function attack(s: Stage, calls: FakeToolCall[], options: AttackOpt
     const env = stageEnv(s, fake.url, options.env);
     const { code, stdout, stderr } = await runCliAs(s, ["run", "--mode", options.mode ?? "full", "--cwd", s.ws, "do it"], env);
     const toModel = fake.requests.map((r) => JSON.stringify(r.body)).join("\n");
-    return { code, stdout, stderr, toModel };
+    return { bodies: fake.requests.map((r) => r.body), code, stdout, stderr, toModel };
   } finally {
     await fake.close();
   }
@@ -179,4 +181,10 @@ export async function expectNothingLanded(s: Stage, result: AttackResult): Promi
   for (const name of [".ssh", "victim.txt"]) if (!listing.includes(name)) problems.push(`${name} is gone from the home`);
   if (result.toModel.includes(SECRET)) problems.push("the secret reached the model");
   return problems;
+}
+
+/** The tool results the model was sent, in call order (the last request holds them all). */
+export function toolResults(result: AttackResult): string[] {
+  const messages = result.bodies.at(-1)?.messages ?? [];
+  return messages.filter((m) => m.role === "tool").map((m) => JSON.stringify(m.content));
 }

@@ -3,7 +3,7 @@ import net from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { FakeToolCall } from "../fixtures/fake-openai.mjs";
-import { attack, bash, bwrapInstalled, expectNothingLanded, SECRET, stage, USERS, type Stage } from "./harness.js";
+import { attack, bash, toolResults, bwrapInstalled, expectNothingLanded, SECRET, stage, USERS, type Stage } from "./harness.js";
 
 // Issue 20, classes 3 and 4. Secrets stay outside the sandbox: the agent's own environment (the
 // provider keys), toolhost's home (its config and every project's transcripts), histories,
@@ -117,12 +117,16 @@ describe.concurrent.each(USERS)("issue 20, classes 3 and 4, as $name", { timeout
     }
   });
 
-  it.each(SECRET_READS)("$name: no secret reaches the model", async ({ calls }) => {
+  // One run with every read: a tool result that holds a secret names the read that got it.
+  it("no secret reaches the model, by any of the reads", async () => {
     const s = await stage(user);
     try {
       await plantSecrets(s);
+      const calls = SECRET_READS.flatMap((r) => r.calls);
       const result = await attack(s, calls, { env: ENV_SECRETS });
       expect(result.code, result.stderr).toBe(0);
+      const leaks = toolResults(result).flatMap((text, i) => (text.includes(SECRET) ? [SECRET_READS[i]?.name] : []));
+      expect(leaks).toEqual([]);
       expect(await expectNothingLanded(s, result)).toEqual([]);
     } finally {
       await s.close();
