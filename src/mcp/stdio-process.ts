@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import * as fsp from "node:fs/promises";
 import { PassThrough } from "node:stream";
 import type { StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import treeKill from "tree-kill";
+import { groupHasLiveMembers } from "../runtime/process-groups.js";
 
 // A stdio MCP server's process, from spawn to the end of its whole tree. The SDK's
 // StdioClientTransport spawns the server in toolhost's own process group and hands out its pid
@@ -39,27 +39,15 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-/**
- * Whether the group still has a member that is not a zombie (orphans wait for a reaper that may
- * never come in a container; on Linux /proc tells them apart).
- */
+/** Whether the server's group (or, where there are no groups, the server) still has a live member. */
 async function groupAlive(pid: number): Promise<boolean> {
+  if (GROUPS) return groupHasLiveMembers(pid);
   try {
-    process.kill(GROUPS ? -pid : pid, 0);
+    process.kill(pid, 0);
+    return true;
   } catch {
     return false;
   }
-  if (process.platform !== "linux") return true;
-  const entries = await fsp.readdir("/proc").catch(() => null);
-  if (!entries) return true;
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await fsp.readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
-    // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[2]) === pid && fields[0] !== "Z") return true;
-  }
-  return false;
 }
 
 /**

@@ -8,6 +8,7 @@ import type { ShellResult, SidecarWriter } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
 import { utf8HeadEnd, utf8TailStart } from "../../tool/truncate.js";
 import type { ShellBackend, ShellSpawnOptions } from "./backend.js";
+import { groupExists, groupHasLiveMembers } from "../process-groups.js";
 
 export interface LocalShellOptions {
   /** How long a killed tree gets between SIGTERM and SIGKILL (default 2 s). */
@@ -326,7 +327,7 @@ class Run {
       treeKill(pid, "SIGTERM", release);
     }
     this.escalateTimer = setTimeout(() => {
-      if (!groupAlive(pid) && this.exit !== null) return;
+      if (!groupExists(pid) && this.exit !== null) return;
       signalGroup(pid, "SIGKILL");
       if (this.exit === null) treeKill(pid, "SIGKILL", () => undefined);
     }, this.config.killGraceMs);
@@ -348,7 +349,7 @@ class Run {
     // never sees a result while the processes it ended are still running.
     if (this.killing) {
       await waitForGroupExit(this.pid, this.config.killGraceMs + 500);
-      if (!groupAlive(this.pid)) clearTimeout(this.escalateTimer);
+      if (!groupExists(this.pid)) clearTimeout(this.escalateTimer);
     }
     await this.sidecarOpening;
     while (this.pumping) await this.pumping;
@@ -399,34 +400,6 @@ function leaderExited(pid: number): boolean {
   } catch {
     return true;
   }
-}
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Whether the group still has a member that is not a zombie. kill(-pgid, 0) alone also sees
- * zombies, which stay around under an init that does not reap; on Linux /proc tells them apart.
- */
-async function groupHasLiveMembers(pgid: number): Promise<boolean> {
-  if (!groupAlive(pgid)) return false;
-  if (process.platform !== "linux") return true;
-  const entries = await fsp.readdir("/proc").catch(() => null);
-  if (!entries) return true;
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await fsp.readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
-    // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[2]) === pgid && fields[0] !== "Z") return true;
-  }
-  return false;
 }
 
 /** Resolves once the group has no live member, or after `limitMs`. */
