@@ -1,7 +1,7 @@
 import type { LanguageModelV3CallOptions, LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { APICallError } from "ai";
 import { MockLanguageModelV3, convertArrayToReadableStream } from "ai/test";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { History } from "../../src/agent/history.js";
 import { batches, resultText, runModelTurn } from "../../src/agent/loop.js";
@@ -343,6 +343,8 @@ describe("the model turn loop", () => {
 
   it("cancellation aborts the stream; a call whose arguments never completed was never announced", async () => {
     let streamAborted = false;
+    let started = () => {};
+    const streaming = new Promise<void>((resolve) => (started = resolve));
     const model = scripted([
       ({ abortSignal }) =>
         new ReadableStream<Part>({
@@ -352,12 +354,13 @@ describe("the model turn loop", () => {
               streamAborted = true;
               c.error(abortSignal.reason);
             });
+            started();
           },
         }),
     ]);
     const observer = recorder();
     const turn = runModelTurn(options(model), observer);
-    await new Promise((r) => setTimeout(r, 50));
+    await streaming;
     controller.abort(new Error("Cancelled by the user"));
     expect(await turn).toEqual({ stopReason: "cancelled" });
     expect(streamAborted).toBe(true);
@@ -367,7 +370,7 @@ describe("the model turn loop", () => {
   it("cancellation during a backoff ends the turn at once", async () => {
     const model = scripted([httpError(500), [...text("late")]]);
     const turn = runModelTurn(options(model, { retry: { retries: 3, baseDelayMs: 10_000, maxDelayMs: 10_000 } }), recorder());
-    await new Promise((r) => setTimeout(r, 30));
+    await vi.waitUntil(() => model.doStreamCalls.length === 1, { timeout: 20_000 });
     controller.abort();
     expect(await turn).toEqual({ stopReason: "cancelled" });
     expect(model.doStreamCalls).toHaveLength(1);

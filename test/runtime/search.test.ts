@@ -147,7 +147,7 @@ describe("RipgrepSearch", () => {
     const started = Date.now();
     controller.abort();
     expect((await pending).code).toBe("aborted");
-    expect(Date.now() - started).toBeLessThan(1500);
+    expect(Date.now() - started).toBeLessThan(5000);
     await waitFor(() => !rgRunningOn(name));
   });
 

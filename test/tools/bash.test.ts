@@ -1,6 +1,6 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import bash, { BASH_LIVE_OUTPUT_CHARS, bashTitle, type BashResult } from "../../src/tools/bash.js";
 import type { ToolEvent } from "../../src/tool/context.js";
 import { call, diskWorkspace, errorOf, output, sleepMarker, survivors, useWorkspace } from "../helpers.js";
@@ -114,8 +114,7 @@ describe("bash", () => {
     const ac = new AbortController();
     const pending = call(bash, { command: `bash -c 'sleep ${m} & sleep ${m}; wait'` }, ws.session, { signal: ac.signal });
     // The inner bash and its two sleeps.
-    for (let i = 0; i < 50 && (await survivors(m)).length < 3; i++) await new Promise((r) => setTimeout(r, 20));
-    expect(await survivors(m)).toHaveLength(3);
+    await vi.waitUntil(async () => (await survivors(m)).length === 3, { timeout: 20_000, interval: 20 });
     ac.abort();
     const { envelope } = await pending;
     const data = output<BashResult>(envelope);
