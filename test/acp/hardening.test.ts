@@ -182,6 +182,24 @@ describe("slash command friction", () => {
 });
 
 describe("permission rules at session start", () => {
+  it('a bad "model" next to a deny rule: the editor is told the key, and the rule holds (issue 21)', async () => {
+    const home = await tempDir({
+      "config.json": JSON.stringify({ model: 42, permissions: [{ permission: "bash", pattern: "rm *", action: "deny" }] }),
+    });
+    try {
+      await fsp.writeFile(path.join(t.ws, "keep"), "k");
+      const { h, sessionId } = await start({ env: { TOOLHOST_HOME: home } });
+      await h.waitFor(() => /"model" is ignored/.test(messageText(h, sessionId)));
+      await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+      await prompt(h, sessionId, "/bash rm keep");
+      const call = h.updatesOf(sessionId, "tool_call")[0]!;
+      expect(lastUpdate(h, sessionId, call.toolCallId).status).toBe("failed");
+      await expect(fsp.stat(path.join(t.ws, "keep"))).resolves.toBeTruthy();
+    } finally {
+      await fsp.rm(home, { recursive: true, force: true });
+    }
+  });
+
   it("says which rules of the user config were left out, and keeps serving", async () => {
     const home = await tempDir({
       "config.json": JSON.stringify({

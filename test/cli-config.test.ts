@@ -1,0 +1,70 @@
+import * as fsp from "node:fs/promises";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runCli } from "./cli-harness.js";
+import { tempDir } from "./helpers.js";
+
+// A broken ~/.toolhost/config.json through the built CLI (issue 21 item 1): a bad key is reported
+// and falls back to its default; the permission rules hold, and what cannot be read fails closed.
+
+let ws: string;
+let home: string;
+
+beforeEach(async () => {
+  ws = await tempDir({ x: "x\n" });
+  home = await tempDir();
+});
+afterEach(async () => {
+  for (const dir of [ws, home]) await fsp.rm(dir, { recursive: true, force: true });
+});
+
+function toolhost(args: string[]) {
+  const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home };
+  delete env.TOOLHOST_PROFILE;
+  return runCli(args, { cwd: ws, env });
+}
+const writeConfig = (config: unknown) => fsp.writeFile(`${home}/config.json`, typeof config === "string" ? config : JSON.stringify(config));
+const DENY_RM = { permission: "bash", pattern: "rm *", action: "deny" };
+
+describe("a broken user config (issue 21)", () => {
+  it('"model": 42 next to a deny rule: the rule holds and stderr names the bad key', async () => {
+    await writeConfig({ model: 42, permissions: [DENY_RM] });
+    const ran = await toolhost(["call", "bash", '{"command":"rm x"}', "--mode", "full"]);
+    expect(ran.code).toBe(1);
+    expect(JSON.parse(ran.stdout)).toMatchObject({ metadata: { error_code: "permission_denied" } });
+    expect(ran.stderr).toMatch(/config\.json: "model" is ignored \(no model from the file\): Invalid input: expected string/);
+    await expect(fsp.stat(`${ws}/x`)).resolves.toBeTruthy();
+  });
+
+  it('"sandbox": "of" is reported and the sandbox stays on; the rules hold', async () => {
+    await writeConfig({ sandbox: "of", permissions: [DENY_RM] });
+    const ran = await toolhost(["call", "bash", '{"command":"rm x"}', "--mode", "full"]);
+    expect(JSON.parse(ran.stdout).metadata.error_code).toBe("permission_denied");
+    expect(ran.stderr).toMatch(/"sandbox" is ignored \(the sandbox stays on.*\): must be "on", "off"/);
+  });
+
+  it("invalid JSON fails closed: every call asks (headless: refused), and says so", async () => {
+    await writeConfig('{"permissions": [{"permission": "bash", "pattern": "rm *", "action": "deny"},]}');
+    const ran = await toolhost(["call", "bash", '{"command":"echo hi"}', "--mode", "full"]);
+    expect(ran.code).toBe(1);
+    expect(JSON.parse(ran.stdout).error_text).toMatch(/needs approval.*fail closed/);
+    expect(ran.stderr).toMatch(/config\.json: not valid JSON/);
+    expect(ran.stderr).toMatch(/every call asks \(fail closed\)/);
+  });
+
+  it("a malformed deny entry makes its tool ask; a valid allow of another tool still holds", async () => {
+    await writeConfig({
+      permissions: [
+        { permission: "bash", pattern: "rm *", action: "Deny" },
+        { permission: "bash", pattern: "echo *", action: "allow" },
+        { permission: "write", pattern: "*", action: "deny" },
+      ],
+    });
+    const echo = await toolhost(["call", "bash", '{"command":"echo hi"}', "--mode", "full"]);
+    expect(JSON.parse(echo.stdout).error_text).toMatch(/fail closed: permissions\[0\] could not be read/);
+    expect(echo.stderr).toMatch(/permissions\[0\].*until it is fixed every bash call asks/);
+    const write = await toolhost(["call", "write", '{"path":"y","content":"y"}', "--mode", "full"]);
+    expect(JSON.parse(write.stdout).error_text).toMatch(/refused by a permission rule.*deny write/);
+    const read = await toolhost(["call", "read", '{"path":"x"}']);
+    expect(read.code).toBe(0);
+  });
+});
