@@ -1,5 +1,7 @@
 import * as fsp from "node:fs/promises";
+import os from "node:os";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describeSandbox } from "../src/runtime/shell/session-sandbox.js";
 import { runCli } from "./cli-harness.js";
 import { tempDir } from "./helpers.js";
 
@@ -66,5 +68,36 @@ describe("a broken user config (issue 21)", () => {
     expect(JSON.parse(write.stdout).error_text).toMatch(/refused by a permission rule.*deny write/);
     const read = await toolhost(["call", "read", '{"path":"x"}']);
     expect(read.code).toBe(0);
+  });
+});
+
+describe("the workspace folder (issue 21)", () => {
+  it("call, run and policy refuse / and system folders as --cwd", async () => {
+    for (const args of [
+      ["call", "read", '{"path":"x"}', "--cwd", "/"],
+      ["run", "hi", "--cwd", "/usr"],
+      ["policy", "list", "--cwd", "/etc"],
+    ]) {
+      const ran = await toolhost(args);
+      expect(ran.code, args.join(" ")).toBe(2);
+      expect(ran.stderr).toMatch(/--cwd \/\S* is (the root of the file system|a system folder), which cannot be a workspace/);
+    }
+  });
+
+  it("the home folder needs --allow-home, and then every command asks (headless: refused)", async () => {
+    const run = (args: string[]) => runCli(args, { cwd: ws, env: { ...process.env, TOOLHOST_HOME: home, HOME: ws } });
+    const refused = await run(["call", "bash", '{"command":"touch y"}', "--cwd", ws]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/is your home folder.*Run it in a project folder, or pass --allow-home/);
+    const allowed = await run(["call", "bash", '{"command":"touch y"}', "--cwd", ws, "--allow-home"]);
+    expect(JSON.parse(allowed.stdout).error_text).toMatch(/needs approval.*the workspace is your whole home folder/);
+    await expect(fsp.stat(`${ws}/y`)).rejects.toThrow();
+    expect((await run(["call", "read", '{"path":"x"}', "--cwd", ws, "--allow-home"])).code).toBe(0);
+  });
+
+  it("the sandbox's description says when the workspace covers the home folder", () => {
+    const state = { active: true, off: false };
+    expect(describeSandbox(state, 1000, [os.homedir()])).toMatch(/covers your whole home folder, so all of it is writable/);
+    expect(describeSandbox(state, 1000, [ws])).not.toMatch(/home folder/);
   });
 });

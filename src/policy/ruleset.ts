@@ -5,6 +5,7 @@ import * as z from "zod";
 import { projectConfigPath } from "../config/project-permissions.js";
 import { readConfigTextSync } from "../config/safe-read.js";
 import { loadUserConfig } from "../config/schema.js";
+import { isHomeFolder } from "../config/workspace.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import type { PolicyCall } from "./call.js";
 import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
@@ -322,6 +323,24 @@ function readProjectRules(project: string): { rules: SourcedRule[]; problems: st
   return parseRules((json as { permissions?: unknown }).permissions, "project", file);
 }
 
+/** The reason a session in the home folder asks before every change and command. */
+export const HOME_WORKSPACE = "the workspace is your whole home folder";
+
+/**
+ * A session whose workspace is the home folder itself: every file change and every command asks,
+ * whatever an allow rule or the mode says (an "always" answer still holds); deny rules still deny.
+ */
+function homeWorkspaceRules(dir: string): SourcedRule[] {
+  if (!isHomeFolder(dir)) return [];
+  return ["fs.write", "shell.run"].map((permission) => ({
+    permission,
+    pattern: "*",
+    action: "ask" as const,
+    source: "manifest" as const,
+    failClosed: HOME_WORKSPACE,
+  }));
+}
+
 interface RuleSources {
   /** The active profile's `permissions` and its profile.json. */
   manifest: { rules: readonly PermissionRule[]; file?: string };
@@ -352,7 +371,7 @@ export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problem
     : parseRules(userConfig.config.permissions, "user", userConfig.path);
   const project = sources.project.trusted ? readProjectRules(sources.project.dir) : { rules: [], problems: [] };
   return {
-    rules: [...manifest, ...user.rules, ...project.rules],
+    rules: [...manifest, ...user.rules, ...project.rules, ...homeWorkspaceRules(sources.project.dir)],
     problems: [...user.problems, ...project.problems],
   };
 }

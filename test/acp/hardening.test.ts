@@ -219,3 +219,32 @@ describe("permission rules at session start", () => {
     }
   });
 });
+
+describe("the workspace folder (issue 21)", () => {
+  it("refuses / and system folders as cwd or additional directory, before and after the SDK loads", async () => {
+    t.h = new Harness();
+    await t.h.initialize();
+    const h = t.h;
+    await expect(h.agent.request("session/new", { cwd: "/", mcpServers: [] })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/root of the file system/),
+    });
+    await expect(h.agent.request("session/new", { cwd: t.ws, additionalDirectories: ["/usr"], mcpServers: [] })).rejects.toMatchObject({
+      code: -32602,
+    });
+    await h.newSession(t.ws);
+    await expect(h.agent.request("session/new", { cwd: "/etc", mcpServers: [] })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/\/etc is a system folder/),
+    });
+  });
+
+  it("the home folder itself is accepted, said at start, and every command asks whatever the mode", async () => {
+    const { h, sessionId } = await start({ env: { HOME: t.ws } });
+    await h.waitFor(() => messageText(h, sessionId).includes("whole home folder"));
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    await prompt(h, sessionId, "/bash touch made-here");
+    expect(h.permissionRequests).toHaveLength(1);
+    await expect(fsp.stat(path.join(t.ws, "made-here"))).rejects.toThrow();
+  });
+});
