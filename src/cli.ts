@@ -10,6 +10,7 @@ Usage:
   toolhost call <tool> '<json args>' [--cwd DIR] [--mode MODE] [--allow-home]
                                                  run one tool call through the session's policy, print its envelope
   toolhost skills [--json] [--cwd DIR]           list a session's skills, where each came from, shadowing, problems
+  toolhost agents [--json] [--cwd DIR]           list the agents task may run, where each came from, bad files (exit 1)
   toolhost policy explain <tool> '<json args>' [--cwd DIR] [--mode MODE] [--json]
                                                  what the policy decides about one call, and which rule wins
   toolhost policy list [--cwd DIR] [--json]      the permission rules in force, with their sources
@@ -132,6 +133,12 @@ async function main(argv: string[]): Promise<number> {
       const out = guardStdout();
       const { runSkills } = await import("./commands/skills.js");
       return thenExit(runSkills({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
+    }
+    case "agents": {
+      const { values } = parse(rest, { json: { type: "boolean" }, cwd: { type: "string" } });
+      const out = guardStdout();
+      const { runAgents } = await import("./commands/agents.js");
+      return thenExit(runAgents({ json: values.json ?? false, cwd: values.cwd, out }), out);
     }
     case "call": {
       const parsed = parse(rest, { ...WORKSPACE_OPTIONS, mode: { type: "string" } }, 2);

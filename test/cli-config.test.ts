@@ -101,3 +101,43 @@ describe("the workspace folder (issue 21)", () => {
     expect(describeSandbox(state, 1000, [ws])).not.toMatch(/home folder/);
   });
 });
+
+describe("toolhost doctor and toolhost agents (issue 21)", () => {
+  const run = (args: string[], extra: NodeJS.ProcessEnv = {}) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, ...extra };
+    for (const name of ["TOOLHOST_PROFILE", "TOOLHOST_MODEL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"])
+      if (!(name in extra)) delete env[name];
+    return runCli(args, { cwd: ws, env, timeout: 20_000 });
+  };
+
+  it("doctor names invalid rules, bad agent files and a missing model; invalid JSON once", async () => {
+    await writeConfig({ permissions: [DENY_RM, { permission: "bash", action: "nope" }] });
+    await fsp.mkdir(`${home}/agents`);
+    await fsp.writeFile(`${home}/agents/bad.md`, "---\nname: bad\n---\nNo description.\n");
+    const doctor = await run(["doctor"]);
+    expect(doctor.code).toBe(1);
+    expect(doctor.stdout).toMatch(/permissions\[1\] .*"nope"/);
+    expect(doctor.stdout).toMatch(/agents\/bad\.md: `description` .* is missing/);
+    expect(doctor.stdout).toMatch(/no model is configured.*set TOOLHOST_MODEL=provider\/model/);
+    const keyless = await run(["doctor"], { TOOLHOST_MODEL: "anthropic/claude-sonnet-4-5" });
+    expect(keyless.stdout).toMatch(/model anthropic\/claude-sonnet-4-5 needs an API key: set ANTHROPIC_API_KEY/);
+
+    await writeConfig("{ not json");
+    const invalid = await run(["doctor"], { TOOLHOST_MODEL: "ollama/qwen3" });
+    expect(invalid.stdout.match(/not valid JSON/g)).toHaveLength(1);
+  });
+
+  it("toolhost agents lists the agents with their source and the bad files", async () => {
+    await fsp.mkdir(`${home}/agents`);
+    await fsp.writeFile(`${home}/agents/reviewer.md`, "---\nname: reviewer\ndescription: Reviews a change.\n---\nReview.\n");
+    await fsp.writeFile(`${home}/agents/bad.md`, "no front matter\n");
+    const text = await run(["agents"]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/^general-purpose .*\[builtin\]$/m);
+    expect(text.stdout).toMatch(/^reviewer +Reviews a change\. +\[.*agents\/reviewer\.md\]$/m);
+    expect(text.stdout).toMatch(/problems \(these files are left out\):\n {2}.*agents\/bad\.md: /);
+    const json = JSON.parse((await run(["agents", "--json", "--cwd", ws])).stdout);
+    expect(json.agents.map((a: { name: string }) => a.name)).toEqual(["general-purpose", "reviewer"]);
+    expect(json.problems).toHaveLength(1);
+  });
+});
