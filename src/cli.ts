@@ -7,9 +7,10 @@ const USAGE = `toolhost — an ACP agent and tool-plugin host
 Usage:
   toolhost                                       serve the Agent Client Protocol on stdin/stdout
   toolhost tools [--json] [--cwd DIR]            list a session's tools, where each came from, load problems
-  toolhost call <tool> '<json args>' [--cwd DIR] [--mode MODE]
+  toolhost call <tool> '<json args>' [--cwd DIR] [--mode MODE] [--allow-home]
                                                  run one tool call through the session's policy, print its envelope
   toolhost skills [--json] [--cwd DIR]           list a session's skills, where each came from, shadowing, problems
+  toolhost agents [--json] [--cwd DIR]           list the agents task may run, where each came from, bad files (exit 1)
   toolhost policy explain <tool> '<json args>' [--cwd DIR] [--mode MODE] [--json]
                                                  what the policy decides about one call, and which rule wins
   toolhost policy list [--cwd DIR] [--json]      the permission rules in force, with their sources
@@ -26,6 +27,8 @@ Usage:
   toolhost --version | --help
 
 tools, skills, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
+call, run and policy refuse / and the system folders as the workspace, and the home folder itself
+unless --allow-home (then every change and command needs approval, so headless they are refused).
 call runs in mode full (typing the command approves that one call) unless --mode says read-only,
 ask or accept-edits; what the policy denies stays denied, and a call that needs approval is refused.
 Exit codes of call: 0 output envelope, 1 error envelope, 2 bad usage.
@@ -41,6 +44,23 @@ function fail(message: string): never {
 }
 
 const SESSION_OPTIONS = { cwd: { type: "string" }, profile: { type: "string" } } as const;
+/** The options of a command that runs tools in a workspace: call, run, policy. */
+const WORKSPACE_OPTIONS = { ...SESSION_OPTIONS, "allow-home": { type: "boolean" } } as const;
+
+/**
+ * A command that runs tools refuses `/` and the system folders as its workspace, and the home
+ * folder itself unless --allow-home says so (then every change and command asks: refused headless).
+ */
+async function checkWorkspace(values: { cwd?: string; "allow-home"?: boolean }): Promise<void> {
+  const { isHomeFolder, systemFolderProblem } = await import("./config/workspace.js");
+  const dir = values.cwd ?? process.cwd();
+  const problem = systemFolderProblem(dir, values.cwd === undefined ? "the current folder" : "--cwd");
+  if (problem) fail(problem);
+  if (isHomeFolder(dir) && !values["allow-home"])
+    fail(
+      `${values.cwd === undefined ? "the current folder" : "--cwd"} ${dir} is your home folder: as a workspace, all of it would be writable to tools and commands. Run it in a project folder, or pass --allow-home (every change and command then needs approval)`,
+    );
+}
 const MODES = ["read-only", "ask", "accept-edits", "full"];
 
 function checkMode(mode: string): void {
@@ -114,8 +134,15 @@ async function main(argv: string[]): Promise<number> {
       const { runSkills } = await import("./commands/skills.js");
       return thenExit(runSkills({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
     }
+    case "agents": {
+      const { values } = parse(rest, { json: { type: "boolean" }, cwd: { type: "string" } });
+      const out = guardStdout();
+      const { runAgents } = await import("./commands/agents.js");
+      return thenExit(runAgents({ json: values.json ?? false, cwd: values.cwd, out }), out);
+    }
     case "call": {
-      const parsed = parse(rest, { ...SESSION_OPTIONS, mode: { type: "string" } }, 2);
+      const parsed = parse(rest, { ...WORKSPACE_OPTIONS, mode: { type: "string" } }, 2);
+      await checkWorkspace(parsed.values);
       const [id, json] = parsed.positionals;
       if (!id) fail("call needs a tool id");
       const args = parseJsonArgs(json);
@@ -127,7 +154,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case "policy": {
       const [sub, ...more] = rest;
-      const parsed = parse(more, { ...SESSION_OPTIONS, mode: { type: "string" }, json: { type: "boolean" } }, sub === "explain" ? 2 : 0);
+      const parsed = parse(more, { ...WORKSPACE_OPTIONS, mode: { type: "string" }, json: { type: "boolean" } }, sub === "explain" ? 2 : 0);
+      await checkWorkspace(parsed.values);
       const mode = parsed.values.mode ?? "full";
       checkMode(mode);
       const out = guardStdout();
@@ -141,7 +169,12 @@ async function main(argv: string[]): Promise<number> {
       return thenExit(runPolicyExplain(id, args, options), out);
     }
     case "run": {
-      const parsed = parse(rest, { ...SESSION_OPTIONS, mode: { type: "string" }, model: { type: "string" }, json: { type: "boolean" } }, 1);
+      const parsed = parse(
+        rest,
+        { ...WORKSPACE_OPTIONS, mode: { type: "string" }, model: { type: "string" }, json: { type: "boolean" } },
+        1,
+      );
+      await checkWorkspace(parsed.values);
       let prompt = parsed.positionals[0];
       if (prompt === undefined) fail('run needs a prompt ("-" reads it from stdin)');
       const mode = parsed.values.mode ?? "ask";

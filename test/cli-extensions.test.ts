@@ -13,7 +13,11 @@ const run = promisify(execFile);
 let home: string;
 let project: string;
 function toolhost(...args: string[]) {
-  return runCli(args, { cwd: project, env: { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" }, timeout: 20_000 });
+  return runCli(args, {
+    cwd: project,
+    env: { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", TOOLHOST_MODEL: "ollama/qwen3" },
+    timeout: 20_000,
+  });
 }
 const put = async (file: string, text: string) => {
   await fsp.mkdir(path.dirname(file), { recursive: true });
@@ -132,8 +136,9 @@ describe("toolhost doctor", () => {
     await put(path.join(home, "profiles/default/tools/locked.ts"), toolFile("bash"));
     const result = await toolhost("doctor");
     expect(result.code).toBe(1);
-    expect(result.stdout).toContain("problems (3):");
-    expect(result.stdout).toMatch(/config\.json: .*Unrecognized key: "colour"/);
+    // The unknown key is reported and ignored; toolDirs still holds, so its missing folder is a problem too.
+    expect(result.stdout).toContain("problems (4):");
+    expect(result.stdout).toMatch(/config\.json: unknown key "colour" \(ignored\)/);
     expect(result.stdout).toContain(`${broken}: failed to import`);
     expect(result.stdout).toContain('"bash" is a locked tool id: an extension cannot take it');
 
@@ -149,7 +154,7 @@ describe("toolhost doctor", () => {
       expect(here).toContain(`\nsandbox network: allowed hosts through the proxy (socat: ${network.socat})\n`);
     }
     // No socat on PATH: the line says what is missing, and the report goes on.
-    const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", PATH: home };
+    const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", TOOLHOST_MODEL: "ollama/qwen3", PATH: home };
     const { stdout } = await run(process.execPath, [CLI, "doctor"], { cwd: project, env, timeout: 20_000 });
     expect(stdout).toContain(
       "\nsandbox network: socat is not installed (apt-get install socat): sandboxed commands get no network, not even to allowed hosts\n",

@@ -19,7 +19,7 @@ beforeAll(async () => {
       permissions: [
         { permission: "bash", pattern: "git push*", action: "deny" },
         { permission: "bash", pattern: "git *", action: "allow" },
-        { permission: "bash", action: "sometimes" },
+        { permission: "bash", pattern: 7, action: "allow" },
       ],
     }),
   });

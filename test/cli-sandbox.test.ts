@@ -15,7 +15,7 @@ let ws: string;
 let bareBin: string;
 
 function toolhost(args: string[], env: Record<string, string> = {}) {
-  const base: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" };
+  const base: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", TOOLHOST_MODEL: "ollama/qwen3" };
   delete base.TOOLHOST_SANDBOX;
   return runCli(args, { cwd: ws, env: { ...base, ...env }, timeout: 20_000 });
 }

@@ -98,6 +98,29 @@ describe("toolhost sessions", () => {
     await expect(fsp.stat(folder)).rejects.toThrow();
   });
 
+  it("show, export and delete take a unique id prefix; an ambiguous one lists the matches (issue 21)", async () => {
+    fake = await startFakeOpenAI({ script: [{ text: "one" }, { text: "two" }] });
+    const ids: string[] = [];
+    for (const prompt of ["first", "second"]) {
+      const ran = await runCli(["run", "--json", prompt], { cwd: ws, env: env() });
+      ids.push((JSON.parse(ran.stdout.trim().split("\n").at(-1)!) as { session_id: string }).session_id);
+    }
+    const [a, b] = ids as [string, string];
+    let n = 0;
+    while (a.slice(0, n) === b.slice(0, n)) n++;
+    const shared = a.slice(0, n - 1);
+    const unique = a.slice(0, n + 2);
+    expect(JSON.parse((await sessions(["show", unique, "--json"])).stdout)).toMatchObject({ id: a, title: "first" });
+    expect((await sessions(["export", unique])).stdout).toMatch(/^# first\n/);
+    const ambiguous = await sessions(["show", shared]);
+    expect(ambiguous.code).toBe(1);
+    expect(ambiguous.stderr).toContain(`${shared} names 2 saved sessions; give more of the id:`);
+    expect(ambiguous.stderr).toContain(a);
+    expect(ambiguous.stderr).toContain(b);
+    expect((await sessions(["delete", unique])).stdout).toBe(`Deleted session ${a}.\n`);
+    expect((await sessions(["show", "nope"])).stderr).toContain("no saved session nope");
+  });
+
   it("toolhost run saves nothing with TOOLHOST_SESSIONS=off", async () => {
     fake = await startFakeOpenAI({ script: [{ text: "hi" }] });
     const ran = await runCli(["run", "hello"], { cwd: ws, env: env({ TOOLHOST_SESSIONS: "off" }) });

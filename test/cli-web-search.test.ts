@@ -13,7 +13,7 @@ let project: string;
 let fake: FakeSearch | undefined;
 
 function toolhost(...args: string[]) {
-  const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" };
+  const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", TOOLHOST_MODEL: "ollama/qwen3" };
   for (const name of ["BRAVE_API_KEY", "TAVILY_API_KEY", "EXA_API_KEY"]) delete env[name];
   return runCli(args, { cwd: project, env, timeout: 20_000 });
 }

@@ -103,6 +103,12 @@ export class EditorFs implements FsBackend {
     return this.options.local.realpath(abs);
   }
 
+  async readlink(abs: string): Promise<string> {
+    const { local } = this.options;
+    if (!local.readlink) throw Object.assign(new Error(`Not a symbolic link: ${abs}`), { code: "EINVAL" });
+    return local.readlink(abs);
+  }
+
   async readFile(abs: string): Promise<Uint8Array> {
     if (!(await this.viaEditor(abs))) return this.options.local.readFile(abs);
     return Buffer.from(await this.editorRead(abs), "utf8");

@@ -4,6 +4,7 @@ import type { InitializeResponse, NewSessionResponse } from "@agentclientprotoco
 import { modelOptionState } from "../agent/model-config.js";
 import { peekUserConfig } from "../config/file.js";
 import { version } from "../config/paths.js";
+import { systemFolderProblem } from "../config/workspace.js";
 import { selectProfileName } from "../config/profile-name.js";
 import { DEFAULT_MODE } from "../policy/modes.js";
 import { configOptions, listProfileNames, modeState } from "./modes.js";
@@ -28,7 +29,11 @@ export function initializeResponse(): InitializeResponse {
   };
 }
 
-/** Why a session cannot run in `cwd` (it must be an absolute path to an existing directory), or null. */
+/**
+ * Why a session cannot run in `cwd` (it must be an absolute path to an existing directory, and
+ * neither `/` nor a system folder), or null. The home folder itself is accepted: its rules make
+ * every change and command ask (policy/ruleset.ts), and the session says so at start.
+ */
 export function cwdProblem(cwd: string, what = "cwd"): string | null {
   if (!path.isAbsolute(cwd)) return `${what} must be an absolute path, got ${JSON.stringify(cwd)}`;
   let stat;
@@ -39,7 +44,7 @@ export function cwdProblem(cwd: string, what = "cwd"): string | null {
   }
   if (!stat) return `${what} ${cwd} does not exist; open an existing project folder`;
   if (!stat.isDirectory()) return `${what} ${cwd} is not a directory; open the folder that contains it`;
-  return null;
+  return systemFolderProblem(cwd, what);
 }
 
 /** Why a session cannot take these additional workspace roots (each checked like `cwd`), or null. */

@@ -1,3 +1,4 @@
+import { isHomeFolder } from "../config/workspace.js";
 import {
   RequestError,
   type AgentContext,
@@ -159,6 +160,9 @@ export class AcpSession implements SessionFrontEnd {
     void this.commandsChanged().catch(() => {});
     const rules = this.agent.permissionProblems;
     const problems = [
+      isHomeFolder(this.agent.cwd)
+        ? `This session's workspace is your whole home folder (${this.agent.cwd}): tools and sandboxed commands can change any file in it, so every file change and every command asks first, whatever the mode. Open a project folder instead to work without that.`
+        : null,
       this.agent.tools.startMessage(),
       rules.length ? `Permission rules left out (the others hold):\n${rules.map((p) => `- ${p}`).join("\n")}` : null,
     ].filter(Boolean);

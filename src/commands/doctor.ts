@@ -1,5 +1,9 @@
 import path from "node:path";
+import { loadAgents } from "../agent/agents.js";
 import { extensionLoader } from "../agent/extension-loader.js";
+import { defaultModelId, parseModelId, isModelSpec } from "../agent/model-config.js";
+import { peekUserConfig } from "../config/file.js";
+import { loadRules } from "../policy/ruleset.js";
 import { packageRoot, toolhostHome, version } from "../config/paths.js";
 import { loadUserConfig } from "../config/schema.js";
 import { describeWebSearch, resolveWebSearch } from "../config/web-search.js";
@@ -30,6 +34,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   const network = sandboxNetworkStatus();
   const setting = sandboxSetting();
   const mcp = await mcpReport(report.cwd, home);
+  const agents = loadAgents(report.cwd, report.trusted);
   const lines = [
     `toolhost ${version} on Node ${process.versions.node}`,
     `home:    ${home}`,
@@ -40,6 +45,8 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     ...report.folders.map((f) => `  ${f.origin.padEnd(7)}  ${f.status.padEnd(10)}  ${f.files} file(s)  ${f.dir}`),
     `tools:   ${report.tools.length} (${report.tools.filter((t) => t.source !== "builtin").length} from extensions)`,
     `skills:  ${skills.skills.length} (\`toolhost skills\` lists them)`,
+    `agents:  ${agents.agents.length} (\`toolhost agents\` lists them)`,
+    `model:   ${defaultModelId(process.env, peekUserConfig(home))?.id ?? "none"}`,
     `types for extension files: ${path.join(packageRoot(), "dist", "index.d.ts")}`,
     `sandbox: ${describeSandbox(await new SessionSandbox({ setting }).state())}`,
     `sandbox network: ${network.available ? `allowed hosts through the proxy (socat: ${network.socat})` : network.reason}`,
@@ -51,8 +58,18 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   };
   // A folder the user named in toolDirs that is not there is a typo or a moved folder; the
   // profile's and the project's folders are optional.
-  const problems = [
+  const rules = loadRules({
+    manifest: { rules: profile.permissions, file: profile.dir ? path.join(profile.dir, "profile.json") : undefined },
+    home,
+    project: { dir: report.cwd, trusted: report.trusted },
+  });
+  const model = modelProblem(home);
+  // One line per problem: the config file's trouble reaches several readers (tools, rules, MCP).
+  const problems = dedupe([
+    ...(model ? [model] : []),
     ...report.errors.map((e) => `${e.file}: ${e.message}`),
+    ...rules.problems,
+    ...agents.problems.map((p) => `${p} (the agent is left out; \`toolhost agents\` lists them)`),
     ...skills.problems.map((p) => `${p.file}: ${p.message} (the skill is left out)`),
     ...report.folders
       .filter((f) => f.origin === "config" && f.status === "missing")
@@ -60,7 +77,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     ...(setting.problem ? [`${setting.problem} (the sandbox stays on and passes nothing extra)`] : []),
     ...mcp.problems.map((p) => `${p.file ? `${p.file}: ` : ""}${p.message}`),
     ...mcp.servers.filter((s) => s.state !== "ready").map((s) => `MCP server "${s.name}" ${s.error ?? s.state}`),
-  ];
+  ]);
   block(`problems (${problems.length}):`, problems);
   block("shadowed (the first definition found wins):", [
     ...report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`),
@@ -73,4 +90,31 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   if (!problems.length) lines.push("", "No problems found.");
   process.stdout.write(`${lines.join("\n")}\n`); // stdout-ok: the command's report
   return problems.length ? 1 : 0;
+}
+
+/** The same problem said once (the config file's invalid JSON reaches the tools, the rules and MCP). */
+function dedupe(problems: string[]): string[] {
+  const seen = new Set<string>();
+  return problems.filter((p) => {
+    const key = p.replace(/^(\S+): \1 /, "$1: ").replace(/^(\S+): (is )?not valid JSON.*/, "$1: not valid JSON");
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+const KEY_ENV: Record<string, string> = { anthropic: "ANTHROPIC_API_KEY", openai: "OPENAI_API_KEY" };
+
+/** No model configured, or one whose provider has no key: how to set one. Null when a model can run. */
+function modelProblem(home: string): string | null {
+  const peek = peekUserConfig(home);
+  const picked = defaultModelId(process.env, peek);
+  if (!picked)
+    return `no model is configured, so prompts are not sent to one (slash commands still work): set TOOLHOST_MODEL=provider/model (e.g. anthropic/claude-sonnet-4-5 with ANTHROPIC_API_KEY) in the agent's environment, or "model" in ${peek.path}`;
+  const spec = parseModelId(picked.id);
+  if (!isModelSpec(spec)) return `model ${picked.id} (${picked.source === "env" ? "TOOLHOST_MODEL" : peek.path}): ${spec.error}`;
+  const env = KEY_ENV[spec.provider];
+  if (env && !process.env[env] && !peek.keyed.includes(spec.provider))
+    return `model ${spec.id} needs an API key: set ${env} in the agent's environment, or "providers": {"${spec.provider}": {"apiKey": "…"}} in ${peek.path}`;
+  return null;
 }

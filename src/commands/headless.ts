@@ -3,6 +3,7 @@ import path from "node:path";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
 import { newSessionRecorder } from "../agent/session-recorder.js";
 import { SessionTools } from "../agent/session-tools.js";
+import { toolhostHome } from "../config/paths.js";
 import { trustChangeNotice } from "../host/toolset-report.js";
 import { CLI_SIDECAR_PREFIX } from "../runtime/sidecars.js";
 
@@ -28,5 +29,16 @@ export async function headlessSession(options: {
   const recorder = options.record ? newSessionRecorder(id, workspace) : undefined;
   const session = new AgentSession({ id, cwd: workspace, tools, frontEnd: options.frontEnd, recorder });
   if (!session.setMode(options.mode)) throw new Error(`Unknown mode ${options.mode}`);
+  for (const line of configNotes(session)) process.stderr.write(`toolhost: ${line}\n`);
   return session;
+}
+
+/**
+ * What is wrong in the user's config file (a bad key falls back to its default) and the permission
+ * rules that could not be read (fail closed: they make calls ask), once per command on stderr.
+ */
+function configNotes(session: AgentSession): string[] {
+  const file = path.join(toolhostHome(), "config.json");
+  const config = session.tools.toolset.report.errors.filter((e) => e.file === file).map((e) => `${e.file}: ${e.message}`);
+  return [...new Set([...config, ...session.permissionProblems])];
 }

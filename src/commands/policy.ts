@@ -156,5 +156,8 @@ async function sandboxApplies(
       json: { applies: false, state: kind, outside: true },
     };
   }
-  return { text: describeSandbox(state), json: { applies: state.active, state: kind, ...(reason ? { reason } : {}) } };
+  return {
+    text: describeSandbox(state, undefined, session.runtime.roots),
+    json: { applies: state.active, state: kind, ...(reason ? { reason } : {}) },
+  };
 }

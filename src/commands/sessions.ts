@@ -1,6 +1,6 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { SessionStore, type SessionEntry } from "../agent/session-store.js";
+import { SessionStore, type SessionEntry, type SessionSummary } from "../agent/session-store.js";
 import { transcriptMarkdown } from "../agent/session-transcript.js";
 
 export interface SessionsOptions {
@@ -40,7 +40,12 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
     process.stderr.write(`toolhost: sessions ${action} needs a session id (toolhost sessions list shows them)\n`);
     return 2;
   }
-  const stored = await store.read(options.id);
+  const id = await resolveSessionId(store, options.id);
+  if ("error" in id) {
+    process.stderr.write(`toolhost: ${id.error}\n`);
+    return 1;
+  }
+  const stored = await store.read(id.id);
   if (!stored) {
     process.stderr.write(`toolhost: no saved session ${options.id} in ${store.root}\n`);
     return 1;
@@ -87,4 +92,19 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
       process.stderr.write(`toolhost: sessions takes list, show ID, export ID or delete ID, not ${JSON.stringify(action)}\n`);
       return 2;
   }
+}
+
+/**
+ * The session an id names: the id itself, or the one saved session whose id starts with it (a
+ * prefix that fits several is an error listing them, never a guess).
+ */
+async function resolveSessionId(store: SessionStore, given: string): Promise<{ id: string } | { error: string }> {
+  if (await store.find(given)) return { id: given };
+  const { sessions } = given.trim() === "" ? { sessions: [] } : await store.list({ limit: Number.MAX_SAFE_INTEGER });
+  const matches = sessions.filter((s) => s.id.startsWith(given));
+  if (matches.length === 1) return { id: (matches[0] as SessionSummary).id };
+  if (matches.length === 0) return { error: `no saved session ${given} in ${store.root} (toolhost sessions list shows them)` };
+  const listed = matches.slice(0, 20).map((s) => `  ${s.id}  ${s.title ?? "(untitled)"}  [${s.cwd}]`);
+  if (matches.length > 20) listed.push(`  … and ${matches.length - 20} more`);
+  return { error: `${given} names ${matches.length} saved sessions; give more of the id:\n${listed.join("\n")}` };
 }

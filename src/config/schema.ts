@@ -63,29 +63,32 @@ export const UserConfigSchema = z
     /** Extra tool folders, searched after the profile's and the project's. */
     toolDirs: z.array(z.string()).optional(),
     /**
-     * The user's permission rules. Each rule is validated by policy/ruleset.ts (config/ may not
-     * import policy/), so one broken rule is reported by its index and the rest of the file stays.
+     * The user's permission rules, as written: policy/ruleset.ts validates them (config/ may not
+     * import policy/), each rule on its own, and fails closed where one cannot be read.
      */
-    permissions: z.array(z.unknown()).optional(),
+    permissions: z.unknown().optional(),
     /**
      * `"off"` runs every command unsandboxed, without extra prompts (default `"on"`: the OS sandbox
      * wherever it can run). Read from the user's file only: a project cannot switch it off.
      */
     sandbox: z
-      .union([
-        z.enum(["on", "off"]),
-        z
-          .object({
-            mode: z.enum(["on", "off"]).optional(),
-            /** More variables sandboxed commands (and MCP servers) get: names, or `PREFIX_*`. */
-            env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, "must be a variable name or PREFIX_*")).optional(),
-            /** More paths hidden from sandboxed commands: absolute, or `~/` for the home folder. */
-            denyRead: z
-              .array(z.string().refine((p) => p.startsWith("/") || p.startsWith("~/"), "must be absolute or start with ~/"))
-              .optional(),
-          })
-          .strict(),
-      ])
+      .union(
+        [
+          z.enum(["on", "off"]),
+          z
+            .object({
+              mode: z.enum(["on", "off"]).optional(),
+              /** More variables sandboxed commands (and MCP servers) get: names, or `PREFIX_*`. */
+              env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, "must be a variable name or PREFIX_*")).optional(),
+              /** More paths hidden from sandboxed commands: absolute, or `~/` for the home folder. */
+              denyRead: z
+                .array(z.string().refine((p) => p.startsWith("/") || p.startsWith("~/"), "must be absolute or start with ~/"))
+                .optional(),
+            })
+            .strict(),
+        ],
+        { error: 'must be "on", "off" or { mode, env, denyRead }' },
+      )
       .optional(),
     /** The web_search tool's providers and bounds; without it the tool is not offered. */
     webSearch: WebSearchConfigSchema.optional(),
@@ -103,16 +106,67 @@ export type UserConfig = z.infer<typeof UserConfigSchema>;
 export interface LoadedConfig {
   config: UserConfig;
   path: string;
-  /** A problem reading or validating the file; the config is then empty. */
+  /**
+   * What is wrong with the file, one problem a line, each naming the key; a broken key is left
+   * out (its default applies) and the other keys hold. Undefined when the file is fine.
+   */
   error?: string;
+  /** The same problems without the file's name in front (empty when the file is fine). */
+  problems: string[];
+  /**
+   * The file exists but could not be read as a JSON object (invalid JSON, refused): its
+   * permission rules are unknown, so policy/ruleset.ts makes every call ask (fail closed).
+   */
+  unreadable?: boolean;
 }
 
-/** Reads the user config. A missing file is an empty config; a broken one is reported, never fatal. */
+/** What a broken key falls back to, for the message. */
+const FALLBACK: Partial<Record<keyof UserConfig, string>> = {
+  model: "no model from the file",
+  profile: "the default profile",
+  sandbox: "the sandbox stays on and passes nothing extra",
+  webSearch: "web_search is not offered",
+  providers: "no provider settings from the file",
+  toolDirs: "no extra tool folders",
+  mcpServers: "no MCP servers from the file",
+};
+
+/**
+ * Reads the user config. A missing file is an empty config; a broken one is reported, never fatal.
+ * Each key is validated on its own: a bad value (`"model": 42`) is reported by name and falls back
+ * to its default, and every other key (the permission rules above all) still holds.
+ */
 export function loadUserConfig(home = toolhostHome()): LoadedConfig {
   const raw = readConfigFile(home);
-  if (raw.error) return { config: {}, path: raw.path, error: raw.error };
-  if (raw.json === undefined) return { config: {}, path: raw.path };
-  const parsed = UserConfigSchema.safeParse(raw.json);
-  if (parsed.success) return { config: parsed.data, path: raw.path };
-  return { config: {}, path: raw.path, error: `${raw.path}: ${z.prettifyError(parsed.error)}` };
+  if (raw.error) {
+    const problem = raw.error.startsWith(`${raw.path} is `) ? raw.error.slice(raw.path.length + 4) : raw.error;
+    return { config: {}, path: raw.path, error: raw.error, problems: [problem], unreadable: true };
+  }
+  if (raw.json === undefined) return { config: {}, path: raw.path, problems: [] };
+  if (typeof raw.json !== "object" || raw.json === null || Array.isArray(raw.json))
+    return {
+      config: {},
+      path: raw.path,
+      error: `${raw.path}: must be a JSON object`,
+      problems: ["must be a JSON object"],
+      unreadable: true,
+    };
+  const shape = UserConfigSchema.shape;
+  const config: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(raw.json)) {
+    if (!Object.hasOwn(shape, key)) {
+      problems.push(`unknown key "${key}" (ignored)`);
+      continue;
+    }
+    // Parsed under its key, so each message says where (`→ at webSearch.providers[0].type`).
+    const parsed = z.object({ [key]: shape[key as keyof typeof shape] }).safeParse({ [key]: value });
+    if (parsed.success) config[key] = parsed.data[key];
+    else {
+      const detail = z.prettifyError(parsed.error).replace(/✖ /g, "");
+      problems.push(`"${key}" is ignored (${FALLBACK[key as keyof UserConfig] ?? "its default applies"}): ${detail}`);
+    }
+  }
+  if (!problems.length) return { config: config as UserConfig, path: raw.path, problems };
+  return { config: config as UserConfig, path: raw.path, error: problems.map((p) => `${raw.path}: ${p}`).join("\n"), problems };
 }

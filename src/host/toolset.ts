@@ -168,7 +168,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const cwd = path.resolve(options.cwd);
   const home = options.home ?? toolhostHome();
   const config = options.config ?? loadUserConfig(home);
-  const errors: LoadProblem[] = config.error ? [{ file: config.path, message: config.error }] : [];
+  const errors: LoadProblem[] = config.problems.map((message) => ({ file: config.path, message }));
 
   const profileName = selectProfileName({ requested: options.profile, config: config.config });
   const { profile, problems } = await loadProfile(profileName, { home, root: options.root });

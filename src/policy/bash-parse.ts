@@ -388,7 +388,8 @@ const OPAQUE = new Set([
 
 /**
  * How many words name what runs, for commands with subcommands (`git status`: 2,
- * `docker compose up`: 3). Such a command with fewer plain words gets no prefix at all.
+ * `docker compose up`: 3). Such a command with fewer plain words gets no prefix at all. A command
+ * not listed takes no subcommand: its name alone is the prefix (`echo hi` → `echo`).
  */
 const ARITY: Record<string, number> = {
   git: 2,
@@ -425,6 +426,22 @@ const ARITY: Record<string, number> = {
   aws: 3,
   gcloud: 3,
   az: 3,
+  make: 2,
+  just: 2,
+  rake: 2,
+  mvn: 2,
+  gradle: 2,
+  bundle: 2,
+  composer: 2,
+  bazel: 2,
+  rustup: 2,
+  conda: 2,
+  dnf: 2,
+  yum: 2,
+  snap: 2,
+  nix: 2,
+  hg: 2,
+  svn: 2,
 };
 
 /** Subcommands that take the next word as their real subject (`npm run build`, `cargo run`). */
@@ -463,7 +480,8 @@ export function bashCommandPrefix(line: ParsedLine): string[] | null {
     if (words.length < arity || !words.slice(1, arity).every((w) => PLAIN_WORD.test(w))) return null;
     n = arity;
   } else {
-    n = second !== undefined && PLAIN_WORD.test(second) ? 2 : 1;
+    // No subcommand: the first argument is data (`echo hi`, `rm notes.txt`), not part of the name.
+    n = 1;
   }
   const last = words[n - 1] as string;
   const next = words[n];

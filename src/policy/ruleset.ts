@@ -5,6 +5,7 @@ import * as z from "zod";
 import { projectConfigPath } from "../config/project-permissions.js";
 import { readConfigTextSync } from "../config/safe-read.js";
 import { loadUserConfig } from "../config/schema.js";
+import { isHomeFolder } from "../config/workspace.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import type { PolicyCall } from "./call.js";
 import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
@@ -48,6 +49,12 @@ export interface SourcedRule extends PermissionRule {
   source: RuleSource;
   /** The file the rule was read from, for messages. */
   file?: string;
+  /**
+   * Why this rule stands in for rules that could not be read (a file that is not JSON, a
+   * malformed deny or ask entry): an `ask` that beats every allow but the session's own
+   * "always" answers, and loses to any deny. Fail closed: nothing a broken deny meant runs unasked.
+   */
+  failClosed?: string;
 }
 
 /** Which rule decided a call, and what it said. */
@@ -172,7 +179,18 @@ function covers(rule: SourcedRule, call: PolicyCall, capabilities: Set<string>, 
   return (forTool || rule.permission === target.capability) && patternMatches(rule, target, ctx);
 }
 
+/** A fail-closed rule beats every allow but a session's; a deny beats it. */
+function failClosedRank(rule: SourcedRule): number {
+  if (rule.action === "deny") return 2;
+  if (rule.failClosed) return 1;
+  return rule.source === "session" ? 1 : 0;
+}
+
 function moreSpecific(a: SourcedRule, b: SourcedRule): boolean {
+  if (a.failClosed || b.failClosed) {
+    const d = failClosedRank(a) - failClosedRank(b);
+    if (d !== 0) return d > 0;
+  }
   const order = [
     permissionRank(a.permission) - permissionRank(b.permission),
     literalLength(a.pattern) - literalLength(b.pattern),
@@ -228,22 +246,58 @@ export function evaluateRules(rules: readonly SourcedRule[], call: PolicyCall, c
 /** How a rule is named in messages: its source (and file), its permission and pattern. */
 export function describeRule(rule: SourcedRule): string {
   const where = rule.file ? `${rule.source} rule in ${rule.file}` : `${rule.source} rule`;
-  return `${where}: ${rule.action} ${rule.permission} "${rule.pattern}"`;
+  const closed = rule.failClosed ? ` (fail closed: ${rule.failClosed})` : "";
+  return `${where}: ${rule.action} ${rule.permission} "${rule.pattern}"${closed}`;
 }
 
-/** A list of rules as read from one file; each problem names the file and the rule. */
+/** The rule that stands in for rules that could not be read: `permission` (default all) asks. */
+function failClosedRule(source: RuleSource, file: string, why: string, permission = "*"): SourcedRule {
+  return { permission, pattern: "*", action: "ask", source, file, failClosed: why };
+}
+
+/**
+ * The permission a malformed entry meant to deny or ask about, when it says (`"*"` otherwise),
+ * or null for an entry that only meant to allow: leaving that out takes nothing away.
+ */
+function meantToRestrict(item: unknown): string | null {
+  if (typeof item !== "object" || item === null || Array.isArray(item)) return "*";
+  const { action, permission } = item as { action?: unknown; permission?: unknown };
+  if (typeof action === "string" && /^allow(ed)?$/i.test(action.trim())) return null;
+  return typeof permission === "string" && /^(\*|[a-z][a-z0-9_]*|fs\.read|fs\.write|shell\.run|net\.fetch)$/.test(permission)
+    ? permission
+    : "*";
+}
+
+/**
+ * A list of rules as read from one file; each problem names the file and the rule. Each entry is
+ * read on its own: the valid ones hold. A malformed entry that is not plainly an allow (a deny or
+ * ask with a bad field, an unknown action) makes its permission ask (everything, when it names none
+ * it could mean); `permissions` that is not a list makes every call ask.
+ */
 function parseRules(raw: unknown, source: RuleSource, file: string): { rules: SourcedRule[]; problems: string[] } {
   if (raw === undefined) return { rules: [], problems: [] };
-  if (!Array.isArray(raw)) return { rules: [], problems: [`${file}: permissions must be an array of rules`] };
+  if (!Array.isArray(raw))
+    return {
+      rules: [failClosedRule(source, file, "its permissions are not a list of rules")],
+      problems: [`${file}: permissions must be an array of rules; until it is fixed every call asks (fail closed)`],
+    };
   const rules: SourcedRule[] = [];
   const problems: string[] = [];
   raw.forEach((item: unknown, i) => {
     const parsed = PermissionRuleSchema.safeParse(item);
-    if (parsed.success) rules.push({ ...parsed.data, source, file });
-    else {
-      const detail = z.prettifyError(parsed.error).replace(/\s*\n\s*/g, " ");
-      problems.push(`${file}: permissions[${i}] ${JSON.stringify(item)}: ${detail}`);
+    if (parsed.success) {
+      rules.push({ ...parsed.data, source, file });
+      return;
     }
+    const detail = z.prettifyError(parsed.error).replace(/\s*\n\s*/g, " ");
+    const restricts = meantToRestrict(item);
+    if (restricts === null) {
+      problems.push(`${file}: permissions[${i}] ${JSON.stringify(item)}: ${detail} (left out)`);
+      return;
+    }
+    const what = restricts === "*" ? "every call" : `every ${restricts} call`;
+    rules.push(failClosedRule(source, file, `permissions[${i}] could not be read`, restricts));
+    problems.push(`${file}: permissions[${i}] ${JSON.stringify(item)}: ${detail} (until it is fixed ${what} asks: fail closed)`);
   });
   return { rules, problems };
 }
@@ -253,18 +307,38 @@ function readProjectRules(project: string): { rules: SourcedRule[]; problems: st
   const file = projectConfigPath(project);
   // Confined to the project and non-blocking: a symlink out or a FIFO there is a problem, not a hang.
   const { text, error } = readConfigTextSync(file, [project]);
-  if (error) return { rules: [], problems: [`${file}: ${error}`] };
+  const unreadable = (why: string) => ({
+    rules: [failClosedRule("project", file, `the file ${why}`)],
+    problems: [`${file}: ${why}; until it is fixed every call asks (fail closed)`],
+  });
+  if (error) return unreadable(`could not be read (${error})`);
   if (text === null) return { rules: [], problems: [] };
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    return { rules: [], problems: [`${file}: not valid JSON (${err instanceof Error ? err.message : String(err)})`] };
+    return unreadable(`is not valid JSON (${err instanceof Error ? err.message : String(err)})`);
   }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    return { rules: [], problems: [`${file}: must be a JSON object`] };
-  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return unreadable("is not a JSON object");
   return parseRules((json as { permissions?: unknown }).permissions, "project", file);
+}
+
+/** The reason a session in the home folder asks before every change and command. */
+export const HOME_WORKSPACE = "the workspace is your whole home folder";
+
+/**
+ * A session whose workspace is the home folder itself: every file change and every command asks,
+ * whatever an allow rule or the mode says (an "always" answer still holds); deny rules still deny.
+ */
+function homeWorkspaceRules(dir: string): SourcedRule[] {
+  if (!isHomeFolder(dir)) return [];
+  return ["fs.write", "shell.run"].map((permission) => ({
+    permission,
+    pattern: "*",
+    action: "ask" as const,
+    source: "manifest" as const,
+    failClosed: HOME_WORKSPACE,
+  }));
 }
 
 interface RuleSources {
@@ -287,10 +361,17 @@ export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problem
     ...(sources.manifest.file ? { file: sources.manifest.file } : {}),
   }));
   const userConfig = loadUserConfig(sources.home);
-  const user = parseRules(userConfig.config.permissions, "user", userConfig.path);
+  // A file that cannot be read may hold deny rules: every call asks until it is fixed. Its other
+  // problems (a bad `model`) are the config's, reported with it, not here.
+  const user = userConfig.unreadable
+    ? {
+        rules: [failClosedRule("user", userConfig.path, "the file could not be read")],
+        problems: [`${userConfig.path}: the permission rules could not be read; until the file is fixed every call asks (fail closed)`],
+      }
+    : parseRules(userConfig.config.permissions, "user", userConfig.path);
   const project = sources.project.trusted ? readProjectRules(sources.project.dir) : { rules: [], problems: [] };
   return {
-    rules: [...manifest, ...user.rules, ...project.rules],
-    problems: [...(userConfig.error ? [userConfig.error] : []), ...user.problems, ...project.problems],
+    rules: [...manifest, ...user.rules, ...project.rules, ...homeWorkspaceRules(sources.project.dir)],
+    problems: [...user.problems, ...project.problems],
   };
 }

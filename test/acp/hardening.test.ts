@@ -182,6 +182,24 @@ describe("slash command friction", () => {
 });
 
 describe("permission rules at session start", () => {
+  it('a bad "model" next to a deny rule: the editor is told the key, and the rule holds (issue 21)', async () => {
+    const home = await tempDir({
+      "config.json": JSON.stringify({ model: 42, permissions: [{ permission: "bash", pattern: "rm *", action: "deny" }] }),
+    });
+    try {
+      await fsp.writeFile(path.join(t.ws, "keep"), "k");
+      const { h, sessionId } = await start({ env: { TOOLHOST_HOME: home } });
+      await h.waitFor(() => /"model" is ignored/.test(messageText(h, sessionId)));
+      await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+      await prompt(h, sessionId, "/bash rm keep");
+      const call = h.updatesOf(sessionId, "tool_call")[0]!;
+      expect(lastUpdate(h, sessionId, call.toolCallId).status).toBe("failed");
+      await expect(fsp.stat(path.join(t.ws, "keep"))).resolves.toBeTruthy();
+    } finally {
+      await fsp.rm(home, { recursive: true, force: true });
+    }
+  });
+
   it("says which rules of the user config were left out, and keeps serving", async () => {
     const home = await tempDir({
       "config.json": JSON.stringify({
@@ -199,5 +217,34 @@ describe("permission rules at session start", () => {
     } finally {
       await fsp.rm(home, { recursive: true, force: true });
     }
+  });
+});
+
+describe("the workspace folder (issue 21)", () => {
+  it("refuses / and system folders as cwd or additional directory, before and after the SDK loads", async () => {
+    t.h = new Harness();
+    await t.h.initialize();
+    const h = t.h;
+    await expect(h.agent.request("session/new", { cwd: "/", mcpServers: [] })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/root of the file system/),
+    });
+    await expect(h.agent.request("session/new", { cwd: t.ws, additionalDirectories: ["/usr"], mcpServers: [] })).rejects.toMatchObject({
+      code: -32602,
+    });
+    await h.newSession(t.ws);
+    await expect(h.agent.request("session/new", { cwd: "/etc", mcpServers: [] })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/\/etc is a system folder/),
+    });
+  });
+
+  it("the home folder itself is accepted, said at start, and every command asks whatever the mode", async () => {
+    const { h, sessionId } = await start({ env: { HOME: t.ws } });
+    await h.waitFor(() => messageText(h, sessionId).includes("whole home folder"));
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    await prompt(h, sessionId, "/bash touch made-here");
+    expect(h.permissionRequests).toHaveLength(1);
+    await expect(fsp.stat(path.join(t.ws, "made-here"))).rejects.toThrow();
   });
 });

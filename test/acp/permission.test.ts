@@ -62,6 +62,15 @@ describe("session/request_permission", () => {
     expect(h.permissionRequests).toHaveLength(2);
   });
 
+  it("'always' for a command without subcommands remembers the command name alone (issue 21)", async () => {
+    const { h, bash } = await start(() => selected("allow_always"));
+    await bash("echo hi");
+    expect(h.permissionRequests).toHaveLength(1);
+    expect(h.permissionRequests[0]?.options[1]?.name).toBe("Always allow `echo …` commands in this session");
+    await bash("echo other words");
+    expect(h.permissionRequests).toHaveLength(1);
+  });
+
   it("offers 'always, for this project' in a trusted project and saves the rule there; the next call runs unasked", async () => {
     await fsp.mkdir(path.join(ws, ".toolhost"));
     const file = path.join(ws, ".toolhost", "config.json");

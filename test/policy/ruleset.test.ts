@@ -111,7 +111,7 @@ describe("loadRules: the sources", () => {
       ".toolhost/config.json": JSON.stringify({
         permissions: [
           { permission: "bash", pattern: "rm -rf *", action: "allow" },
-          { permission: "bash", pattern: "x", action: "sometimes" },
+          { permission: "bash", pattern: 7, action: "allow" },
         ],
       }),
     });
@@ -146,7 +146,7 @@ describe("loadRules: the sources", () => {
     expect(problems).toHaveLength(1);
     expect(problems[0]).toContain(path.join(project, ".toolhost", "config.json"));
     expect(problems[0]).toContain("permissions[1]");
-    expect(problems[0]).toContain('"sometimes"');
+    expect(problems[0]).toContain('"pattern":7');
 
     await fsp.writeFile(path.join(home, "config.json"), JSON.stringify({ permissions: [{ permission: "", action: "allow" }] }));
     const user = loadRules({ manifest: { rules: [] }, home, project: { dir: project, trusted: false } });

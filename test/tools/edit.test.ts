@@ -257,6 +257,17 @@ describe("edit on disk only", () => {
     expect(await fsp.readdir(outside)).toEqual(["t.txt"]);
     expect(await fsp.readFile(path.join(outside, "t.txt"), "utf8")).toBe("outside\n");
   });
+
+  it("refuses a dangling symlink that leads outside (issue 21)", async () => {
+    const ws = await workspaces.use(BACKENDS[0].make({}));
+    const outside = await tempDir();
+    workspaces.defer(() => fsp.rm(outside, { recursive: true, force: true }));
+    await fsp.symlink(path.join(outside, "missing.txt"), path.join(ws.root, "dangling.txt"));
+    const env = (await call(edit, { path: "dangling.txt", old_string: "", new_string: "x" }, ws.session)).envelope;
+    expect(errorOf(env, "outside_root")).toMatch(/symbolic link to .*missing\.txt/);
+    expect((await fsp.lstat(path.join(ws.root, "dangling.txt"))).isSymbolicLink()).toBe(true);
+    expect(await fsp.readdir(outside)).toEqual([]);
+  });
 });
 
 describe("edit diffs", () => {

@@ -177,6 +177,29 @@ describe("write on disk only", () => {
     expect(await fsp.readFile(path.join(outside, "target.txt"), "utf8")).toBe("outside\n");
   });
 
+  it("refuses a dangling symlink that leads outside, keeping the link (issue 21)", async () => {
+    const ws = await workspaces.use(BACKENDS[0].make({}));
+    const outside = await tempDir();
+    workspaces.defer(() => fsp.rm(outside, { recursive: true, force: true }));
+    await fsp.symlink(path.join(outside, "missing.txt"), path.join(ws.root, "dangling.txt"));
+    await fsp.symlink("../../../../../../../../.." + path.join(outside, "rel.txt"), path.join(ws.root, "relative.txt"));
+    await fsp.symlink(path.join(ws.root, "dangling.txt"), path.join(ws.root, "chain.txt"));
+    await fsp.symlink(path.join(outside, "nodir"), path.join(ws.root, "dirlink"));
+    for (const p of ["dangling.txt", "relative.txt", "chain.txt", "dirlink/new.txt"]) {
+      expect(errorOf((await call(write, { path: p, content: "x" }, ws.session)).envelope, "outside_root"), p).toMatch(/symbolic link/);
+    }
+    expect((await fsp.lstat(path.join(ws.root, "dangling.txt"))).isSymbolicLink()).toBe(true);
+    expect(await fsp.readdir(outside)).toEqual([]);
+  });
+
+  it("writes through a dangling symlink inside the workspace, creating its target", async () => {
+    const ws = await workspaces.use(BACKENDS[0].make({}));
+    await fsp.symlink("sub/target.txt", path.join(ws.root, "alias.txt"));
+    output((await call(write, { path: "alias.txt", content: "new\n" }, ws.session)).envelope);
+    expect((await fsp.lstat(path.join(ws.root, "alias.txt"))).isSymbolicLink()).toBe(true);
+    expect(await ws.text("sub/target.txt")).toBe("new\n");
+  });
+
   it("writes through a symlink inside the workspace, keeping the link", async () => {
     const ws = await workspaces.use(BACKENDS[0].make({ "real.txt": "old\n" }));
     await fsp.symlink(path.join(ws.root, "real.txt"), path.join(ws.root, "alias.txt"));

@@ -41,6 +41,11 @@ export interface FsBackend {
   stat(abs: string): Promise<BackendStat | null>;
   /** The canonical path; throws ENOENT when the path does not exist. */
   realpath(abs: string): Promise<string>;
+  /**
+   * Where a symlink points, as written; throws (EINVAL, ENOENT) when `abs` is not a symlink. For a
+   * link whose target does not exist, which `realpath` cannot follow. A backend without symlinks omits it.
+   */
+  readlink?(abs: string): Promise<string>;
   readFile(abs: string): Promise<Uint8Array>;
   readStream(abs: string, range?: { start?: number; end?: number }): AsyncIterable<Uint8Array>;
   readDir(abs: string): Promise<DirEntry[]>;

@@ -40,6 +40,10 @@ export class NodeFs implements FsBackend {
     return fsp.realpath(abs);
   }
 
+  readlink(abs: string): Promise<string> {
+    return fsp.readlink(abs);
+  }
+
   async readFile(abs: string): Promise<Uint8Array> {
     return fsp.readFile(abs);
   }
@@ -61,7 +65,7 @@ export class NodeFs implements FsBackend {
 
   /** `newFileMode` applies only when the file does not exist yet; an existing file keeps its mode. */
   async writeFileAtomic(abs: string, data: Uint8Array, options: { newFileMode?: number } = {}): Promise<void> {
-    let target = abs;
+    let target: string;
     let mode: number | undefined;
     try {
       // Write through a symlink to its target, so the link stays a link.
@@ -76,7 +80,10 @@ export class NodeFs implements FsBackend {
       await fsp.access(target, constants.W_OK);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      await fsp.mkdir(path.dirname(abs), { recursive: true });
+      // A link whose target does not exist yet (ScopedFs checked that target): create the target,
+      // so the link stays a link, rather than replacing the link with a file.
+      target = await danglingTarget(abs);
+      await fsp.mkdir(path.dirname(target), { recursive: true });
     }
     // Always a new inode, hard links included: a file with nlink > 1 shares its inode with paths
     // elsewhere (pnpm's store, or a file outside the workspace linked in by someone else), and
@@ -97,4 +104,15 @@ export class NodeFs implements FsBackend {
       throw err;
     }
   }
+}
+
+/** Where a chain of symlinks ending at a missing file leads, resolved lexically; `abs` itself when it is no link. */
+async function danglingTarget(abs: string): Promise<string> {
+  let current = abs;
+  for (let hops = 0; hops < 40; hops++) {
+    const link = await fsp.readlink(current).catch(() => null);
+    if (link === null) return current;
+    current = path.resolve(path.dirname(current), link);
+  }
+  throw Object.assign(new Error(`Too many levels of symbolic links: ${abs}`), { code: "ELOOP" });
 }

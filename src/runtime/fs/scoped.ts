@@ -107,8 +107,12 @@ export class ScopedFs implements ToolFs {
     return abs;
   }
 
-  /** The real path of `abs`, or of its nearest existing parent joined with the rest. */
-  private async realTarget(abs: string): Promise<string> {
+  /**
+   * The real path of `abs`, or of its nearest existing parent joined with the rest. A symlink
+   * whose target does not exist (which realpath cannot follow) leads to that target, resolved
+   * lexically from the link's real folder: a write would create it there.
+   */
+  private async realTarget(abs: string, hops = 0): Promise<string> {
     const backend = this.backend(abs);
     let existing = abs;
     const rest: string[] = [];
@@ -121,6 +125,13 @@ export class ScopedFs implements ToolFs {
         if (code !== "ENOENT" && code !== "ENOTDIR") throw err;
         const parent = path.dirname(existing);
         if (parent === existing) return abs;
+        const link = backend.readlink ? await backend.readlink(existing).catch(() => null) : null;
+        if (link !== null) {
+          if (hops >= 40) throw new ToolError("invalid_arguments", `${abs}: too many levels of symbolic links`);
+          const target = path.resolve(await this.realTarget(parent, hops + 1), link);
+          const real = await this.realTarget(target, hops + 1);
+          return rest.length ? path.join(real, ...rest.reverse()) : real;
+        }
         rest.push(path.basename(existing));
         existing = parent;
       }

@@ -1,3 +1,4 @@
+import os from "node:os";
 import { peekUserConfig } from "../../config/file.js";
 import { ToolError } from "../../tool/errors.js";
 import { expandHome } from "./sandbox-mounts.js";
@@ -119,13 +120,21 @@ export const SANDBOX_INSTALL_HINT =
   'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to sandbox commands, or set "sandbox": "off" in ~/.toolhost/config.json to run them unsandboxed without asking.';
 
 /** One line on the sandbox for `toolhost doctor` and `toolhost policy explain`. */
-export function describeSandbox(state: SessionSandboxState, euid: number | undefined = process.geteuid?.()): string {
+export function describeSandbox(
+  state: SessionSandboxState,
+  euid: number | undefined = process.geteuid?.(),
+  roots: readonly string[] = [],
+): string {
   const root = euid === 0;
+  // Honest about a workspace that covers the home folder: the sandbox makes it all writable.
+  const home = os.homedir();
+  const wide = roots.filter((r) => r === home || home.startsWith(r.endsWith("/") ? r : `${r}/`));
   if (state.off)
     return `off, ${state.reason ?? "switched off"}: commands run unsandboxed, without extra prompts${root ? ", as root, with every capability" : ""}`;
   if (state.active) {
     return [
       "active (bubblewrap): a read-only system, writable workspace roots and a private /tmp, project-control paths (.git, .toolhost, .vscode…) read-only,",
+      ...(wide.length ? [`— the workspace ${wide.join(", ")} covers your whole home folder, so all of it is writable to commands,`] : []),
       "secrets, ~/.toolhost, host sockets (/run) and the agent's environment hidden (an allow-list passes), no network but the hosts a call may reach,",
       "no capabilities and a seccomp filter (no mount, namespaces, ptrace, bpf…)",
       ...(root
