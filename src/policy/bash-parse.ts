@@ -444,6 +444,40 @@ const ARITY: Record<string, number> = {
   svn: 2,
 };
 
+/** Commands that change nothing: "always" for one of them covers its every use. */
+const READS_ONLY = new Set([
+  "echo",
+  "printf",
+  "ls",
+  "pwd",
+  "cat",
+  "head",
+  "tail",
+  "wc",
+  "grep",
+  "rg",
+  "which",
+  "date",
+  "true",
+  "false",
+  "sort",
+  "uniq",
+  "diff",
+  "file",
+  "stat",
+  "du",
+  "df",
+  "tree",
+  "less",
+  "more",
+  "basename",
+  "dirname",
+  "realpath",
+  "whoami",
+  "id",
+  "uname",
+]);
+
 /** Subcommands that take the next word as their real subject (`npm run build`, `cargo run`). */
 const RUNNERS = new Set(["run", "run-script", "exec", "x", "dlx"]);
 
@@ -480,8 +514,9 @@ export function bashCommandPrefix(line: ParsedLine): string[] | null {
     if (words.length < arity || !words.slice(1, arity).every((w) => PLAIN_WORD.test(w))) return null;
     n = arity;
   } else {
-    // No subcommand: the first argument is data (`echo hi`, `rm notes.txt`), not part of the name.
-    n = 1;
+    // No subcommand. For a command that only reads or prints, the first argument is data (`echo
+    // hi` → `echo`); for anything else "always" stays narrow (`rm notes.txt` → `rm notes.txt`).
+    n = READS_ONLY.has(words[0] as string) || second === undefined || !PLAIN_WORD.test(second) ? 1 : 2;
   }
   const last = words[n - 1] as string;
   const next = words[n];

@@ -117,8 +117,8 @@ describe("slash commands", () => {
     await s.prompt({ text: "/bash touch made", content: () => "" });
     expect(asked).toBe(1);
     expect(s.rulesInForce.filter((r) => r.source === "session")).toEqual([
-      { permission: "bash", pattern: "touch", action: "allow", source: "session" },
-      { permission: "bash", pattern: "touch *", action: "allow", source: "session" },
+      { permission: "bash", pattern: "touch made", action: "allow", source: "session" },
+      { permission: "bash", pattern: "touch made *", action: "allow", source: "session" },
     ]);
     await fsp.access(`${ws}/made`);
   });
