@@ -1,5 +1,6 @@
 import type { ModelMessage } from "ai";
 import type { Envelope } from "../tool/envelope.js";
+import type { SessionHold } from "./session-hold.js";
 import {
   recordingEnabled,
   sessionDataDir,
@@ -229,6 +230,6 @@ export function newSessionRecorder(id: string, cwd: string, additionalDirectorie
 }
 
 /** The recorder of a loaded session: it appends to the session's own file and keeps its title. */
-export function loadedSessionRecorder(stored: StoredSession): SessionRecorder {
-  return new SessionRecorder(new SessionStore().writerFor(stored), { titled: stored.entries.some((e) => e.type === "title") });
+export function loadedSessionRecorder(stored: StoredSession, hold?: SessionHold): SessionRecorder {
+  return new SessionRecorder(new SessionStore().writerFor(stored, hold), { titled: stored.entries.some((e) => e.type === "title") });
 }

@@ -4,6 +4,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { ModelMessage } from "ai";
 import { toolhostHome, version } from "../config/paths.js";
+import { takeHold, type SessionHold } from "./session-hold.js";
 
 // Sessions on disk: one append-only JSONL file per session, grouped by project, under
 // `~/.toolhost/sessions/<project>/<id>.jsonl`. The first line is the header; every later line is
@@ -156,6 +157,8 @@ export class SessionWriter {
   constructor(
     readonly file: string,
     private readonly header: SessionHeader,
+    /** The hold of a loaded session (taken before its load); a new session takes it on its first write. */
+    private hold?: SessionHold,
   ) {}
 
   append(entry: SessionEntry): void {
@@ -163,6 +166,7 @@ export class SessionWriter {
     try {
       if (this.fd === null) {
         fs.mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
+        this.hold ??= takeHold(this.file, this.header.id);
         const size = fs.statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
         this.fd = fs.openSync(this.file, "a", 0o600);
         if (size === 0) fs.writeSync(this.fd, `${JSON.stringify(this.header)}\n`);
@@ -179,6 +183,7 @@ export class SessionWriter {
   close(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;
+    this.hold?.release();
   }
 }
 
@@ -208,8 +213,8 @@ export class SessionStore {
   }
 
   /** A writer that appends to a stored session's own file. */
-  writerFor(stored: StoredSession): SessionWriter {
-    return new SessionWriter(stored.file, stored.header);
+  writerFor(stored: StoredSession, hold?: SessionHold): SessionWriter {
+    return new SessionWriter(stored.file, stored.header, hold);
   }
 
   /** A writer for a session; an existing file (a loaded session) is appended to. */
