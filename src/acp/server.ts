@@ -213,14 +213,24 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
       } catch (err) {
         throw RequestError.invalidParams({ cursor: params.cursor }, (err as Error).message);
       }
+      // Files that cannot be opened stay out of the editor's list (a row it could not load); stderr names them.
+      const broken = page.sessions.filter((s) => s.problem);
+      if (broken.length) {
+        process.stderr.write(
+          `toolhost: session/list leaves out ${broken.length} session file(s) it cannot open (toolhost sessions list shows them):\n` +
+            broken.map((s) => `  ${s.file}: ${s.problem}\n`).join(""),
+        );
+      }
       return {
-        sessions: page.sessions.map((s) => ({
-          sessionId: s.id,
-          cwd: s.cwd,
-          ...(s.additionalDirectories?.length ? { additionalDirectories: s.additionalDirectories } : {}),
-          title: s.title ?? null,
-          updatedAt: s.updatedAt,
-        })),
+        sessions: page.sessions
+          .filter((s) => !s.problem)
+          .map((s) => ({
+            sessionId: s.id,
+            cwd: s.cwd,
+            ...(s.additionalDirectories?.length ? { additionalDirectories: s.additionalDirectories } : {}),
+            title: s.title ?? null,
+            updatedAt: s.updatedAt,
+          })),
         ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
       };
     })
@@ -256,7 +266,12 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
       await session.sendCommands(true);
       return session;
     }
-    if (!stored) throw RequestError.sessionNotFound(sessionId);
+    if (!stored) {
+      // A file that is there but cannot be read (damaged, a newer format) says so.
+      const problem = await new SessionStore().problem(sessionId);
+      if (problem) throw RequestError.invalidRequest({ sessionId }, `Session ${sessionId} cannot be opened: ${problem}`);
+      throw RequestError.sessionNotFound(sessionId);
+    }
     if (live) {
       sessions.delete(sessionId);
       await (await live.ready).close();
