@@ -1,5 +1,6 @@
 import type { ModelMessage } from "ai";
 import type { Envelope } from "../tool/envelope.js";
+import { capStrings, recordedMessage } from "./record-cap.js";
 import type { SessionHold } from "./session-hold.js";
 import {
   recordingEnabled,
@@ -52,8 +53,13 @@ export class SessionRecorder {
     this.writer.append(entry);
   }
 
+  /** A view call; a tool call's arguments, diffs and results kept to the record's size (not text runs or messages). */
   private view(call: ViewCall): void {
-    this.write({ type: "view", at: now(), call });
+    this.write({
+      type: "view",
+      at: now(),
+      call: call.method === "say" || call.method === "failed" ? call : { ...call, args: capStrings(call.args) },
+    });
   }
 
   private flushText(): void {
@@ -69,7 +75,7 @@ export class SessionRecorder {
   }
 
   message(message: ModelMessage): void {
-    this.write({ type: "message", at: now(), message });
+    this.write({ type: "message", at: now(), message: recordedMessage(message) });
   }
 
   setting(name: "mode" | "model" | "profile" | "thought_level", value: string): void {
@@ -158,7 +164,12 @@ export class SessionRecorder {
     if (event.summaryDelta !== undefined) return;
     const { messages, ...shown } = event;
     if (event.status === "completed" && messages) {
-      this.write({ type: "compaction", at: now(), ...(event.summary ? { summary: event.summary } : {}), history: [...messages] });
+      this.write({
+        type: "compaction",
+        at: now(),
+        ...(event.summary ? { summary: event.summary } : {}),
+        history: messages.map(recordedMessage),
+      });
     }
     this.view({ method: "compaction", args: [shown] });
   }
@@ -173,7 +184,7 @@ export class SessionRecorder {
       seq,
       callId: info.callId,
       tool: info.toolId,
-      input: info.args,
+      input: capStrings(info.args),
       ...(info.sideEffect !== undefined ? { sideEffect: info.sideEffect } : {}),
       ...(info.idempotent !== undefined ? { idempotent: info.idempotent } : {}),
     });
