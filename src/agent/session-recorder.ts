@@ -36,11 +36,25 @@ export class SessionRecorder {
   private readonly started = new Map<string, { seq: number; at: number }>();
   private titled: boolean;
 
+  /** Tells the person at the front end (set by `wrap`). */
+  private tell: ((text: string) => void | Promise<void>) | undefined;
+
   constructor(
     private readonly writer: SessionWriter,
     options: { titled?: boolean } = {},
   ) {
     this.titled = options.titled ?? false;
+    writer.onFailure = (message) => this.stopped(message);
+  }
+
+  /** Recording stopped (a full disk): the editor is told once, after the write that failed; the session goes on. */
+  private stopped(message: string): void {
+    const tell = this.tell;
+    if (!tell) return;
+    const text = `Saving this session stopped: ${message}. The session goes on, but from here on nothing is added to its file (${this.writer.file}), so a later load shows it only up to here. Free some space and start a new session to keep a record.`;
+    void Promise.resolve()
+      .then(() => tell(text))
+      .catch(() => {});
   }
 
   /** The folder next to the session's file: its sidecar files live there, as long as the session is kept. */
@@ -100,6 +114,7 @@ export class SessionRecorder {
 
   /** Everything the front end is shown is recorded, then passed on; what it is asked passes through. */
   wrap<F extends RecordableView>(frontEnd: F): F {
+    this.tell = (text) => frontEnd.say(text);
     const overrides: Partial<RecordableView> = {
       say: (text) => {
         this.view({ method: "say", args: [text] });

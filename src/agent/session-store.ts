@@ -151,12 +151,15 @@ export function titleFromPrompt(text: string, max = 80): string | undefined {
 
 /**
  * The writing end of one session's file. Nothing is written until the first entry, so a session
- * that never got a prompt leaves no file. A write that fails is reported once on stderr and
- * recording stops: a full disk must not end the user's session.
+ * that never got a prompt leaves no file. A write that fails is reported once on stderr and to
+ * `onFailure` (the recorder tells the editor), and recording stops: a full disk must not end the
+ * user's session.
  */
 export class SessionWriter {
   private fd: number | null = null;
   private failed = false;
+  /** Called once, when recording stops for an error. */
+  onFailure?: (message: string) => void;
 
   constructor(
     readonly file: string,
@@ -180,7 +183,9 @@ export class SessionWriter {
       fs.writeSync(this.fd, `${JSON.stringify(entry)}\n`);
     } catch (error) {
       this.failed = true;
-      console.error(`toolhost: recording session ${this.header.id} stopped: ${(error as Error).message}`);
+      const message = (error as Error).message;
+      console.error(`toolhost: recording session ${this.header.id} stopped: ${message}`);
+      this.onFailure?.(message);
     }
   }
 
