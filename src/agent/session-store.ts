@@ -410,8 +410,12 @@ async function readHead(file: string): Promise<{ header: SessionHeader; title?: 
     const buffer = Buffer.alloc(HEAD_BYTES);
     const { bytesRead } = await handle.read(buffer, 0, HEAD_BYTES, 0);
     const lines = buffer.subarray(0, bytesRead).toString("utf8").split("\n");
-    // A header longer than the head (many additional directories) is read whole.
-    if (lines.length === 1 && bytesRead === HEAD_BYTES) lines[0] = (await fsp.readFile(file, "utf8")).split("\n", 1)[0]!;
+    // A header longer than the head (many additional directories): up to 1 MiB of it, not a whole damaged file.
+    if (lines.length === 1 && bytesRead === HEAD_BYTES) {
+      const more = Buffer.alloc(1024 * 1024);
+      const read = await handle.read(more, 0, more.length, 0);
+      lines[0] = more.subarray(0, read.bytesRead).toString("utf8").split("\n", 1)[0]!;
+    }
     const checked = checkHeader(lines[0]);
     if (!("header" in checked)) return checked;
     const { header } = checked;
