@@ -127,6 +127,11 @@ export class EditorFs implements FsBackend {
     return this.options.local.readDir(abs);
   }
 
+  /** The disk's lock: another process writes the same file on disk. */
+  lock<T>(abs: string, fn: () => Promise<T>): Promise<T> {
+    return this.options.local.lock ? this.options.local.lock(abs, fn) : fn();
+  }
+
   /** Through the editor when it can take the text; then read back, since some editors change what they save. */
   async writeFileAtomic(abs: string, data: Uint8Array): Promise<Uint8Array | void> {
     this.texts?.delete(abs);

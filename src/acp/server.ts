@@ -17,6 +17,7 @@ import { MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { withSubagents } from "./subagents.js";
 import type { AcpSession } from "./session.js";
 import type { StoredSession } from "../agent/session-store.js";
+import type { SessionHold } from "../agent/session-hold.js";
 
 /**
  * A session as the connection knows it. The tools and runtime load right after session/new
@@ -31,6 +32,8 @@ interface SessionHandle {
 interface Restore {
   stored: StoredSession;
   replay: boolean;
+  /** This process's hold of the session's file, taken before the load. */
+  hold: SessionHold;
 }
 
 /** Where a session works: its cwd and the additional workspace roots (absolute, checked). */
@@ -66,7 +69,7 @@ async function loadSession(
   const state = restore ? restoredState(restore.stored) : undefined;
   const [tools, listed] = await Promise.all([SessionTools.create(cwd, state?.profile), listProfiles()]);
   const profile = tools.toolset.profile;
-  const recorder = restore ? loadedSessionRecorder(restore.stored) : newSessionRecorder(id, cwd, additionalDirectories);
+  const recorder = restore ? loadedSessionRecorder(restore.stored, restore.hold) : newSessionRecorder(id, cwd, additionalDirectories);
   const session = new AcpSession({
     id,
     cwd,
@@ -210,14 +213,24 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
       } catch (err) {
         throw RequestError.invalidParams({ cursor: params.cursor }, (err as Error).message);
       }
+      // Files that cannot be opened stay out of the editor's list (a row it could not load); stderr names them.
+      const broken = page.sessions.filter((s) => s.problem);
+      if (broken.length) {
+        process.stderr.write(
+          `toolhost: session/list leaves out ${broken.length} session file(s) it cannot open (toolhost sessions list shows them):\n` +
+            broken.map((s) => `  ${s.file}: ${s.problem}\n`).join(""),
+        );
+      }
       return {
-        sessions: page.sessions.map((s) => ({
-          sessionId: s.id,
-          cwd: s.cwd,
-          ...(s.additionalDirectories?.length ? { additionalDirectories: s.additionalDirectories } : {}),
-          title: s.title ?? null,
-          updatedAt: s.updatedAt,
-        })),
+        sessions: page.sessions
+          .filter((s) => !s.problem)
+          .map((s) => ({
+            sessionId: s.id,
+            cwd: s.cwd,
+            ...(s.additionalDirectories?.length ? { additionalDirectories: s.additionalDirectories } : {}),
+            title: s.title ?? null,
+            updatedAt: s.updatedAt,
+          })),
         ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
       };
     })
@@ -253,17 +266,32 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
       await session.sendCommands(true);
       return session;
     }
-    if (!stored) throw RequestError.sessionNotFound(sessionId);
+    if (!stored) {
+      // A file that is there but cannot be read (damaged, a newer format) says so.
+      const problem = await new SessionStore().problem(sessionId);
+      if (problem) throw RequestError.invalidRequest({ sessionId }, `Session ${sessionId} cannot be opened: ${problem}`);
+      throw RequestError.sessionNotFound(sessionId);
+    }
     if (live) {
       sessions.delete(sessionId);
       await (await live.ready).close();
     }
-    const ready = loadSession(sessionId, roots, mcpServers, client, clientCapabilities, { stored, replay });
+    // One process at a time: a session open in another process (another editor window) is refused, naming it.
+    const { takeHold, SessionHeldError } = await import("../agent/session-hold.js");
+    let hold: SessionHold;
+    try {
+      hold = takeHold(stored.file, sessionId);
+    } catch (err) {
+      if (err instanceof SessionHeldError) throw RequestError.invalidRequest({ sessionId, heldBy: err.pid }, err.message);
+      throw err;
+    }
+    const ready = loadSession(sessionId, roots, mcpServers, client, clientCapabilities, { stored, replay, hold });
     sessions.set(sessionId, { id: sessionId, ready });
     try {
       return await ready;
     } catch (err) {
       sessions.delete(sessionId);
+      hold.release();
       throw err;
     }
   };

@@ -29,6 +29,8 @@ export interface CompactionResult {
   /** Estimated tokens before and after. */
   before: number;
   after: number;
+  /** The result would not have been smaller: the history was left as it was. */
+  kept?: true;
 }
 
 const estimate = (messages: readonly ModelMessage[]) => Math.ceil(JSON.stringify(messages).length / 4);
@@ -127,8 +129,10 @@ export async function compactHistory(options: {
   const { history, plan } = options;
   const { messages, start, pruned, before } = plan;
   if (!plan.summarize) {
+    const after = estimate(messages);
+    if (after >= before) return { pruned: 0, before, after, kept: true };
     history.replace(messages);
-    return { pruned, before, after: estimate(messages) };
+    return { pruned, before, after };
   }
   const older = messages.slice(0, start);
   // Streamed, as every request of the session is (some servers speak nothing else).
@@ -154,8 +158,11 @@ export async function compactHistory(options: {
   const prompt = lastPrompt >= 0 && lastPrompt < start ? promptText(messages[lastPrompt]!) : undefined;
   const content = `${SUMMARY_PREFIX}\n\n${summary}${prompt ? `\n\nThe user's current request, verbatim:\n\n${prompt}` : ""}`;
   const compacted: ModelMessage[] = [{ role: "user", content }, ...messages.slice(start)];
+  const after = estimate(compacted);
+  // A summary longer than what it replaces (a short conversation, a wordy model): keep the original.
+  if (after >= before) return { pruned: 0, summary, before, after, kept: true };
   history.replace(compacted);
-  return { pruned, summary, before, after: estimate(compacted) };
+  return { pruned, summary, before, after };
 }
 
 function promptText(message: ModelMessage): string {

@@ -136,6 +136,11 @@ export async function compactTurnHistory(
       signal,
       onSummary: (summaryDelta) => observer.compaction?.({ id, status: "in_progress", summaryDelta }),
     });
+    if (result.kept) {
+      const error = `it would have made the context larger, not smaller (about ${result.before} → ${result.after} tokens), so the conversation is kept as it was`;
+      await observer.compaction?.({ id, status: "failed", error });
+      return false;
+    }
     const note = `Compacted the conversation (about ${result.before} → ${result.after} tokens): ${
       result.summary ? "older turns summarized" : "no summary needed"
     }${result.pruned ? `, ${result.pruned} old tool output${result.pruned === 1 ? "" : "s"} pruned` : ""}.`;

@@ -125,9 +125,24 @@ export class SessionMcp {
     }
   }
 
-  /** Servers that failed or stopped, started again (/reload). */
-  restartFailed(): void {
-    if (this.servers) void this.track(this.servers.restartFailed());
+  /**
+   * Servers that failed or stopped (a crash), started again for /reload and awaited (each bounded
+   * by its start-up timeout): what came back, as lines for /reload's answer ("" when none was down).
+   */
+  async restartFailed(): Promise<string> {
+    const servers = this.servers;
+    if (!servers) return "";
+    const down = servers.status().filter((s) => s.state !== "ready" && s.state !== "connecting");
+    if (down.length === 0) return "";
+    await this.track(servers.restartFailed());
+    const now = new Map(servers.status().map((s) => [s.name, s]));
+    const lines = down.map(({ name }) => {
+      const s = now.get(name);
+      if (s?.state === "ready")
+        return `- ${name}: started again, ${s.tools} tool${s.tools === 1 ? "" : "s"}${s.prompts ? `, ${s.prompts} prompt${s.prompts === 1 ? "" : "s"}` : ""} back`;
+      return `- ${name}: did not start again (${s?.error ?? s?.state ?? "gone"}); its tools stay unavailable`;
+    });
+    return `\nMCP servers that had stopped:\n${lines.join("\n")}`;
   }
 
   /** Resolves once no start is in flight (each server ready or failed), or after the ready wait. */

@@ -1,5 +1,7 @@
 import type { ModelMessage } from "ai";
 import type { Envelope } from "../tool/envelope.js";
+import { capStrings, recordedMessage } from "./record-cap.js";
+import type { SessionHold } from "./session-hold.js";
 import {
   recordingEnabled,
   sessionDataDir,
@@ -34,11 +36,25 @@ export class SessionRecorder {
   private readonly started = new Map<string, { seq: number; at: number }>();
   private titled: boolean;
 
+  /** Tells the person at the front end (set by `wrap`). */
+  private tell: ((text: string) => void | Promise<void>) | undefined;
+
   constructor(
     private readonly writer: SessionWriter,
     options: { titled?: boolean } = {},
   ) {
     this.titled = options.titled ?? false;
+    writer.onFailure = (message) => this.stopped(message);
+  }
+
+  /** Recording stopped (a full disk): the editor is told once, after the write that failed; the session goes on. */
+  private stopped(message: string): void {
+    const tell = this.tell;
+    if (!tell) return;
+    const text = `Saving this session stopped: ${message}. The session goes on, but from here on nothing is added to its file (${this.writer.file}), so a later load shows it only up to here. Free some space and start a new session to keep a record.`;
+    void Promise.resolve()
+      .then(() => tell(text))
+      .catch(() => {});
   }
 
   /** The folder next to the session's file: its sidecar files live there, as long as the session is kept. */
@@ -51,8 +67,13 @@ export class SessionRecorder {
     this.writer.append(entry);
   }
 
+  /** A view call; a tool call's arguments, diffs and results kept to the record's size (not text runs or messages). */
   private view(call: ViewCall): void {
-    this.write({ type: "view", at: now(), call });
+    this.write({
+      type: "view",
+      at: now(),
+      call: call.method === "say" || call.method === "failed" ? call : { ...call, args: capStrings(call.args) },
+    });
   }
 
   private flushText(): void {
@@ -68,7 +89,7 @@ export class SessionRecorder {
   }
 
   message(message: ModelMessage): void {
-    this.write({ type: "message", at: now(), message });
+    this.write({ type: "message", at: now(), message: recordedMessage(message) });
   }
 
   setting(name: "mode" | "model" | "profile" | "thought_level", value: string): void {
@@ -93,6 +114,7 @@ export class SessionRecorder {
 
   /** Everything the front end is shown is recorded, then passed on; what it is asked passes through. */
   wrap<F extends RecordableView>(frontEnd: F): F {
+    this.tell = (text) => frontEnd.say(text);
     const overrides: Partial<RecordableView> = {
       say: (text) => {
         this.view({ method: "say", args: [text] });
@@ -157,7 +179,12 @@ export class SessionRecorder {
     if (event.summaryDelta !== undefined) return;
     const { messages, ...shown } = event;
     if (event.status === "completed" && messages) {
-      this.write({ type: "compaction", at: now(), ...(event.summary ? { summary: event.summary } : {}), history: [...messages] });
+      this.write({
+        type: "compaction",
+        at: now(),
+        ...(event.summary ? { summary: event.summary } : {}),
+        history: messages.map(recordedMessage),
+      });
     }
     this.view({ method: "compaction", args: [shown] });
   }
@@ -172,7 +199,7 @@ export class SessionRecorder {
       seq,
       callId: info.callId,
       tool: info.toolId,
-      input: info.args,
+      input: capStrings(info.args),
       ...(info.sideEffect !== undefined ? { sideEffect: info.sideEffect } : {}),
       ...(info.idempotent !== undefined ? { idempotent: info.idempotent } : {}),
     });
@@ -229,6 +256,6 @@ export function newSessionRecorder(id: string, cwd: string, additionalDirectorie
 }
 
 /** The recorder of a loaded session: it appends to the session's own file and keeps its title. */
-export function loadedSessionRecorder(stored: StoredSession): SessionRecorder {
-  return new SessionRecorder(new SessionStore().writerFor(stored), { titled: stored.entries.some((e) => e.type === "title") });
+export function loadedSessionRecorder(stored: StoredSession, hold?: SessionHold): SessionRecorder {
+  return new SessionRecorder(new SessionStore().writerFor(stored, hold), { titled: stored.entries.some((e) => e.type === "title") });
 }

@@ -4,6 +4,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { ModelMessage } from "ai";
 import { toolhostHome, version } from "../config/paths.js";
+import { takeHold, type SessionHold } from "./session-hold.js";
 
 // Sessions on disk: one append-only JSONL file per session, grouped by project, under
 // `~/.toolhost/sessions/<project>/<id>.jsonl`. The first line is the header; every later line is
@@ -84,6 +85,10 @@ export interface SessionSummary {
   /** ISO time of the last write. */
   updatedAt: string;
   file: string;
+  /** Why the file cannot be opened (damaged, or of a newer format); such a row has no title. */
+  problem?: string;
+  /** Something odd that does not stop it opening (a copied file whose header names another id). */
+  note?: string;
 }
 
 export interface ListOptions {
@@ -146,16 +151,21 @@ export function titleFromPrompt(text: string, max = 80): string | undefined {
 
 /**
  * The writing end of one session's file. Nothing is written until the first entry, so a session
- * that never got a prompt leaves no file. A write that fails is reported once on stderr and
- * recording stops: a full disk must not end the user's session.
+ * that never got a prompt leaves no file. A write that fails is reported once on stderr and to
+ * `onFailure` (the recorder tells the editor), and recording stops: a full disk must not end the
+ * user's session.
  */
 export class SessionWriter {
   private fd: number | null = null;
   private failed = false;
+  /** Called once, when recording stops for an error. */
+  onFailure?: (message: string) => void;
 
   constructor(
     readonly file: string,
     private readonly header: SessionHeader,
+    /** The hold of a loaded session (taken before its load); a new session takes it on its first write. */
+    private hold?: SessionHold,
   ) {}
 
   append(entry: SessionEntry): void {
@@ -163,6 +173,7 @@ export class SessionWriter {
     try {
       if (this.fd === null) {
         fs.mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
+        this.hold ??= takeHold(this.file, this.header.id);
         const size = fs.statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
         this.fd = fs.openSync(this.file, "a", 0o600);
         if (size === 0) fs.writeSync(this.fd, `${JSON.stringify(this.header)}\n`);
@@ -172,13 +183,16 @@ export class SessionWriter {
       fs.writeSync(this.fd, `${JSON.stringify(entry)}\n`);
     } catch (error) {
       this.failed = true;
-      console.error(`toolhost: recording session ${this.header.id} stopped: ${(error as Error).message}`);
+      const message = (error as Error).message;
+      console.error(`toolhost: recording session ${this.header.id} stopped: ${message}`);
+      this.onFailure?.(message);
     }
   }
 
   close(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;
+    this.hold?.release();
   }
 }
 
@@ -208,8 +222,8 @@ export class SessionStore {
   }
 
   /** A writer that appends to a stored session's own file. */
-  writerFor(stored: StoredSession): SessionWriter {
-    return new SessionWriter(stored.file, stored.header);
+  writerFor(stored: StoredSession, hold?: SessionHold): SessionWriter {
+    return new SessionWriter(stored.file, stored.header, hold);
   }
 
   /** A writer for a session; an existing file (a loaded session) is appended to. */
@@ -243,6 +257,14 @@ export class SessionStore {
     return readSessionFile(file);
   }
 
+  /** Why a session's file cannot be opened; undefined when there is no such file or it opens. */
+  async problem(id: string): Promise<string | undefined> {
+    const file = await this.find(id);
+    if (!file) return undefined;
+    const head = await readHead(file);
+    return "problem" in head ? head.problem : undefined;
+  }
+
   /** Sessions, most recently updated first, a page at a time. */
   async list(options: ListOptions = {}): Promise<SessionPage> {
     const limit = Math.max(1, options.limit ?? DEFAULT_PAGE);
@@ -267,9 +289,20 @@ export class SessionStore {
     for (; index < rows.length && page.length < limit; index++) {
       const row = rows[index]!;
       const head = await readHead(row.file);
-      if (!head) continue;
+      if ("problem" in head) {
+        page.push({
+          id: row.id,
+          cwd: head.cwd ?? "",
+          updatedAt: new Date(row.mtimeMs).toISOString(),
+          file: row.file,
+          problem: head.problem,
+        });
+        continue;
+      }
       page.push({
-        id: head.header.id,
+        // The file's name, which opens it: a copied file's header may name another id.
+        id: row.id,
+        ...(head.header.id !== row.id ? { note: `its header names session ${head.header.id} (a copied file?)` } : {}),
         cwd: head.header.cwd,
         ...(Array.isArray(head.header.additionalDirectories) && head.header.additionalDirectories.length
           ? { additionalDirectories: head.header.additionalDirectories }
@@ -322,8 +355,11 @@ export async function readSessionFile(file: string): Promise<StoredSession | und
   const text = await fsp.readFile(file, "utf8").catch(() => undefined);
   if (text === undefined) return undefined;
   const lines = text.split("\n");
-  const header = parseHeader(lines[0]);
-  if (!header) return undefined;
+  const parsed = parseHeader(lines[0]);
+  if (!parsed) return undefined;
+  // Opened by its file name: a copied file whose header names another id is that file's session.
+  const id = path.basename(file, ".jsonl");
+  const header = parsed.id === id || !SESSION_ID.test(id) ? parsed : { ...parsed, id };
   const entries: SessionEntry[] = [];
   let skippedLines = 0;
   for (let i = 1; i < lines.length; i++) {
@@ -341,27 +377,48 @@ export async function readSessionFile(file: string): Promise<StoredSession | und
 }
 
 function parseHeader(line: string | undefined): SessionHeader | undefined {
-  if (!line) return undefined;
-  try {
-    const header = JSON.parse(line) as SessionHeader;
-    if (header.type !== "session" || header.format !== 1 || typeof header.id !== "string" || typeof header.cwd !== "string")
-      return undefined;
-    return header;
-  } catch {
-    return undefined;
-  }
+  const checked = checkHeader(line);
+  return "header" in checked ? checked.header : undefined;
 }
 
-/** The header and the first title of a file, from its first bytes only (list stays fast). */
-async function readHead(file: string): Promise<{ header: SessionHeader; title?: string } | undefined> {
+/** The header of a session file, or why it is not one this toolhost reads. */
+function checkHeader(line: string | undefined): { header: SessionHeader } | { problem: string; cwd?: string } {
+  if (!line) return { problem: "empty file: no session header" };
+  let header: Partial<SessionHeader> & { format?: unknown; toolhost?: unknown };
+  try {
+    header = JSON.parse(line) as typeof header;
+  } catch {
+    return { problem: "damaged: its first line is not a session header (JSON)" };
+  }
+  if (typeof header !== "object" || header === null || header.type !== "session")
+    return { problem: "not a session file: its first line is not a session header" };
+  const cwd = typeof header.cwd === "string" ? header.cwd : undefined;
+  if (typeof header.format === "number" && header.format > 1) {
+    const by = typeof header.toolhost === "string" ? ` by toolhost ${header.toolhost}` : "";
+    return { problem: `format ${header.format}, written${by}, is newer than this toolhost (${version}) reads: update toolhost`, cwd };
+  }
+  if (header.format !== 1 || typeof header.id !== "string" || typeof header.cwd !== "string")
+    return { problem: "damaged: its header lacks the format, id or folder", cwd };
+  return { header: header as SessionHeader };
+}
+
+/** The header and the first title of a file, from its first bytes only (list stays fast), or why it cannot be read. */
+async function readHead(file: string): Promise<{ header: SessionHeader; title?: string } | { problem: string; cwd?: string }> {
   let handle: fsp.FileHandle | undefined;
   try {
     handle = await fsp.open(file, "r");
     const buffer = Buffer.alloc(HEAD_BYTES);
     const { bytesRead } = await handle.read(buffer, 0, HEAD_BYTES, 0);
     const lines = buffer.subarray(0, bytesRead).toString("utf8").split("\n");
-    const header = parseHeader(lines[0]);
-    if (!header) return undefined;
+    // A header longer than the head (many additional directories): up to 1 MiB of it, not a whole damaged file.
+    if (lines.length === 1 && bytesRead === HEAD_BYTES) {
+      const more = Buffer.alloc(1024 * 1024);
+      const read = await handle.read(more, 0, more.length, 0);
+      lines[0] = more.subarray(0, read.bytesRead).toString("utf8").split("\n", 1)[0]!;
+    }
+    const checked = checkHeader(lines[0]);
+    if (!("header" in checked)) return checked;
+    const { header } = checked;
     // The last line may be cut by the buffer's end; it fails to parse and is skipped.
     for (const line of lines.slice(1)) {
       if (!line.startsWith('{"type":"title"')) continue;
@@ -372,8 +429,8 @@ async function readHead(file: string): Promise<{ header: SessionHeader; title?: 
       }
     }
     return { header };
-  } catch {
-    return undefined;
+  } catch (err) {
+    return { problem: `unreadable: ${(err as Error).message}` };
   } finally {
     await handle?.close();
   }

@@ -560,10 +560,10 @@ export class AgentSession {
           break;
         }
         case "reload":
-          await this.frontEnd.say(`Tools reloaded. ${await this.tools.reload()}${rulesNote(this.permissionProblems)}`);
-          // MCP servers that failed or stopped start again; their tools arrive when they are ready.
+          await this.frontEnd.say(
+            `Tools reloaded. ${await this.tools.reload()}${rulesNote(this.permissionProblems)}${await this.mcp.restartFailed()}`,
+          );
           await this.frontEnd.commandsChanged?.();
-          this.mcp.restartFailed();
           break;
         case "invalid":
           await this.frontEnd.say(slash.message);

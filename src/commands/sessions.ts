@@ -29,8 +29,10 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
       await out(`No saved sessions${options.cwd ? ` for ${path.resolve(options.cwd)}` : ""} (in ${store.root}).\n`);
       return 0;
     }
-    const lines = page.sessions.map(
-      (s) => `${s.updatedAt.slice(0, 16).replace("T", " ")}  ${s.id}  ${s.title ?? "(untitled)"}  [${s.cwd}]`,
+    const lines = page.sessions.map((s) =>
+      s.problem
+        ? `${s.updatedAt.slice(0, 16).replace("T", " ")}  ${s.id}  (cannot be opened: ${s.problem})  [${s.file}]`
+        : `${s.updatedAt.slice(0, 16).replace("T", " ")}  ${s.id}  ${s.title ?? "(untitled)"}  [${s.cwd}]${s.note ? `  (note: ${s.note})` : ""}`,
     );
     if (page.nextCursor) lines.push(`… more: --limit ${(options.limit ?? 50) * 2}`);
     await out(`${lines.join("\n")}\n`);

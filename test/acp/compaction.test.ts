@@ -112,12 +112,17 @@ describe("compaction", () => {
   });
 
   it("/compact compacts on demand, and a resumed session starts from the compacted history", async () => {
-    const { h, sessionId } = await start([{ text: "Short answer." }, { text: SUMMARY }, { text: "Still here." }], {
-      session: { compaction: {} },
-    });
+    const { h, sessionId } = await start(
+      [{ text: "Short answer." }, { text: "Short again." }, { text: SUMMARY }, { text: "Still here." }],
+      {
+        session: { compaction: {} },
+      },
+    );
+    // An older turn longer than the summary: a summary that would not make the context smaller is not kept (below).
+    await prompt(h, sessionId, MEDIUM_PROMPT);
     await prompt(h, sessionId, "A small question");
     await prompt(h, sessionId, "/compact");
-    expect(isSummaryRequest(t.fake!.requests[1]!.body)).toBe(true);
+    expect(isSummaryRequest(t.fake!.requests[2]!.body)).toBe(true);
     expect(h.updatesOf(sessionId, "compaction_update").map((u) => u.status)).toEqual(["in_progress", "completed"]);
 
     await closeAndCheck(t.h);
@@ -128,5 +133,24 @@ describe("compaction", () => {
     const users = userTexts(t.fake!.requests.at(-1)!.body);
     expect(users[0]).toContain(SUMMARY);
     expect(users.at(-1)).toBe("And then?");
+  });
+
+  it("/compact whose summary would make the context larger keeps the original history and says so", async () => {
+    const WORDY = `A summary: ${"and so on ".repeat(600)}`;
+    const { h, sessionId } = await start([{ text: "Short answer." }, { text: WORDY }, { text: "Still here." }], {
+      session: { compaction: {} },
+    });
+    await prompt(h, sessionId, "A small question");
+    await prompt(h, sessionId, "/compact");
+    expect(isSummaryRequest(t.fake!.requests[1]!.body)).toBe(true);
+    const updates = h.updatesOf(sessionId, "compaction_update");
+    expect(updates.map((u) => u.status)).toEqual(["in_progress", "failed"]);
+    expect(JSON.stringify(updates[1])).toMatch(
+      /would have made the context larger, not smaller \(about \d+ → \d+ tokens\), so the conversation is kept as it was/,
+    );
+    // The next request carries the original history, not the summary.
+    await prompt(h, sessionId, "And then?");
+    const users = userTexts(t.fake!.requests.at(-1)!.body);
+    expect(users).toEqual(["A small question", "And then?"]);
   });
 });

@@ -165,6 +165,26 @@ describe("MCP servers over ACP", () => {
     expect(messageText(h, sessionId).match(/The MCP server "fx" stopped/g)).toHaveLength(1);
   });
 
+  it("/reload right after a server crashed starts it again and says what came back", async () => {
+    const { h, sessionId } = await start([fixture("fx")], [], { permission: () => selected("allow_once") });
+    await h.waitFor(() => commands(h, sessionId).includes("fx:greet"));
+    await prompt(h, sessionId, "/mcp__fx__crash {}");
+    await h.waitFor(() => messageText(h, sessionId).includes('The MCP server "fx" stopped'));
+    await prompt(h, sessionId, "/tools");
+    expect(messageText(h, sessionId)).not.toMatch(/\| mcp__fx__add \|/);
+
+    await prompt(h, sessionId, "/reload");
+    const answer = h.updatesOf(sessionId, "agent_message_chunk").at(-1)!;
+    expect(answer.content.type === "text" && answer.content.text).toMatch(
+      /MCP servers that had stopped:\n- fx: started again, 7 tools, 1 prompt back/,
+    );
+    // Back at once: its tools and its prompt.
+    expect(commands(h, sessionId)).toContain("fx:greet");
+    await prompt(h, sessionId, '/mcp__fx__add {"a": 2, "b": 2}');
+    const add = h.updatesOf(sessionId, "tool_call").at(-1)!;
+    expect(lastUpdate(h, sessionId, add.toolCallId)).toMatchObject({ status: "completed" });
+  });
+
   it("stops stdio servers with their process trees when toolhost exits (stdin closed)", async () => {
     const pidFile = path.join(t.ws, "child.pid");
     const { h, sessionId } = await start([fixture("fx", { MCP_CHILD_PID_FILE: pidFile })], [], {

@@ -59,6 +59,11 @@ export interface FsBackend {
    * the file or calls `refresh()` (a backend whose reads are requests, such as the editor's).
    */
   forCall?(): FsBackend & { refresh(): void };
+  /**
+   * Runs `fn` holding the file's lock between processes (a backend on a shared disk), so a
+   * check of its version and the write that follows are one step for every process.
+   */
+  lock?<T>(abs: string, fn: () => Promise<T>): Promise<T>;
   readonly search: SearchBackend;
 }
 

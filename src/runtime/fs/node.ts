@@ -4,6 +4,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { DirEntry, EntryType } from "../../tool/context.js";
 import { RipgrepSearch } from "../search/ripgrep.js";
+import { withFileLock } from "./file-lock.js";
 import { readOnlyError, type BackendStat, type FsBackend, type SearchBackend } from "./backend.js";
 
 function entryType(s: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryType {
@@ -61,6 +62,11 @@ export class NodeFs implements FsBackend {
   async readDir(abs: string): Promise<DirEntry[]> {
     const entries = await fsp.readdir(abs, { withFileTypes: true });
     return entries.map((e) => ({ name: e.name, type: entryType(e) }));
+  }
+
+  /** A lock file next to the file (`.<name>.toolhost-lock`): what another toolhost process waits for. */
+  lock<T>(abs: string, fn: () => Promise<T>): Promise<T> {
+    return withFileLock(abs, fn);
   }
 
   /** `newFileMode` applies only when the file does not exist yet; an existing file keeps its mode. */

@@ -190,9 +190,15 @@ export class ScopedFs implements ToolFs {
 
   async withLock<T>(raw: string, fn: () => Promise<T>): Promise<T> {
     const abs = absolutize(raw, this.options.workspace);
+    // This process's calls in order, then the lock between processes (held across the
+    // tool's re-stat, version check and write).
     return fileLocks.run(abs, () => {
-      for (const view of this.views.values()) view.refresh();
-      return fn();
+      const locked = () => {
+        for (const view of this.views.values()) view.refresh();
+        return fn();
+      };
+      const backend = this.options.route(abs);
+      return backend.lock ? backend.lock(abs, locked) : locked();
     });
   }
 }

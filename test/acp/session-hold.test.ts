@@ -1,0 +1,87 @@
+import * as fsp from "node:fs/promises";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { holdPathFor } from "../../src/agent/session-hold.js";
+import { SessionStore } from "../../src/agent/session-store.js";
+import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
+import { tempDir } from "../helpers.js";
+import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
+
+// Issue 21 item 3: a session is held by one agent process at a time (a live chat, and a load or
+// resume of it in another editor window, would both append to its file).
+
+const t = useAcpTest({ "a.txt": "a\n" });
+let home: string;
+let other: Harness | undefined;
+
+beforeEach(async () => {
+  home = await tempDir();
+});
+afterEach(async () => {
+  await closeAndCheck(other);
+  other = undefined;
+  await fsp.rm(home, { recursive: true, force: true });
+});
+
+const env = () => ({ TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: home });
+const prompt = (h: Harness, sessionId: string, text: string) =>
+  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+
+async function agent(): Promise<Harness> {
+  const h = new Harness({ env: env() });
+  await h.initialize();
+  return h;
+}
+
+describe("one process holds a session", () => {
+  it("a load or resume in a second process is refused naming the holder's pid; once closed there, it loads", async () => {
+    t.fake = await startFakeOpenAI({ script: [{ text: "one" }, { text: "two" }, { text: "three" }] });
+    t.h = await agent();
+    const sessionId = await t.h.newSession(t.ws);
+    await prompt(t.h, sessionId, "first");
+    const file = (await new SessionStore(home).find(sessionId))!;
+    const size = (await fsp.stat(file)).size;
+    expect(JSON.parse(await fsp.readFile(holdPathFor(file), "utf8"))).toMatchObject({ pid: t.h.child.pid });
+
+    other = await agent();
+    const refusal = { code: -32600, message: expect.stringContaining(`another toolhost process (pid ${t.h.child.pid}`) };
+    await expect(other.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] })).rejects.toMatchObject(refusal);
+    await expect(other.agent.request("session/resume", { sessionId, cwd: t.ws })).rejects.toMatchObject(refusal);
+    // The second process wrote nothing to the file, and replayed nothing.
+    expect((await fsp.stat(file)).size).toBe(size);
+    expect(other.updates.filter((u) => u.sessionId === sessionId)).toEqual([]);
+    // The holder goes on.
+    await prompt(t.h, sessionId, "second");
+    expect(messageText(t.h, sessionId, "")).toBe("onetwo");
+
+    // Closed there: the hold is released, and the other process loads it and continues.
+    await t.h.agent.request("session/close", { sessionId });
+    await expect(fsp.stat(holdPathFor(file))).rejects.toThrow();
+    await other.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
+    expect(JSON.parse(await fsp.readFile(holdPathFor(file), "utf8"))).toMatchObject({ pid: other.child.pid });
+    await prompt(other, sessionId, "third");
+    expect(messageText(other, sessionId, "")).toMatch(/three$/);
+    // The process exits on stdin EOF: the hold goes with it.
+    await closeAndCheck(other);
+    other = undefined;
+    await expect(fsp.stat(holdPathFor(file))).rejects.toThrow();
+  });
+
+  it("the hold of a process that died (kill -9) is taken over", async () => {
+    t.fake = await startFakeOpenAI({ script: [{ text: "one" }, { text: "two" }] });
+    const first = await agent();
+    const sessionId = await first.newSession(t.ws);
+    await prompt(first, sessionId, "first");
+    const file = (await new SessionStore(home).find(sessionId))!;
+    const exited = new Promise((resolve) => first.child.once("exit", resolve));
+    first.child.kill("SIGKILL");
+    await exited;
+    // Left behind by the dead process.
+    expect(JSON.parse(await fsp.readFile(holdPathFor(file), "utf8"))).toMatchObject({ pid: first.child.pid });
+
+    t.h = await agent();
+    await t.h.agent.request("session/resume", { sessionId, cwd: t.ws });
+    expect(JSON.parse(await fsp.readFile(holdPathFor(file), "utf8"))).toMatchObject({ pid: t.h.child.pid });
+    await prompt(t.h, sessionId, "again");
+    expect(messageText(t.h, sessionId, "")).toBe("two");
+  });
+});
