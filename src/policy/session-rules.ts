@@ -1,6 +1,7 @@
 import type { PolicyCall } from "./call.js";
 import { displayPath } from "../tool/paths.js";
-import { bashCommandPrefix, type ParsedLine } from "./bash-parse.js";
+import type { ParsedLine } from "./bash-parse.js";
+import { bashCommandPrefix } from "./command-prefix.js";
 import type { PermissionRule } from "./rules.js";
 import type { SourcedRule } from "./ruleset.js";
 

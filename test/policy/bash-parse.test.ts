@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  bashCommandPrefix,
-  bashMatchesPrefix,
-  parseBash,
-  plainCommand,
-  type ParsedLine,
-  type Redirect,
-} from "../../src/policy/bash-parse.js";
+import { parseBash, type ParsedLine, type Redirect } from "../../src/policy/bash-parse.js";
+import { bashCommandPrefix, bashMatchesPrefix, plainCommand } from "../../src/policy/command-prefix.js";
 import { bashParser } from "../../src/policy/bash-wasm.js";
 
 async function parsed(line: string): Promise<ParsedLine> {
