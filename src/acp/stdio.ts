@@ -4,6 +4,7 @@ import type { ClientCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import { answerEarly, type EarlyAnswer } from "./early.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
+import { prefetchRestore } from "./session-modules.js";
 import type { EarlyState } from "./server.js";
 
 // The ACP entry on stdin/stdout. It loads light: the handshake is answered before the SDK (and
@@ -121,6 +122,8 @@ export async function serveStdio(out: Out): Promise<void> {
       loadAfterWrite = true;
       return JSON.stringify({ jsonrpc: "2.0", id, result: newSessionResponse(sessionId) });
     }
+    // A stored session to open: its modules load beside the SDK (their files are read while it compiles).
+    if ((method === "session/load" || method === "session/resume") && state.clientCapabilities !== undefined) prefetchRestore();
     return null;
   };
   // The client went away before the SDK loaded: nothing has started yet, so just stop.
