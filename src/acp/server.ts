@@ -55,6 +55,7 @@ async function loadSession(
   client: AgentContext,
   clientCapabilities: ClientCapabilities,
   restore?: Restore,
+  writeLines?: (lines: string) => Promise<void>,
 ): Promise<AcpSession> {
   const [{ AcpSession }, { SessionTools }, { listProfiles }, { restoredState }, { loadedSessionRecorder, newSessionRecorder }] =
     await sessionModules();
@@ -72,6 +73,7 @@ async function loadSession(
     tools,
     profiles: listed.profiles.map((p) => p.name),
     recorder,
+    writeLines,
     // A profile's model sits below TOOLHOST_MODEL (the user's explicit choice for this run).
     model: process.env.TOOLHOST_MODEL ? undefined : profile.model,
   });
@@ -97,7 +99,7 @@ export interface EarlyState {
 }
 
 /** The toolhost ACP agent: one instance per connection. */
-export function createAgent(early: EarlyState = { sessions: [] }) {
+export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (lines: string) => Promise<void>) {
   const sessions = new Map<string, SessionHandle>();
   let clientCapabilities: ClientCapabilities = early.clientCapabilities ?? {};
 
@@ -253,7 +255,7 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
       sessions.delete(sessionId);
       await (await live.ready).close();
     }
-    const ready = loadSession(sessionId, roots, mcpServers, client, clientCapabilities, { stored, replay });
+    const ready = loadSession(sessionId, roots, mcpServers, client, clientCapabilities, { stored, replay }, writeLines);
     sessions.set(sessionId, { id: sessionId, ready });
     try {
       return await ready;
@@ -381,9 +383,11 @@ export async function serveConnection(
   out: (chunk: Uint8Array) => Promise<void>,
   early: EarlyState,
 ): Promise<void> {
-  const { app, shutdown, adoptEarly } = createAgent(early);
-  const replay = early.initializeParams === undefined ? null : replayInitialize(input, early.initializeParams);
   const output = batchedOutput(out);
+  const encoder = new TextEncoder();
+  // A load's replay, written beside the SDK (see AcpSession.replay).
+  const { app, shutdown, adoptEarly } = createAgent(early, (lines) => output.write(encoder.encode(lines)));
+  const replay = early.initializeParams === undefined ? null : replayInitialize(input, early.initializeParams);
   const write = replay ? replay.filter(output.write) : output.write;
   const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) }), replay?.input ?? input, {
     maxMessageBytes: MAX_MESSAGE_BYTES + 1024,
