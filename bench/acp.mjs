@@ -69,11 +69,12 @@ if (!baselineCli) {
 } else {
   const base = stats(baseRuns);
   console.log(`baseline: ${baselineCli}`);
+  const vs = (ms) => `${fmt(ms)} ms (${fmt(ms / node, 2)}× node)`;
   console.log("| measurement | this build | baseline | this / baseline |\n|---|---|---|---|");
   console.log(`| bare \`node -e 0\` (spawn → exit) | ${fmt(node)} ms | | |`);
-  console.log(`| spawn → initialize answered | ${fmt(ours.init)} ms | ${fmt(base.init)} ms | ${fmt(ours.init / base.init, 2)}× |`);
+  console.log(`| spawn → initialize answered | ${vs(ours.init)} | ${vs(base.init)} | ${fmt(ours.init / base.init, 2)}× |`);
   console.log(
-    `| spawn → session/new answered | ${fmt(ours.sessionNew)} ms | ${fmt(base.sessionNew)} ms | ${fmt(ours.sessionNew / base.sessionNew, 2)}× |`,
+    `| spawn → session/new answered | ${vs(ours.sessionNew)} | ${vs(base.sessionNew)} | ${fmt(ours.sessionNew / base.sessionNew, 2)}× |`,
   );
   console.log(`| RSS after session/new | ${fmt(ours.rss)} MiB | ${fmt(base.rss)} MiB | ${fmt(ours.rss / base.rss, 2)}× |`);
 }

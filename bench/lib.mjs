@@ -8,13 +8,17 @@ export function median(values) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-/** Runs `a` and `b` alternately `rounds` times (noise hits both alike) and returns both series. */
+/**
+ * Runs `a` and `b` alternately `rounds` times (noise hits both alike) and returns both series.
+ * The order swaps every round: whichever runs second pays the first one's garbage collection.
+ */
 export async function interleave(rounds, a, b) {
   const as = [];
   const bs = [];
   for (let i = 0; i < rounds; i++) {
+    if (i % 2) bs.push(await b());
     as.push(await a());
-    bs.push(await b());
+    if (!(i % 2)) bs.push(await b());
   }
   return { a: as, b: bs };
 }

@@ -2,6 +2,8 @@
 // both under 200 ms, measured over real stdio against the built agent; each next to session/new in
 // the same agent process (the baseline: what any request costs on this machine right now), median
 // of interleaved rounds. Run after `npm run build`: node bench/sessions.mjs
+// With `--baseline DIR` (another built checkout) its CLI loads the long session fresh too, in the
+// same rounds, and the table gains the ratio to it.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -13,6 +15,8 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const cli = path.join(root, "dist", "cli.js");
 const { SessionStore } = await import(path.join(root, "dist", "agent", "session-store.js"));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
+const baselineAt = process.argv.indexOf("--baseline");
+const baselineCli = baselineAt > 0 ? path.join(path.resolve(process.argv[baselineAt + 1]), "dist", "cli.js") : null;
 
 const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-bench-sessions-"));
 const cwd = mkdtempSync(path.join(os.tmpdir(), "toolhost-bench-ws-"));
@@ -58,9 +62,9 @@ function populate() {
 }
 
 /** One agent: initialize, then the requests in order, each timed from write to answer. */
-function agent(requests) {
+function agent(requests, entry = cli) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli], {
+    const child = spawn(process.execPath, [entry], {
       stdio: ["pipe", "pipe", "inherit"],
       env: { ...process.env, TOOLHOST_HOME: home, TOOLHOST_MODEL: "", TOOLHOST_SANDBOX: "off" },
     });
@@ -96,7 +100,7 @@ function agent(requests) {
 const bigFile = populate();
 const lines = readFileSync(bigFile, "utf8").trim().split("\n").length;
 const newSession = ["session/new", { cwd, mcpServers: [] }];
-const rows = { new: [], list: [], listCwd: [], load: [], loadSmall: [], loadWarm: [], rssNew: [], rssLoad: [] };
+const rows = { new: [], list: [], listCwd: [], load: [], loadSmall: [], loadWarm: [], rssNew: [], rssLoad: [], baseLoad: [] };
 let replayed = 0;
 for (let i = 0; i < ROUNDS; i++) {
   // As an editor opens its thread list: before any session of this process.
@@ -116,6 +120,7 @@ for (let i = 0; i < ROUNDS; i++) {
   ]);
   rows.loadSmall.push(c.times[0]);
   rows.loadWarm.push(c.times[1]);
+  if (baselineCli) rows.baseLoad.push((await agent([["session/load", { sessionId: "big", cwd, mcpServers: [] }]], baselineCli)).times[0]);
 }
 rmSync(home, { recursive: true, force: true });
 rmSync(cwd, { recursive: true, force: true });
@@ -130,5 +135,11 @@ console.log(`| session/load, one turn (baseline: the session's tools and runtime
 console.log(`| session/load, 2,000 messages, replayed | ${fmt(median(rows.load))} ms | < 200 ms |`);
 console.log(`| the 2,000 messages' own cost (load − baseline) | ${fmt(median(rows.load) - median(rows.loadSmall))} ms | |`);
 console.log(`| session/load, 2,000 messages, in an agent that has loaded a session before | ${fmt(median(rows.loadWarm))} ms | < 200 ms |`);
+if (baselineCli) {
+  const ratio = median(rows.load) / median(rows.baseLoad);
+  console.log(
+    `| session/load, 2,000 messages, fresh, baseline build (${baselineCli}) | ${fmt(median(rows.baseLoad))} ms | this / baseline: ${fmt(ratio, 2)}× |`,
+  );
+}
 console.log(`| RSS after session/new | ${fmt(median(rows.rssNew))} MiB | |`);
 console.log(`| RSS after session/load of the long session | ${fmt(median(rows.rssLoad))} MiB | |`);

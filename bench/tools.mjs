@@ -125,10 +125,10 @@ async function interleave3(rounds, ours, raw, base) {
   const a = [];
   const b = [];
   const c = [];
+  // The order rotates every round: whichever runs after a build pays that build's garbage collection.
+  const runs = [() => ours().then((v) => a.push(v)), () => raw().then((v) => b.push(v)), () => base().then((v) => c.push(v))];
   for (let i = 0; i < rounds; i++) {
-    a.push(await ours());
-    b.push(await raw());
-    c.push(await base());
+    for (let j = 0; j < 3; j++) await runs[(i + j) % 3]();
   }
   return { a, b, c };
 }

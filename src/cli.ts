@@ -1,6 +1,11 @@
 #!/usr/bin/env node
 // The toolhost command. Sub-commands load lazily so `toolhost` starts fast.
+import * as nodeModule from "node:module";
 import { parseArgs } from "node:util";
+
+// Node 22.1+ keeps V8's compiled code of the bundle's chunks on disk between runs; Node 20 has no
+// such API (nothing happens there). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+(nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 const USAGE = `toolhost — an ACP agent and tool-plugin host
 

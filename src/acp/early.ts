@@ -41,30 +41,37 @@ const joined = (parts: Uint8Array[]) =>
   );
 
 /**
- * Reads `input`, answers what it can early, and returns the stream the SDK reads: every line
- * not answered, in order, then the rest of the input as it comes. `endEarly()` (the SDK is
- * ready) stops the early answers: from then on every byte goes to the stream.
+ * Reads `input`, answers what it can early, and gives the stream the SDK reads: every line not
+ * answered, in order, then the rest of the input as it comes. `endEarly()` (the SDK is ready)
+ * stops the early answers: from then on every byte goes to the stream.
+ *
+ * The input is any async iterable of bytes (process.stdin itself), and `stream` is built on first
+ * use: until the SDK loads, no web stream exists, so Node's web-streams modules load after the
+ * `session/new` answer, not before it.
  */
 export function answerEarly(
-  input: ReadableStream<Uint8Array>,
+  input: AsyncIterable<Uint8Array>,
   options: EarlyOptions,
-): { stream: ReadableStream<Uint8Array>; endEarly(): void } {
+): { readonly stream: ReadableStream<Uint8Array>; endEarly(): void } {
   const maxLineBytes = options.maxLineBytes ?? 1024 * 1024;
-  const reader = input.getReader();
+  const iterator = input[Symbol.asyncIterator]();
   let early = true;
   let partial: Uint8Array[] = [];
   let partialBytes = 0;
+  /** Bytes for the SDK, read before its stream was pulled. */
+  let queued: Uint8Array[] = [];
+  let ended = false;
 
-  const handOver = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
+  const handOver = (bytes: Uint8Array) => {
     if (early) {
       early = false;
       options.onHandOver();
     }
-    if (bytes.length) controller.enqueue(bytes);
+    if (bytes.length) queued.push(bytes);
   };
 
   /** Splits a chunk into lines while still answering early; after that, passes chunks through. */
-  const take = async (chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>) => {
+  const take = async (chunk: Uint8Array) => {
     let start = 0;
     while (early) {
       const end = chunk.indexOf(NEWLINE, start);
@@ -76,7 +83,7 @@ export function answerEarly(
       const message = line.length <= maxLineBytes ? parse(line) : null;
       const answer = message ? options.answer(message) : null;
       if (answer === null) {
-        handOver(controller, joined([line, chunk.subarray(end, end + 1)]));
+        handOver(joined([line, chunk.subarray(end, end + 1)]));
         break;
       }
       await options.write(answer);
@@ -85,11 +92,11 @@ export function answerEarly(
     if (!early) {
       // A partial line left from the early phase goes first.
       if (partialBytes) {
-        controller.enqueue(joined(partial));
+        queued.push(joined(partial));
         partial = [];
         partialBytes = 0;
       }
-      if (rest.length) controller.enqueue(rest);
+      if (rest.length) queued.push(rest);
       return;
     }
     partial.push(rest);
@@ -99,45 +106,56 @@ export function answerEarly(
       const pending = joined(partial);
       partial = [];
       partialBytes = 0;
-      handOver(controller, pending);
+      handOver(pending);
     }
   };
 
-  let finished = false;
-  const finish = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+  const finish = () => {
     // The input ended while still early: the SDK takes over (and sees the end).
     if (early) {
       early = false;
       options.onHandOver();
     }
-    if (partialBytes) controller.enqueue(joined(partial));
+    if (partialBytes) queued.push(joined(partial));
     partial = [];
     partialBytes = 0;
-    finished = true;
-    controller.close();
+    ended = true;
   };
 
-  const stream = new ReadableStream<Uint8Array>({
-    // While early, read actively (nobody pulls yet); afterwards the SDK's reads pull the input.
-    async start(controller) {
-      while (early) {
-        const { done, value } = await reader.read();
-        if (done) return finish(controller);
-        await take(value, controller);
-      }
-    },
-    async pull(controller) {
-      if (finished) return;
-      const { done, value } = await reader.read();
-      if (done) return finish(controller);
-      await take(value, controller);
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
+  /** Reads one chunk of the input into `queued` (or marks its end). */
+  const readOne = async () => {
+    const { done, value } = await iterator.next();
+    if (done) finish();
+    else await take(value);
+  };
+
+  // While early, read actively (nobody pulls yet); afterwards the SDK's reads pull the input.
+  let failure: { error: unknown } | undefined;
+  const earlyPhase = (async () => {
+    while (early && !ended) await readOne();
+  })().catch((error: unknown) => void (failure = { error }));
+
+  let stream: ReadableStream<Uint8Array> | undefined;
+  const build = () =>
+    new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await earlyPhase;
+        if (failure) throw failure.error;
+        while (!queued.length && !ended) await readOne();
+        if (queued.length) {
+          controller.enqueue(joined(queued));
+          queued = [];
+        }
+        if (ended) controller.close();
+      },
+      async cancel() {
+        await iterator.return?.();
+      },
+    });
   return {
-    stream,
+    get stream() {
+      return (stream ??= build());
+    },
     endEarly() {
       early = false;
     },

@@ -13,7 +13,8 @@ import { isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { modeState } from "./modes.js";
-import { MAX_MESSAGE_BYTES } from "./line-guard.js";
+import { concat, MAX_MESSAGE_BYTES } from "./line-guard.js";
+import { sessionModules } from "./session-modules.js";
 import { withSubagents } from "./subagents.js";
 import type { AcpSession } from "./session.js";
 import type { StoredSession } from "../agent/session-store.js";
@@ -57,15 +58,10 @@ async function loadSession(
   client: AgentContext,
   clientCapabilities: ClientCapabilities,
   restore?: Restore,
+  writeLines?: (lines: string) => Promise<void>,
 ): Promise<AcpSession> {
   const [{ AcpSession }, { SessionTools }, { listProfiles }, { restoredState }, { loadedSessionRecorder, newSessionRecorder }] =
-    await Promise.all([
-      import("./session.js"),
-      import("../agent/session-tools.js"),
-      import("../host/profiles.js"),
-      import("../agent/session-restore.js"),
-      import("../agent/session-recorder.js"),
-    ]);
+    await sessionModules();
   const state = restore ? restoredState(restore.stored) : undefined;
   const [tools, listed] = await Promise.all([SessionTools.create(cwd, state?.profile), listProfiles()]);
   const profile = tools.toolset.profile;
@@ -80,6 +76,7 @@ async function loadSession(
     tools,
     profiles: listed.profiles.map((p) => p.name),
     recorder,
+    writeLines,
     // A profile's model sits below TOOLHOST_MODEL (the user's explicit choice for this run).
     model: process.env.TOOLHOST_MODEL ? undefined : profile.model,
   });
@@ -105,7 +102,7 @@ export interface EarlyState {
 }
 
 /** The toolhost ACP agent: one instance per connection. */
-export function createAgent(early: EarlyState = { sessions: [] }) {
+export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (lines: string) => Promise<void>) {
   const sessions = new Map<string, SessionHandle>();
   let clientCapabilities: ClientCapabilities = early.clientCapabilities ?? {};
 
@@ -285,7 +282,7 @@ export function createAgent(early: EarlyState = { sessions: [] }) {
       if (err instanceof SessionHeldError) throw RequestError.invalidRequest({ sessionId, heldBy: err.pid }, err.message);
       throw err;
     }
-    const ready = loadSession(sessionId, roots, mcpServers, client, clientCapabilities, { stored, replay, hold });
+    const ready = loadSession(sessionId, roots, mcpServers, client, clientCapabilities, { stored, replay, hold }, writeLines);
     sessions.set(sessionId, { id: sessionId, ready });
     try {
       return await ready;
@@ -334,9 +331,12 @@ function replayInitialize(input: ReadableStream<Uint8Array>, params: unknown) {
     cancel: (reason) => reader.cancel(reason),
   });
   const decoder = new TextDecoder();
+  // Once the replay's answer is dropped, every chunk passes as it is.
+  let dropped = false;
   const filter =
     (out: (chunk: Uint8Array) => Promise<void>) =>
     async (chunk: Uint8Array): Promise<void> => {
+      if (dropped) return out(chunk);
       const text = decoder.decode(chunk);
       if (!text.includes(REPLAY_ID)) return out(chunk);
       // Keep every line but the replay's answer (a chunk may carry several messages).
@@ -346,6 +346,7 @@ function replayInitialize(input: ReadableStream<Uint8Array>, params: unknown) {
           const answer = JSON.parse(line) as { id?: unknown; error?: { message?: string } };
           if (answer.id !== REPLAY_ID) return true;
           if (answer.error) process.stderr.write(`toolhost: the SDK refused the early initialize: ${answer.error.message ?? ""}\n`);
+          dropped = true;
           return false;
         } catch {
           return true;
@@ -355,6 +356,49 @@ function replayInitialize(input: ReadableStream<Uint8Array>, params: unknown) {
       if (rest !== "") await out(new TextEncoder().encode(rest));
     };
   return { input: replayed, filter };
+}
+
+/** Past this many bytes waiting, a write waits for the batch to be handed to the OS (backpressure). */
+const BATCH_BYTES = 1024 * 1024;
+
+/**
+ * The connection's output, written in batches: what the SDK writes in one burst goes out as one
+ * write. The SDK writes each message alone and waits for it; a session/load replays thousands of
+ * notifications, and a stdout write per message (the syscall, its callbacks and the stream's
+ * bookkeeping) was most of the load's time. A write resolves at once, in order, while under
+ * BATCH_BYTES wait; the batch goes out on the next turn of the event loop. `flush()` resolves once
+ * everything written so far is out (before the process exits).
+ */
+export function batchedOutput(out: (chunk: Uint8Array) => Promise<void>): {
+  write(chunk: Uint8Array): Promise<void>;
+  flush(): Promise<void>;
+} {
+  let waiting: Uint8Array[] = [];
+  let waitingBytes = 0;
+  let sent: Promise<void> = Promise.resolve();
+  let scheduled: Promise<void> | null = null;
+  let failure: { error: unknown } | undefined;
+  const send = () => {
+    scheduled = null;
+    const chunk = concat(waiting, waitingBytes);
+    waiting = [];
+    waitingBytes = 0;
+    sent = sent.then(() => (failure ? undefined : out(chunk))).catch((error: unknown) => void (failure ??= { error }));
+    return sent;
+  };
+  return {
+    write(chunk) {
+      if (failure) return Promise.reject(failure.error as Error);
+      waiting.push(chunk);
+      waitingBytes += chunk.byteLength;
+      scheduled ??= new Promise<void>((resolve) => setImmediate(resolve)).then(send);
+      return waitingBytes >= BATCH_BYTES ? scheduled : Promise.resolve();
+    },
+    async flush() {
+      await scheduled;
+      await sent;
+    },
+  };
 }
 
 /**
@@ -367,9 +411,12 @@ export async function serveConnection(
   out: (chunk: Uint8Array) => Promise<void>,
   early: EarlyState,
 ): Promise<void> {
-  const { app, shutdown, adoptEarly } = createAgent(early);
+  const output = batchedOutput(out);
+  const encoder = new TextEncoder();
+  // A load's replay, written beside the SDK (see AcpSession.replay).
+  const { app, shutdown, adoptEarly } = createAgent(early, (lines) => output.write(encoder.encode(lines)));
   const replay = early.initializeParams === undefined ? null : replayInitialize(input, early.initializeParams);
-  const write = replay ? replay.filter(out) : out;
+  const write = replay ? replay.filter(output.write) : output.write;
   const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) }), replay?.input ?? input, {
     maxMessageBytes: MAX_MESSAGE_BYTES + 1024,
   });
@@ -387,6 +434,7 @@ export async function serveConnection(
     if (exiting) return;
     exiting = true;
     await shutdown();
+    await output.flush().catch(() => {});
     process.exit(0);
   };
   process.once("SIGTERM", () => void exit());

@@ -66,6 +66,12 @@ export interface AcpSessionOptions {
   model?: string;
   /** Writes the session to disk as it happens (see agent/session-recorder.ts). */
   recorder?: SessionRecorder;
+  /**
+   * Writes JSON-RPC lines to the connection's output after everything the SDK has written so far
+   * (acp/server.ts): a load's replay goes out as one batch of lines instead of thousands of SDK
+   * writes. Without it, the replay's updates go through the SDK one by one.
+   */
+  writeLines?: (lines: string) => Promise<void>;
 }
 
 /**
@@ -86,8 +92,9 @@ export class AcpSession implements SessionFrontEnd {
   readonly questions: UserQuestions;
   /** The subagents as child sessions, when the client advertises `subagents`. */
   private readonly children: AcpSubagents | undefined;
-  /** While a load replays: the updates sent, not yet written. */
-  private replaying: Promise<void>[] | null = null;
+  /** While a load replays: its updates, written together once it ends. */
+  private replaying: SessionUpdate[] | null = null;
+  private readonly writeLines: AcpSessionOptions["writeLines"];
   /** The client shows compactions (`clientCapabilities.session.compaction`); otherwise they are agent messages. */
   private readonly showsCompaction: boolean;
   /** A command update on its way (batched), and the menu last sent. */
@@ -98,6 +105,7 @@ export class AcpSession implements SessionFrontEnd {
     this.id = options.id;
     this.mcpServers = options.mcpServers;
     this.client = options.client;
+    this.writeLines = options.writeLines;
     this.profiles = options.profiles ?? [options.tools.toolset.profile.name];
     const caps = options.clientCapabilities;
     this.views = new ToolCallViews((update) => this.update(update), caps);
@@ -183,10 +191,9 @@ export class AcpSession implements SessionFrontEnd {
   }
 
   async update(update: SessionUpdate): Promise<void> {
-    const sent = this.client.notify("session/update", { sessionId: this.id, update });
-    // A replay queues its updates (the connection writes them in order) and waits for them once.
-    if (this.replaying) this.replaying.push(sent);
-    else await sent;
+    // A replay collects its updates and writes them in one go when it ends.
+    if (this.replaying) this.replaying.push(update);
+    else await this.client.notify("session/update", { sessionId: this.id, update });
   }
 
   /**
@@ -228,14 +235,28 @@ export class AcpSession implements SessionFrontEnd {
    * user message, then what the session showed (text, tool calls with their results, messages).
    */
   async replay(entries: readonly SessionEntry[]): Promise<void> {
-    const sent: Promise<void>[] = [];
-    this.replaying = sent;
+    const updates: SessionUpdate[] = [];
+    this.replaying = updates;
     try {
       await this.replayEntries(entries);
     } finally {
       this.replaying = null;
     }
-    await Promise.all(sent);
+    const notification = (update: SessionUpdate) => ({ sessionId: this.id, update });
+    if (!this.writeLines) {
+      // Queued together (the SDK writes them in order), awaited once.
+      await Promise.all(updates.map((update) => this.client.notify("session/update", notification(update))));
+      return;
+    }
+    // The first goes through the SDK: once it is written, so is everything the SDK had queued before
+    // it. The rest are the same messages the SDK would write (it does not validate what it sends),
+    // as one batch: thousands of SDK writes were most of a long load's time.
+    const [first, ...rest] = updates;
+    if (!first) return;
+    await this.client.notify("session/update", notification(first));
+    let lines = "";
+    for (const update of rest) lines += `${JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: notification(update) })}\n`;
+    if (lines) await this.writeLines(lines);
   }
 
   private async replayEntries(entries: readonly SessionEntry[]): Promise<void> {

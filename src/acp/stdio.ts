@@ -1,10 +1,10 @@
-import { randomUUID } from "node:crypto";
+import { closeSync, openSync, readSync } from "node:fs";
 import path from "node:path";
-import { Readable } from "node:stream";
 import type { ClientCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import { answerEarly, type EarlyAnswer } from "./early.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
+import { prefetchRestore } from "./session-modules.js";
 import type { EarlyState } from "./server.js";
 
 // The ACP entry on stdin/stdout. It loads light: the handshake is answered before the SDK (and
@@ -15,10 +15,10 @@ const IDLE_LOAD_MS = 100;
 
 type Out = (chunk: Uint8Array) => Promise<void>;
 
-/** stdin's lines, with any line over the ACP message limit dropped and answered with an error. */
-function guardedStdin(out: Out): ReadableStream<Uint8Array> {
+/** The input's lines, with any line over the ACP message limit dropped and answered with an error. */
+function guarded(input: ReadableStream<Uint8Array>, out: Out): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
-  return guardLines(Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>, (dropped) => {
+  return guardLines(input, (dropped) => {
     const what = `${dropped.method ?? "message"}${dropped.id === undefined ? "" : ` (id ${JSON.stringify(dropped.id)})`}`;
     process.stderr.write(
       `toolhost: dropped a ${dropped.bytes}-byte ${what}: one ACP message may have at most ${MAX_MESSAGE_BYTES} bytes\n`,
@@ -33,6 +33,28 @@ function guardedStdin(out: Out): ReadableStream<Uint8Array> {
     void out(encoder.encode(`${JSON.stringify({ jsonrpc: "2.0", id: dropped.id, error })}\n`)).catch(() => {});
     return null;
   });
+}
+
+/**
+ * A random (v4) UUID read from /dev/urandom, or null where there is none (the SDK then answers
+ * `session/new`, with node:crypto). node:crypto is 17 internal modules to load before the answer;
+ * fs is loaded already.
+ */
+function urandomUuid(): string | null {
+  const bytes = Buffer.alloc(16);
+  let fd: number | undefined;
+  try {
+    fd = openSync("/dev/urandom", "r");
+    if (readSync(fd, bytes, 0, 16, null) !== 16) return null;
+  } catch {
+    return null;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  bytes[6] = (bytes[6]! & 0x0f) | 0x40;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
@@ -89,7 +111,8 @@ export async function serveStdio(out: Out): Promise<void> {
     const plainDirs = Array.isArray(dirs) && dirs.every((d) => typeof d === "string") ? dirs : null;
     if (method === "session/new" && state.clientCapabilities !== undefined && typeof params.cwd === "string" && servers && plainDirs) {
       if (cwdProblem(params.cwd) !== null || directoriesProblem(plainDirs) !== null) return null;
-      const sessionId = randomUUID();
+      const sessionId = urandomUuid();
+      if (sessionId === null) return null;
       state.sessions.push({
         id: sessionId,
         cwd: path.resolve(params.cwd),
@@ -99,12 +122,16 @@ export async function serveStdio(out: Out): Promise<void> {
       loadAfterWrite = true;
       return JSON.stringify({ jsonrpc: "2.0", id, result: newSessionResponse(sessionId) });
     }
+    // A stored session to open: its modules load beside the SDK (their files are read while it compiles).
+    if ((method === "session/load" || method === "session/resume") && state.clientCapabilities !== undefined) prefetchRestore();
     return null;
   };
   // The client went away before the SDK loaded: nothing has started yet, so just stop.
   const goneEarly = () => process.exit(0);
   process.stdout.on("error", goneEarly);
-  const early = answerEarly(guardedStdin(out), {
+  // process.stdin as it is (no web stream yet: those modules load with the SDK). Lines up to 1 MiB
+  // are answered here; a longer one goes to the SDK, behind the line guard, like every line after it.
+  const early = answerEarly(process.stdin, {
     answer,
     write: async (line) => {
       await out(encoder.encode(`${line}\n`));
@@ -118,5 +145,5 @@ export async function serveStdio(out: Out): Promise<void> {
   const { serveConnection } = await import("./server.js");
   early.endEarly();
   process.stdout.off("error", goneEarly);
-  await serveConnection(early.stream, out, state);
+  await serveConnection(guarded(early.stream, out), out, state);
 }

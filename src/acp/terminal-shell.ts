@@ -2,6 +2,7 @@ import type { AgentContext } from "@agentclientprotocol/sdk";
 import type { ShellResult } from "../tool/context.js";
 import { ToolError } from "../tool/errors.js";
 import type { ShellBackend, ShellSpawnOptions } from "../runtime/shell/backend.js";
+import { writeLauncher } from "../runtime/shell/launcher.js";
 
 /**
  * Commands in editor terminals (terminal/create): the user watches the output live in the
@@ -15,7 +16,23 @@ export class TerminalShell implements ShellBackend {
     private readonly sessionId: string,
   ) {}
 
-  async spawn(file: string, args: string[], options: ShellSpawnOptions & { shellLine?: string }): Promise<ShellResult> {
+  /**
+   * A wrapped command (`commandAt`: the sandbox's) starts through a launcher that holds the
+   * wrapper, so the editor shows `…/toolhost-sandbox <the command>`, not the wrapper's flags.
+   */
+  async spawn(file: string, args: string[], options: ShellSpawnOptions & { shellLine?: string; commandAt?: number }): Promise<ShellResult> {
+    if (options.signal.aborted) throw new ToolError("aborted", "The command was cancelled before it started");
+    const at = options.commandAt;
+    if (at === undefined || at <= 0 || at >= args.length) return this.run(file, args, options);
+    const launcher = await writeLauncher(file, args.slice(0, at));
+    try {
+      return await this.run(launcher.path, args.slice(at), options);
+    } finally {
+      await launcher.remove().catch(() => {});
+    }
+  }
+
+  private async run(file: string, args: string[], options: ShellSpawnOptions): Promise<ShellResult> {
     const started = performance.now();
     if (options.signal.aborted) throw new ToolError("aborted", "The command was cancelled before it started");
     const env = Object.entries(options.env ?? {}).map(([name, value]) => ({ name, value }));

@@ -77,29 +77,39 @@ function isPlainObjectValue(value: object): boolean {
  */
 export function notJsonData(value: unknown): string | undefined {
   const seen = new Set<object>();
-  const walk = (item: unknown, at: string): string | undefined => {
-    const where = at ? ` at ${at}` : "";
+  // The path to a problem is built only once one is found (walking out), not for every item:
+  // a listing of thousands of paths is walked on every call.
+  const walk = (item: unknown): { kind: string; path: string[] } | undefined => {
     if (item === null || typeof item === "string" || typeof item === "boolean") return undefined;
-    if (typeof item === "number") return Number.isFinite(item) ? undefined : `${kindOf(item)}${where}`;
-    if (typeof item !== "object") return `${kindOf(item)}${where}`;
-    if (seen.has(item)) return `a circular reference${where}`;
+    if (typeof item === "number") return Number.isFinite(item) ? undefined : { kind: kindOf(item), path: [] };
+    if (typeof item !== "object") return { kind: kindOf(item), path: [] };
+    if (seen.has(item)) return { kind: "a circular reference", path: [] };
     const array = Array.isArray(item);
-    if (!array && !isPlainObjectValue(item)) return `${kindOf(item)}${where}`;
+    if (!array && !isPlainObjectValue(item)) return { kind: kindOf(item), path: [] };
     seen.add(item);
     if (array) {
       for (let i = 0; i < item.length; i++) {
-        const problem = walk(item[i], `${at}[${i}]`);
-        if (problem) return problem;
+        const problem = walk(item[i]);
+        if (problem) {
+          problem.path.unshift(`[${i}]`);
+          return problem;
+        }
       }
     } else {
       for (const [key, field] of Object.entries(item)) {
         if (field === undefined) continue;
-        const problem = walk(field, /^[A-Za-z_$][\w$]*$/.test(key) ? (at ? `${at}.${key}` : key) : `${at}[${JSON.stringify(key)}]`);
-        if (problem) return problem;
+        const problem = walk(field);
+        if (problem) {
+          problem.path.unshift(/^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`);
+          return problem;
+        }
       }
     }
     seen.delete(item);
     return undefined;
   };
-  return walk(value, "");
+  const problem = walk(value);
+  if (!problem) return undefined;
+  const at = problem.path.join("").replace(/^\./, "");
+  return at ? `${problem.kind} at ${at}` : problem.kind;
 }

@@ -47,13 +47,17 @@ describe.skipIf(!status.available)("the sandbox in the editor", () => {
     const line = `echo inside > b.txt; echo changed > ${victim}; echo done`;
     await prompt(h, sessionId, `/bash ${line}`);
     const create = h.clientCalls.find((c) => c.method === "terminal/create")!.params as { command: string; args: string[] };
-    // bwrap, through the wrapper that hands it the seccomp filter and the allow-listed environment.
-    expect(create.command).toBe("/bin/sh");
-    expect(path.basename(create.args[2]!)).toBe("bwrap");
-    expect(create.args).toEqual(expect.arrayContaining(["--unshare-net", "--unshare-pid", "--new-session", "--die-with-parent"]));
-    const argv = create.args.slice(create.args.indexOf("--") + 1);
-    expect(argv).toEqual([expect.stringMatching(/\/(ba)?sh$/), "-c", line]);
+    // What the editor shows is the user's command, run by a launcher that says it is sandboxed:
+    // bwrap, its flags and the wrapper (seccomp filter, allow-listed environment) are in the launcher.
+    expect(path.basename(create.command)).toBe("toolhost-sandbox");
+    expect(create.args).toEqual([expect.stringMatching(/\/(ba)?sh$/), "-c", line]);
+    expect([create.command, ...create.args].join(" ")).not.toMatch(/bwrap|--unshare|--die-with-parent|seccomp/);
+    // One launcher per call, removed once the call has ended.
+    await expect(fsp.access(create.command)).rejects.toThrow();
     const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    // The tool call's title and input are the command as typed too.
+    expect(call.title).toContain(line);
+    expect(call.rawInput).toEqual({ command: line });
     const done = lastUpdate(h, sessionId, call.toolCallId);
     expect(done.content).toEqual([{ type: "terminal", terminalId: "term_1" }]);
     const text = (done.rawOutput as { data: { stdout: string } }).data.stdout;

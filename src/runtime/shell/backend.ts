@@ -18,6 +18,10 @@ export interface ShellSpawnOptions {
 /** Runs processes for the shell tools. The local one uses execa + tree-kill; the editor one, ACP terminals. */
 export interface ShellBackend {
   readonly kind: string;
-  /** `shellLine` is set when argv is `<shell> -c <line>`: an editor terminal runs the line as typed. */
-  spawn(file: string, args: string[], options: ShellSpawnOptions & { shellLine?: string }): Promise<ShellResult>;
+  /**
+   * `shellLine` is set when argv is `<shell> -c <line>`: an editor terminal runs the line as typed.
+   * `commandAt` is set when a sandbox wrapped the command: `args.slice(commandAt)` is the command as
+   * asked, what an editor terminal shows (see SpawnRequest.commandAt).
+   */
+  spawn(file: string, args: string[], options: ShellSpawnOptions & { shellLine?: string; commandAt?: number }): Promise<ShellResult>;
 }

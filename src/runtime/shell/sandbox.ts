@@ -218,9 +218,12 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     const roots = context.roots.map(realOrUndefined).filter((p): p is string => p !== undefined);
     const guard = projectGuard(roots, writableFolders(context, options));
     const quarantine = path.join(context.sidecarDir, "quarantine", `${Date.now()}-${context.toolId}`);
+    const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect), command);
     return {
       file: "/bin/sh",
-      args: wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect), command),
+      args,
+      // The command as asked is the tail of argv (after the proxy bridge, if any).
+      commandAt: args.length - 1 - request.args.length,
       cwd: request.cwd,
       env,
       // What runs is no longer the line as typed: an editor terminal must run argv.

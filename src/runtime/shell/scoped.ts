@@ -30,6 +30,11 @@ export interface SpawnRequest {
   /** Set by a transform that wrapped the command in an OS sandbox: the result says so. */
   sandboxed?: boolean;
   /**
+   * Set by a transform that wrapped the command: `args` from this index on are the command as
+   * asked (its argv[0] first), everything before it the wrapper. An editor terminal shows those.
+   */
+  commandAt?: number;
+  /**
    * Called once the command has ended (or failed to start): the sandbox's check of what the
    * command left behind. What it returns is the result's `notice`.
    */
@@ -121,6 +126,7 @@ export class ScopedShell implements ToolShell {
         openSidecar: () => sidecars.create(toolId),
         emit,
         shellLine: run.shellLine,
+        ...(run.commandAt !== undefined ? { commandAt: run.commandAt } : {}),
       });
     } catch (err) {
       await run.settle?.();
