@@ -1,17 +1,15 @@
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { RunEvent } from "../src/commands/run.js";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "./fixtures/fake-openai.mjs";
 import { NO_ONE_TO_ASK } from "../src/tools/question.js";
-import { tempDir } from "./helpers.js";
+import { sleepMarker, survivors, tempDir } from "./helpers.js";
 
 // `toolhost run`: the built CLI against a local OpenAI-compatible server, in a real workspace.
 
-const run = promisify(execFile);
 const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 
 let ws: string;
@@ -227,31 +225,27 @@ describe("toolhost run", () => {
   });
 
   it("exits 130 on SIGINT, cancelling the turn and its command", async () => {
-    await withModel({ text: "Running.", toolCalls: [{ name: "bash", arguments: { command: "sleep 37.25; touch late" } }] });
+    // A marker of this run's own: another test run on the machine must not look the same.
+    const marker = sleepMarker();
+    await withModel({ text: "Running.", toolCalls: [{ name: "bash", arguments: { command: `sleep ${marker}; touch late` } }] });
     let sent = false;
-    let running = "";
     const started = Date.now();
     const { code, signal } = await toolhost(["run", "--mode", "full", "wait"], {
       onStdout: (all, child) => {
         if (!sent && all.includes("Running.")) {
           sent = true;
-          // Give bash a moment to start, then interrupt.
-          setTimeout(() => {
-            void run("ps", ["-eo", "args"]).then((ps) => {
-              running = ps.stdout;
-              child.kill("SIGINT");
-            });
-          }, 500);
+          // Interrupt once the command runs, however long a busy machine takes to start it.
+          void vi
+            .waitUntil(async () => (await survivors(`sleep ${marker}`)).length > 0, { timeout: 20_000, interval: 20 })
+            .then(() => child.kill("SIGINT"));
         }
       },
     });
-    expect(running).toContain("sleep 37.25"); // the command was running when interrupted
     expect(signal).toBeNull();
     expect(code).toBe(130);
-    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(Date.now() - started).toBeLessThan(30_000);
     // The command's process is gone with the CLI, not left running.
-    const ps = await run("ps", ["-eo", "args"]);
-    expect(ps.stdout).not.toContain("sleep 37.25");
+    expect(await survivors(`sleep ${marker}`)).toEqual([]);
     await expect(fsp.access(path.join(ws, "late"))).rejects.toThrow();
   });
 });

@@ -2,7 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 
 import { describe, expect, it } from "vitest";
-import { survivors } from "../helpers.js";
+import { sleepMarker, survivors } from "../helpers.js";
 import { Harness, selected, textOf, lastUpdate, useAcpTest } from "./harness.js";
 
 const t = useAcpTest({
@@ -200,7 +200,7 @@ describe("bash", () => {
 
   for (const terminal of [false, true]) {
     it(`cancel during /bash sleep ends the prompt cancelled exactly once and leaves no process (terminal: ${terminal})`, async () => {
-      const marker = terminal ? "31.4159" : "30.4159";
+      const marker = sleepMarker(); // unique: another test run on the machine must not look the same
       const { h, sessionId } = await start({ capabilities: { terminal }, permission: () => selected("allow_once") });
       const prompt = h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: `/bash sleep ${marker}` }] });
       await h.waitFor(() => h.updatesOf(sessionId, "tool_call_update").some((u) => u.status === "in_progress"));
@@ -344,11 +344,12 @@ describe("robustness", () => {
 
   it("exits 0 on SIGTERM and kills the command it was running", async () => {
     const { h, sessionId } = await start({ permission: () => selected("allow_once") });
-    void h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/bash sleep 32.4159" }] }).catch(() => {});
-    await h.waitFor(async () => (await survivors("sleep 32.4159")).length > 0);
+    const marker = sleepMarker();
+    void h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: `/bash sleep ${marker}` }] }).catch(() => {});
+    await h.waitFor(async () => (await survivors(`sleep ${marker}`)).length > 0);
     const exited = new Promise<number | null>((resolve) => h.child.once("exit", (code) => resolve(code)));
     h.child.kill("SIGTERM");
     expect(await exited).toBe(0);
-    await h.waitFor(async () => (await survivors("sleep 32.4159")).length === 0, 5000);
+    await h.waitFor(async () => (await survivors(`sleep ${marker}`)).length === 0, 5000);
   });
 });

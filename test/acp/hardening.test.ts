@@ -2,7 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { ContentBlock, PromptResponse } from "@agentclientprotocol/sdk";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { survivors, tempDir } from "../helpers.js";
+import { sleepMarker, survivors, tempDir } from "../helpers.js";
 import { Harness, selected, lastUpdate, textOf, messageText, useAcpTest } from "./harness.js";
 
 // Issue 10's defects on the wire: each case failed before its fix.
@@ -37,7 +37,7 @@ describe("a command's end as the editor sees it", () => {
 
   for (const terminal of [false, true]) {
     it(`a cancelled command ends failed (terminal: ${terminal})`, async () => {
-      const marker = terminal ? "33.2718" : "34.2718";
+      const marker = sleepMarker();
       const { h, sessionId } = await start({ capabilities: { terminal }, permission: () => selected("allow_once") });
       const running = prompt(h, sessionId, `/bash sleep ${marker}`);
       await h.waitFor(async () => (await survivors(`sleep ${marker}`)).length > 0);

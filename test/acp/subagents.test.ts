@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import type { ClientCapabilities, SessionNotification } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
+import { sleepMarker } from "../helpers.js";
 import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js";
 
@@ -10,7 +11,8 @@ import { Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js"
 
 const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
 
-const SLEEP = "sleep 31.7";
+// A marker of this run's own: another test run on the machine must not look the same.
+const SLEEP = `sleep ${sleepMarker()}`;
 
 function route(body: FakeBody): FakeReply {
   const who = firstUserText(body);

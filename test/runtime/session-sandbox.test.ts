@@ -9,7 +9,7 @@ import { LocalShell } from "../../src/runtime/shell/local.js";
 import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
 import { describeSandbox, SessionSandbox, sandboxSetting } from "../../src/runtime/shell/session-sandbox.js";
 import { defineTool } from "../../src/tool/define.js";
-import { call, output, survivors, tempDir } from "../helpers.js";
+import { call, output, sleepMarker, survivors, tempDir } from "../helpers.js";
 
 // The session's sandbox under the call pipeline: what it wraps, what lifts it (only the policy's
 // grant), where the setting comes from, and that an early kill leaves nothing behind.
@@ -76,7 +76,7 @@ describe.skipIf(!status.available)("the session sandbox in the call pipeline", (
   it("a command killed right after it starts leaves no process behind", async () => {
     const r = runtime(on());
     for (let i = 0; i < 12; i++) {
-      const marker = `91.${i}4242`;
+      const marker = sleepMarker();
       const controller = new AbortController();
       const started = call(defineBash(marker), {}, r, { signal: controller.signal });
       while (!(await survivors(`sleep ${marker}`)).length) await new Promise((resolve) => setTimeout(resolve, 2));
