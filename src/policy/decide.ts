@@ -43,6 +43,7 @@ export interface SandboxState {
   reason?: string;
 }
 
+/** Which layer decided (the hooks of a later issue add theirs). */
 export type PolicyLayerId = "rule" | "watchdog" | "sandbox" | "mode" | "guard";
 
 /** What one layer says when it speaks: the first layer that speaks decides. */
@@ -185,7 +186,7 @@ function modeWhy(mode: ModeId, call: PolicyCall, roots: readonly string[], facts
   return `${lead}; ${mode} mode asks before ${asksBefore(call)}`;
 }
 
-const refused = (why: string): LayerVerdict => ({ action: "deny", layer: "rule", why, code: "permission_denied" });
+const refused = (layer: PolicyLayerId, why: string): LayerVerdict => ({ action: "deny", layer, why, code: "permission_denied" });
 
 /** A deny rule refuses (a remembered "always reject" as the user's reject), before the watchdog is asked. */
 const ruleDenies: PolicyLayer = ({ rules, call }) => {
@@ -200,6 +201,7 @@ const ruleDenies: PolicyLayer = ({ rules, call }) => {
     };
   }
   return refused(
+    "rule",
     `The ${call.tool.id} call was refused by a permission rule (${describeRule(v.rule)}). Do not work around it; ask the user if it should run.`,
   );
 };
@@ -209,15 +211,14 @@ const watchdogDenies: PolicyLayer = async ({ watchdog, call }) => {
   const w = await watchdog();
   if (w.action !== "deny") return undefined;
   const why = `The watchdog refused this ${call.tool.id} call (${w.check}: ${w.reason}). Do not work around it; ask the user if it should run.`;
-  return { ...refused(why), layer: "watchdog" };
+  return refused("watchdog", why);
 };
 
-const modeRefusal = (mode: ModeId, call: PolicyCall): LayerVerdict => ({
-  ...refused(
+const modeRefusal = (mode: ModeId, call: PolicyCall): LayerVerdict =>
+  refused(
+    "mode",
     `The ${call.tool.id} tool is not available in ${mode} mode (it changes files or runs commands). Switch the session mode to use it.`,
-  ),
-  layer: "mode",
-});
+  );
 
 /** A mode refuses a kind of call (read-only: changes), whatever the rules allow. */
 const modeDenies: PolicyLayer = ({ mode, call, roots }) => (modeAction(mode, call, roots) === "deny" ? modeRefusal(mode, call) : undefined);
