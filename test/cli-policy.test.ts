@@ -82,6 +82,26 @@ describe("toolhost policy", () => {
     expect(plain.decision).toBe("allow");
   });
 
+  it("prints decide()'s verdict: the layer that decided, why, and what 'always' would cover", async () => {
+    const explain = async (command: string, mode = "ask") =>
+      JSON.parse((await toolhost(["policy", "explain", "bash", JSON.stringify({ command }), "--mode", mode, "--json"])).stdout);
+    const denied = await explain("git push origin main");
+    expect(denied.verdict).toMatchObject({ action: "deny", layer: "rule", code: "permission_denied", rule: { pattern: "git push*" } });
+    expect(denied.reason).toBe(denied.verdict.why);
+    const asked = await explain("make");
+    expect(asked.verdict).toMatchObject({
+      action: "ask",
+      layer: "mode",
+      why: asked.why,
+      rule: null,
+      alwaysScope: { rules: [{ pattern: "make" }] },
+    });
+    const guarded = await explain('eval "$X"', "full");
+    expect(guarded.verdict).toMatchObject({ action: "ask", layer: "guard", why: guarded.why });
+    const { stdout } = await toolhost(["policy", "explain", "bash", '{"command":"eval \\"$X\\""}']);
+    expect(stdout).toMatch(/^decided by the guard on lines no rule can read \(over the user rule .*deny bash "git push\*"\)$/m);
+  });
+
   it("lists the rules in force with their sources and says which were left out", async () => {
     const { code, stdout } = await toolhost(["policy", "list"]);
     expect(code).toBe(1);

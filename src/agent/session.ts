@@ -799,7 +799,7 @@ export class AgentSession {
         : { outcome: "deny", code: "permission_denied", reason: `The ${call.tool.id} tool is not available to this subagent.` };
   }
 
-  private permissionOptions(ask: AskUser | undefined): PermissionOptions {
+  permissionOptions(ask?: AskUser): PermissionOptions {
     const sandbox = this.sandbox;
     return {
       roots: this.runtime.roots,

@@ -1,9 +1,8 @@
 import { headlessFrontEnd, type AgentSession } from "../agent/session.js";
 import { discardPreparedCall, examine, prepareCall } from "../host/invoke.js";
-import { runsCommands } from "../policy/authorizer.js";
-import { commandFacts } from "../policy/command-facts.js";
+import { decide, type PolicyVerdict, type SandboxReading } from "../policy/decide.js";
 import { isModeId, type ModeId } from "../policy/modes.js";
-import { describeRule, explainRules, type SourcedRule } from "../policy/ruleset.js";
+import { describeRule, type SourcedRule } from "../policy/ruleset.js";
 import { describeSandbox } from "../runtime/shell/session-sandbox.js";
 import { headlessSession } from "./headless.js";
 
@@ -68,65 +67,48 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
   } finally {
     discardPreparedCall(call);
   }
-  const rules = session.rulesInForce;
-  const facts = await commandFacts(call, session.runtime.roots);
-  const unparsed = facts.unparsed;
-  const explained = explainRules(rules, call, {
-    workspace: session.runtime.workspace,
-    commandUnits: facts.units,
-    lineFiles: facts.outside,
-  });
-  let wouldAsk = false;
-  // The session's own policy, with an ask that only records: nothing is asked and nothing runs.
-  let why: string | undefined;
-  const authorize = session.authorizer(async (request) => {
-    wouldAsk = true;
-    why = request.why;
-    return "reject_once";
-  });
-  const decision = await authorize(call, new AbortController().signal);
-  const watchdog = await session.watchdogVerdict(call, new AbortController().signal);
-  const verdict = wouldAsk ? "ask" : decision.outcome;
-  const reason = decision.outcome === "deny" && !wouldAsk ? decision.reason : undefined;
-  const winner = explained.verdict ? describeRule(explained.verdict.rule) : null;
-  const sandbox = await sandboxApplies(session, call);
+  // The session's own policy as a value: nothing is asked, remembered or run.
+  const verdict = await decide(call, session.permissionOptions(), { explain: true });
+  const facts = verdict.facts;
+  const decision = verdict.action;
+  const why = decision === "ask" ? verdict.why : undefined;
+  const reason = decision === "deny" ? verdict.why : undefined;
+  const sandbox = sandboxLine(verdict.sandbox, session.runtime.roots);
   if (options.json) {
-    const targets = explained.targets.map((t) => ({ ...t, matching: t.matching.map(ruleJson), winner: t.winner && ruleJson(t.winner) }));
+    const targets = verdict.targets.map((t) => ({ ...t, matching: t.matching.map(ruleJson), winner: t.winner && ruleJson(t.winner) }));
     const json = {
       tool: toolId,
       mode,
-      decision: verdict,
+      decision,
       why,
       reason,
-      rule: winner,
-      watchdog,
-      unparsed,
-      unknown: facts.unknown,
-      unknownCode: facts.unknownCode,
+      rule: verdict.rule ? describeRule(verdict.rule) : null,
+      watchdog: verdict.watchdog,
+      unparsed: facts?.unparsed ?? false,
+      unknown: facts?.unknown ?? [],
+      unknownCode: facts?.unknownCode ?? [],
       sandbox: sandbox.json,
       targets,
+      verdict: verdictJson(verdict),
     };
     await options.out(`${JSON.stringify(json, null, 2)}\n`);
     return 0;
   }
+  const watchdog = verdict.watchdog;
   const lines = [
-    `${toolId} in ${mode} mode: ${verdict === "ask" ? "asks the user (headless: refused)" : verdict}`,
-    winner
-      ? `decided by the ${winner}`
-      : rules.length
-        ? "no rule covers every part: the mode decides"
-        : "no permission rules: the mode decides",
+    `${toolId} in ${mode} mode: ${decision === "ask" ? "asks the user (headless: refused)" : decision}`,
+    decidedBy(verdict),
     ...(why ? [`why it asks: ${why}`] : []),
     ...(reason ? [`reason: ${reason}`] : []),
-    watchdog.action === "allow" ? "watchdog: allow" : `watchdog: ${watchdog.action} (${watchdog.check}): ${watchdog.reason}`,
-    ...(unparsed ? ["the command line does not parse: a rule's allow becomes an ask"] : []),
-    ...(facts.unknownCode.length
+    !watchdog || watchdog.action === "allow" ? "watchdog: allow" : `watchdog: ${watchdog.action} (${watchdog.check}): ${watchdog.reason}`,
+    ...(facts?.unparsed ? ["the command line does not parse: a rule's allow becomes an ask"] : []),
+    ...(facts?.unknownCode.length
       ? [`unknown spelling (asked about where a deny or ask rule is in force): ${facts.unknownCode.join("; ")}`]
       : []),
     `sandbox: ${sandbox.text}`,
     "what the call touches:",
   ];
-  for (const t of explained.targets) {
+  for (const t of verdict.targets) {
     const what = t.kind === "none" ? "(nothing named)" : `${t.kind} ${JSON.stringify(t.value)}${t.capability ? ` (${t.capability})` : ""}`;
     lines.push(`  ${what}:${t.matching.length ? "" : " no rule"}`);
     for (const r of t.matching) lines.push(`    ${r === t.winner ? "→" : " "} ${describeRule(r)}`);
@@ -135,29 +117,61 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
   return 0;
 }
 
-/** Whether the OS sandbox applies to the call, for explain's line and its JSON. */
-async function sandboxApplies(
-  session: AgentSession,
-  call: Parameters<typeof runsCommands>[0],
-): Promise<{
+/** Which layer decided, in words. */
+function decidedBy(verdict: PolicyVerdict): string {
+  const rule = verdict.rule && describeRule(verdict.rule);
+  switch (verdict.layer) {
+    case "rule":
+      return `decided by the ${rule}`;
+    case "guard":
+      return `decided by the guard on lines no rule can read (over the ${rule})`;
+    case "watchdog":
+    case "sandbox":
+      return `decided by the ${verdict.layer}${rule ? ` (over the ${rule})` : ""}`;
+    case "mode":
+      if (rule) return `decided by ${verdict.mode} mode (over the ${rule})`;
+      return verdict.rulesInForce ? "no rule covers every part: the mode decides" : "no permission rules: the mode decides";
+  }
+}
+
+/** The verdict in JSON: the layer that decided, why, and what "always" would cover. */
+function verdictJson(verdict: PolicyVerdict) {
+  const { action, layer, why, code, unsandboxed, alwaysScope, sandbox } = verdict;
+  return {
+    action,
+    layer,
+    why,
+    code,
+    rule: verdict.rule ? ruleJson(verdict.rule) : null,
+    sandbox: sandbox && { active: sandbox.active, outside: sandbox.outside },
+    unsandboxed: unsandboxed ?? false,
+    alwaysScope,
+  };
+}
+
+/** The sandbox as the verdict read it, for explain's line and its JSON. */
+function sandboxLine(
+  reading: SandboxReading | undefined,
+  roots: readonly string[],
+): {
   text: string;
   json: { applies: boolean; state: "active" | "off" | "unavailable" | "none"; outside?: true; reason?: string };
-}> {
-  const state = session.sandbox ? await session.sandbox.state() : undefined;
+} {
+  const state = reading?.state;
   const kind = !state ? "none" : state.off ? "off" : state.active ? "active" : "unavailable";
   const reason = state?.reason;
-  if (!runsCommands(call) && !call.targets.unsandboxed) {
+  if (!reading?.applies) {
     return { text: "does not apply (the call runs no command)", json: { applies: false, state: kind, ...(reason ? { reason } : {}) } };
   }
   if (!state) return { text: "none in this session", json: { applies: false, state: kind } };
-  if (state.active && call.targets.unsandboxed) {
+  if (reading.outside) {
     return {
       text: "the call asks to run outside it: the user is asked every time (headless: refused); approved, it runs unsandboxed",
       json: { applies: false, state: kind, outside: true },
     };
   }
   return {
-    text: describeSandbox(state, undefined, session.runtime.roots),
+    text: describeSandbox(state, undefined, roots),
     json: { applies: state.active, state: kind, ...(reason ? { reason } : {}) },
   };
 }
