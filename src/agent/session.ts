@@ -1,10 +1,7 @@
-import { randomUUID } from "node:crypto";
 import path from "node:path";
 import type { ModelMessage, UserContent } from "ai";
 import type { Envelope } from "../tool/envelope.js";
-import { ToolError } from "../tool/errors.js";
-import { isReadOnlyKind } from "../tool/kinds.js";
-import type { HostServices, SkillIndex, Subagents, SubagentRequest, SubagentResult, ToolIndex, UserQuestions } from "../tool/services.js";
+import type { HostServices, SkillIndex, ToolIndex } from "../tool/services.js";
 import { parseBash } from "../policy/bash-parse.js";
 import { sessionAuthorizer, watch, type AskUser, type PermissionOptions } from "../policy/authorizer.js";
 import type { Authorize, ToolCallRequest } from "../policy/call.js";
@@ -23,7 +20,9 @@ import { RuntimeSession } from "../runtime/session.js";
 import type { ShellBackend } from "../runtime/shell/backend.js";
 import type { SpawnTransform } from "../runtime/shell/scoped.js";
 import { SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
-import { loadAgents, stricterMode, type AgentCatalog, type AgentDefinition } from "./agents.js";
+import { loadAgents, stricterMode, type AgentCatalog } from "./agents.js";
+import { headlessFrontEnd, type PromptInput, type SessionFrontEnd } from "./front-end.js";
+import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";
 import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./commands.js";
 import { History } from "./history.js";
 import { isThoughtLevel, type ThoughtLevel } from "./thinking.js";
@@ -40,73 +39,10 @@ import { SessionMcp } from "./session-mcp.js";
 import { DEFAULT_PROMPT } from "./system-prompt.js";
 import { deferredCallResult, planOffer } from "./deferral.js";
 import { registryIndex } from "./tool-index.js";
-import { runToolCall, type ToolCallInfo, type ToolRunContext } from "./tool-runner.js";
+import { runToolCall, type ToolRunContext } from "./tool-runner.js";
 import type { CompactionEvent, CostMeter, ToolDeclaration, ToolOffer, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
 
-const SUBAGENT_NOTE =
-  "# Subagent\nYou are a subagent: another agent gave you one task through the task tool. Nobody else reads this conversation: do the task, then answer with one final message that holds everything the other agent needs (findings with file paths, what you changed).";
-
-/** How deep subagents may nest (a subagent's own subagents count one more). */
-export const MAX_SUBAGENT_DEPTH = 3;
-
-/**
- * What a front end (the ACP adapter, the CLI, a parent session) does for its session: it sees
- * the turn (text, tool calls, usage) and answers what only a person can answer.
- */
-export interface SessionFrontEnd extends TurnObserver {
-  /** A message of the agent's own (help, problems, results of commands): not model text. */
-  say(text: string): void | Promise<void>;
-  /** The turn could not be answered (no model, a provider error, a crash); default: said like any message. */
-  failed?(text: string): void | Promise<void>;
-  /** The slash commands changed (a reload, a profile, trusted project tools). */
-  commandsChanged?(): void | Promise<void>;
-  /** The session got its title (from its first prompt). */
-  titleChanged?(title: string): void | Promise<void>;
-  /** Asks whether to approve a call. Absent (headless): every ask is a deny. */
-  approve?: AskUser;
-  /** Asks the user a question with choices. Absent: the question tool is unavailable. */
-  questions?: UserQuestions;
-  /**
-   * The first prompt in an untrusted project with its own tools asks whether to load them
-   * (importing runs their code). `decide` applies the answer and says what changed.
-   */
-  askTrust?(files: string[], signal: AbortSignal, decide: (answer: TrustAnswer) => Promise<string | null>): Promise<void>;
-  /**
-   * A subagent is created: a view that shows it as a session of its own (ACP subagent sessions).
-   * Absent, or undefined: its calls show nested under the task call that started it.
-   */
-  subagent?(child: { description: string; agent: string }): SubagentView | undefined;
-}
-
-/** A subagent shown as its own session: its front end, and each run's start and end. */
-export interface SubagentView {
-  frontEnd: SessionFrontEnd;
-  /** A run starts (the first or a continued task); the signal aborts this child alone (the user cancelled it). */
-  started(description: string): Promise<AbortSignal>;
-  /** The run ended: how, and the failure if one. */
-  finished(stopReason: TurnStopReason, error?: string): Promise<void>;
-}
-
-/**
- * A front end with no one behind it: it shows nothing, and with no `approve` every call that needs
- * approval is refused. `say` gets the session's own messages (default: dropped).
- */
-export function headlessFrontEnd(say: (text: string) => void = () => {}): SessionFrontEnd {
-  const ignore = () => {};
-  return { pending: ignore, event: ignore, running: ignore, done: ignore, text: ignore, thought: ignore, usage: ignore, say };
-}
-
-/** A prompt as the session needs it: its text (for slash commands) and its content for a model. */
-export interface PromptInput {
-  /** The first text of the prompt: a slash command is this text alone. */
-  text: string;
-  /** More text follows the first (another block): a slash command then is refused, since which text it takes is a guess. */
-  moreText?: boolean;
-  /** The prompt as the front end shows it (every block), kept in the record for a replay; opaque here. */
-  blocks?: readonly unknown[];
-  /** The user message for a model that takes images or not. */
-  content(model: { images: boolean; modelId: string }): UserContent;
-}
+export { headlessFrontEnd, type SessionFrontEnd };
 
 export interface RuntimeBackends {
   fs?: FsBackend;
@@ -184,8 +120,8 @@ export class AgentSession {
   private turnDone: Promise<unknown> = Promise.resolve();
   private callSeq = 0;
   private permissionRules: { toolset: Toolset; rules: SourcedRule[]; problems: string[] } | null = null;
-  /** Subagents started by this session's task calls, by task id (a later call continues one). */
-  private readonly children = new Map<string, SubagentEntry>();
+  /** The task tool's subagents (agent/subagents.ts); undefined past the depth limit. */
+  private readonly subagents: SessionSubagents | undefined;
   private readonly instructions: string | undefined;
   private lastUsage: UsageReport | undefined;
   /** Deferred tools that tool_search (or a direct call) wired: declared for the rest of the session. */
@@ -240,6 +176,8 @@ export class AgentSession {
       say: (text) => this.frontEnd.say(text),
       commandsChanged: () => this.frontEnd.commandsChanged?.(),
     });
+    const depth = options.parent?.depth ?? 0;
+    this.subagents = depth < MAX_SUBAGENT_DEPTH ? new SessionSubagents(this.subagentHost(), depth) : undefined;
     this.loadPermissionRules();
   }
 
@@ -833,11 +771,10 @@ export class AgentSession {
 
   /** The services tools reach through `ctx.host`. */
   services(): HostServices {
-    const depth = this.parent?.depth ?? 0;
     return {
       questions: this.frontEnd.questions,
       tools: this.toolIndex(),
-      subagents: depth < MAX_SUBAGENT_DEPTH ? this.subagents(depth) : undefined,
+      subagents: this.subagents,
       skills: this.skillIndex(),
       webSearch: this.tools.toolset.webSearch,
     };
@@ -866,167 +803,48 @@ export class AgentSession {
     );
   }
 
-  /** Subagents: child sessions sharing this runtime and its rules, with their own history. */
-  private subagents(depth: number): Subagents {
-    return {
-      run: (request, signal) => this.runSubagent(request, signal, depth),
-      agents: () => this.agentCatalog().agents.map(({ name, description }) => ({ name, description })),
-    };
-  }
-
   /** The agents a task may run (agent files of a trusted project only). */
   agentCatalog(): AgentCatalog {
     return loadAgents(this.cwd, this.tools.toolset.report.trusted);
   }
 
-  private async runSubagent(request: SubagentRequest, signal: AbortSignal, depth: number): Promise<SubagentResult> {
-    let entry = request.taskId ? this.children.get(request.taskId) : undefined;
-    if (request.taskId && !entry)
-      throw new ToolError(
-        "invalid_arguments",
-        `There is no task ${request.taskId} in this session${this.children.size ? ` (tasks: ${[...this.children.keys()].join(", ")})` : ""}; leave task_id out to start a new one.`,
-      );
-    if (entry?.busy)
-      throw new ToolError("invalid_arguments", `Task ${request.taskId} is still running; wait for its answer before continuing it.`);
-    if (!entry) {
-      entry = this.newChild(request, depth);
-      this.children.set(entry.taskId, entry);
-    }
-    const { child, state } = entry;
-    entry.busy = true;
-    state.parentCallId = request.parentCallId;
-    state.progress = request.progress;
-    state.text = "";
-    state.description = request.description;
-    const historyLength = child.history.length;
-    let ended: { stopReason: TurnStopReason; error?: string } = { stopReason: "cancelled", error: "the subagent failed" };
-    try {
-      // Shown as its own session, the child can be cancelled alone: the task call then ends, the parent's turn goes on.
-      const own = entry.view ? await entry.view.started(request.description) : undefined;
-      const runSignal = own ? AbortSignal.any([signal, own]) : signal;
-      const result = await child.askModel({ text: request.prompt, content: () => request.prompt }, runSignal, state.frontEnd);
-      // A subagent's turn ends with its last message: text of earlier requests was narration.
-      const last = child.history.length > historyLength ? child.history.lastAssistantText() : undefined;
-      const stopReason = runSignal.aborted ? "cancelled" : result.stopReason;
-      ended = { stopReason, ...(result.error ? { error: result.error } : {}) };
-      return {
-        text: last ?? state.text,
-        stopReason,
-        ...(result.error ? { error: result.error } : {}),
-        taskId: entry.taskId,
-      };
-    } finally {
-      entry.busy = false;
-      await entry.view?.finished(ended.stopReason, ended.error).catch(() => {});
-    }
+  /** What this session's subagents need of it. */
+  private subagentHost(): SubagentHost {
+    return {
+      registry: () => this.registry,
+      frontEnd: this.frontEnd,
+      allowedTools: this.allowedTools,
+      model: () => this.modelId,
+      wired: () => this.wired,
+      agentCatalog: () => this.agentCatalog(),
+      reportUsage: () => this.reportUsage(),
+      createChild: (spec) => this.createChild(spec),
+    };
   }
 
-  /** A child session for a request: its agent's tools (never wider than this session's), model and stricter mode. */
-  private newChild(request: SubagentRequest, depth: number): SubagentEntry {
-    let agent: AgentDefinition | undefined;
-    if (request.agent !== undefined) {
-      const { agents } = this.agentCatalog();
-      agent = agents.find((a) => a.name === request.agent);
-      if (!agent)
-        throw new ToolError(
-          "invalid_arguments",
-          `Unknown agent ${JSON.stringify(request.agent)}. Valid agents: ${agents.map((a) => a.name).join(", ")}.`,
-        );
-    }
-    const ids = this.registry.list().map(({ tool }) => tool);
-    const wanted =
-      request.tools ??
-      agent?.tools ??
-      (agent ? ids : ids.filter((t) => isReadOnlyKind(t.kind))).map((t) => t.id).filter((id) => id !== "task");
-    const parentAllowed = this.allowedTools;
-    const allowed = new Set(wanted.filter((id) => this.registry.has(id) && (!parentAllowed || parentAllowed.has(id))));
-    const parentEnd = this.frontEnd;
-    const lines = new Map<string, string>();
-    const state: SubagentEntry["state"] = { text: "", description: request.description, frontEnd: undefined as unknown as SessionFrontEnd };
-    const show = (info: ToolCallInfo, status: string) => {
-      lines.set(info.callId, `${info.title} — ${status}`);
-      state.progress?.([...lines.values()]);
-    };
-    const nested = (info: ToolCallInfo): ToolCallInfo => (state.parentCallId ? { ...info, parentCallId: state.parentCallId } : info);
-    const agentMode = agent?.mode;
-    const agentName = agent ? `agent ${agent.name}` : "read-only tools";
-    const parentApprove = parentEnd.approve;
-    const view = parentEnd.subagent?.({ description: request.description, agent: agentName });
-    if (view) {
-      // Its own session: the child's calls, text and approvals go there; its text is also the result.
-      const own = view.frontEnd;
-      state.frontEnd = {
-        ...own,
-        text: (delta) => {
-          state.text += delta;
-          return own.text(delta);
-        },
-        usage: () => this.reportUsage(),
-        approve:
-          own.approve &&
-          ((req, sig) => own.approve!({ ...req, why: `${req.why}; asked by the subagent "${state.description}" (${agentName})` }, sig)),
-        questions: own.questions ?? parentEnd.questions,
-      };
-    } else
-      state.frontEnd = {
-        // The child's calls show in the parent's view under the task's call; its text becomes the result.
-        pending: (info) => {
-          show(info, "pending");
-          return parentEnd.pending(nested(info));
-        },
-        describe: (info) => {
-          show(info, "pending");
-          return parentEnd.describe?.(nested(info));
-        },
-        event: (callId, event) => parentEnd.event(callId, event),
-        running: (callId) => {
-          const line = lines.get(callId);
-          if (line !== undefined) {
-            lines.set(callId, line.replace(/ — [a-z_]+$/, " — in progress"));
-            state.progress?.([...lines.values()]);
-          }
-          return parentEnd.running(callId);
-        },
-        done: (callId, envelope, info, display) => {
-          show(info, envelope.type === "output" && !display?.failed ? "completed" : "failed");
-          return parentEnd.done(callId, envelope, nested(info), display);
-        },
-        text: (delta) => {
-          state.text += delta;
-        },
-        thought: () => {},
-        // A child's cost adds to the parent's meter (shared): the parent's usage shows it.
-        usage: () => this.reportUsage(),
-        say: () => {},
-        // The child's approval requests reach the same person, saying which subagent asks.
-        approve:
-          parentApprove &&
-          ((req, sig) => parentApprove({ ...req, why: `${req.why}; asked by the subagent "${state.description}" (${agentName})` }, sig)),
-        questions: parentEnd.questions,
-      };
+  /** A child session: this session's runtime, rules, sandbox, call ids and meter; the parent's mode narrowed by the agent's. */
+  private createChild(spec: ChildSpec): ChildSession {
     const child = new AgentSession({
       cwd: this.cwd,
       tools: this.tools,
-      frontEnd: state.frontEnd,
-      model: agent?.model ?? this.modelId,
-      allowedTools: allowed,
-      // What the parent wired, and the tools the task names, are declared to the child from its first request.
-      wired: [...this.wired, ...(request.tools ?? agent?.tools ?? [])],
-      // The system prompt adds the subagent's situation, then its agent's own instructions.
-      instructions: [SUBAGENT_NOTE, agent?.prompt].filter(Boolean).join("\n\n"),
+      frontEnd: spec.frontEnd,
+      model: spec.model,
+      allowedTools: spec.allowedTools,
+      wired: spec.wired,
+      instructions: spec.instructions,
       parent: {
         runtime: this.runtime,
         rules: this.rules,
         sandbox: this.sandbox,
         nextCallId: () => this.nextCallId(),
-        depth: depth + 1,
+        depth: spec.depth,
         // The parent's mode, narrowed by the agent's: never wider.
-        mode: () => stricterMode(this.mode, agentMode),
+        mode: () => stricterMode(this.mode, spec.agentMode),
         thoughtLevel: () => this.thoughtLevel,
         meter: this.meter,
       },
     });
-    return { taskId: `task_${randomUUID().slice(0, 8)}`, child, busy: false, state, ...(view ? { view } : {}) };
+    return { history: child.history, ask: (input, signal, observer) => child.askModel(input, signal, observer) };
   }
 
   /** The parent's last usage, with the cost its children added since. */
@@ -1036,13 +854,4 @@ export class AgentSession {
     if (!last || this.meter.amount === 0) return;
     return this.frontEnd.usage({ ...last, cost: { amount: Math.round(this.meter.amount * 1e6) / 1e6, currency: "USD" } });
   }
-}
-
-interface SubagentEntry {
-  taskId: string;
-  child: AgentSession;
-  busy: boolean;
-  /** The child as a session of its own, when the front end shows it so. */
-  view?: SubagentView;
-  state: { text: string; description: string; frontEnd: SessionFrontEnd; parentCallId?: string; progress?: (lines: string[]) => void };
 }
