@@ -1,25 +1,20 @@
-import path from "node:path";
 import type { ModelMessage, UserContent } from "ai";
 import type { Envelope } from "../tool/envelope.js";
 import type { HostServices, SkillIndex, ToolIndex } from "../tool/services.js";
 import { parseBash } from "../policy/bash-parse.js";
-import { sessionAuthorizer, watch, type AskUser, type PermissionOptions } from "../policy/authorizer.js";
+import type { AskUser } from "../policy/authorizer.js";
 import type { Authorize, ToolCallRequest } from "../policy/call.js";
-import { DEFAULT_MODE, isKindVisible, isModeId, type ModeId } from "../policy/modes.js";
-import { netFetchHosts } from "../policy/net-hosts.js";
-import type { PermissionRule } from "../policy/rules.js";
-import { loadRules, type SourcedRule } from "../policy/ruleset.js";
+import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
+import type { SourcedRule } from "../policy/ruleset.js";
 import { SessionRules } from "../policy/session-rules.js";
-import { composeWatchdogs, type Watchdog, type WatchdogVerdict } from "../policy/watchdog.js";
-import { builtinWatchdog } from "../policy/watchdog/builtin.js";
+import type { WatchdogVerdict } from "../policy/watchdog.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { loadSkill } from "../host/skills.js";
-import type { Toolset } from "../host/toolset.js";
 import type { FsBackend } from "../runtime/fs/backend.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { ShellBackend } from "../runtime/shell/backend.js";
 import type { SpawnTransform } from "../runtime/shell/scoped.js";
-import { SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
+import type { SessionSandbox } from "../runtime/shell/session-sandbox.js";
 import { loadAgents, stricterMode, type AgentCatalog } from "./agents.js";
 import { headlessFrontEnd, type PromptInput, type SessionFrontEnd } from "./front-end.js";
 import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";
@@ -36,6 +31,7 @@ import { mcpCommandName, parsePromptCommand, promptArguments, promptTurnText } f
 import type { McpPrompt, ServerStatus } from "../mcp/manager.js";
 import { projectHasServers, type McpServerSpec } from "../mcp/servers.js";
 import { SessionMcp } from "./session-mcp.js";
+import { rulesNote, SessionPolicy } from "./session-policy.js";
 import { DEFAULT_PROMPT } from "./system-prompt.js";
 import { deferredCallResult, planOffer } from "./deferral.js";
 import { registryIndex } from "./tool-index.js";
@@ -92,11 +88,6 @@ export interface AgentSessionOptions {
   recorder?: SessionRecorder;
 }
 
-/** Permission rules that could not be read, for a message (empty when all were read). */
-function rulesNote(problems: readonly string[]): string {
-  return problems.length ? `\nPermission rules left out:\n${problems.map((p) => `- ${p}`).join("\n")}` : "";
-}
-
 /**
  * One agent session, whatever drives it: its runtime, tools, rules and approvals, history and
  * cost, model and mode; turns run one after another and a cancel stops the running one.
@@ -119,7 +110,8 @@ export class AgentSession {
   private turn: AbortController | null = null;
   private turnDone: Promise<unknown> = Promise.resolve();
   private callSeq = 0;
-  private permissionRules: { toolset: Toolset; rules: SourcedRule[]; problems: string[] } | null = null;
+  /** Rules, the authorizer, the default sandbox, which tools are visible (agent/session-policy.ts). */
+  private readonly policy: SessionPolicy;
   /** The task tool's subagents (agent/subagents.ts); undefined past the depth limit. */
   private readonly subagents: SessionSubagents | undefined;
   private readonly instructions: string | undefined;
@@ -149,13 +141,23 @@ export class AgentSession {
     this.ownMode = options.mode ?? DEFAULT_MODE;
     this.modelId = options.model;
     this.rules = options.parent?.rules ?? new SessionRules();
+    this.policy = new SessionPolicy({
+      tools: this.tools,
+      rules: this.rules,
+      mode: () => this.mode,
+      allowedTools: this.allowedTools,
+      subagent: this.parent !== undefined,
+      roots: () => this.runtime.roots,
+      sandbox: () => this.sandbox,
+      say: (text) => this.frontEnd.say(text),
+    });
     const backends = options.backends ?? {};
     // On by default: the probe starts now, in the background; the first command waits for it.
     this.sandbox = options.parent
       ? options.parent.sandbox
       : backends.spawnTransform
         ? undefined
-        : (backends.sandbox ?? this.defaultSandbox()).start();
+        : (backends.sandbox ?? this.policy.defaultSandbox()).start();
     this.runtime =
       options.parent?.runtime ??
       new RuntimeSession({
@@ -167,7 +169,7 @@ export class AgentSession {
         ...backends,
         spawnTransform: backends.spawnTransform ?? this.sandbox?.transform,
         // The tools' fetch reaches a private address only for a host a net.fetch allow rule names.
-        net: { privateHosts: () => netFetchHosts(this.loadPermissionRules().rules).private },
+        net: { privateHosts: () => this.policy.privateHosts() },
       });
     this.id = this.runtime.id;
     this.mcp = new SessionMcp({
@@ -178,62 +180,17 @@ export class AgentSession {
     });
     const depth = options.parent?.depth ?? 0;
     this.subagents = depth < MAX_SUBAGENT_DEPTH ? new SessionSubagents(this.subagentHost(), depth) : undefined;
-    this.loadPermissionRules();
-  }
-
-  /**
-   * Bubblewrap per the user's setting. Its network: the hosts a call's tool declares, plus those
-   * the net.fetch rules allow (the rules' deny and ask patterns are refused at its proxy).
-   */
-  private defaultSandbox(): SessionSandbox {
-    const hosts = () => netFetchHosts(this.loadPermissionRules().rules);
-    return new SessionSandbox({
-      setting: sandboxSetting(),
-      // A host an allow rule names exactly may be on a private address, as for the tools' own fetches.
-      bubblewrap: { allowedHosts: () => hosts().allowed, deniedHosts: () => hosts().denied, privateHostsFor: () => hosts().private },
-    });
-  }
-
-  /**
-   * The permission rules (manifest, user, trusted project), read at session start and again
-   * whenever the tool set is rebuilt (/reload, a profile change, trusting the project).
-   */
-  private loadPermissionRules(): { rules: SourcedRule[]; problems: string[] } {
-    const toolset = this.tools.toolset;
-    if (this.permissionRules?.toolset !== toolset) {
-      const { profile, report } = toolset;
-      const loaded = loadRules({
-        manifest: { rules: profile.permissions, file: profile.dir ? path.join(profile.dir, "profile.json") : undefined },
-        project: { dir: report.cwd, trusted: report.trusted },
-      });
-      this.permissionRules = { toolset, ...loaded };
-    }
-    return this.permissionRules as { rules: SourcedRule[]; problems: string[] };
+    this.policy.loadPermissionRules();
   }
 
   /** The permission rules in force (manifest, user, trusted project), then the session's remembered answers. */
   get rulesInForce(): readonly SourcedRule[] {
-    return [...this.loadPermissionRules().rules, ...this.rules.list()];
-  }
-
-  /**
-   * "Always, for this project": appends the rules to the project's config and reads the rules
-   * again. False when they could not be saved; the user is told why (the answer then holds for
-   * this session only).
-   */
-  private async saveProjectRules(rules: PermissionRule[]): Promise<boolean> {
-    const { error, file } = await this.tools.saveProjectRules(rules);
-    this.permissionRules = null;
-    if (error) {
-      await this.frontEnd.say(`The rule was not saved to ${file} (${error}); it holds for this session only.`);
-      return false;
-    }
-    return true;
+    return this.policy.rulesInForce;
   }
 
   /** Rules that could not be read (each names its file and rule); the others hold. */
   get permissionProblems(): readonly string[] {
-    return this.loadPermissionRules().problems;
+    return this.policy.problems;
   }
 
   get registry(): ToolRegistry {
@@ -381,7 +338,7 @@ export class AgentSession {
     return (
       this.registry
         .list()
-        .filter(({ tool }) => isKindVisible(this.mode, tool.kind, tool.id) && (!this.allowedTools || this.allowedTools.has(tool.id)))
+        .filter(({ tool }) => this.policy.isVisible(tool))
         // No task where no subagent can start (the depth limit).
         .filter(({ tool }) => tool.id !== "task" || host.subagents !== undefined)
         .map(({ tool }) => {
@@ -723,50 +680,16 @@ export class AgentSession {
   }
 
   /**
-   * The session's policy for one call: rules, mode, remembered answers, then `ask` (default: the
-   * front end's approval). `toolhost policy explain` passes an ask that only records.
+   * The session's policy for one call (agent/session-policy.ts): rules, mode, remembered answers,
+   * then `ask` (default: the front end's approval). `toolhost policy explain` passes an ask that only records.
    */
   authorizer(ask: AskUser | undefined = this.frontEnd.approve): Authorize {
-    const authorize = sessionAuthorizer(this.permissionOptions(ask));
-    const allowed = this.allowedTools;
-    // A subagent's narrower tool set is enforced here too, not only by what it is offered.
-    if (!allowed) return authorize;
-    return async (call, s) =>
-      allowed.has(call.tool.id)
-        ? authorize(call, s)
-        : { outcome: "deny", code: "permission_denied", reason: `The ${call.tool.id} tool is not available to this subagent.` };
-  }
-
-  private permissionOptions(ask: AskUser | undefined): PermissionOptions {
-    const sandbox = this.sandbox;
-    return {
-      roots: this.runtime.roots,
-      mode: () => this.mode,
-      rules: this.rules,
-      ruleset: () => this.loadPermissionRules().rules,
-      ask,
-      project: this.parent
-        ? undefined
-        : { trusted: () => this.tools.toolset.report.trusted, save: (rules) => this.saveProjectRules(rules) },
-      sandbox: sandbox && (() => sandbox.state()),
-      watchdog: this.watchdog(),
-      manifest: () => {
-        const { profile } = this.tools.toolset;
-        return { profile: profile.name, requires: profile.requires, permissions: profile.permissions };
-      },
-    };
+    return this.policy.authorizer(ask);
   }
 
   /** What the session's watchdog (built-in checks and the profile's) says about a call: for `toolhost policy explain`. */
-  async watchdogVerdict(call: ToolCallRequest, signal: AbortSignal): Promise<WatchdogVerdict> {
-    const sandbox = await this.sandbox?.state();
-    return watch(this.permissionOptions(undefined), call, signal, !sandbox || (sandbox.active && !call.targets.unsandboxed));
-  }
-
-  /** The built-in checks and the profile's own watchdog (read on each call: a rebuild may change it). */
-  private watchdog(): Watchdog {
-    const builtin = builtinWatchdog();
-    return (call, signal) => composeWatchdogs(builtin, this.tools.toolset.watchdog)(call, signal);
+  watchdogVerdict(call: ToolCallRequest, signal: AbortSignal): Promise<WatchdogVerdict> {
+    return this.policy.watchdogVerdict(call, signal);
   }
 
   /** The services tools reach through `ctx.host`. */
@@ -798,7 +721,7 @@ export class AgentSession {
   private toolIndex(): ToolIndex {
     return registryIndex(
       this.registry,
-      (tool) => isKindVisible(this.mode, tool.kind, tool.id) && (!this.allowedTools || this.allowedTools.has(tool.id)),
+      (tool) => this.policy.isVisible(tool),
       (ids) => this.wire(ids),
     );
   }
