@@ -27,9 +27,6 @@ import { webSearchHosts } from "../config/web-search.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
-import { mcpCommandName, parsePromptCommand, promptArguments, promptTurnText } from "./mcp-commands.js";
-import type { McpPrompt, ServerStatus } from "../mcp/manager.js";
-import { projectHasServers, type McpServerSpec } from "../mcp/servers.js";
 import { SessionMcp } from "./session-mcp.js";
 import { rulesNote, SessionPolicy } from "./session-policy.js";
 import { DEFAULT_PROMPT } from "./system-prompt.js";
@@ -303,30 +300,6 @@ export class AgentSession {
     if (!this.parent) await this.runtime.close();
   }
 
-  /**
-   * Connects the session's MCP servers in the background (agent/session-mcp.ts): the editor's
-   * (session/new), the user's config file's and, in a trusted project, the project's. Resolves
-   * when every server is ready or failed; again later (trust) it starts only servers not running yet.
-   */
-  startMcp(editor?: McpServerSpec[]): Promise<void> {
-    return this.mcp.start(editor);
-  }
-
-  /** The project became trusted: its MCP servers start too (in a session that runs MCP servers). */
-  private projectTrusted(): void {
-    if (this.mcp.started) void this.startMcp().catch((err: unknown) => process.stderr.write(`toolhost: MCP: ${String(err)}\n`));
-  }
-
-  /** Stops the MCP servers (stdio ones with their process trees); `close()` does it too. */
-  stopMcp(): Promise<void> {
-    return this.mcp.stop();
-  }
-
-  /** The MCP servers and how they are doing (empty before `startMcp`). */
-  mcpStatus(): ServerStatus[] {
-    return this.mcp.status();
-  }
-
   /** One tool call with its whole life reported to the front end. */
   callTool(toolId: string, args: unknown, signal: AbortSignal, callId = this.nextCallId()): Promise<Envelope> {
     return runToolCall(this.toolContext(signal), { callId, toolId, args }, this.frontEnd);
@@ -416,12 +389,17 @@ export class AgentSession {
         }
         if (loaded) {
           await this.frontEnd.commandsChanged?.();
-          this.projectTrusted();
+          this.mcp.projectTrusted();
         }
       }
       await this.mcp.settledFor(input.text, signal);
-      const mcpPrompt = input.moreText ? null : parsePromptCommand(input.text, this.mcp.promptList());
-      if (mcpPrompt) return stop(await this.mcpPromptTurn(mcpPrompt.prompt, mcpPrompt.rest, signal));
+      const mcpPrompt = input.moreText ? null : this.mcp.parsePrompt(input.text);
+      if (mcpPrompt)
+        return stop(
+          await this.mcp.promptTurn(mcpPrompt.prompt, mcpPrompt.rest, signal, (text) =>
+            this.modelTurn({ text, content: () => text }, signal),
+          ),
+        );
       let slash;
       try {
         slash = parseSlash(
@@ -447,10 +425,7 @@ export class AgentSession {
           await this.frontEnd.say(helpText(this.registry));
           break;
         case "tools": {
-          const servers = this.mcpStatus().map(
-            (m) =>
-              `- ${m.name} (${m.transport}, ${m.origin}): ${m.state === "ready" ? `${m.tools} tools, ${m.prompts} prompts` : (m.error ?? m.state)}`,
-          );
+          const servers = this.mcp.statusLines();
           await this.frontEnd.say([toolsText(this.registry), ...(servers.length ? ["", "MCP servers:", ...servers] : [])].join("\n"));
           break;
         }
@@ -508,12 +483,12 @@ export class AgentSession {
       await this.frontEnd.say("This project's tools are already loaded. `/trust always` loads them in every session from now on.");
       return;
     }
-    if (arg === "" && !this.tools.hasUntrustedContent() && !(this.mcp.started && projectHasServers(this.cwd))) {
+    if (arg === "" && !this.tools.hasUntrustedContent() && !this.mcp.projectWouldStart()) {
       await this.frontEnd.say("This project has no tools of its own (.toolhost/tools/) to load.");
       return;
     }
     const change = await this.tools.decideTrust(arg === "always" ? "always" : "session");
-    this.projectTrusted();
+    this.mcp.projectTrusted();
     await this.frontEnd.say(
       arg === "always"
         ? `This project is trusted: its tools load in every session from now on (\`toolhost trust --revoke\` undoes it). ${change ?? ""}`.trim()
@@ -524,25 +499,6 @@ export class AgentSession {
 
   private fail(text: string): void | Promise<void> {
     return this.frontEnd.failed ? this.frontEnd.failed(text) : this.frontEnd.say(text);
-  }
-
-  /** `/<server>:<prompt> [arguments]`: the prompt's messages, from its server, become the user turn. */
-  private async mcpPromptTurn(prompt: McpPrompt, rest: string, signal: AbortSignal): Promise<TurnStopReason> {
-    const args = promptArguments(prompt, rest);
-    if ("error" in args) {
-      await this.frontEnd.say(args.error);
-      return "end_turn";
-    }
-    let text: string;
-    try {
-      const result = await this.mcp.getPrompt(prompt, args.values, signal);
-      text = promptTurnText(result.messages);
-    } catch (err) {
-      if (signal.aborted) return "cancelled";
-      await this.frontEnd.say(`/${mcpCommandName(prompt)} failed: ${err instanceof Error ? err.message : String(err)}`);
-      return "end_turn";
-    }
-    return this.modelTurn({ text, content: () => text }, signal);
   }
 
   /** `/<skill> [arguments]`: a model turn with the skill's instructions loaded, its folder readable. */
