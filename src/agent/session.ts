@@ -18,7 +18,7 @@ import type { SessionSandbox } from "../runtime/shell/session-sandbox.js";
 import { loadAgents, stricterMode, type AgentCatalog } from "./agents.js";
 import { headlessFrontEnd, type PromptInput, type SessionFrontEnd } from "./front-end.js";
 import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";
-import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./commands.js";
+import { parseTrust, SlashCommands } from "./commands.js";
 import { History } from "./history.js";
 import { isThoughtLevel, type ThoughtLevel } from "./thinking.js";
 import type { SessionRecorder } from "./session-recorder.js";
@@ -28,7 +28,7 @@ import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "
 import { modelInfo } from "./models.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
 import { SessionMcp } from "./session-mcp.js";
-import { rulesNote, SessionPolicy } from "./session-policy.js";
+import { SessionPolicy } from "./session-policy.js";
 import { DEFAULT_PROMPT } from "./system-prompt.js";
 import { deferredCallResult, planOffer } from "./deferral.js";
 import { registryIndex } from "./tool-index.js";
@@ -122,6 +122,8 @@ export class AgentSession {
   private ownThoughtLevel: ThoughtLevel = "default";
   /** The session's MCP servers (agent/session-mcp.ts): their tools, prompts and readiness. */
   readonly mcp: SessionMcp;
+  /** `/trust`, MCP prompts, built-in commands, skills and tools typed as slash commands (agent/commands.ts). */
+  private readonly slash: SlashCommands;
 
   constructor(options: AgentSessionOptions) {
     this.cwd = options.cwd;
@@ -174,6 +176,19 @@ export class AgentSession {
       tools: this.tools,
       say: (text) => this.frontEnd.say(text),
       commandsChanged: () => this.frontEnd.commandsChanged?.(),
+    });
+    this.slash = new SlashCommands({
+      registry: () => this.registry,
+      tools: this.tools,
+      mcp: this.mcp,
+      history: this.history,
+      frontEnd: this.frontEnd,
+      model: () => this.modelId,
+      permissionProblems: () => this.permissionProblems,
+      loadSkill: async (name) => this.services().skills?.load(name),
+      callTool: (toolId, args, signal) => this.callTool(toolId, args, signal),
+      modelTurn: (input, signal) => this.modelTurn(input, signal),
+      compacted: (event) => this.compacted(event),
     });
     const depth = options.parent?.depth ?? 0;
     this.subagents = depth < MAX_SUBAGENT_DEPTH ? new SessionSubagents(this.subagentHost(), depth) : undefined;
@@ -364,7 +379,7 @@ export class AgentSession {
       // Typing /trust is the consent the trust question asks for, so it goes first.
       const trust = input.moreText ? null : parseTrust(input.text);
       if (trust !== null) {
-        await this.trustProject(trust);
+        await this.slash.trust(trust);
         return stop("end_turn");
       }
       const pending = this.tools.pendingTrust();
@@ -392,71 +407,8 @@ export class AgentSession {
           this.mcp.projectTrusted();
         }
       }
-      await this.mcp.settledFor(input.text, signal);
-      const mcpPrompt = input.moreText ? null : this.mcp.parsePrompt(input.text);
-      if (mcpPrompt)
-        return stop(
-          await this.mcp.promptTurn(mcpPrompt.prompt, mcpPrompt.rest, signal, (text) =>
-            this.modelTurn({ text, content: () => text }, signal),
-          ),
-        );
-      let slash;
-      try {
-        slash = parseSlash(
-          input.text,
-          this.registry,
-          this.tools.toolset.skills.skills.map((s) => s.name),
-        );
-      } catch (err) {
-        // A shorthand that cannot make sense of its text says why.
-        await this.frontEnd.say(err instanceof Error ? err.message : String(err));
-        return stop("end_turn");
-      }
-      if (!slash) return stop(await this.modelTurn(input, signal));
-      if (input.moreText) {
-        // Clients re-send a cancelled prompt together with the next one: run neither half as a guess.
-        await this.frontEnd.say(
-          "A slash command must be the only text in its prompt, and this prompt has more text after it. Nothing was run: send the slash command alone, then the rest as its own prompt.",
-        );
-        return stop("end_turn");
-      }
-      switch (slash.type) {
-        case "help":
-          await this.frontEnd.say(helpText(this.registry));
-          break;
-        case "tools": {
-          const servers = this.mcp.statusLines();
-          await this.frontEnd.say([toolsText(this.registry), ...(servers.length ? ["", "MCP servers:", ...servers] : [])].join("\n"));
-          break;
-        }
-        case "reload":
-          await this.frontEnd.say(
-            `Tools reloaded. ${await this.tools.reload()}${rulesNote(this.permissionProblems)}${await this.mcp.restartFailed()}`,
-          );
-          await this.frontEnd.commandsChanged?.();
-          break;
-        case "invalid":
-          await this.frontEnd.say(slash.message);
-          break;
-        case "compact":
-          await this.compactNow(signal);
-          break;
-        case "skill":
-          return stop(await this.skillTurn(slash.name, slash.args, signal));
-        case "tool": {
-          // `/read` alone: how to call it, rather than the schema's complaints.
-          const tool = this.registry.get(slash.toolId);
-          const usage = tool && /^\/\S+$/.test(input.text.trim()) ? usageText(tool) : null;
-          if (usage) {
-            await this.frontEnd.say(usage);
-            break;
-          }
-          // A slash command's result is shown, not added to the model's history: the user ran it, not the model.
-          await this.callTool(slash.toolId, slash.args, signal);
-          break;
-        }
-      }
-      return stop("end_turn");
+      const slash = await this.slash.run(input, signal);
+      return stop(slash ?? (await this.modelTurn(input, signal)));
     } catch (err) {
       if (signal.aborted) return "cancelled";
       process.stderr.write(`toolhost: turn failed: ${err instanceof Error ? err.stack : String(err)}\n`);
@@ -467,56 +419,8 @@ export class AgentSession {
     }
   }
 
-  /**
-   * `/trust` loads the project's own tools for this session, `/trust always` trusts the project
-   * for good: the way back after "don't load" (or a failed question), and consent typed by the user.
-   */
-  private async trustProject(arg: string): Promise<void> {
-    if (arg !== "" && arg !== "always") {
-      await this.frontEnd.say(
-        "/trust takes nothing (this session) or `always` (this project from now on): `/trust` loads the project's .toolhost/tools/ for this session.",
-      );
-      return;
-    }
-    const report = this.tools.toolset.report;
-    if (arg === "" && report.trusted) {
-      await this.frontEnd.say("This project's tools are already loaded. `/trust always` loads them in every session from now on.");
-      return;
-    }
-    if (arg === "" && !this.tools.hasUntrustedContent() && !this.mcp.projectWouldStart()) {
-      await this.frontEnd.say("This project has no tools of its own (.toolhost/tools/) to load.");
-      return;
-    }
-    const change = await this.tools.decideTrust(arg === "always" ? "always" : "session");
-    this.mcp.projectTrusted();
-    await this.frontEnd.say(
-      arg === "always"
-        ? `This project is trusted: its tools load in every session from now on (\`toolhost trust --revoke\` undoes it). ${change ?? ""}`.trim()
-        : `The project's tools were loaded for this session. ${change ?? ""}`.trim(),
-    );
-    await this.frontEnd.commandsChanged?.();
-  }
-
   private fail(text: string): void | Promise<void> {
     return this.frontEnd.failed ? this.frontEnd.failed(text) : this.frontEnd.say(text);
-  }
-
-  /** `/<skill> [arguments]`: a model turn with the skill's instructions loaded, its folder readable. */
-  private async skillTurn(name: string, args: string, signal: AbortSignal): Promise<TurnStopReason> {
-    const skill = await this.services().skills?.load(name);
-    if (!skill) {
-      await this.frontEnd.say(`The skill "${name}" is gone (its SKILL.md was removed?): /reload re-reads the skill folders.`);
-      return "end_turn";
-    }
-    const files = skill.files.length
-      ? `\nIts folder ${skill.dir} also holds: ${skill.files.join(", ")}${skill.moreFiles ? ", …" : ""}.`
-      : "";
-    const text = [
-      `The user ran /${name}${args ? ` ${args}` : ""}, which loads the skill "${name}". Follow its instructions.${files}`,
-      `<skill name="${name}" dir="${skill.dir}">\n${skill.body}\n</skill>`,
-      args ? `The user's arguments: ${args}` : "The user gave no arguments.",
-    ].join("\n\n");
-    return this.modelTurn({ text, content: () => text }, signal);
   }
 
   /** A compaction as the front end sees it; after it, the last usage no longer says what is in the context. */
@@ -528,23 +432,6 @@ export class AgentSession {
     if (shown.compaction) await shown.compaction(event);
     else if (event.status === "completed" && event.note) await shown.say(event.note);
     else if (event.status === "failed") await shown.say(`Compacting the conversation failed: ${event.error ?? "unknown error"}.`);
-  }
-
-  /** /compact: summarize the conversation now. */
-  private async compactNow(signal: AbortSignal): Promise<void> {
-    if (this.history.length === 0) {
-      await this.frontEnd.say("Nothing to compact yet.");
-      return;
-    }
-    const peek = peekUserConfig();
-    const choice = resolveModel(this.modelId, process.env, peek);
-    if (!choice || "error" in choice) {
-      await this.frontEnd.say(noModelHelp(peek, choice && "error" in choice ? choice.error : undefined));
-      return;
-    }
-    const { runCompaction } = await import("./turn.js");
-    const problem = await runCompaction({ spec: choice.spec, history: this.history, signal }, { compaction: (e) => this.compacted(e) });
-    if (problem) await this.frontEnd.say(problem);
   }
 
   /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
