@@ -7,7 +7,7 @@ import type { History } from "./history.js";
 import { noModelHelp, resolveModel } from "./model-config.js";
 import type { SessionMcp } from "./session-mcp.js";
 import { rulesNote } from "./session-policy.js";
-import type { SessionTools } from "./session-tools.js";
+import type { SessionTools, TrustAnswer } from "./session-tools.js";
 import type { CompactionEvent, TurnStopReason } from "./turn-types.js";
 
 // The slash grammar and its meaning, shared by every front end: `/tool args`, `/help`, `/tools`, `/reload`.
@@ -173,6 +173,38 @@ export class SlashCommands {
         : `The project's tools were loaded for this session. ${change ?? ""}`.trim(),
     );
     await frontEnd.commandsChanged?.();
+  }
+
+  /**
+   * The first prompt in an untrusted project with its own tools asks whether to load them; headless
+   * (no `askTrust`), nobody can consent and they stay unloaded.
+   */
+  async askTrust(signal: AbortSignal): Promise<void> {
+    const { tools, mcp, frontEnd } = this.host;
+    const pending = tools.pendingTrust();
+    if (!pending.length) return;
+    let loaded = false;
+    let decided = false;
+    const decide = (answer: TrustAnswer) => {
+      decided = true;
+      loaded = answer !== "reject";
+      return tools.decideTrust(answer);
+    };
+    try {
+      // Headless, nobody can consent: the project's code stays unloaded.
+      await (frontEnd.askTrust ? frontEnd.askTrust(pending, signal, decide) : decide("reject"));
+    } catch (err) {
+      if (decided) throw err;
+      // A question that failed is a "no", said once, with the way back.
+      await decide("reject");
+      await frontEnd.say(
+        `The project's tools were not loaded: asking about them failed (${err instanceof Error ? err.message : String(err)}). Type /trust to load them for this session.`,
+      );
+    }
+    if (loaded) {
+      await frontEnd.commandsChanged?.();
+      mcp.projectTrusted();
+    }
   }
 
   /** Runs a prompt that is a slash command (an MCP prompt, a built-in, a skill, a tool); null when it is none (a model turn). */

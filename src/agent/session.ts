@@ -26,7 +26,7 @@ import { peekUserConfig } from "../config/file.js";
 import { webSearchHosts } from "../config/web-search.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
-import type { SessionTools, TrustAnswer } from "./session-tools.js";
+import type { SessionTools } from "./session-tools.js";
 import { SessionMcp } from "./session-mcp.js";
 import { SessionPolicy } from "./session-policy.js";
 import { DEFAULT_PROMPT } from "./system-prompt.js";
@@ -382,31 +382,7 @@ export class AgentSession {
         await this.slash.trust(trust);
         return stop("end_turn");
       }
-      const pending = this.tools.pendingTrust();
-      if (pending.length) {
-        let loaded = false;
-        let decided = false;
-        const decide = (answer: TrustAnswer) => {
-          decided = true;
-          loaded = answer !== "reject";
-          return this.tools.decideTrust(answer);
-        };
-        try {
-          // Headless, nobody can consent: the project's code stays unloaded.
-          await (this.frontEnd.askTrust ? this.frontEnd.askTrust(pending, signal, decide) : decide("reject"));
-        } catch (err) {
-          if (decided) throw err;
-          // A question that failed is a "no", said once, with the way back.
-          await decide("reject");
-          await this.frontEnd.say(
-            `The project's tools were not loaded: asking about them failed (${err instanceof Error ? err.message : String(err)}). Type /trust to load them for this session.`,
-          );
-        }
-        if (loaded) {
-          await this.frontEnd.commandsChanged?.();
-          this.mcp.projectTrusted();
-        }
-      }
+      await this.slash.askTrust(signal);
       const slash = await this.slash.run(input, signal);
       return stop(slash ?? (await this.modelTurn(input, signal)));
     } catch (err) {
