@@ -160,7 +160,7 @@ export class AcpSession implements SessionFrontEnd {
    * after session/new was answered; failures are said once, the tools arrive as they connect.
    */
   startMcp(): Promise<void> {
-    return this.agent.startMcp(this.mcpServers.map(editorServerSpec));
+    return this.agent.mcp.start(this.mcpServers.map(editorServerSpec));
   }
 
   /** Session start: the commands (once the MCP servers started with it settle), and load problems once. */

@@ -1,5 +1,14 @@
 import type { AnyTool } from "../tool/define.js";
+import type { LoadedSkill } from "../tool/services.js";
 import type { ToolRegistry } from "../host/registry.js";
+import { peekUserConfig } from "../config/file.js";
+import type { PromptInput, SessionFrontEnd } from "./front-end.js";
+import type { History } from "./history.js";
+import { noModelHelp, resolveModel } from "./model-config.js";
+import type { SessionMcp } from "./session-mcp.js";
+import { rulesNote } from "./session-policy.js";
+import type { SessionTools, TrustAnswer } from "./session-tools.js";
+import type { CompactionEvent, TurnStopReason } from "./turn-types.js";
 
 // The slash grammar and its meaning, shared by every front end: `/tool args`, `/help`, `/tools`, `/reload`.
 
@@ -109,4 +118,194 @@ export function helpText(registry: ToolRegistry): string {
 export function toolsText(registry: ToolRegistry): string {
   const rows = registry.list().map(({ tool, source }) => `| ${tool.id} | ${tool.kind} | ${source} | ${firstSentence(tool.description)} |`);
   return ["| tool | kind | source | what it does |", "|---|---|---|---|", ...rows].join("\n");
+}
+
+/** What the slash commands need of their session. */
+export interface SlashHost {
+  registry(): ToolRegistry;
+  tools: SessionTools;
+  mcp: SessionMcp;
+  history: History;
+  frontEnd: SessionFrontEnd;
+  model(): string | undefined;
+  /** Permission rules that could not be read (said after /reload). */
+  permissionProblems(): readonly string[];
+  /** Loads a skill, its folder then readable (the session's skill index). */
+  loadSkill(name: string): Promise<LoadedSkill | undefined>;
+  /** One tool call with its whole life reported to the front end. */
+  callTool(toolId: string, args: unknown, signal: AbortSignal): Promise<unknown>;
+  /** A model turn for a prompt. */
+  modelTurn(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason>;
+  /** A compaction as the front end sees it. */
+  compacted(event: CompactionEvent): Promise<void>;
+}
+
+/** A session's slash commands: `/trust`, MCP prompts, built-in commands, skills and tools. */
+export class SlashCommands {
+  constructor(private readonly host: SlashHost) {}
+
+  /**
+   * `/trust` loads the project's own tools for this session, `/trust always` trusts the project
+   * for good: the way back after "don't load" (or a failed question), and consent typed by the user.
+   */
+  async trust(arg: string): Promise<void> {
+    const { tools, mcp, frontEnd } = this.host;
+    if (arg !== "" && arg !== "always") {
+      await frontEnd.say(
+        "/trust takes nothing (this session) or `always` (this project from now on): `/trust` loads the project's .toolhost/tools/ for this session.",
+      );
+      return;
+    }
+    const report = tools.toolset.report;
+    if (arg === "" && report.trusted) {
+      await frontEnd.say("This project's tools are already loaded. `/trust always` loads them in every session from now on.");
+      return;
+    }
+    if (arg === "" && !tools.hasUntrustedContent() && !mcp.projectWouldStart()) {
+      await frontEnd.say("This project has no tools of its own (.toolhost/tools/) to load.");
+      return;
+    }
+    const change = await tools.decideTrust(arg === "always" ? "always" : "session");
+    mcp.projectTrusted();
+    await frontEnd.say(
+      arg === "always"
+        ? `This project is trusted: its tools load in every session from now on (\`toolhost trust --revoke\` undoes it). ${change ?? ""}`.trim()
+        : `The project's tools were loaded for this session. ${change ?? ""}`.trim(),
+    );
+    await frontEnd.commandsChanged?.();
+  }
+
+  /**
+   * The first prompt in an untrusted project with its own tools asks whether to load them; headless
+   * (no `askTrust`), nobody can consent and they stay unloaded.
+   */
+  async askTrust(signal: AbortSignal): Promise<void> {
+    const { tools, mcp, frontEnd } = this.host;
+    const pending = tools.pendingTrust();
+    if (!pending.length) return;
+    let loaded = false;
+    let decided = false;
+    const decide = (answer: TrustAnswer) => {
+      decided = true;
+      loaded = answer !== "reject";
+      return tools.decideTrust(answer);
+    };
+    try {
+      // Headless, nobody can consent: the project's code stays unloaded.
+      await (frontEnd.askTrust ? frontEnd.askTrust(pending, signal, decide) : decide("reject"));
+    } catch (err) {
+      if (decided) throw err;
+      // A question that failed is a "no", said once, with the way back.
+      await decide("reject");
+      await frontEnd.say(
+        `The project's tools were not loaded: asking about them failed (${err instanceof Error ? err.message : String(err)}). Type /trust to load them for this session.`,
+      );
+    }
+    if (loaded) {
+      await frontEnd.commandsChanged?.();
+      mcp.projectTrusted();
+    }
+  }
+
+  /** Runs a prompt that is a slash command (an MCP prompt, a built-in, a skill, a tool); null when it is none (a model turn). */
+  async run(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason | null> {
+    const { tools, mcp, frontEnd } = this.host;
+    await mcp.settledFor(input.text, signal);
+    const mcpPrompt = input.moreText ? null : mcp.parsePrompt(input.text);
+    if (mcpPrompt)
+      return mcp.promptTurn(mcpPrompt.prompt, mcpPrompt.rest, signal, (text) => this.host.modelTurn({ text, content: () => text }, signal));
+    let slash;
+    try {
+      slash = parseSlash(
+        input.text,
+        this.host.registry(),
+        tools.toolset.skills.skills.map((s) => s.name),
+      );
+    } catch (err) {
+      // A shorthand that cannot make sense of its text says why.
+      await frontEnd.say(err instanceof Error ? err.message : String(err));
+      return "end_turn";
+    }
+    if (!slash) return null;
+    if (input.moreText) {
+      // Clients re-send a cancelled prompt together with the next one: run neither half as a guess.
+      await frontEnd.say(
+        "A slash command must be the only text in its prompt, and this prompt has more text after it. Nothing was run: send the slash command alone, then the rest as its own prompt.",
+      );
+      return "end_turn";
+    }
+    switch (slash.type) {
+      case "help":
+        await frontEnd.say(helpText(this.host.registry()));
+        break;
+      case "tools": {
+        const servers = mcp.statusLines();
+        await frontEnd.say([toolsText(this.host.registry()), ...(servers.length ? ["", "MCP servers:", ...servers] : [])].join("\n"));
+        break;
+      }
+      case "reload":
+        await frontEnd.say(
+          `Tools reloaded. ${await tools.reload()}${rulesNote(this.host.permissionProblems())}${await mcp.restartFailed()}`,
+        );
+        await frontEnd.commandsChanged?.();
+        break;
+      case "invalid":
+        await frontEnd.say(slash.message);
+        break;
+      case "compact":
+        await this.compactNow(signal);
+        break;
+      case "skill":
+        return this.skillTurn(slash.name, slash.args, signal);
+      case "tool": {
+        // `/read` alone: how to call it, rather than the schema's complaints.
+        const tool = this.host.registry().get(slash.toolId);
+        const usage = tool && /^\/\S+$/.test(input.text.trim()) ? usageText(tool) : null;
+        if (usage) {
+          await frontEnd.say(usage);
+          break;
+        }
+        // A slash command's result is shown, not added to the model's history: the user ran it, not the model.
+        await this.host.callTool(slash.toolId, slash.args, signal);
+        break;
+      }
+    }
+    return "end_turn";
+  }
+
+  /** `/<skill> [arguments]`: a model turn with the skill's instructions loaded, its folder readable. */
+  private async skillTurn(name: string, args: string, signal: AbortSignal): Promise<TurnStopReason> {
+    const skill = await this.host.loadSkill(name);
+    if (!skill) {
+      await this.host.frontEnd.say(`The skill "${name}" is gone (its SKILL.md was removed?): /reload re-reads the skill folders.`);
+      return "end_turn";
+    }
+    const files = skill.files.length
+      ? `\nIts folder ${skill.dir} also holds: ${skill.files.join(", ")}${skill.moreFiles ? ", …" : ""}.`
+      : "";
+    const text = [
+      `The user ran /${name}${args ? ` ${args}` : ""}, which loads the skill "${name}". Follow its instructions.${files}`,
+      `<skill name="${name}" dir="${skill.dir}">\n${skill.body}\n</skill>`,
+      args ? `The user's arguments: ${args}` : "The user gave no arguments.",
+    ].join("\n\n");
+    return this.host.modelTurn({ text, content: () => text }, signal);
+  }
+
+  /** /compact: summarize the conversation now. */
+  private async compactNow(signal: AbortSignal): Promise<void> {
+    const { history, frontEnd } = this.host;
+    if (history.length === 0) {
+      await frontEnd.say("Nothing to compact yet.");
+      return;
+    }
+    const peek = peekUserConfig();
+    const choice = resolveModel(this.host.model(), process.env, peek);
+    if (!choice || "error" in choice) {
+      await frontEnd.say(noModelHelp(peek, choice && "error" in choice ? choice.error : undefined));
+      return;
+    }
+    const { runCompaction } = await import("./turn.js");
+    const problem = await runCompaction({ spec: choice.spec, history, signal }, { compaction: (e) => this.host.compacted(e) });
+    if (problem) await frontEnd.say(problem);
+  }
 }

@@ -2,9 +2,9 @@ import type { GetPromptResult } from "@modelcontextprotocol/sdk/types.js";
 import type { McpPrompt, McpServers, ServerStatus } from "../mcp/manager.js";
 import { mergeServers, projectHasServers, projectServers, userServers, type McpServerSpec } from "../mcp/servers.js";
 import { mcpSource } from "../mcp/tools.js";
-import { mcpCommandName } from "./mcp-commands.js";
+import { mcpCommandName, parsePromptCommand, promptArguments, promptTurnText } from "./mcp-commands.js";
 import type { SessionTools } from "./session-tools.js";
-import type { ToolOffer } from "./turn-types.js";
+import type { ToolOffer, TurnStopReason } from "./turn-types.js";
 
 /** What the session's MCP servers need of their session. */
 export interface SessionMcpHost {
@@ -190,6 +190,53 @@ export class SessionMcp {
   getPrompt(prompt: McpPrompt, args: Record<string, string>, signal: AbortSignal): Promise<GetPromptResult> {
     if (!this.servers) throw new Error(`The MCP server "${prompt.server}" is not running.`);
     return this.servers.getPrompt(prompt.server, prompt.name, args, signal);
+  }
+
+  /** The project became trusted: its servers start too (in a session that runs MCP servers). */
+  projectTrusted(): void {
+    if (this.started) void this.start().catch((err: unknown) => process.stderr.write(`toolhost: MCP: ${String(err)}\n`));
+  }
+
+  /** Trusting the project would start servers: the session runs MCP servers and the project configures some. */
+  projectWouldStart(): boolean {
+    return this.started && projectHasServers(this.host.cwd);
+  }
+
+  /** The servers as lines for /tools: transport, origin, and their tools and prompts or what went wrong. */
+  statusLines(): string[] {
+    return this.status().map(
+      (m) =>
+        `- ${m.name} (${m.transport}, ${m.origin}): ${m.state === "ready" ? `${m.tools} tools, ${m.prompts} prompts` : (m.error ?? m.state)}`,
+    );
+  }
+
+  /** `/<server>:<prompt> [arguments]` for one of the servers' prompts; null for any other text. */
+  parsePrompt(text: string): { prompt: McpPrompt; rest: string } | null {
+    return parsePromptCommand(text, this.promptList());
+  }
+
+  /** `/<server>:<prompt> [arguments]`: the prompt's messages, from its server, become the user turn (`turn`). */
+  async promptTurn(
+    prompt: McpPrompt,
+    rest: string,
+    signal: AbortSignal,
+    turn: (text: string) => Promise<TurnStopReason>,
+  ): Promise<TurnStopReason> {
+    const args = promptArguments(prompt, rest);
+    if ("error" in args) {
+      await this.host.say(args.error);
+      return "end_turn";
+    }
+    let text: string;
+    try {
+      const result = await this.getPrompt(prompt, args.values, signal);
+      text = promptTurnText(result.messages);
+    } catch (err) {
+      if (signal.aborted) return "cancelled";
+      await this.host.say(`/${mcpCommandName(prompt)} failed: ${err instanceof Error ? err.message : String(err)}`);
+      return "end_turn";
+    }
+    return turn(text);
   }
 
   /** Stops every server (stdio ones with their process trees); nothing starts after. */

@@ -1,30 +1,23 @@
-import { randomUUID } from "node:crypto";
-import path from "node:path";
 import type { ModelMessage, UserContent } from "ai";
 import type { Envelope } from "../tool/envelope.js";
-import { ToolError } from "../tool/errors.js";
-import { isReadOnlyKind } from "../tool/kinds.js";
-import type { HostServices, SkillIndex, Subagents, SubagentRequest, SubagentResult, ToolIndex, UserQuestions } from "../tool/services.js";
+import type { HostServices, SkillIndex, ToolIndex } from "../tool/services.js";
 import { parseBash } from "../policy/bash-parse.js";
-import { sessionAuthorizer, watch, type AskUser, type PermissionOptions } from "../policy/authorizer.js";
-import type { Authorize, ToolCallRequest } from "../policy/call.js";
-import { DEFAULT_MODE, isKindVisible, isModeId, type ModeId } from "../policy/modes.js";
-import { netFetchHosts } from "../policy/net-hosts.js";
-import type { PermissionRule } from "../policy/rules.js";
-import { loadRules, type SourcedRule } from "../policy/ruleset.js";
+import type { AskUser, PermissionOptions } from "../policy/authorizer.js";
+import type { Authorize } from "../policy/call.js";
+import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
+import type { SourcedRule } from "../policy/ruleset.js";
 import { SessionRules } from "../policy/session-rules.js";
-import { composeWatchdogs, type Watchdog, type WatchdogVerdict } from "../policy/watchdog.js";
-import { builtinWatchdog } from "../policy/watchdog/builtin.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { loadSkill } from "../host/skills.js";
-import type { Toolset } from "../host/toolset.js";
 import type { FsBackend } from "../runtime/fs/backend.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { ShellBackend } from "../runtime/shell/backend.js";
 import type { SpawnTransform } from "../runtime/shell/scoped.js";
-import { SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
-import { loadAgents, stricterMode, type AgentCatalog, type AgentDefinition } from "./agents.js";
-import { helpText, parseSlash, parseTrust, toolsText, usageText } from "./commands.js";
+import type { SessionSandbox } from "../runtime/shell/session-sandbox.js";
+import { loadAgents, stricterMode, type AgentCatalog } from "./agents.js";
+import { headlessFrontEnd, type PromptInput, type SessionFrontEnd } from "./front-end.js";
+import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";
+import { parseTrust, SlashCommands } from "./commands.js";
 import { History } from "./history.js";
 import { isThoughtLevel, type ThoughtLevel } from "./thinking.js";
 import type { SessionRecorder } from "./session-recorder.js";
@@ -32,81 +25,16 @@ import { peekUserConfig } from "../config/file.js";
 import { webSearchHosts } from "../config/web-search.js";
 import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
-import type { SessionTools, TrustAnswer } from "./session-tools.js";
-import { mcpCommandName, parsePromptCommand, promptArguments, promptTurnText } from "./mcp-commands.js";
-import type { McpPrompt, ServerStatus } from "../mcp/manager.js";
-import { projectHasServers, type McpServerSpec } from "../mcp/servers.js";
+import type { SessionTools } from "./session-tools.js";
 import { SessionMcp } from "./session-mcp.js";
+import { SessionPolicy } from "./session-policy.js";
 import { DEFAULT_PROMPT } from "./system-prompt.js";
 import { deferredCallResult, planOffer } from "./deferral.js";
 import { registryIndex } from "./tool-index.js";
-import { runToolCall, type ToolCallInfo, type ToolRunContext } from "./tool-runner.js";
+import { runToolCall, type ToolRunContext } from "./tool-runner.js";
 import type { CompactionEvent, CostMeter, ToolDeclaration, ToolOffer, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
 
-const SUBAGENT_NOTE =
-  "# Subagent\nYou are a subagent: another agent gave you one task through the task tool. Nobody else reads this conversation: do the task, then answer with one final message that holds everything the other agent needs (findings with file paths, what you changed).";
-
-/** How deep subagents may nest (a subagent's own subagents count one more). */
-export const MAX_SUBAGENT_DEPTH = 3;
-
-/**
- * What a front end (the ACP adapter, the CLI, a parent session) does for its session: it sees
- * the turn (text, tool calls, usage) and answers what only a person can answer.
- */
-export interface SessionFrontEnd extends TurnObserver {
-  /** A message of the agent's own (help, problems, results of commands): not model text. */
-  say(text: string): void | Promise<void>;
-  /** The turn could not be answered (no model, a provider error, a crash); default: said like any message. */
-  failed?(text: string): void | Promise<void>;
-  /** The slash commands changed (a reload, a profile, trusted project tools). */
-  commandsChanged?(): void | Promise<void>;
-  /** The session got its title (from its first prompt). */
-  titleChanged?(title: string): void | Promise<void>;
-  /** Asks whether to approve a call. Absent (headless): every ask is a deny. */
-  approve?: AskUser;
-  /** Asks the user a question with choices. Absent: the question tool is unavailable. */
-  questions?: UserQuestions;
-  /**
-   * The first prompt in an untrusted project with its own tools asks whether to load them
-   * (importing runs their code). `decide` applies the answer and says what changed.
-   */
-  askTrust?(files: string[], signal: AbortSignal, decide: (answer: TrustAnswer) => Promise<string | null>): Promise<void>;
-  /**
-   * A subagent is created: a view that shows it as a session of its own (ACP subagent sessions).
-   * Absent, or undefined: its calls show nested under the task call that started it.
-   */
-  subagent?(child: { description: string; agent: string }): SubagentView | undefined;
-}
-
-/** A subagent shown as its own session: its front end, and each run's start and end. */
-export interface SubagentView {
-  frontEnd: SessionFrontEnd;
-  /** A run starts (the first or a continued task); the signal aborts this child alone (the user cancelled it). */
-  started(description: string): Promise<AbortSignal>;
-  /** The run ended: how, and the failure if one. */
-  finished(stopReason: TurnStopReason, error?: string): Promise<void>;
-}
-
-/**
- * A front end with no one behind it: it shows nothing, and with no `approve` every call that needs
- * approval is refused. `say` gets the session's own messages (default: dropped).
- */
-export function headlessFrontEnd(say: (text: string) => void = () => {}): SessionFrontEnd {
-  const ignore = () => {};
-  return { pending: ignore, event: ignore, running: ignore, done: ignore, text: ignore, thought: ignore, usage: ignore, say };
-}
-
-/** A prompt as the session needs it: its text (for slash commands) and its content for a model. */
-export interface PromptInput {
-  /** The first text of the prompt: a slash command is this text alone. */
-  text: string;
-  /** More text follows the first (another block): a slash command then is refused, since which text it takes is a guess. */
-  moreText?: boolean;
-  /** The prompt as the front end shows it (every block), kept in the record for a replay; opaque here. */
-  blocks?: readonly unknown[];
-  /** The user message for a model that takes images or not. */
-  content(model: { images: boolean; modelId: string }): UserContent;
-}
+export { headlessFrontEnd, type SessionFrontEnd };
 
 export interface RuntimeBackends {
   fs?: FsBackend;
@@ -156,11 +84,6 @@ export interface AgentSessionOptions {
   recorder?: SessionRecorder;
 }
 
-/** Permission rules that could not be read, for a message (empty when all were read). */
-function rulesNote(problems: readonly string[]): string {
-  return problems.length ? `\nPermission rules left out:\n${problems.map((p) => `- ${p}`).join("\n")}` : "";
-}
-
 /**
  * One agent session, whatever drives it: its runtime, tools, rules and approvals, history and
  * cost, model and mode; turns run one after another and a cancel stops the running one.
@@ -183,9 +106,10 @@ export class AgentSession {
   private turn: AbortController | null = null;
   private turnDone: Promise<unknown> = Promise.resolve();
   private callSeq = 0;
-  private permissionRules: { toolset: Toolset; rules: SourcedRule[]; problems: string[] } | null = null;
-  /** Subagents started by this session's task calls, by task id (a later call continues one). */
-  private readonly children = new Map<string, SubagentEntry>();
+  /** Rules, the authorizer, the default sandbox, which tools are visible (agent/session-policy.ts). */
+  private readonly policy: SessionPolicy;
+  /** The task tool's subagents (agent/subagents.ts); undefined past the depth limit. */
+  private readonly subagents: SessionSubagents | undefined;
   private readonly instructions: string | undefined;
   private lastUsage: UsageReport | undefined;
   /** Deferred tools that tool_search (or a direct call) wired: declared for the rest of the session. */
@@ -197,6 +121,8 @@ export class AgentSession {
   private ownThoughtLevel: ThoughtLevel = "default";
   /** The session's MCP servers (agent/session-mcp.ts): their tools, prompts and readiness. */
   readonly mcp: SessionMcp;
+  /** `/trust`, MCP prompts, built-in commands, skills and tools typed as slash commands (agent/commands.ts). */
+  private readonly slash: SlashCommands;
 
   constructor(options: AgentSessionOptions) {
     this.cwd = options.cwd;
@@ -213,13 +139,23 @@ export class AgentSession {
     this.ownMode = options.mode ?? DEFAULT_MODE;
     this.modelId = options.model;
     this.rules = options.parent?.rules ?? new SessionRules();
+    this.policy = new SessionPolicy({
+      tools: this.tools,
+      rules: this.rules,
+      mode: () => this.mode,
+      allowedTools: this.allowedTools,
+      subagent: this.parent !== undefined,
+      roots: () => this.runtime.roots,
+      sandbox: () => this.sandbox,
+      say: (text) => this.frontEnd.say(text),
+    });
     const backends = options.backends ?? {};
     // On by default: the probe starts now, in the background; the first command waits for it.
     this.sandbox = options.parent
       ? options.parent.sandbox
       : backends.spawnTransform
         ? undefined
-        : (backends.sandbox ?? this.defaultSandbox()).start();
+        : (backends.sandbox ?? this.policy.defaultSandbox()).start();
     this.runtime =
       options.parent?.runtime ??
       new RuntimeSession({
@@ -231,7 +167,7 @@ export class AgentSession {
         ...backends,
         spawnTransform: backends.spawnTransform ?? this.sandbox?.transform,
         // The tools' fetch reaches a private address only for a host a net.fetch allow rule names.
-        net: { privateHosts: () => netFetchHosts(this.loadPermissionRules().rules).private },
+        net: { privateHosts: () => this.policy.privateHosts() },
       });
     this.id = this.runtime.id;
     this.mcp = new SessionMcp({
@@ -240,62 +176,32 @@ export class AgentSession {
       say: (text) => this.frontEnd.say(text),
       commandsChanged: () => this.frontEnd.commandsChanged?.(),
     });
-    this.loadPermissionRules();
-  }
-
-  /**
-   * Bubblewrap per the user's setting. Its network: the hosts a call's tool declares, plus those
-   * the net.fetch rules allow (the rules' deny and ask patterns are refused at its proxy).
-   */
-  private defaultSandbox(): SessionSandbox {
-    const hosts = () => netFetchHosts(this.loadPermissionRules().rules);
-    return new SessionSandbox({
-      setting: sandboxSetting(),
-      // A host an allow rule names exactly may be on a private address, as for the tools' own fetches.
-      bubblewrap: { allowedHosts: () => hosts().allowed, deniedHosts: () => hosts().denied, privateHostsFor: () => hosts().private },
+    this.slash = new SlashCommands({
+      registry: () => this.registry,
+      tools: this.tools,
+      mcp: this.mcp,
+      history: this.history,
+      frontEnd: this.frontEnd,
+      model: () => this.modelId,
+      permissionProblems: () => this.permissionProblems,
+      loadSkill: async (name) => this.services().skills?.load(name),
+      callTool: (toolId, args, signal) => this.callTool(toolId, args, signal),
+      modelTurn: (input, signal) => this.modelTurn(input, signal),
+      compacted: (event) => this.compacted(event),
     });
-  }
-
-  /**
-   * The permission rules (manifest, user, trusted project), read at session start and again
-   * whenever the tool set is rebuilt (/reload, a profile change, trusting the project).
-   */
-  private loadPermissionRules(): { rules: SourcedRule[]; problems: string[] } {
-    const toolset = this.tools.toolset;
-    if (this.permissionRules?.toolset !== toolset) {
-      const { profile, report } = toolset;
-      const loaded = loadRules({
-        manifest: { rules: profile.permissions, file: profile.dir ? path.join(profile.dir, "profile.json") : undefined },
-        project: { dir: report.cwd, trusted: report.trusted },
-      });
-      this.permissionRules = { toolset, ...loaded };
-    }
-    return this.permissionRules as { rules: SourcedRule[]; problems: string[] };
+    const depth = options.parent?.depth ?? 0;
+    this.subagents = depth < MAX_SUBAGENT_DEPTH ? new SessionSubagents(this.subagentHost(), depth) : undefined;
+    this.policy.loadPermissionRules();
   }
 
   /** The permission rules in force (manifest, user, trusted project), then the session's remembered answers. */
   get rulesInForce(): readonly SourcedRule[] {
-    return [...this.loadPermissionRules().rules, ...this.rules.list()];
-  }
-
-  /**
-   * "Always, for this project": appends the rules to the project's config and reads the rules
-   * again. False when they could not be saved; the user is told why (the answer then holds for
-   * this session only).
-   */
-  private async saveProjectRules(rules: PermissionRule[]): Promise<boolean> {
-    const { error, file } = await this.tools.saveProjectRules(rules);
-    this.permissionRules = null;
-    if (error) {
-      await this.frontEnd.say(`The rule was not saved to ${file} (${error}); it holds for this session only.`);
-      return false;
-    }
-    return true;
+    return this.policy.rulesInForce;
   }
 
   /** Rules that could not be read (each names its file and rule); the others hold. */
   get permissionProblems(): readonly string[] {
-    return this.loadPermissionRules().problems;
+    return this.policy.problems;
   }
 
   get registry(): ToolRegistry {
@@ -408,30 +314,6 @@ export class AgentSession {
     if (!this.parent) await this.runtime.close();
   }
 
-  /**
-   * Connects the session's MCP servers in the background (agent/session-mcp.ts): the editor's
-   * (session/new), the user's config file's and, in a trusted project, the project's. Resolves
-   * when every server is ready or failed; again later (trust) it starts only servers not running yet.
-   */
-  startMcp(editor?: McpServerSpec[]): Promise<void> {
-    return this.mcp.start(editor);
-  }
-
-  /** The project became trusted: its MCP servers start too (in a session that runs MCP servers). */
-  private projectTrusted(): void {
-    if (this.mcp.started) void this.startMcp().catch((err: unknown) => process.stderr.write(`toolhost: MCP: ${String(err)}\n`));
-  }
-
-  /** Stops the MCP servers (stdio ones with their process trees); `close()` does it too. */
-  stopMcp(): Promise<void> {
-    return this.mcp.stop();
-  }
-
-  /** The MCP servers and how they are doing (empty before `startMcp`). */
-  mcpStatus(): ServerStatus[] {
-    return this.mcp.status();
-  }
-
   /** One tool call with its whole life reported to the front end. */
   callTool(toolId: string, args: unknown, signal: AbortSignal, callId = this.nextCallId()): Promise<Envelope> {
     return runToolCall(this.toolContext(signal), { callId, toolId, args }, this.frontEnd);
@@ -443,7 +325,7 @@ export class AgentSession {
     return (
       this.registry
         .list()
-        .filter(({ tool }) => isKindVisible(this.mode, tool.kind, tool.id) && (!this.allowedTools || this.allowedTools.has(tool.id)))
+        .filter(({ tool }) => this.policy.isVisible(tool))
         // No task where no subagent can start (the depth limit).
         .filter(({ tool }) => tool.id !== "task" || host.subagents !== undefined)
         .map(({ tool }) => {
@@ -496,97 +378,12 @@ export class AgentSession {
       // Typing /trust is the consent the trust question asks for, so it goes first.
       const trust = input.moreText ? null : parseTrust(input.text);
       if (trust !== null) {
-        await this.trustProject(trust);
+        await this.slash.trust(trust);
         return stop("end_turn");
       }
-      const pending = this.tools.pendingTrust();
-      if (pending.length) {
-        let loaded = false;
-        let decided = false;
-        const decide = (answer: TrustAnswer) => {
-          decided = true;
-          loaded = answer !== "reject";
-          return this.tools.decideTrust(answer);
-        };
-        try {
-          // Headless, nobody can consent: the project's code stays unloaded.
-          await (this.frontEnd.askTrust ? this.frontEnd.askTrust(pending, signal, decide) : decide("reject"));
-        } catch (err) {
-          if (decided) throw err;
-          // A question that failed is a "no", said once, with the way back.
-          await decide("reject");
-          await this.frontEnd.say(
-            `The project's tools were not loaded: asking about them failed (${err instanceof Error ? err.message : String(err)}). Type /trust to load them for this session.`,
-          );
-        }
-        if (loaded) {
-          await this.frontEnd.commandsChanged?.();
-          this.projectTrusted();
-        }
-      }
-      await this.mcp.settledFor(input.text, signal);
-      const mcpPrompt = input.moreText ? null : parsePromptCommand(input.text, this.mcp.promptList());
-      if (mcpPrompt) return stop(await this.mcpPromptTurn(mcpPrompt.prompt, mcpPrompt.rest, signal));
-      let slash;
-      try {
-        slash = parseSlash(
-          input.text,
-          this.registry,
-          this.tools.toolset.skills.skills.map((s) => s.name),
-        );
-      } catch (err) {
-        // A shorthand that cannot make sense of its text says why.
-        await this.frontEnd.say(err instanceof Error ? err.message : String(err));
-        return stop("end_turn");
-      }
-      if (!slash) return stop(await this.modelTurn(input, signal));
-      if (input.moreText) {
-        // Clients re-send a cancelled prompt together with the next one: run neither half as a guess.
-        await this.frontEnd.say(
-          "A slash command must be the only text in its prompt, and this prompt has more text after it. Nothing was run: send the slash command alone, then the rest as its own prompt.",
-        );
-        return stop("end_turn");
-      }
-      switch (slash.type) {
-        case "help":
-          await this.frontEnd.say(helpText(this.registry));
-          break;
-        case "tools": {
-          const servers = this.mcpStatus().map(
-            (m) =>
-              `- ${m.name} (${m.transport}, ${m.origin}): ${m.state === "ready" ? `${m.tools} tools, ${m.prompts} prompts` : (m.error ?? m.state)}`,
-          );
-          await this.frontEnd.say([toolsText(this.registry), ...(servers.length ? ["", "MCP servers:", ...servers] : [])].join("\n"));
-          break;
-        }
-        case "reload":
-          await this.frontEnd.say(
-            `Tools reloaded. ${await this.tools.reload()}${rulesNote(this.permissionProblems)}${await this.mcp.restartFailed()}`,
-          );
-          await this.frontEnd.commandsChanged?.();
-          break;
-        case "invalid":
-          await this.frontEnd.say(slash.message);
-          break;
-        case "compact":
-          await this.compactNow(signal);
-          break;
-        case "skill":
-          return stop(await this.skillTurn(slash.name, slash.args, signal));
-        case "tool": {
-          // `/read` alone: how to call it, rather than the schema's complaints.
-          const tool = this.registry.get(slash.toolId);
-          const usage = tool && /^\/\S+$/.test(input.text.trim()) ? usageText(tool) : null;
-          if (usage) {
-            await this.frontEnd.say(usage);
-            break;
-          }
-          // A slash command's result is shown, not added to the model's history: the user ran it, not the model.
-          await this.callTool(slash.toolId, slash.args, signal);
-          break;
-        }
-      }
-      return stop("end_turn");
+      await this.slash.askTrust(signal);
+      const slash = await this.slash.run(input, signal);
+      return stop(slash ?? (await this.modelTurn(input, signal)));
     } catch (err) {
       if (signal.aborted) return "cancelled";
       process.stderr.write(`toolhost: turn failed: ${err instanceof Error ? err.stack : String(err)}\n`);
@@ -597,75 +394,8 @@ export class AgentSession {
     }
   }
 
-  /**
-   * `/trust` loads the project's own tools for this session, `/trust always` trusts the project
-   * for good: the way back after "don't load" (or a failed question), and consent typed by the user.
-   */
-  private async trustProject(arg: string): Promise<void> {
-    if (arg !== "" && arg !== "always") {
-      await this.frontEnd.say(
-        "/trust takes nothing (this session) or `always` (this project from now on): `/trust` loads the project's .toolhost/tools/ for this session.",
-      );
-      return;
-    }
-    const report = this.tools.toolset.report;
-    if (arg === "" && report.trusted) {
-      await this.frontEnd.say("This project's tools are already loaded. `/trust always` loads them in every session from now on.");
-      return;
-    }
-    if (arg === "" && !this.tools.hasUntrustedContent() && !(this.mcp.started && projectHasServers(this.cwd))) {
-      await this.frontEnd.say("This project has no tools of its own (.toolhost/tools/) to load.");
-      return;
-    }
-    const change = await this.tools.decideTrust(arg === "always" ? "always" : "session");
-    this.projectTrusted();
-    await this.frontEnd.say(
-      arg === "always"
-        ? `This project is trusted: its tools load in every session from now on (\`toolhost trust --revoke\` undoes it). ${change ?? ""}`.trim()
-        : `The project's tools were loaded for this session. ${change ?? ""}`.trim(),
-    );
-    await this.frontEnd.commandsChanged?.();
-  }
-
   private fail(text: string): void | Promise<void> {
     return this.frontEnd.failed ? this.frontEnd.failed(text) : this.frontEnd.say(text);
-  }
-
-  /** `/<server>:<prompt> [arguments]`: the prompt's messages, from its server, become the user turn. */
-  private async mcpPromptTurn(prompt: McpPrompt, rest: string, signal: AbortSignal): Promise<TurnStopReason> {
-    const args = promptArguments(prompt, rest);
-    if ("error" in args) {
-      await this.frontEnd.say(args.error);
-      return "end_turn";
-    }
-    let text: string;
-    try {
-      const result = await this.mcp.getPrompt(prompt, args.values, signal);
-      text = promptTurnText(result.messages);
-    } catch (err) {
-      if (signal.aborted) return "cancelled";
-      await this.frontEnd.say(`/${mcpCommandName(prompt)} failed: ${err instanceof Error ? err.message : String(err)}`);
-      return "end_turn";
-    }
-    return this.modelTurn({ text, content: () => text }, signal);
-  }
-
-  /** `/<skill> [arguments]`: a model turn with the skill's instructions loaded, its folder readable. */
-  private async skillTurn(name: string, args: string, signal: AbortSignal): Promise<TurnStopReason> {
-    const skill = await this.services().skills?.load(name);
-    if (!skill) {
-      await this.frontEnd.say(`The skill "${name}" is gone (its SKILL.md was removed?): /reload re-reads the skill folders.`);
-      return "end_turn";
-    }
-    const files = skill.files.length
-      ? `\nIts folder ${skill.dir} also holds: ${skill.files.join(", ")}${skill.moreFiles ? ", …" : ""}.`
-      : "";
-    const text = [
-      `The user ran /${name}${args ? ` ${args}` : ""}, which loads the skill "${name}". Follow its instructions.${files}`,
-      `<skill name="${name}" dir="${skill.dir}">\n${skill.body}\n</skill>`,
-      args ? `The user's arguments: ${args}` : "The user gave no arguments.",
-    ].join("\n\n");
-    return this.modelTurn({ text, content: () => text }, signal);
   }
 
   /** A compaction as the front end sees it; after it, the last usage no longer says what is in the context. */
@@ -677,23 +407,6 @@ export class AgentSession {
     if (shown.compaction) await shown.compaction(event);
     else if (event.status === "completed" && event.note) await shown.say(event.note);
     else if (event.status === "failed") await shown.say(`Compacting the conversation failed: ${event.error ?? "unknown error"}.`);
-  }
-
-  /** /compact: summarize the conversation now. */
-  private async compactNow(signal: AbortSignal): Promise<void> {
-    if (this.history.length === 0) {
-      await this.frontEnd.say("Nothing to compact yet.");
-      return;
-    }
-    const peek = peekUserConfig();
-    const choice = resolveModel(this.modelId, process.env, peek);
-    if (!choice || "error" in choice) {
-      await this.frontEnd.say(noModelHelp(peek, choice && "error" in choice ? choice.error : undefined));
-      return;
-    }
-    const { runCompaction } = await import("./turn.js");
-    const problem = await runCompaction({ spec: choice.spec, history: this.history, signal }, { compaction: (e) => this.compacted(e) });
-    if (problem) await this.frontEnd.say(problem);
   }
 
   /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
@@ -785,59 +498,24 @@ export class AgentSession {
   }
 
   /**
-   * The session's policy for one call: rules, mode, remembered answers, then `ask` (default: the
-   * front end's approval). `toolhost policy explain` passes an ask that only records.
+   * The session's policy for one call (agent/session-policy.ts): rules, mode, remembered answers,
+   * then `ask` (default: the front end's approval). `toolhost policy explain` passes an ask that only records.
    */
   authorizer(ask: AskUser | undefined = this.frontEnd.approve): Authorize {
-    const authorize = sessionAuthorizer(this.permissionOptions(ask));
-    const allowed = this.allowedTools;
-    // A subagent's narrower tool set is enforced here too, not only by what it is offered.
-    if (!allowed) return authorize;
-    return async (call, s) =>
-      allowed.has(call.tool.id)
-        ? authorize(call, s)
-        : { outcome: "deny", code: "permission_denied", reason: `The ${call.tool.id} tool is not available to this subagent.` };
+    return this.policy.authorizer(ask);
   }
 
+  /** What the session's policy decides with: `toolhost policy explain` passes it to `decide()`. */
   permissionOptions(ask?: AskUser): PermissionOptions {
-    const sandbox = this.sandbox;
-    return {
-      roots: this.runtime.roots,
-      mode: () => this.mode,
-      rules: this.rules,
-      ruleset: () => this.loadPermissionRules().rules,
-      ask,
-      project: this.parent
-        ? undefined
-        : { trusted: () => this.tools.toolset.report.trusted, save: (rules) => this.saveProjectRules(rules) },
-      sandbox: sandbox && (() => sandbox.state()),
-      watchdog: this.watchdog(),
-      manifest: () => {
-        const { profile } = this.tools.toolset;
-        return { profile: profile.name, requires: profile.requires, permissions: profile.permissions };
-      },
-    };
-  }
-
-  /** What the session's watchdog (built-in checks and the profile's) says about a call: for `toolhost policy explain`. */
-  async watchdogVerdict(call: ToolCallRequest, signal: AbortSignal): Promise<WatchdogVerdict> {
-    const sandbox = await this.sandbox?.state();
-    return watch(this.permissionOptions(undefined), call, signal, !sandbox || (sandbox.active && !call.targets.unsandboxed));
-  }
-
-  /** The built-in checks and the profile's own watchdog (read on each call: a rebuild may change it). */
-  private watchdog(): Watchdog {
-    const builtin = builtinWatchdog();
-    return (call, signal) => composeWatchdogs(builtin, this.tools.toolset.watchdog)(call, signal);
+    return this.policy.permissionOptions(ask);
   }
 
   /** The services tools reach through `ctx.host`. */
   services(): HostServices {
-    const depth = this.parent?.depth ?? 0;
     return {
       questions: this.frontEnd.questions,
       tools: this.toolIndex(),
-      subagents: depth < MAX_SUBAGENT_DEPTH ? this.subagents(depth) : undefined,
+      subagents: this.subagents,
       skills: this.skillIndex(),
       webSearch: this.tools.toolset.webSearch,
     };
@@ -861,17 +539,9 @@ export class AgentSession {
   private toolIndex(): ToolIndex {
     return registryIndex(
       this.registry,
-      (tool) => isKindVisible(this.mode, tool.kind, tool.id) && (!this.allowedTools || this.allowedTools.has(tool.id)),
+      (tool) => this.policy.isVisible(tool),
       (ids) => this.wire(ids),
     );
-  }
-
-  /** Subagents: child sessions sharing this runtime and its rules, with their own history. */
-  private subagents(depth: number): Subagents {
-    return {
-      run: (request, signal) => this.runSubagent(request, signal, depth),
-      agents: () => this.agentCatalog().agents.map(({ name, description }) => ({ name, description })),
-    };
   }
 
   /** The agents a task may run (agent files of a trusted project only). */
@@ -879,154 +549,43 @@ export class AgentSession {
     return loadAgents(this.cwd, this.tools.toolset.report.trusted);
   }
 
-  private async runSubagent(request: SubagentRequest, signal: AbortSignal, depth: number): Promise<SubagentResult> {
-    let entry = request.taskId ? this.children.get(request.taskId) : undefined;
-    if (request.taskId && !entry)
-      throw new ToolError(
-        "invalid_arguments",
-        `There is no task ${request.taskId} in this session${this.children.size ? ` (tasks: ${[...this.children.keys()].join(", ")})` : ""}; leave task_id out to start a new one.`,
-      );
-    if (entry?.busy)
-      throw new ToolError("invalid_arguments", `Task ${request.taskId} is still running; wait for its answer before continuing it.`);
-    if (!entry) {
-      entry = this.newChild(request, depth);
-      this.children.set(entry.taskId, entry);
-    }
-    const { child, state } = entry;
-    entry.busy = true;
-    state.parentCallId = request.parentCallId;
-    state.progress = request.progress;
-    state.text = "";
-    state.description = request.description;
-    const historyLength = child.history.length;
-    let ended: { stopReason: TurnStopReason; error?: string } = { stopReason: "cancelled", error: "the subagent failed" };
-    try {
-      // Shown as its own session, the child can be cancelled alone: the task call then ends, the parent's turn goes on.
-      const own = entry.view ? await entry.view.started(request.description) : undefined;
-      const runSignal = own ? AbortSignal.any([signal, own]) : signal;
-      const result = await child.askModel({ text: request.prompt, content: () => request.prompt }, runSignal, state.frontEnd);
-      // A subagent's turn ends with its last message: text of earlier requests was narration.
-      const last = child.history.length > historyLength ? child.history.lastAssistantText() : undefined;
-      const stopReason = runSignal.aborted ? "cancelled" : result.stopReason;
-      ended = { stopReason, ...(result.error ? { error: result.error } : {}) };
-      return {
-        text: last ?? state.text,
-        stopReason,
-        ...(result.error ? { error: result.error } : {}),
-        taskId: entry.taskId,
-      };
-    } finally {
-      entry.busy = false;
-      await entry.view?.finished(ended.stopReason, ended.error).catch(() => {});
-    }
+  /** What this session's subagents need of it. */
+  private subagentHost(): SubagentHost {
+    return {
+      registry: () => this.registry,
+      frontEnd: this.frontEnd,
+      allowedTools: this.allowedTools,
+      model: () => this.modelId,
+      wired: () => this.wired,
+      agentCatalog: () => this.agentCatalog(),
+      reportUsage: () => this.reportUsage(),
+      createChild: (spec) => this.createChild(spec),
+    };
   }
 
-  /** A child session for a request: its agent's tools (never wider than this session's), model and stricter mode. */
-  private newChild(request: SubagentRequest, depth: number): SubagentEntry {
-    let agent: AgentDefinition | undefined;
-    if (request.agent !== undefined) {
-      const { agents } = this.agentCatalog();
-      agent = agents.find((a) => a.name === request.agent);
-      if (!agent)
-        throw new ToolError(
-          "invalid_arguments",
-          `Unknown agent ${JSON.stringify(request.agent)}. Valid agents: ${agents.map((a) => a.name).join(", ")}.`,
-        );
-    }
-    const ids = this.registry.list().map(({ tool }) => tool);
-    const wanted =
-      request.tools ??
-      agent?.tools ??
-      (agent ? ids : ids.filter((t) => isReadOnlyKind(t.kind))).map((t) => t.id).filter((id) => id !== "task");
-    const parentAllowed = this.allowedTools;
-    const allowed = new Set(wanted.filter((id) => this.registry.has(id) && (!parentAllowed || parentAllowed.has(id))));
-    const parentEnd = this.frontEnd;
-    const lines = new Map<string, string>();
-    const state: SubagentEntry["state"] = { text: "", description: request.description, frontEnd: undefined as unknown as SessionFrontEnd };
-    const show = (info: ToolCallInfo, status: string) => {
-      lines.set(info.callId, `${info.title} — ${status}`);
-      state.progress?.([...lines.values()]);
-    };
-    const nested = (info: ToolCallInfo): ToolCallInfo => (state.parentCallId ? { ...info, parentCallId: state.parentCallId } : info);
-    const agentMode = agent?.mode;
-    const agentName = agent ? `agent ${agent.name}` : "read-only tools";
-    const parentApprove = parentEnd.approve;
-    const view = parentEnd.subagent?.({ description: request.description, agent: agentName });
-    if (view) {
-      // Its own session: the child's calls, text and approvals go there; its text is also the result.
-      const own = view.frontEnd;
-      state.frontEnd = {
-        ...own,
-        text: (delta) => {
-          state.text += delta;
-          return own.text(delta);
-        },
-        usage: () => this.reportUsage(),
-        approve:
-          own.approve &&
-          ((req, sig) => own.approve!({ ...req, why: `${req.why}; asked by the subagent "${state.description}" (${agentName})` }, sig)),
-        questions: own.questions ?? parentEnd.questions,
-      };
-    } else
-      state.frontEnd = {
-        // The child's calls show in the parent's view under the task's call; its text becomes the result.
-        pending: (info) => {
-          show(info, "pending");
-          return parentEnd.pending(nested(info));
-        },
-        describe: (info) => {
-          show(info, "pending");
-          return parentEnd.describe?.(nested(info));
-        },
-        event: (callId, event) => parentEnd.event(callId, event),
-        running: (callId) => {
-          const line = lines.get(callId);
-          if (line !== undefined) {
-            lines.set(callId, line.replace(/ — [a-z_]+$/, " — in progress"));
-            state.progress?.([...lines.values()]);
-          }
-          return parentEnd.running(callId);
-        },
-        done: (callId, envelope, info, display) => {
-          show(info, envelope.type === "output" && !display?.failed ? "completed" : "failed");
-          return parentEnd.done(callId, envelope, nested(info), display);
-        },
-        text: (delta) => {
-          state.text += delta;
-        },
-        thought: () => {},
-        // A child's cost adds to the parent's meter (shared): the parent's usage shows it.
-        usage: () => this.reportUsage(),
-        say: () => {},
-        // The child's approval requests reach the same person, saying which subagent asks.
-        approve:
-          parentApprove &&
-          ((req, sig) => parentApprove({ ...req, why: `${req.why}; asked by the subagent "${state.description}" (${agentName})` }, sig)),
-        questions: parentEnd.questions,
-      };
+  /** A child session: this session's runtime, rules, sandbox, call ids and meter; the parent's mode narrowed by the agent's. */
+  private createChild(spec: ChildSpec): ChildSession {
     const child = new AgentSession({
       cwd: this.cwd,
       tools: this.tools,
-      frontEnd: state.frontEnd,
-      model: agent?.model ?? this.modelId,
-      allowedTools: allowed,
-      // What the parent wired, and the tools the task names, are declared to the child from its first request.
-      wired: [...this.wired, ...(request.tools ?? agent?.tools ?? [])],
-      // The system prompt adds the subagent's situation, then its agent's own instructions.
-      instructions: [SUBAGENT_NOTE, agent?.prompt].filter(Boolean).join("\n\n"),
+      frontEnd: spec.frontEnd,
+      model: spec.model,
+      allowedTools: spec.allowedTools,
+      wired: spec.wired,
+      instructions: spec.instructions,
       parent: {
         runtime: this.runtime,
         rules: this.rules,
         sandbox: this.sandbox,
         nextCallId: () => this.nextCallId(),
-        depth: depth + 1,
+        depth: spec.depth,
         // The parent's mode, narrowed by the agent's: never wider.
-        mode: () => stricterMode(this.mode, agentMode),
+        mode: () => stricterMode(this.mode, spec.agentMode),
         thoughtLevel: () => this.thoughtLevel,
         meter: this.meter,
       },
     });
-    return { taskId: `task_${randomUUID().slice(0, 8)}`, child, busy: false, state, ...(view ? { view } : {}) };
+    return { history: child.history, ask: (input, signal, observer) => child.askModel(input, signal, observer) };
   }
 
   /** The parent's last usage, with the cost its children added since. */
@@ -1036,13 +595,4 @@ export class AgentSession {
     if (!last || this.meter.amount === 0) return;
     return this.frontEnd.usage({ ...last, cost: { amount: Math.round(this.meter.amount * 1e6) / 1e6, currency: "USD" } });
   }
-}
-
-interface SubagentEntry {
-  taskId: string;
-  child: AgentSession;
-  busy: boolean;
-  /** The child as a session of its own, when the front end shows it so. */
-  view?: SubagentView;
-  state: { text: string; description: string; frontEnd: SessionFrontEnd; parentCallId?: string; progress?: (lines: string[]) => void };
 }

@@ -27,7 +27,7 @@ export async function runCall(options: CallOptions): Promise<number> {
     frontEnd: headlessFrontEnd((text) => process.stderr.write(`${text}\n`)),
   });
   // An MCP tool: its server starts for this call (the user's, or a trusted project's) and stops after it.
-  if (options.id.startsWith("mcp__")) await session.startMcp([]);
+  if (options.id.startsWith("mcp__")) await session.mcp.start([]);
   if (!session.registry.has(options.id)) {
     // A project that changed since it was trusted was named already (commands/headless.ts).
     const report = session.tools.toolset.report;
@@ -41,7 +41,7 @@ export async function runCall(options: CallOptions): Promise<number> {
   // Alongside the call, and awaited: the CLI exits as soon as this returns.
   const swept = sweepStaleSidecars().catch(() => {});
   const envelope = await session.callTool(options.id, options.args, controller.signal);
-  await Promise.all([swept, session.stopMcp()]);
+  await Promise.all([swept, session.mcp.stop()]);
   process.off("SIGINT", onSignal);
   process.off("SIGTERM", onSignal);
   await options.out(`${JSON.stringify(envelope, null, 2)}\n`); // the CLI prints the envelope

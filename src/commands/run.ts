@@ -116,7 +116,7 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     record: true,
   });
   // The user's MCP servers (and a trusted project's) take part, as in the editor; the turn waits for them.
-  await session.startMcp([]);
+  await session.mcp.start([]);
   slash = parseSlash(options.prompt, session.registry) !== null;
   if (options.model) {
     const problem = session.setModel(options.model);

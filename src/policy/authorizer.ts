@@ -2,7 +2,7 @@ import type { Authorize, Decision, ToolCallRequest } from "./call.js";
 import { decide, type DecideOptions, type PolicyVerdict } from "./decide.js";
 import type { PermissionRule } from "./rules.js";
 
-export { watch, type SandboxState } from "./decide.js";
+export type { SandboxState } from "./decide.js";
 
 /** The user's answer to an approval request. Anything but an allow is a reject (fail closed). */
 export type ApprovalAnswer = "allow_once" | "allow_always" | "allow_always_project" | "reject_once" | "reject_always" | "cancelled";

@@ -1,0 +1,67 @@
+import type { UserContent } from "ai";
+import type { UserQuestions } from "../tool/services.js";
+import type { AskUser } from "../policy/authorizer.js";
+import type { TrustAnswer } from "./session-tools.js";
+import type { TurnObserver, TurnStopReason } from "./turn-types.js";
+
+// What drives a session, as the session sees it: its front end (the ACP adapter, the CLI, a parent
+// session) and the prompts it hands in.
+
+/**
+ * What a front end (the ACP adapter, the CLI, a parent session) does for its session: it sees
+ * the turn (text, tool calls, usage) and answers what only a person can answer.
+ */
+export interface SessionFrontEnd extends TurnObserver {
+  /** A message of the agent's own (help, problems, results of commands): not model text. */
+  say(text: string): void | Promise<void>;
+  /** The turn could not be answered (no model, a provider error, a crash); default: said like any message. */
+  failed?(text: string): void | Promise<void>;
+  /** The slash commands changed (a reload, a profile, trusted project tools). */
+  commandsChanged?(): void | Promise<void>;
+  /** The session got its title (from its first prompt). */
+  titleChanged?(title: string): void | Promise<void>;
+  /** Asks whether to approve a call. Absent (headless): every ask is a deny. */
+  approve?: AskUser;
+  /** Asks the user a question with choices. Absent: the question tool is unavailable. */
+  questions?: UserQuestions;
+  /**
+   * The first prompt in an untrusted project with its own tools asks whether to load them
+   * (importing runs their code). `decide` applies the answer and says what changed.
+   */
+  askTrust?(files: string[], signal: AbortSignal, decide: (answer: TrustAnswer) => Promise<string | null>): Promise<void>;
+  /**
+   * A subagent is created: a view that shows it as a session of its own (ACP subagent sessions).
+   * Absent, or undefined: its calls show nested under the task call that started it.
+   */
+  subagent?(child: { description: string; agent: string }): SubagentView | undefined;
+}
+
+/** A subagent shown as its own session: its front end, and each run's start and end. */
+export interface SubagentView {
+  frontEnd: SessionFrontEnd;
+  /** A run starts (the first or a continued task); the signal aborts this child alone (the user cancelled it). */
+  started(description: string): Promise<AbortSignal>;
+  /** The run ended: how, and the failure if one. */
+  finished(stopReason: TurnStopReason, error?: string): Promise<void>;
+}
+
+/**
+ * A front end with no one behind it: it shows nothing, and with no `approve` every call that needs
+ * approval is refused. `say` gets the session's own messages (default: dropped).
+ */
+export function headlessFrontEnd(say: (text: string) => void = () => {}): SessionFrontEnd {
+  const ignore = () => {};
+  return { pending: ignore, event: ignore, running: ignore, done: ignore, text: ignore, thought: ignore, usage: ignore, say };
+}
+
+/** A prompt as the session needs it: its text (for slash commands) and its content for a model. */
+export interface PromptInput {
+  /** The first text of the prompt: a slash command is this text alone. */
+  text: string;
+  /** More text follows the first (another block): a slash command then is refused, since which text it takes is a guess. */
+  moreText?: boolean;
+  /** The prompt as the front end shows it (every block), kept in the record for a replay; opaque here. */
+  blocks?: readonly unknown[];
+  /** The user message for a model that takes images or not. */
+  content(model: { images: boolean; modelId: string }): UserContent;
+}
