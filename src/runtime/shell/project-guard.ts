@@ -3,7 +3,8 @@ import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { PROJECT_CONTROL_PATHS } from "../../tool/project-control.js";
-import { isUnder, realOrUndefined } from "./sandbox-mounts.js";
+import { isInside } from "../../tool/paths.js";
+import { realOrUndefined } from "./sandbox-mounts.js";
 
 // The sandbox's side of issue 20 class 2: a sandboxed command must not plant code that runs
 // later outside it (git hooks, .git/config, .toolhost, .mcp.json, .vscode, .envrc…). Entries that
@@ -66,7 +67,7 @@ function hooksPath(configFile: string): string | undefined {
 export function projectGuard(roots: readonly string[], writable: readonly string[]): ProjectGuard {
   const protect = new Set<string>();
   const watched: Watched[] = [];
-  const inWritable = (p: string) => writable.some((w) => isUnder(p, w));
+  const inWritable = (p: string) => writable.some((w) => isInside(p, w));
   /** Protects an existing path (its real path, if writable), or watches a missing one. */
   const guard = (p: string, root: string) => {
     const stat = lstatOrUndefined(p);

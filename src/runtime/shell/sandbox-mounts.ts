@@ -1,6 +1,7 @@
 import { existsSync, lstatSync, realpathSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { isInside } from "../../tool/paths.js";
 
 // What a sandboxed command sees of the file system, as bwrap mount operations. Each path gets
 // the rule of the most specific entry covering it: the operations are laid out by path depth,
@@ -93,10 +94,6 @@ export function realOrUndefined(p: string): string | undefined {
   }
 }
 
-export function isUnder(child: string, parent: string): boolean {
-  return child === parent || child.startsWith(parent.endsWith(path.sep) ? parent : parent + path.sep);
-}
-
 /** One mount: `rank` orders operations on paths of the same depth (a later rank lands on top). */
 interface MountOp {
   path: string;
@@ -139,7 +136,7 @@ export function mountArgs(input: MountPlanInput): string[] {
   }
   const writable: string[] = [];
   for (const p of input.writable) {
-    if (writable.some((w) => isUnder(p, w))) continue;
+    if (writable.some((w) => isInside(p, w))) continue;
     writable.push(p);
     ops.push({ path: p, args: ["--bind", p, p], rank: RANK.writable });
   }
@@ -147,8 +144,8 @@ export function mountArgs(input: MountPlanInput): string[] {
   const veiled = ["/tmp", ...hidden];
   for (const p of [...input.readable, ...RESOLVER_FILES]) {
     const real = realOrUndefined(p);
-    if (!real || writable.some((w) => isUnder(real, w))) continue;
-    if (veiled.some((v) => real !== v && isUnder(real, v))) ops.push({ path: real, args: ["--ro-bind", real, real], rank: RANK.reveal });
+    if (!real || writable.some((w) => isInside(real, w))) continue;
+    if (veiled.some((v) => real !== v && isInside(real, v))) ops.push({ path: real, args: ["--ro-bind", real, real], rank: RANK.reveal });
   }
   for (const p of input.protect) ops.push({ path: p, args: ["--ro-bind", p, p], rank: RANK.protect });
 
