@@ -60,9 +60,10 @@ export function directoriesProblem(dirs: readonly string[]): string | null {
 export function newSessionResponse(sessionId: string): NewSessionResponse {
   const peek = peekUserConfig();
   const profile = selectProfileName({ config: peek });
-  const options = configOptions(DEFAULT_MODE, modelOptionState(undefined, process.env, peek), {
-    current: profile,
-    names: listProfileNames(),
+  const options = configOptions({
+    mode: DEFAULT_MODE,
+    model: modelOptionState(undefined, process.env, peek),
+    profile: { current: profile, names: listProfileNames() },
   });
   return { sessionId, modes: modeState(DEFAULT_MODE), configOptions: options };
 }

@@ -9,10 +9,9 @@ import {
   type InitializeResponse,
   type McpServer,
 } from "@agentclientprotocol/sdk";
-import { isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
-import { modeState } from "./modes.js";
+import { configOptionRow, modeRefusal, modeState, type ConfigRefusal } from "./modes.js";
 import { concat, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { sessionModules } from "./session-modules.js";
 import { withSubagents } from "./subagents.js";
@@ -123,11 +122,9 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
     return found;
   };
 
-  const setMode = async (h: SessionHandle, mode: string): Promise<AcpSession> => {
-    if (!isModeId(mode)) throw RequestError.invalidParams({ mode }, `Unknown mode ${mode}; modes: read-only, ask, accept-edits, full`);
-    const session = await h.ready;
-    session.setMode(mode);
-    return session;
+  /** A refused value, as the request's error. */
+  const refuse = (refusal: ConfigRefusal | null) => {
+    if (refusal) throw RequestError.invalidParams(refusal.data, refusal.message);
   };
 
   const app = agent({ name: "toolhost" })
@@ -146,39 +143,23 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       return newSessionResponse(id);
     })
     .onRequest("session/set_mode", async ({ params }) => {
-      const session = await setMode(handle(params.sessionId), params.modeId);
+      const h = handle(params.sessionId);
+      refuse(modeRefusal(params.modeId));
+      const session = await h.ready;
+      session.agent.setMode(params.modeId);
       await session.update({ sessionUpdate: "config_option_update", configOptions: session.configOptions() });
       return {};
     })
+    // Each option's check and set are a row of acp/modes.ts's table, as is what the editor is sent.
     .onRequest("session/set_config_option", async ({ params }) => {
       const h = handle(params.sessionId);
-      if (!["mode", "model", "profile", "thought_level"].includes(params.configId) || typeof params.value !== "string") {
+      const option = configOptionRow(params.configId);
+      if (!option || typeof params.value !== "string") {
         throw RequestError.invalidParams({ configId: params.configId }, `Unknown config option ${params.configId}`);
       }
-      if (params.configId === "profile") {
-        const session = await h.ready;
-        const problem = await session.setProfile(params.value);
-        if (problem) throw RequestError.invalidParams({ value: params.value }, problem);
-        return { configOptions: session.configOptions() };
-      }
-      if (params.configId === "thought_level") {
-        const session = await h.ready;
-        if (!session.agent.setThoughtLevel(params.value)) {
-          throw RequestError.invalidParams(
-            { value: params.value },
-            `Unknown thought level ${params.value}; levels: default, low, medium, high`,
-          );
-        }
-        return { configOptions: session.configOptions() };
-      }
-      if (params.configId === "model") {
-        const session = await h.ready;
-        const problem = session.setModel(params.value);
-        if (problem) throw RequestError.invalidParams({ value: params.value }, problem);
-        return { configOptions: session.configOptions() };
-      }
-      const session = await setMode(h, params.value);
-      await session.update({ sessionUpdate: "current_mode_update", currentModeId: session.agent.mode });
+      refuse(option.check?.(params.value) ?? null);
+      const session = await h.ready;
+      refuse(await option.set(session, params.value));
       return { configOptions: session.configOptions() };
     })
     .onRequest("session/prompt", async ({ params }) => (await handle(params.sessionId).ready).prompt(params.prompt))

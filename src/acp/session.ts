@@ -135,12 +135,12 @@ export class AcpSession implements SessionFrontEnd {
   }
 
   configOptions() {
-    return configOptions(
-      this.agent.mode,
-      modelOptionState(this.agent.model),
-      { current: this.agent.tools.toolset.profile.name, names: this.profiles },
-      this.agent.thoughtLevel,
-    );
+    return configOptions({
+      mode: this.agent.mode,
+      model: modelOptionState(this.agent.model),
+      profile: { current: this.agent.tools.toolset.profile.name, names: this.profiles },
+      thought: this.agent.thoughtLevel,
+    });
   }
 
   /** Switches the profile: rebuilds the tools and tells the user what changed. */
@@ -175,15 +175,6 @@ export class AcpSession implements SessionFrontEnd {
       rules.length ? `Permission rules left out (the others hold):\n${rules.map((p) => `- ${p}`).join("\n")}` : null,
     ].filter(Boolean);
     if (problems.length) await this.say(problems.join("\n\n"));
-  }
-
-  /** Changes the mode; false for an unknown mode id. */
-  setMode(modeId: string): boolean {
-    return this.agent.setMode(modeId);
-  }
-
-  setModel(value: string): string | null {
-    return this.agent.setModel(value);
   }
 
   async titleChanged(title: string): Promise<void> {

@@ -1,5 +1,6 @@
-import { streamText, type LanguageModel, type ModelMessage } from "ai";
+import { streamText, type ModelMessage } from "ai";
 import type { History } from "./history.js";
+import type { TurnOptions } from "./turn-types.js";
 
 // Compaction: when the context nears the model's window, old tool outputs are pruned first
 // (each replaced by a one-line stub that names its sidecar file), then, if that is not enough,
@@ -118,14 +119,14 @@ export function planCompaction(history: History, window: number, force = false):
 }
 
 /** Carries out a plan on the history; throws if the summary request fails (the history is then unchanged). */
-export async function compactHistory(options: {
-  model: LanguageModel;
-  history: History;
-  plan: CompactionPlan;
-  signal: AbortSignal;
-  /** The summary as it streams in. */
-  onSummary?: (delta: string) => void | Promise<void>;
-}): Promise<CompactionResult> {
+export async function compactHistory(
+  options: Pick<TurnOptions, "model" | "history"> & {
+    plan: CompactionPlan;
+    signal: AbortSignal;
+    /** The summary as it streams in. */
+    onSummary?: (delta: string) => void | Promise<void>;
+  },
+): Promise<CompactionResult> {
   const { history, plan } = options;
   const { messages, start, pruned, before } = plan;
   if (!plan.summarize) {

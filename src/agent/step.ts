@@ -9,7 +9,7 @@ import {
   type SystemModelMessage,
   type ToolSet,
 } from "ai";
-import type { RetryPolicy, ToolDeclaration, TurnObserver, TurnOptions } from "./turn-types.js";
+import type { RetryPolicy, StepOptions, ToolDeclaration, TurnObserver } from "./turn-types.js";
 import { classifyProviderError } from "./provider-errors.js";
 import { announceToolCall, type ToolCallInfo } from "./tool-runner.js";
 
@@ -84,7 +84,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   });
 }
 
-async function streamStep(opts: TurnOptions, observer: TurnObserver, tools: ToolSet): Promise<Step> {
+async function streamStep(opts: StepOptions, observer: TurnObserver, tools: ToolSet): Promise<Step> {
   const signal = opts.tools.signal;
   const step: Step = { outcome: "ok", announced: new Map(), calls: [], text: "", emitted: false };
   // A call is announced once its arguments are complete: its first tool_call carries the title
@@ -166,7 +166,7 @@ function errorText(err: unknown): string {
 }
 
 /** One model request, retried with backoff while nothing of it has reached the editor. */
-export async function requestStep(opts: TurnOptions, observer: TurnObserver, tools: ToolSet): Promise<Step & { attempts: number }> {
+export async function requestStep(opts: StepOptions, observer: TurnObserver, tools: ToolSet): Promise<Step & { attempts: number }> {
   const retry = opts.retry ?? DEFAULT_RETRY;
   for (let attempt = 1; ; attempt++) {
     const step = await streamStep(opts, observer, tools);

@@ -8,7 +8,7 @@ import type { AgentCatalog, AgentDefinition } from "./agents.js";
 import type { SessionFrontEnd, PromptInput, SubagentView } from "./front-end.js";
 import type { History } from "./history.js";
 import type { ToolCallInfo } from "./tool-runner.js";
-import type { TurnObserver, TurnStopReason } from "./turn-types.js";
+import type { TurnObserver, TurnResult } from "./turn-types.js";
 
 const SUBAGENT_NOTE =
   "# Subagent\nYou are a subagent: another agent gave you one task through the task tool. Nobody else reads this conversation: do the task, then answer with one final message that holds everything the other agent needs (findings with file paths, what you changed).";
@@ -31,7 +31,7 @@ export interface ChildSpec {
 /** A child session as its parent runs it: its history and a model turn with its own front end. */
 export interface ChildSession {
   history: History;
-  ask(input: PromptInput, signal: AbortSignal, observer: TurnObserver): Promise<{ stopReason: TurnStopReason; error?: string }>;
+  ask(input: PromptInput, signal: AbortSignal, observer: TurnObserver): Promise<TurnResult>;
 }
 
 /** What the subagents of a session need of it. */
@@ -175,7 +175,7 @@ export class SessionSubagents implements Subagents {
     state.text = "";
     state.description = request.description;
     const historyLength = child.history.length;
-    let ended: { stopReason: TurnStopReason; error?: string } = { stopReason: "cancelled", error: "the subagent failed" };
+    let ended: TurnResult = { stopReason: "cancelled", error: "the subagent failed" };
     try {
       // Shown as its own session, the child can be cancelled alone: the task call then ends, the parent's turn goes on.
       const own = entry.view ? await entry.view.started(request.description) : undefined;

@@ -64,11 +64,13 @@ export interface ToolOffer {
   deferred: string[];
 }
 
-export interface TurnOptions {
-  model: LanguageModel;
-  modelId: string;
-  info: ModelInfo;
-  system: string;
+// One vocabulary for a turn's options, built up on the way down: the session hands turn.ts a
+// `TurnRequest` (plus the model's spec, in turn.ts's `PromptTurn`); turn.ts resolves the model
+// (`TurnModel`) and the request's settings into the loop's `TurnOptions`; the step and compaction
+// take the `Pick` of it they read.
+
+/** The session's side of a turn, whichever model runs it. */
+export interface TurnRequest {
   history: History;
   prompt: UserContent;
   /** Registry, runtime, approvals and the turn's abort signal. */
@@ -80,18 +82,36 @@ export interface TurnOptions {
   /** Sees each call's envelope before the model does, with the offer of the request that made the call. */
   afterCall?: (toolId: string, envelope: Envelope, offer: ToolOffer) => Envelope;
   nextCallId(): string;
-  /** Where this provider's key is set, for a 401 message. */
-  keyHint: string;
   maxRequests?: number;
-  retry?: RetryPolicy;
   meter?: CostMeter;
   /** Tokens in the context at the session's last request (its last usage report), for compaction. */
   contextUsed?: number;
+}
+
+/** The model a turn runs on, resolved from its spec. */
+export interface TurnModel {
+  model: LanguageModel;
+  modelId: string;
+  info: ModelInfo;
+}
+
+/** What the loop runs: the session's request on a resolved model, with the requests' settings. */
+export interface TurnOptions extends TurnRequest, TurnModel {
+  system: string;
+  /** Where this provider's key is set, for a 401 message. */
+  keyHint: string;
+  retry?: RetryPolicy;
   /** Compact the history when the context nears the window (default true). */
   compaction?: boolean;
   /** Provider options of every request (how hard the model thinks). */
   providerOptions?: Record<string, Record<string, unknown>>;
 }
+
+/** What one model request reads (agent/step.ts). */
+export type StepOptions = Pick<
+  TurnOptions,
+  "model" | "modelId" | "system" | "history" | "tools" | "nextCallId" | "providerOptions" | "retry"
+>;
 
 export interface TurnResult {
   stopReason: TurnStopReason;

@@ -1,73 +1,45 @@
-import type { UserContent } from "ai";
 import { loadUserConfig } from "../config/schema.js";
-import type { History } from "./history.js";
 import { compactTurnHistory, runModelTurn } from "./loop.js";
 import type { ModelSpec } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import { keyHint } from "./provider-errors.js";
 import { createLanguageModel, ModelSetupError } from "./providers.js";
-import { buildSystemPrompt } from "./system-prompt.js";
+import { buildSystemPrompt, type SystemPromptOptions } from "./system-prompt.js";
 import { thinkingOptions, type ThoughtLevel } from "./thinking.js";
-import type { ToolRunContext } from "./tool-runner.js";
-import type { Envelope } from "../tool/envelope.js";
-import type { CostMeter, ToolDeclaration, ToolOffer, TurnObserver, TurnResult } from "./turn-types.js";
+import type { CostMeter, TurnObserver, TurnRequest, TurnResult } from "./turn-types.js";
 
 // The entry the ACP session loads with `import()` on the first model turn: everything that
 // pulls in the AI SDK hangs off this module.
 
-export interface PromptTurn {
+/** A prompt turn as the session asks for it: its request, the model's spec, what the system prompt is built from. */
+export interface PromptTurn extends TurnRequest, Pick<SystemPromptOptions, "cwd" | "profilePrompt" | "skills"> {
   spec: ModelSpec;
-  cwd: string;
-  history: History;
-  prompt: UserContent;
-  tools: ToolRunContext;
-  /** The tools the model is offered. */
-  declarations?: ToolDeclaration[];
-  /** Decides the tools per request (deferral, tool_search); replaces `declarations`. */
-  offer?: () => ToolOffer;
-  afterCall?: (toolId: string, envelope: Envelope, offer: ToolOffer) => Envelope;
-  nextCallId(): string;
   meter: CostMeter;
-  /** The active profile's prompt, when a profile brings one. */
-  profilePrompt?: string;
-  /** The skills the system prompt lists (one line each). */
-  skills?: readonly { name: string; description: string }[];
-  maxRequests?: number;
-  /** Tokens in the context at the session's last request. */
-  contextUsed?: number;
   /** How hard the model thinks (the session's thought_level). */
   thoughtLevel?: ThoughtLevel;
 }
 
 export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): Promise<TurnResult> {
+  const { spec, cwd, profilePrompt, skills, thoughtLevel, ...request } = turn;
   const loaded = loadUserConfig();
   if (loaded.error) process.stderr.write(`toolhost: ${loaded.error}\n`);
   let model;
   try {
-    model = await createLanguageModel(turn.spec, loaded.config, loaded.path);
+    model = await createLanguageModel(spec, loaded.config, loaded.path);
   } catch (err) {
     if (!(err instanceof ModelSetupError)) throw err;
     return { stopReason: "end_turn", error: loaded.error ? `${err.message}\n(${loaded.error})` : err.message };
   }
-  const system = await buildSystemPrompt({ cwd: turn.cwd, profilePrompt: turn.profilePrompt, skills: turn.skills });
+  const system = await buildSystemPrompt({ cwd, profilePrompt, skills });
   return runModelTurn(
     {
+      ...request,
       model,
-      modelId: turn.spec.id,
-      info: modelInfo(turn.spec),
+      modelId: spec.id,
+      info: modelInfo(spec),
       system,
-      history: turn.history,
-      prompt: turn.prompt,
-      tools: turn.tools,
-      declarations: turn.declarations,
-      offer: turn.offer,
-      afterCall: turn.afterCall,
-      nextCallId: turn.nextCallId,
-      keyHint: keyHint(turn.spec.provider, loaded.path),
-      meter: turn.meter,
-      maxRequests: turn.maxRequests,
-      contextUsed: turn.contextUsed,
-      providerOptions: thinkingOptions(turn.spec.id, turn.thoughtLevel ?? "default"),
+      keyHint: keyHint(spec.provider, loaded.path),
+      providerOptions: thinkingOptions(spec.id, thoughtLevel ?? "default"),
     },
     observer,
   );
@@ -75,7 +47,7 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
 
 /** /compact: the session's history compacted now, summary included. A problem for the user, or null. */
 export async function runCompaction(
-  turn: { spec: ModelSpec; history: History; signal: AbortSignal },
+  turn: Pick<PromptTurn, "spec" | "history"> & { signal: AbortSignal },
   observer: Pick<TurnObserver, "compaction">,
 ): Promise<string | null> {
   const loaded = loadUserConfig();
