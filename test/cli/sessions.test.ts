@@ -1,8 +1,8 @@
 import * as fsp from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "./cli-harness.js";
-import { startFakeOpenAI, type FakeOpenAI } from "./fixtures/fake-openai.mjs";
-import { tempDir } from "./helpers.js";
+import { runCli } from "./harness.js";
+import { startFakeOpenAI, type FakeOpenAI } from "../fixtures/fake-openai.mjs";
+import { tempDir } from "../helpers.js";
 
 // `toolhost sessions`: a session saved by `toolhost run` (the built CLI, a local model server),
 // then listed, shown, exported as Markdown and JSONL, and deleted.

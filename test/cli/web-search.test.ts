@@ -1,9 +1,9 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "./cli-harness.js";
-import { startFakeSearch, type FakeSearch } from "./fixtures/fake-search.js";
-import { tempDir } from "./helpers.js";
+import { runCli } from "./harness.js";
+import { startFakeSearch, type FakeSearch } from "../fixtures/fake-search.js";
+import { tempDir } from "../helpers.js";
 
 // web_search as the CLI shows it: off until configured (doctor and tools say how), a provider
 // without a key reported, and `toolhost call web_search` through a local SearXNG.

@@ -5,8 +5,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../src/runtime/shell/sandbox.js";
-import { CLI } from "./cli-harness.js";
+import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { CLI } from "./harness.js";
 
 // Issue 20 through the built CLI (`toolhost call bash`), as root and as nobody (setpriv): the
 // same attacks, each checked by its effect, and the same line with the sandbox off as control.

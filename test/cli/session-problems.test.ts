@@ -1,10 +1,10 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../src/agent/session-store.js";
-import { closeAndCheck, Harness } from "./acp/harness.js";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { SessionStore } from "../../src/agent/session-store.js";
+import { closeAndCheck, Harness } from "../acp/harness.js";
+import { runCli } from "./harness.js";
+import { tempDir } from "../helpers.js";
 
 // Issue 21 item 18: session files that cannot be opened (damaged, a newer format) were left out of
 // `toolhost sessions list` and session/list without a word, and a copied file was listed under

@@ -3,14 +3,14 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import type { RunEvent } from "../src/commands/run.js";
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "./fixtures/fake-openai.mjs";
-import { NO_ONE_TO_ASK } from "../src/tools/question.js";
-import { sleepMarker, survivors, tempDir } from "./helpers.js";
+import type { RunEvent } from "../../src/commands/run.js";
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { NO_ONE_TO_ASK } from "../../src/tools/question.js";
+import { sleepMarker, survivors, tempDir } from "../helpers.js";
 
 // `toolhost run`: the built CLI against a local OpenAI-compatible server, in a real workspace.
 
-const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
 
 let ws: string;
 let home: string;
@@ -96,7 +96,7 @@ describe("toolhost run", () => {
   });
 
   it("gives the model the user's MCP servers' tools (a read-only one runs without asking)", async () => {
-    const fixture = fileURLToPath(new URL("./fixtures/mcp-server.mjs", import.meta.url));
+    const fixture = fileURLToPath(new URL("../fixtures/mcp-server.mjs", import.meta.url));
     await fsp.writeFile(
       path.join(home, "config.json"),
       JSON.stringify({ mcpServers: { fx: { command: process.execPath, args: [fixture] } } }),

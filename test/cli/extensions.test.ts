@@ -3,10 +3,10 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { beforeEach, describe, expect, it } from "vitest";
-import { sandboxNetworkStatus } from "../src/runtime/shell/sandbox-proxy.js";
-import { CLI, runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
-import { toolFile } from "./host/extension-fixtures.js";
+import { sandboxNetworkStatus } from "../../src/runtime/shell/sandbox-proxy.js";
+import { CLI, runCli } from "./harness.js";
+import { tempDir } from "../helpers.js";
+import { toolFile } from "../host/extension-fixtures.js";
 
 const run = promisify(execFile);
 

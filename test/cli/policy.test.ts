@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { runCli } from "./harness.js";
+import { tempDir } from "../helpers.js";
 
 // `toolhost policy explain` and `list` against real config files: the decision, each thing the
 // call touches with the rules that cover it, and the winner. Nothing runs.

@@ -1,8 +1,8 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { runCli } from "./harness.js";
+import { tempDir } from "../helpers.js";
 
 // What extension code cannot do to the process that hosts it: corrupt the CLI's JSON on stdout,
 // end toolhost with process.exit, or freeze it for good with a synchronous endless loop.

@@ -1,9 +1,9 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NO_ONE_TO_ASK } from "../src/tools/question.js";
-import { CLI, runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { NO_ONE_TO_ASK } from "../../src/tools/question.js";
+import { CLI, runCli } from "./harness.js";
+import { tempDir } from "../helpers.js";
 
 let home: string;
 function toolhost(args: string[], cwd?: string) {

@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 const execFileAsync = promisify(execFile);
 
 /** The built CLI (`npm test` builds it before vitest runs). */
-export const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+export const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
 
 export interface CliRun {
   code: number;

@@ -1,8 +1,8 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { runCli } from "./harness.js";
+import { tempDir } from "../helpers.js";
 
 // The watchdog end to end through the built CLI: `toolhost call` runs headless in full mode,
 // and the watchdog (built-in checks and a profile's own) still refuses; `policy explain` prints

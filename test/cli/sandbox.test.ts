@@ -1,9 +1,9 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../src/runtime/shell/sandbox.js";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { runCli } from "./harness.js";
+import { tempDir } from "../helpers.js";
 
 // The sandbox as the CLI reports it: doctor, policy explain, and `toolhost call` on a machine
 // without bwrap (a PATH that has node and nothing else).

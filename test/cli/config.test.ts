@@ -1,9 +1,9 @@
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { describeSandbox } from "../src/runtime/shell/session-sandbox.js";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { describeSandbox } from "../../src/runtime/shell/session-sandbox.js";
+import { runCli } from "./harness.js";
+import { tempDir } from "../helpers.js";
 
 // A broken ~/.toolhost/config.json through the built CLI (issue 21 item 1): a bad key is reported
 // and falls back to its default; the permission rules hold, and what cannot be read fails closed.

@@ -2,9 +2,9 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { SessionUpdate } from "@agentclientprotocol/sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { closeAndCheck, Harness, selected } from "./acp/harness.js";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { closeAndCheck, Harness, selected } from "../acp/harness.js";
+import { runCli } from "./harness.js";
+import { tempDir } from "../helpers.js";
 
 // stdout carries the protocol (or the CLI's JSON) only, whatever an extension writes to it:
 // at import, in execute, with console.log or process.stdout.write, with or without a newline.

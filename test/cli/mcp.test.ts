@@ -2,14 +2,14 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeEach, describe, expect, it } from "vitest";
-import { trust } from "../src/host/trust.js";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
-import { liveness } from "./mcp/liveness.js";
+import { trust } from "../../src/host/trust.js";
+import { runCli } from "./harness.js";
+import { tempDir } from "../helpers.js";
+import { liveness } from "../mcp/liveness.js";
 
 // `toolhost mcp list` and doctor: the user's servers, the project's only when it is trusted.
 
-const FIXTURE = fileURLToPath(new URL("./fixtures/mcp-server.mjs", import.meta.url));
+const FIXTURE = fileURLToPath(new URL("../fixtures/mcp-server.mjs", import.meta.url));
 
 let home: string;
 let project: string;
