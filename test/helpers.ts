@@ -91,8 +91,8 @@ interface Scope {
  * A test agent's surroundings: a temporary workspace with `files` and a temporary TOOLHOST_HOME
  * (set in process.env, so in-process sessions and `env()`'s children see it), the machine's model
  * and key variables cleared (MACHINE_ENV). Afterwards the deferred cleanups run, `fake` and the
- * servers are closed, the folders removed and process.env is restored as it was. Per test, or once for the
- * file or describe block with `shared`.
+ * servers are closed, the folders removed and process.env is restored as it was. Per test, or
+ * once for the file or describe block with `shared`.
  */
 export function useAgentEnv(options: AgentEnvOptions = {}): AgentEnv {
   let made: { ws: string; home: string; userHome?: string } | undefined;
