@@ -3,7 +3,8 @@ import net from "node:net";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { FakeToolCall } from "./fixtures/fake-openai.mjs";
-import { attack, bash, CLI, expectNothingLanded, stage, USERS } from "./attack/harness.js";
+import { attack, bash, expectNothingLanded, stage, USERS } from "./attack/harness.js";
+import { CLI_PATH } from "./helpers.js";
 
 // The attack corpus (issue 11): a model (the local fake server) tries to reach the network, write
 // outside the workspace and read planted secrets, in `full` mode, where nobody is asked. Each case
@@ -52,7 +53,7 @@ const ATTACKS: { name: string; calls: (port: number) => FakeToolCall[] }[] = [
 ];
 
 beforeAll(async () => {
-  await fsp.access(CLI).catch(() => {
+  await fsp.access(CLI_PATH).catch(() => {
     throw new Error("dist/cli.js is missing: run `npm run build` (npm test does) before these tests");
   });
 });

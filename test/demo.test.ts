@@ -2,27 +2,26 @@ import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tempDir } from "./helpers.js";
+import { CLI_PATH, useAgentEnv } from "./helpers.js";
 
 // The README's "Try it without a key", run as it tells a user to: the fake server on its own
 // (it prints its URL), then examples/acp-try.mjs against the built CLI, in a project with a TODO.
 const FAKE = fileURLToPath(new URL("./fixtures/fake-openai.mjs", import.meta.url));
 const TRY = fileURLToPath(new URL("../examples/acp-try.mjs", import.meta.url));
-const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 
-let home: string;
-let project: string;
+const t = useAgentEnv({
+  shared: true,
+  files: {
+    "README.md": "# a project\n",
+    "src/app.ts": "export const answer = 42;\n// TODO: handle the empty case\nexport const empty = 0;\n",
+  },
+});
 let server: ReturnType<typeof spawn> | undefined;
 let url: string;
 
 beforeAll(async () => {
-  await fsp.access(CLI).catch(() => {
+  await fsp.access(CLI_PATH).catch(() => {
     throw new Error("dist/cli.js is missing: run `npm run build` (npm test does) before these tests");
-  });
-  home = await tempDir();
-  project = await tempDir({
-    "README.md": "# a project\n",
-    "src/app.ts": "export const answer = 42;\n// TODO: handle the empty case\nexport const empty = 0;\n",
   });
   server = spawn(process.execPath, [FAKE], { stdio: ["ignore", "pipe", "inherit"] });
   url = await new Promise<string>((resolve, reject) => {
@@ -36,16 +35,14 @@ beforeAll(async () => {
   });
 });
 
-afterAll(async () => {
+afterAll(() => {
   server?.kill();
-  await fsp.rm(project, { recursive: true, force: true });
-  await fsp.rm(home, { recursive: true, force: true });
 });
 
 function tryIt(prompt: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: url };
-    const child = spawn(process.execPath, [TRY, prompt], { cwd: project, env, stdio: ["ignore", "pipe", "pipe"] });
+    const env = t.env({ TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: url });
+    const child = spawn(process.execPath, [TRY, prompt], { cwd: t.ws, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

@@ -1,7 +1,9 @@
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, expect } from "vitest";
+import { fileURLToPath } from "node:url";
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
+import type { FakeOpenAI } from "./fixtures/fake-openai.mjs";
 import type { ToolEvent } from "../src/tool/context.js";
 import type { AnyTool } from "../src/tool/define.js";
 import type { Envelope, OutputEnvelope } from "../src/tool/envelope.js";
@@ -20,6 +22,171 @@ export async function tempDir(files: Record<string, string | Uint8Array> = {}): 
     await fsp.writeFile(abs, content);
   }
   return dir;
+}
+
+/** The built CLI (`npm test` builds it before vitest runs). */
+export const CLI_PATH = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+
+/**
+ * Settings of the developer's machine that must not reach a test's agent: a real model and its
+ * keys, their own ~/.toolhost, session, profile and web search settings.
+ */
+export const MACHINE_ENV = [
+  "TOOLHOST_MODEL",
+  "TOOLHOST_BASE_URL",
+  "TOOLHOST_API_KEY",
+  "ANTHROPIC_API_KEY",
+  "OPENAI_API_KEY",
+  "OLLAMA_HOST",
+  "TOOLHOST_HOME",
+  "TOOLHOST_SESSIONS",
+  "TOOLHOST_CONTEXT_WINDOW",
+  "TOOLHOST_PROFILE",
+  "BRAVE_API_KEY",
+  "TAVILY_API_KEY",
+  "EXA_API_KEY",
+] as const;
+
+type Files = Record<string, string | Uint8Array>;
+
+export interface AgentEnvOptions {
+  /** The workspace's files (relative path → content). */
+  files?: Files;
+  /** Files of the temporary TOOLHOST_HOME (config.json, profiles/…, skills/…). */
+  home?: Files;
+  /** A temporary HOME too (the user's ~/.claude, ~/.ssh), with these files. */
+  userHome?: Files;
+  /** One set-up for all the tests of the file or describe block (beforeAll), not one per test. */
+  shared?: boolean;
+}
+
+/** What useAgentEnv() made for the current test (or block, when shared). */
+export interface AgentEnv {
+  /** The workspace, a real path. */
+  readonly ws: string;
+  /** The temporary TOOLHOST_HOME. */
+  readonly home: string;
+  /** The temporary HOME; only with the `userHome` option. */
+  readonly userHome: string;
+  /** The test's local model server, when it starts one: closed and unset after the test. */
+  fake?: FakeOpenAI;
+  /** The environment for a child process: process.env as set up (TOOLHOST_HOME, no machine settings), plus `extra`. */
+  env(extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
+  /** Another temporary folder with `files`, removed with the workspace. */
+  dir(files?: Files): Promise<string>;
+  /** Closes `server` (another fake: search, anthropic) after the test (or the block, when made outside a test); returns it. */
+  serve<T extends { close(): unknown }>(server: T): T;
+  /** Runs `cleanup` after the test (or the block) before the servers close and the folders go; the last deferred runs first. */
+  defer(cleanup: () => unknown): void;
+}
+
+interface Scope {
+  cleanups: (() => unknown)[];
+  servers: { close(): unknown }[];
+  dirs: string[];
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * A test agent's surroundings: a temporary workspace with `files` and a temporary TOOLHOST_HOME
+ * (set in process.env, so in-process sessions and `env()`'s children see it), the machine's model
+ * and key variables cleared (MACHINE_ENV). Afterwards the deferred cleanups run, `fake` and the
+ * servers are closed, the folders removed and process.env is restored as it was. Per test, or
+ * once for the file or describe block with `shared`.
+ */
+export function useAgentEnv(options: AgentEnvOptions = {}): AgentEnv {
+  let made: { ws: string; home: string; userHome?: string } | undefined;
+  const outer: Scope = { cleanups: [], servers: [], dirs: [] };
+  let inner: Scope | undefined;
+  const scope = () => inner ?? outer;
+
+  const setUp = async (into: Scope) => {
+    into.env = { ...process.env };
+    const ws = await tempDir(options.files);
+    const home = await tempDir(options.home);
+    const userHome = options.userHome ? await tempDir(options.userHome) : undefined;
+    into.dirs.push(ws, home, ...(userHome ? [userHome] : []));
+    for (const name of MACHINE_ENV) delete process.env[name];
+    process.env.TOOLHOST_HOME = home;
+    if (userHome) process.env.HOME = userHome;
+    made = { ws, home, userHome };
+  };
+  const tearDown = async (from: Scope) => {
+    // Everything is undone even when a cleanup fails (an agent that exits non-zero); then the first failure is thrown.
+    const failures: unknown[] = [];
+    const attempt = async (step: () => unknown) => {
+      try {
+        await step();
+      } catch (err) {
+        failures.push(err);
+      }
+    };
+    for (const cleanup of from.cleanups.splice(0).reverse()) await attempt(cleanup);
+    const fake = handle.fake;
+    handle.fake = undefined;
+    if (fake) from.servers.push(fake);
+    await Promise.all(from.servers.splice(0).map((server) => attempt(() => server.close())));
+    await Promise.all(from.dirs.splice(0).map((dir) => attempt(() => fsp.rm(dir, { recursive: true, force: true }))));
+    if (from.env) restoreEnv(from.env);
+    from.env = undefined;
+    if (failures.length > 0) throw failures[0];
+  };
+
+  if (options.shared) {
+    beforeAll(() => setUp(outer));
+    afterAll(async () => {
+      await tearDown(outer);
+      made = undefined;
+    });
+  }
+  beforeEach(async () => {
+    inner = { cleanups: [], servers: [], dirs: [] };
+    // Shared: what a test sets in process.env is undone after it all the same.
+    if (options.shared) inner.env = { ...process.env };
+    else await setUp(inner);
+  });
+  afterEach(async () => {
+    const done = inner!;
+    inner = undefined;
+    await tearDown(done);
+    if (!options.shared) made = undefined;
+  });
+
+  const current = () => {
+    if (!made) throw new Error("useAgentEnv(): no test is running (use it inside a test or a hook)");
+    return made;
+  };
+  const handle: AgentEnv = {
+    get ws() {
+      return current().ws;
+    },
+    get home() {
+      return current().home;
+    },
+    get userHome() {
+      const { userHome } = current();
+      if (!userHome) throw new Error("useAgentEnv(): pass `userHome` for a temporary HOME");
+      return userHome;
+    },
+    env: (extra = {}) => ({ ...process.env, ...extra }),
+    async dir(files) {
+      const dir = await tempDir(files);
+      scope().dirs.push(dir);
+      return dir;
+    },
+    serve(server) {
+      scope().servers.push(server);
+      return server;
+    },
+    defer: (cleanup) => void scope().cleanups.push(cleanup),
+  };
+  return handle;
+}
+
+/** Puts process.env back to `saved`, in place (the object children and the code under test read). */
+function restoreEnv(saved: NodeJS.ProcessEnv): void {
+  for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+  Object.assign(process.env, saved);
 }
 
 /** A workspace on one backend, with a way to read files back for assertions. */

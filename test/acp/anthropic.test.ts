@@ -1,25 +1,12 @@
-import { mkdtempSync } from "node:fs";
 import * as fsp from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeAnthropic, type AnthropicTurn, type FakeAnthropic } from "../fixtures/fake-anthropic.mjs";
-import { tempDir } from "../helpers.js";
-import { Harness, closeAndCheck } from "./harness.js";
+import { Harness, useAcpTest } from "./harness.js";
 
 // The real @ai-sdk/anthropic provider, configured as a user would (model id + key in
 // ~/.toolhost/config.json), against a local server speaking the Messages API's SSE stream.
-let fake: FakeAnthropic | undefined;
-let h: Harness | undefined;
-const dirs: string[] = [];
-
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fake?.close();
-  fake = undefined;
-  await Promise.all(dirs.splice(0).map((d) => fsp.rm(d, { recursive: true, force: true })));
-});
+const t = useAcpTest();
 
 /**
  * A session of the agent on anthropic/claude-sonnet-4-5, whose key and endpoint (the local server
@@ -29,17 +16,15 @@ async function start(
   turns: AnthropicTurn[],
   files: Record<string, string>,
 ): Promise<{ h: Harness; fake: FakeAnthropic; sessionId: string }> {
-  fake = await startFakeAnthropic(turns);
-  const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
-  const ws = await tempDir(files);
-  dirs.push(home, ws);
+  const fake = t.serve(await startFakeAnthropic(turns));
+  const ws = await t.dir(files);
   await fsp.writeFile(
-    path.join(home, "config.json"),
+    path.join(t.home, "config.json"),
     JSON.stringify({ model: "anthropic/claude-sonnet-4-5", providers: { anthropic: { apiKey: "sk-ant-test", baseURL: fake.url } } }),
   );
-  h = new Harness({ env: { TOOLHOST_HOME: home } });
-  await h.initialize();
-  return { h, fake, sessionId: await h.newSession(ws) };
+  t.h = new Harness({ env: { TOOLHOST_HOME: t.home } });
+  await t.h.initialize();
+  return { h: t.h, fake, sessionId: await t.h.newSession(ws) };
 }
 
 describe("anthropic/ models", () => {

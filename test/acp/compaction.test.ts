@@ -1,22 +1,11 @@
-import * as fsp from "node:fs/promises";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
 import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
 
 // Compaction over real stdio, against a local model server with a small window (2,000 tokens):
 // the context passes 85% → the older turns are summarized by the model → the turn carries on.
 
 const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
-let home: string;
-
-beforeEach(async () => {
-  home = await tempDir();
-});
-
-afterEach(async () => {
-  await fsp.rm(home, { recursive: true, force: true });
-});
 
 const LONG_PROMPT = `Here is the plan: ${"step ".repeat(1500)}`;
 /** Under the threshold by the estimate: only the provider can say it is too long. */
@@ -30,7 +19,7 @@ async function start(script: FakeReply[], capabilities?: object) {
     env: {
       TOOLHOST_MODEL: "openai-compatible/fake",
       TOOLHOST_BASE_URL: t.fake.url,
-      TOOLHOST_HOME: home,
+      TOOLHOST_HOME: t.home,
       TOOLHOST_CONTEXT_WINDOW: "2000",
     },
   });
@@ -126,7 +115,7 @@ describe("compaction", () => {
     expect(h.updatesOf(sessionId, "compaction_update").map((u) => u.status)).toEqual(["in_progress", "completed"]);
 
     await closeAndCheck(t.h);
-    t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: home } });
+    t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: t.home } });
     await t.h.initialize();
     await t.h.agent.request("session/resume", { sessionId, cwd: t.ws });
     await prompt(t.h, sessionId, "And then?");

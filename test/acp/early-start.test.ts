@@ -40,8 +40,8 @@ describe("the early handshake", () => {
 describe("a client that goes away during the handshake", () => {
   it("ends the agent quietly with exit 0", async () => {
     const { spawn } = await import("node:child_process");
-    const { CLI } = await import("./harness.js");
-    const child = spawn(process.execPath, [CLI], { stdio: ["pipe", "pipe", "pipe"], cwd: t.ws });
+    const { CLI_PATH } = await import("../helpers.js");
+    const child = spawn(process.execPath, [CLI_PATH], { stdio: ["pipe", "pipe", "pipe"], cwd: t.ws });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += String(d)));
     // The reading end closes before the answer can be written.

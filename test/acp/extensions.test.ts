@@ -1,17 +1,12 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import * as fsp from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
-import { Harness, selected, type PermissionHandler, closeAndCheck, lastUpdate, textOf, messageText } from "./harness.js";
+import { Harness, selected, type PermissionHandler, lastUpdate, textOf, messageText, useAcpTest } from "./harness.js";
 
-let home: string;
-let ws: string;
 let marker: string;
-let h: Harness | undefined;
 
 /** A drop-in tool file as a user writes it: no node_modules beside it. */
 function helloTool(greeting: string, description = "Says hello"): string {
@@ -30,17 +25,17 @@ export default defineTool({
 `;
 }
 
+const t = useAcpTest(
+  // Project files: one shadowed by the profile's hello (and one of its own, below).
+  { "src/a.ts": "export const a = 1;\n", ".toolhost/tools/hello.ts": helloTool("hello from the project") },
+  { home: { "profiles/default/tools/hello.ts": helloTool("hello from the profile") } },
+);
+
 beforeEach(async () => {
-  home = mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
-  ws = await tempDir({ "src/a.ts": "export const a = 1;\n" });
-  marker = path.join(ws, "imported.marker");
-  await fsp.mkdir(path.join(home, "profiles/default/tools"), { recursive: true });
-  await fsp.writeFile(path.join(home, "profiles/default/tools/hello.ts"), helloTool("hello from the profile"));
-  await fsp.mkdir(path.join(ws, ".toolhost/tools"), { recursive: true });
-  // Project files: one shadowed by the profile's hello, one of its own that records being imported.
-  await fsp.writeFile(path.join(ws, ".toolhost/tools/hello.ts"), helloTool("hello from the project"));
+  marker = path.join(t.ws, "imported.marker");
+  // The project's own tool records being imported.
   await fsp.writeFile(
-    path.join(ws, ".toolhost/tools/project_only.ts"),
+    path.join(t.ws, ".toolhost/tools/project_only.ts"),
     `import { writeFileSync } from "node:fs";
 import { defineTool, z } from "toolhost";
 writeFileSync(${JSON.stringify(marker)}, "imported");
@@ -50,19 +45,12 @@ export default defineTool({ id: "project_only", description: "A project tool", k
   );
 });
 
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-  await fsp.rm(home, { recursive: true, force: true });
-});
-
 async function start(permission?: PermissionHandler, env: Record<string, string> = {}) {
-  h = new Harness({ env: { TOOLHOST_HOME: home, ...env }, permission });
-  await h.initialize();
-  const sessionId = await h.newSession(ws);
-  await h.waitFor(() => h!.updatesOf(sessionId, "available_commands_update").length > 0);
-  return { h, sessionId };
+  t.h = new Harness({ env: { TOOLHOST_HOME: t.home, ...env }, permission });
+  await t.h.initialize();
+  const sessionId = await t.h.newSession(t.ws);
+  await t.h.waitFor(() => t.h!.updatesOf(sessionId, "available_commands_update").length > 0);
+  return { h: t.h, sessionId };
 }
 
 const prompt = (h: Harness, sessionId: string, text: string) =>
@@ -120,14 +108,16 @@ describe("extension tools in the editor", () => {
     expect(lastUpdate(h, sessionId, hello.toolCallId).rawOutput).toMatchObject({ data: { greeting: "hello from the profile, world" } });
     await prompt(h, sessionId, "/reload");
     expect(messageText(h, sessionId)).toMatch(/Tools reloaded/);
-    expect(existsSync(path.join(home, "trusted.json")) && readFileSync(path.join(home, "trusted.json"), "utf8").includes(ws)).toBe(false);
+    expect(existsSync(path.join(t.home, "trusted.json")) && readFileSync(path.join(t.home, "trusted.json"), "utf8").includes(t.ws)).toBe(
+      false,
+    );
   });
 
   it("'always' trusts the project: the next session loads its tools without asking", async () => {
     const first = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "always" : "allow_once"));
     await prompt(first.h, first.sessionId, "/tools");
     expect(first.h.permissionRequests).toHaveLength(1);
-    const second = await first.h.newSession(ws);
+    const second = await first.h.newSession(t.ws);
     await first.h.waitFor(() => first.h.updatesOf(second, "available_commands_update").length > 0);
     expect(commands(first.h, second)).toContain("project_only");
     await prompt(first.h, second, "/tools");
@@ -136,7 +126,7 @@ describe("extension tools in the editor", () => {
 
   it("/reload picks up an edited file and sends fresh commands", async () => {
     const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "reject" : "allow_once"));
-    await fsp.writeFile(path.join(home, "profiles/default/tools/hello.ts"), helloTool("edited hello", "Says hello, edited"));
+    await fsp.writeFile(path.join(t.home, "profiles/default/tools/hello.ts"), helloTool("edited hello", "Says hello, edited"));
     const before = h.updatesOf(sessionId, "available_commands_update").length;
     await prompt(h, sessionId, "/reload");
     // The menu changed (the tool's description): one fresh update; an unchanged menu is not sent again.
@@ -152,7 +142,7 @@ describe("extension tools in the editor", () => {
   });
 
   it("shows load problems once at session start, and switches profiles through the config option", async () => {
-    await fsp.writeFile(path.join(home, "profiles/default/tools/broken.ts"), "export default defineTool({ this is not typescript");
+    await fsp.writeFile(path.join(t.home, "profiles/default/tools/broken.ts"), "export default defineTool({ this is not typescript");
     const { h, sessionId } = await start((req) => selected(req.toolCall.toolCallId.startsWith("trust_") ? "reject" : "allow_once"));
     await h.waitFor(() => /broken\.ts/.test(messageText(h, sessionId)));
     expect(commands(h, sessionId)).toEqual(expect.arrayContaining(["write", "edit", "bash", "hello"]));
@@ -201,7 +191,8 @@ describe("project trust after the first answer", () => {
     expect(commands(h, sessionId)).toContain("project_only");
     expect(messageText(h, sessionId)).toMatch(/project's tools were loaded for this session/);
     expect(h.permissionRequests).toHaveLength(1);
-    const trusted = () => existsSync(path.join(home, "trusted.json")) && readFileSync(path.join(home, "trusted.json"), "utf8").includes(ws);
+    const trusted = () =>
+      existsSync(path.join(t.home, "trusted.json")) && readFileSync(path.join(t.home, "trusted.json"), "utf8").includes(t.ws);
     expect(trusted()).toBe(false);
     await prompt(h, sessionId, "/trust always");
     expect(trusted()).toBe(true);
@@ -217,12 +208,12 @@ describe("project trust after the first answer", () => {
     expect(readFileSync(marker, "utf8")).toBe("imported");
 
     // Written behind the user's back (a sandboxed command, an unapproved edit): a new marker text.
-    const file = path.join(ws, ".toolhost/tools/project_only.ts");
+    const file = path.join(t.ws, ".toolhost/tools/project_only.ts");
     await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace('"imported"', '"changed"'));
-    await fsp.writeFile(path.join(ws, ".mcp.json"), '{"mcpServers": {}}\n');
+    await fsp.writeFile(path.join(t.ws, ".mcp.json"), '{"mcpServers": {}}\n');
     await fsp.rm(marker);
 
-    const second = await h.newSession(ws);
+    const second = await h.newSession(t.ws);
     await h.waitFor(() => h.updatesOf(second, "available_commands_update").length > 0);
     expect(commands(h, second)).not.toContain("project_only");
     expect(existsSync(marker)).toBe(false);
@@ -237,7 +228,7 @@ describe("project trust after the first answer", () => {
     expect(readFileSync(marker, "utf8")).toBe("changed");
     expect(commands(h, second)).toContain("project_only");
 
-    const third = await h.newSession(ws);
+    const third = await h.newSession(t.ws);
     await h.waitFor(() => h.updatesOf(third, "available_commands_update").length > 0);
     expect(commands(h, third)).toContain("project_only");
     await prompt(h, third, "/tools");
@@ -252,7 +243,7 @@ describe("project trust after the first answer", () => {
       return { outcome: { outcome: "cancelled" } };
     });
     await prompt(h, sessionId, "/tools");
-    const second = await h.newSession(ws);
+    const second = await h.newSession(t.ws);
     await h.waitFor(() => h.updatesOf(second, "available_commands_update").length > 0);
     answer = "cancelled";
     await prompt(h, second, "/tools");

@@ -1,8 +1,8 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { ContentBlock, PromptResponse } from "@agentclientprotocol/sdk";
-import { describe, expect, it, onTestFinished } from "vitest";
-import { sleepMarker, survivors, tempDir } from "../helpers.js";
+import { describe, expect, it } from "vitest";
+import { sleepMarker, survivors } from "../helpers.js";
 import { Harness, selected, lastUpdate, textOf, messageText, useAcpTest } from "./harness.js";
 
 // Issue 10's defects on the wire: each case failed before its fix.
@@ -141,11 +141,10 @@ describe("a message over 32 MiB", () => {
 describe("the profile option", () => {
   it("lists every profile in the session/new answer, as the update after loading does", async () => {
     // A user profile of its own, and a user folder with only tools/ (an extension of nothing: not a profile).
-    const home = await tempDir({
+    const home = await t.dir({
       "profiles/mine/profile.json": JSON.stringify({ name: "mine", description: "Mine" }),
       "profiles/ghost/tools/x.ts": "export {};\n",
     });
-    onTestFinished(() => fsp.rm(home, { recursive: true, force: true }));
     t.h = new Harness({ env: { TOOLHOST_HOME: home } });
     await t.h.initialize();
     const response = await t.h.agent.request("session/new", { cwd: t.ws, mcpServers: [] });
@@ -183,25 +182,21 @@ describe("slash command friction", () => {
 
 describe("permission rules at session start", () => {
   it('a bad "model" next to a deny rule: the editor is told the key, and the rule holds (issue 21)', async () => {
-    const home = await tempDir({
+    const home = await t.dir({
       "config.json": JSON.stringify({ model: 42, permissions: [{ permission: "bash", pattern: "rm *", action: "deny" }] }),
     });
-    try {
-      await fsp.writeFile(path.join(t.ws, "keep"), "k");
-      const { h, sessionId } = await start({ env: { TOOLHOST_HOME: home } });
-      await h.waitFor(() => /"model" is ignored/.test(messageText(h, sessionId)));
-      await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
-      await prompt(h, sessionId, "/bash rm keep");
-      const call = h.updatesOf(sessionId, "tool_call")[0]!;
-      expect(lastUpdate(h, sessionId, call.toolCallId).status).toBe("failed");
-      await expect(fsp.stat(path.join(t.ws, "keep"))).resolves.toBeTruthy();
-    } finally {
-      await fsp.rm(home, { recursive: true, force: true });
-    }
+    await fsp.writeFile(path.join(t.ws, "keep"), "k");
+    const { h, sessionId } = await start({ env: { TOOLHOST_HOME: home } });
+    await h.waitFor(() => /"model" is ignored/.test(messageText(h, sessionId)));
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    await prompt(h, sessionId, "/bash rm keep");
+    const call = h.updatesOf(sessionId, "tool_call")[0]!;
+    expect(lastUpdate(h, sessionId, call.toolCallId).status).toBe("failed");
+    await expect(fsp.stat(path.join(t.ws, "keep"))).resolves.toBeTruthy();
   });
 
   it("says which rules of the user config were left out, and keeps serving", async () => {
-    const home = await tempDir({
+    const home = await t.dir({
       "config.json": JSON.stringify({
         permissions: [
           { permission: "bash", pattern: "git push*", action: "deny" },
@@ -209,14 +204,10 @@ describe("permission rules at session start", () => {
         ],
       }),
     });
-    try {
-      const { h, sessionId } = await start({ env: { TOOLHOST_HOME: home } });
-      await h.waitFor(() => messageText(h, sessionId).includes("Permission rules left out"));
-      expect(messageText(h, sessionId)).toMatch(/config\.json/);
-      expect((await prompt(h, sessionId, "/tools")).stopReason).toBe("end_turn");
-    } finally {
-      await fsp.rm(home, { recursive: true, force: true });
-    }
+    const { h, sessionId } = await start({ env: { TOOLHOST_HOME: home } });
+    await h.waitFor(() => messageText(h, sessionId).includes("Permission rules left out"));
+    expect(messageText(h, sessionId)).toMatch(/config\.json/);
+    expect((await prompt(h, sessionId, "/tools")).stopReason).toBe("end_turn");
   });
 });
 

@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   client,
   ndJsonStream,
@@ -18,25 +17,9 @@ import {
   type SessionUpdate,
 } from "@agentclientprotocol/sdk";
 import { client as unstableClient } from "@agentclientprotocol/sdk/unstable";
-import { afterEach, beforeEach, expect } from "vitest";
-import type { FakeOpenAI } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
+import { beforeEach, expect } from "vitest";
+import { CLI_PATH, MACHINE_ENV, useAgentEnv, type AgentEnv, type AgentEnvOptions } from "../helpers.js";
 import { WireChecker } from "./wire.js";
-
-export const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
-
-/** Settings of the developer's machine that must not leak into a test agent (a real model, real keys). */
-const MACHINE_ENV = [
-  "TOOLHOST_MODEL",
-  "TOOLHOST_BASE_URL",
-  "TOOLHOST_API_KEY",
-  "ANTHROPIC_API_KEY",
-  "OPENAI_API_KEY",
-  "OLLAMA_HOST",
-  "TOOLHOST_HOME",
-  "TOOLHOST_SESSIONS",
-  "TOOLHOST_CONTEXT_WINDOW",
-];
 
 function cleanEnv(): Record<string, string | undefined> {
   const env = { ...process.env };
@@ -93,7 +76,7 @@ export class Harness {
     this.permission = options.permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
     this.elicitation = options.elicitation ?? (() => ({ action: "decline" }));
     this.home = options.env?.TOOLHOST_HOME ? null : mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
-    this.child = spawn(process.execPath, [CLI], {
+    this.child = spawn(process.execPath, [CLI_PATH], {
       stdio: ["pipe", "pipe", "pipe"],
       env: { ...cleanEnv(), ...(this.home ? { TOOLHOST_HOME: this.home } : {}), ...options.env },
     });
@@ -326,28 +309,24 @@ export function messageText(h: Harness, sessionId: string, separator = "\n"): st
     .join(separator);
 }
 
-/** What one ACP test starts: its workspace, the harness and, when it talks to a model, the local model server. */
-export interface AcpTest {
-  ws: string;
-  fake?: FakeOpenAI;
+/** What one ACP test starts: useAgentEnv()'s workspace, home and model server (`fake`), and the harness. */
+export interface AcpTest extends AgentEnv {
   h?: Harness;
 }
 
 /**
- * Per test: a workspace with `files`; after it, the harness is closed (its exit code and wire
- * checked), then the model server and the workspace go. Tests assign `fake` and `h` as they start them.
+ * Per test: useAgentEnv() with a workspace of `files`; after the test, the harness is closed (its
+ * exit code and wire checked) first, then the rest of useAgentEnv()'s clean-up (`fake` included).
+ * Tests assign `fake` and `h` as they start them.
  */
-export function useAcpTest(files: Record<string, string>): AcpTest {
-  const t: AcpTest = { ws: "" };
-  beforeEach(async () => {
-    t.ws = await tempDir(files);
-  });
-  afterEach(async () => {
-    await closeAndCheck(t.h);
-    t.h = undefined;
-    await t.fake?.close();
-    t.fake = undefined;
-    await fsp.rm(t.ws, { recursive: true, force: true });
-  });
+export function useAcpTest(files: Record<string, string> = {}, options: Omit<AgentEnvOptions, "files" | "shared"> = {}): AcpTest {
+  const t: AcpTest = useAgentEnv({ ...options, files });
+  beforeEach(() =>
+    t.defer(async () => {
+      const { h } = t;
+      t.h = undefined;
+      await closeAndCheck(h);
+    }),
+  );
   return t;
 }

@@ -1,36 +1,23 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { RequestPermissionRequest } from "@agentclientprotocol/sdk";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isTrusted, trust } from "../../src/host/trust.js";
-import { tempDir } from "../helpers.js";
-import { Harness, closeAndCheck, selected, textOf, type PermissionHandler } from "./harness.js";
+import { Harness, selected, useAcpTest, textOf, type PermissionHandler } from "./harness.js";
 
 // The approval over the real wire: why it asks (in _meta.permission and in the call's content),
 // "always" remembered as rules, and "always, for this project" written to the project's config.
 // Every message is checked against the ACP schema (closeAndCheck).
 
-let h: Harness | undefined;
-let ws: string;
-let home: string;
-
-beforeEach(async () => {
-  ws = await tempDir({ "a.txt": "a\n" });
-  home = await tempDir();
-});
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-  await fsp.rm(home, { recursive: true, force: true });
-});
+const t = useAcpTest({ "a.txt": "a\n" });
 
 async function start(permission: PermissionHandler) {
-  h = new Harness({ permission, env: { TOOLHOST_HOME: home } });
-  await h.initialize();
-  const sessionId = await h.newSession(ws);
-  const bash = (command: string) => h!.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: `/bash ${command}` }] });
-  return { h, sessionId, bash };
+  t.h = new Harness({ permission, env: { TOOLHOST_HOME: t.home } });
+  await t.h.initialize();
+  const sessionId = await t.h.newSession(t.ws);
+  const bash = (command: string) =>
+    t.h!.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: `/bash ${command}` }] });
+  return { h: t.h, sessionId, bash };
 }
 
 const meta = (r: RequestPermissionRequest | undefined) => (r?._meta as { permission?: { title: string; description: string } })?.permission;
@@ -72,11 +59,11 @@ describe("session/request_permission", () => {
   });
 
   it("offers 'always, for this project' in a trusted project and saves the rule there; the next call runs unasked", async () => {
-    await fsp.mkdir(path.join(ws, ".toolhost"));
-    const file = path.join(ws, ".toolhost", "config.json");
+    await fsp.mkdir(path.join(t.ws, ".toolhost"));
+    const file = path.join(t.ws, ".toolhost", "config.json");
     await fsp.writeFile(file, JSON.stringify({ note: "kept", permissions: [{ permission: "read", pattern: "*", action: "allow" }] }));
     // Trust covers the project's files as they are: trusted after the config is written.
-    await trust(ws, home);
+    await trust(t.ws, t.home);
     const { h, bash } = await start(() => selected("allow_always_project"));
     await bash("npm run lint --if-present");
     const request = h.permissionRequests[0];
@@ -98,14 +85,14 @@ describe("session/request_permission", () => {
     await bash("npm run lint --if-present --silent");
     expect(h.permissionRequests).toHaveLength(1);
     // toolhost's own write to the config is recorded in the project's trust: not a change to ask about.
-    expect(await isTrusted(ws, home)).toBe(true);
+    expect(await isTrusted(t.ws, t.home)).toBe(true);
   });
 
   it("a project config that is not valid JSON is left alone: the answer holds for the session, and the user is told", async () => {
-    await fsp.mkdir(path.join(ws, ".toolhost"));
-    const file = path.join(ws, ".toolhost", "config.json");
+    await fsp.mkdir(path.join(t.ws, ".toolhost"));
+    const file = path.join(t.ws, ".toolhost", "config.json");
     await fsp.writeFile(file, "{ broken");
-    await trust(ws, home);
+    await trust(t.ws, t.home);
     const { h, sessionId, bash } = await start(() => selected("allow_always_project"));
     await bash("git log -1");
     expect(h.permissionRequests).toHaveLength(1);
@@ -128,7 +115,7 @@ describe("session/request_permission", () => {
     const done = h.updatesOf(sessionId, "tool_call_update").at(-1);
     expect(done?.status).toBe("failed");
     expect(textOf(done!)).toMatch(/not answered/);
-    await fsp.access(path.join(ws, ".toolhost")).then(
+    await fsp.access(path.join(t.ws, ".toolhost")).then(
       () => expect.fail("no project config may be written"),
       () => undefined,
     );

@@ -2,7 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { McpServer } from "@agentclientprotocol/sdk";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { projectFolderName } from "../../src/agent/session-store.js";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
@@ -15,15 +15,6 @@ import { closeAndCheck, Harness, lastUpdate, selected, textOf, useAcpTest, type 
 const FIXTURE = fileURLToPath(new URL("../fixtures/mcp-server.mjs", import.meta.url));
 
 const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
-let home: string;
-
-beforeEach(async () => {
-  home = await tempDir();
-});
-
-afterEach(async () => {
-  await fsp.rm(home, { recursive: true, force: true });
-});
 
 const fixture = (name: string, env: Record<string, string> = {}): McpServer => ({
   name,
@@ -36,7 +27,7 @@ async function start(script: FakeReply[] = [], options: HarnessOptions = {}) {
   t.fake = await startFakeOpenAI({ script });
   t.h = new Harness({
     ...options,
-    env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: home, ...options.env },
+    env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: t.home, ...options.env },
   });
   await t.h.initialize();
   return t.h;
@@ -100,7 +91,7 @@ describe("session/load replays every block of a prompt", () => {
   it("a file written before blocks were recorded still replays its prompt's text", async () => {
     const h = await start();
     const id = "old-format-session";
-    const file = path.join(home, "sessions", projectFolderName(t.ws), `${id}.jsonl`);
+    const file = path.join(t.home, "sessions", projectFolderName(t.ws), `${id}.jsonl`);
     await fsp.mkdir(path.dirname(file), { recursive: true });
     const lines = [
       { type: "session", format: 1, id, cwd: t.ws, created: new Date().toISOString(), toolhost: "0.0.1" },

@@ -1,9 +1,8 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
-import { tempDir } from "../helpers.js";
-import { closeAndCheck, Harness, lastUpdate, selected } from "./harness.js";
+import { Harness, lastUpdate, selected, useAcpTest } from "./harness.js";
 
 // The sandbox over the wire: the editor's terminal is handed the sandboxed argv, never the raw
 // line, and a command that leaves the sandbox is asked about with the exact command.
@@ -11,31 +10,23 @@ import { closeAndCheck, Harness, lastUpdate, selected } from "./harness.js";
 const status = await sandboxAvailable();
 if (!status.available) console.warn(`acp/sandbox.test.ts: skipped: ${status.reason}`);
 
-let ws: string;
+const t = useAcpTest({ "a.txt": "a\n" });
 let outside: string;
 let victim: string;
-let h: Harness | undefined;
 
 beforeEach(async () => {
-  ws = await tempDir({ "a.txt": "a\n" });
   outside = await fsp.realpath(await fsp.mkdtemp("/var/tmp/toolhost-acp-sandbox-"));
+  t.defer(() => fsp.rm(outside, { recursive: true, force: true }));
   victim = path.join(outside, "victim.txt");
   await fsp.writeFile(victim, "original\n");
 });
 
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-  await fsp.rm(outside, { recursive: true, force: true });
-});
-
 async function start(options: ConstructorParameters<typeof Harness>[0]) {
-  h = new Harness(options);
-  await h.initialize();
-  const sessionId = await h.newSession(ws);
-  await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
-  return { h, sessionId };
+  t.h = new Harness(options);
+  await t.h.initialize();
+  const sessionId = await t.h.newSession(t.ws);
+  await t.h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+  return { h: t.h, sessionId };
 }
 
 const prompt = (h: Harness, sessionId: string, text: string) =>
@@ -65,7 +56,7 @@ describe.skipIf(!status.available)("the sandbox in the editor", () => {
     expect(text).toMatch(/done/);
     expect(h.permissionRequests).toEqual([]);
     expect(await fsp.readFile(victim, "utf8")).toBe("original\n");
-    expect(await fsp.readFile(path.join(ws, "b.txt"), "utf8")).toBe("inside\n");
+    expect(await fsp.readFile(path.join(t.ws, "b.txt"), "utf8")).toBe("inside\n");
   });
 
   it("an editor terminal's command that creates a project-control path: moved to quarantine once it ends, and the result says so", async () => {
@@ -75,7 +66,7 @@ describe.skipIf(!status.available)("the sandbox in the editor", () => {
     const done = lastUpdate(h, sessionId, call.toolCallId);
     const data = (done.rawOutput as { data: { stdout: string; notice?: string } }).data;
     expect(data.notice).toMatch(/protects files that run later[\s\S]*\.envrc → [\s\S]*sandbox: "off"/);
-    await expect(fsp.stat(path.join(ws, ".envrc"))).rejects.toThrow();
+    await expect(fsp.stat(path.join(t.ws, ".envrc"))).rejects.toThrow();
   });
 
   it("escalation asks in full mode with the exact command, and only the approved call runs outside", async () => {

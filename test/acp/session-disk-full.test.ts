@@ -1,34 +1,31 @@
 import { execFileSync } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { SessionStore } from "../../src/agent/session-store.js";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
 import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
 
 // Issue 21 item 20: a full disk stopped a session's recording with a line on stderr only. The
 // editor is told once, and the session goes on.
 
 const t = useAcpTest({});
-let home: string;
 let mounted = false;
 
-beforeEach(async () => {
-  home = await tempDir();
+beforeEach(() => {
   // A tiny tmpfs as ~/.toolhost, where the test can mount one (root); else /dev/full stands in.
   try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", home], { stdio: "ignore" });
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", t.home], { stdio: "ignore" });
     mounted = true;
   } catch {
     mounted = false;
   }
-});
-afterEach(async () => {
-  await closeAndCheck(t.h);
-  t.h = undefined;
-  if (mounted) execFileSync("umount", [home]);
-  await fsp.rm(home, { recursive: true, force: true });
+  // Before the folder goes: the agent writing to it, then the mount.
+  t.defer(async () => {
+    await closeAndCheck(t.h);
+    t.h = undefined;
+    if (mounted) execFileSync("umount", [t.home]);
+  });
 });
 
 /** Fills the file system under `dir` to the last byte. */
@@ -55,11 +52,11 @@ const NOTICE = "Saving this session stopped";
 describe("a session whose file cannot be written", () => {
   it("tells the editor exactly once and goes on", async () => {
     t.fake = await startFakeOpenAI({ script: [{ text: "one" }, { text: "two" }, { text: "three" }, { text: "four" }] });
-    t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: home } });
+    t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: t.home } });
     await t.h.initialize();
     const h = t.h;
     const sessionId = await h.newSession(t.ws);
-    const file = new SessionStore(home).fileFor(sessionId, t.ws);
+    const file = new SessionStore(t.home).fileFor(sessionId, t.ws);
     // Without a tmpfs: the file is /dev/full from the start (every write fails ENOSPC).
     if (!mounted) {
       await fsp.mkdir(path.dirname(file), { recursive: true });
@@ -69,7 +66,7 @@ describe("a session whose file cannot be written", () => {
     await prompt("first");
     if (mounted) {
       expect((await fsp.readFile(file, "utf8")).split("\n").length).toBeGreaterThan(3);
-      await fill(home);
+      await fill(t.home);
     }
     // Long prompts: past whatever is left of the file's last page.
     const answers = [await prompt(`second ${"x".repeat(20_000)}`), await prompt(`third ${"y".repeat(20_000)}`)];

@@ -1,28 +1,24 @@
 import * as fsp from "node:fs/promises";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { holdPathFor } from "../../src/agent/session-hold.js";
 import { SessionStore } from "../../src/agent/session-store.js";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
 import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
 
 // Issue 21 item 3: a session is held by one agent process at a time (a live chat, and a load or
 // resume of it in another editor window, would both append to its file).
 
 const t = useAcpTest({ "a.txt": "a\n" });
-let home: string;
 let other: Harness | undefined;
 
-beforeEach(async () => {
-  home = await tempDir();
-});
-afterEach(async () => {
-  await closeAndCheck(other);
-  other = undefined;
-  await fsp.rm(home, { recursive: true, force: true });
-});
+beforeEach(() =>
+  t.defer(async () => {
+    await closeAndCheck(other);
+    other = undefined;
+  }),
+);
 
-const env = () => ({ TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: home });
+const env = () => ({ TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: t.home });
 const prompt = (h: Harness, sessionId: string, text: string) =>
   h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
@@ -38,7 +34,7 @@ describe("one process holds a session", () => {
     t.h = await agent();
     const sessionId = await t.h.newSession(t.ws);
     await prompt(t.h, sessionId, "first");
-    const file = (await new SessionStore(home).find(sessionId))!;
+    const file = (await new SessionStore(t.home).find(sessionId))!;
     const size = (await fsp.stat(file)).size;
     expect(JSON.parse(await fsp.readFile(holdPathFor(file), "utf8"))).toMatchObject({ pid: t.h.child.pid });
 
@@ -71,7 +67,7 @@ describe("one process holds a session", () => {
     const first = await agent();
     const sessionId = await first.newSession(t.ws);
     await prompt(first, sessionId, "first");
-    const file = (await new SessionStore(home).find(sessionId))!;
+    const file = (await new SessionStore(t.home).find(sessionId))!;
     const exited = new Promise((resolve) => first.child.once("exit", resolve));
     first.child.kill("SIGKILL");
     await exited;

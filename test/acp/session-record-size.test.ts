@@ -1,22 +1,14 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SessionStore } from "../../src/agent/session-store.js";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
 import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
 
 // Issue 21 item 19: one 25 MB write made a 105 MB session file (the content stored four times:
 // the history's tool call, tool_start, the view of the call and its diff).
 
 const t = useAcpTest({});
-let home: string;
-beforeEach(async () => {
-  home = await tempDir();
-});
-afterEach(async () => {
-  await fsp.rm(home, { recursive: true, force: true });
-});
 
 describe("the session record of a huge write", () => {
   it("one 25 MB write keeps the session file under 1 MB, and the session still loads and continues", async () => {
@@ -29,7 +21,7 @@ describe("the session record of a huge write", () => {
         { text: "Still here." },
       ],
     });
-    const env = { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: home };
+    const env = { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: t.home };
     t.h = new Harness({ env });
     await t.h.initialize();
     const sessionId = await t.h.newSession(t.ws);
@@ -39,7 +31,7 @@ describe("the session record of a huge write", () => {
     await t.h.agent.request("session/close", { sessionId });
     await closeAndCheck(t.h);
 
-    const file = (await new SessionStore(home).find(sessionId))!;
+    const file = (await new SessionStore(t.home).find(sessionId))!;
     expect((await fsp.stat(file)).size).toBeLessThan(1024 * 1024);
     const text = await fsp.readFile(file, "utf8");
     expect(text).toContain(`the session record keeps the first 16384 of ${content.length} characters`);

@@ -1,6 +1,6 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { projectFolderName, SessionStore, sessionDataDir, type SessionEntry } from "../../src/agent/session-store.js";
 import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
@@ -10,15 +10,6 @@ import { closeAndCheck, Harness, lastUpdate, messageText, textOf, useAcpTest } f
 // Durable sessions over real stdio: what a session writes to ~/.toolhost/sessions as it happens.
 
 const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
-let home: string;
-
-beforeEach(async () => {
-  home = await tempDir();
-});
-
-afterEach(async () => {
-  await fsp.rm(home, { recursive: true, force: true });
-});
 
 const READ_SCRIPT: FakeReply[] = [
   { toolCalls: [{ id: "c1", name: "read", arguments: { path: "src/a.ts" } }] },
@@ -28,7 +19,7 @@ const READ_SCRIPT: FakeReply[] = [
 
 async function start(env: Record<string, string> = {}, script: (FakeReply | ((body: FakeBody) => FakeReply))[] = READ_SCRIPT) {
   t.fake = await startFakeOpenAI({ script });
-  t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: home, ...env } });
+  t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: t.home, ...env } });
   await t.h.initialize();
   return { h: t.h, sessionId: await t.h.newSession(t.ws) };
 }
@@ -48,10 +39,10 @@ describe("a session recorded on disk", () => {
     expect(info).toHaveLength(1);
     expect(info[0]).toMatchObject({ title: "What does src/a.ts export?", updatedAt: expect.any(String) });
 
-    const stored = await new SessionStore(home).read(sessionId);
+    const stored = await new SessionStore(t.home).read(sessionId);
     expect(stored).toBeDefined();
     expect(stored!.header).toMatchObject({ id: sessionId, cwd: t.ws, format: 1 });
-    expect(path.dirname(stored!.file).startsWith(path.join(home, "sessions"))).toBe(true);
+    expect(path.dirname(stored!.file).startsWith(path.join(t.home, "sessions"))).toBe(true);
     expect((await fsp.stat(stored!.file)).mode & 0o777).toBe(0o600);
     const entries = stored!.entries;
     const of = <K extends SessionEntry["type"]>(type: K) => entries.filter((e): e is Extract<SessionEntry, { type: K }> => e.type === type);
@@ -84,7 +75,7 @@ describe("a session recorded on disk", () => {
     ]);
     await prompt(h, sessionId, "Write b.txt");
     expect(h.permissionRequests).toHaveLength(1);
-    const stored = await new SessionStore(home).read(sessionId);
+    const stored = await new SessionStore(t.home).read(sessionId);
     const ended = stored!.entries.find((e) => e.type === "tool_end");
     expect(ended).toMatchObject({ status: "refused", errorCode: "rejected", envelope: { type: "error" } });
   });
@@ -92,14 +83,14 @@ describe("a session recorded on disk", () => {
   it("writes nothing for a session that never got a prompt", async () => {
     const { h } = await start();
     await h.newSession(t.ws);
-    expect((await new SessionStore(home).list()).sessions).toEqual([]);
+    expect((await new SessionStore(t.home).list()).sessions).toEqual([]);
   });
 
   it("writes nothing with TOOLHOST_SESSIONS=off", async () => {
     const { h, sessionId } = await start({ TOOLHOST_SESSIONS: "off" });
     await prompt(h, sessionId, "What does src/a.ts export?");
     expect(h.updatesOf(sessionId, "agent_message_chunk").length).toBeGreaterThan(0);
-    expect((await new SessionStore(home).list()).sessions).toEqual([]);
+    expect((await new SessionStore(t.home).list()).sessions).toEqual([]);
   });
 });
 
@@ -133,7 +124,7 @@ function shown(updates: SessionNotification[], sessionId: string): unknown[] {
 /** A second agent process (the editor restarted) on the same ~/.toolhost. */
 async function restart(): Promise<Harness> {
   await closeAndCheck(t.h);
-  t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: home } });
+  t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: t.home } });
   await t.h.initialize();
   return t.h;
 }
@@ -212,7 +203,7 @@ describe("session/list, session/load, session/resume, session/delete", () => {
       expect(everything.sessions.map((s) => s.sessionId).sort()).toEqual([...ids].sort());
       expect((await h.agent.request("session/list", { cwd: other })).sessions).toEqual([]);
 
-      const store = new SessionStore(home);
+      const store = new SessionStore(t.home);
       const first = await store.list({ limit: 2 });
       expect(first.nextCursor).toBeDefined();
       const rest = await h.agent.request("session/list", { cursor: first.nextCursor });
@@ -242,7 +233,7 @@ describe("session/list, session/load, session/resume, session/delete", () => {
     h.child.kill("SIGKILL");
     await turn;
 
-    t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: home } });
+    t.h = new Harness({ env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake!.url, TOOLHOST_HOME: t.home } });
     await t.h.initialize();
     const h2 = t.h;
     await h2.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
@@ -287,7 +278,7 @@ describe("the sidecar files of a recorded session", () => {
     await prompt(h, sessionId, "Count");
     const [first] = h.updatesOf(sessionId, "tool_call");
     saved = outputPath(h, sessionId, first!.toolCallId);
-    const file = (await new SessionStore(home).find(sessionId))!;
+    const file = (await new SessionStore(t.home).find(sessionId))!;
     const folder = sessionDataDir(file);
     // Next to the session's file, user-only; not in the temporary folder.
     expect(path.dirname(saved)).toBe(folder);
@@ -318,7 +309,7 @@ describe("the sidecar files of a recorded session", () => {
   });
 
   it("the agent sweeps, in the background, data folders whose session file is gone", async () => {
-    const project = path.join(home, "sessions", projectFolderName(t.ws));
+    const project = path.join(t.home, "sessions", projectFolderName(t.ws));
     const folder = async (name: string) => {
       const dir = path.join(project, name);
       await fsp.mkdir(dir, { recursive: true });
@@ -357,7 +348,7 @@ describe("the sidecar files of a recorded session", () => {
       expect(path.dirname(path.dirname(saved))).toBe(tmp);
       await h.agent.request("session/close", { sessionId });
       await expect(fsp.stat(path.dirname(saved))).rejects.toThrow();
-      await expect(fsp.stat(path.join(home, "sessions"))).rejects.toThrow();
+      await expect(fsp.stat(path.join(t.home, "sessions"))).rejects.toThrow();
     } finally {
       await fsp.rm(tmp, { recursive: true, force: true });
     }

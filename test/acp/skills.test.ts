@@ -1,18 +1,11 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
-import { Harness, closeAndCheck, lastUpdate, messageText, textOf } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { Harness, lastUpdate, useAcpTest, messageText, textOf } from "./harness.js";
 
 // Agent Skills through a real ACP client over stdio, the model a local fake server: the system
 // prompt's list, the skill tool (body and files, then a read of a skill file), the slash command.
-
-let base: string;
-let ws: string;
-let home: string;
-let fake: FakeOpenAI | undefined;
-let h: Harness | undefined;
 
 const REVIEW = `---
 name: review-code
@@ -24,40 +17,34 @@ description: Review a change for bugs and style. Use when the user asks for a re
 SKILL-BODY-MARKER: read checklist.md and apply every item.
 `;
 
-beforeEach(async () => {
-  base = await tempDir({
-    "ws/src/a.ts": "export const a = 1;\n",
-    "home/skills/review-code/SKILL.md": REVIEW,
-    "home/skills/review-code/checklist.md": "CHECKLIST-MARKER: no TODOs left.\n",
-    "home/skills/broken/SKILL.md": "---\nname: broken\n---\nno description\n",
-    "user/.claude/skills/from-claude/SKILL.md": "---\nname: from-claude\ndescription: A skill from ~/.claude.\n---\nClaude body.\n",
-  });
-  ws = path.join(base, "ws");
-  home = path.join(base, "home");
-});
-
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fake?.close();
-  fake = undefined;
-  await fsp.rm(base, { recursive: true, force: true });
-});
+const t = useAcpTest(
+  { "src/a.ts": "export const a = 1;\n" },
+  {
+    home: {
+      "skills/review-code/SKILL.md": REVIEW,
+      "skills/review-code/checklist.md": "CHECKLIST-MARKER: no TODOs left.\n",
+      "skills/broken/SKILL.md": "---\nname: broken\n---\nno description\n",
+    },
+    userHome: {
+      ".claude/skills/from-claude/SKILL.md": "---\nname: from-claude\ndescription: A skill from ~/.claude.\n---\nClaude body.\n",
+    },
+  },
+);
 
 async function start(script: FakeReply[]) {
-  fake = await startFakeOpenAI({ script });
-  h = new Harness({
+  t.fake = await startFakeOpenAI({ script });
+  t.h = new Harness({
     env: {
       TOOLHOST_MODEL: "openai-compatible/fake",
-      TOOLHOST_BASE_URL: fake.url,
-      TOOLHOST_HOME: home,
-      HOME: path.join(base, "user"),
+      TOOLHOST_BASE_URL: t.fake.url,
+      TOOLHOST_HOME: t.home,
+      HOME: t.userHome,
     },
   });
-  await h.initialize();
-  const sessionId = await h.newSession(ws);
-  await h.waitFor(() => h!.updatesOf(sessionId, "available_commands_update").length > 0);
-  return { h, fake, sessionId };
+  await t.h.initialize();
+  const sessionId = await t.h.newSession(t.ws);
+  await t.h.waitFor(() => t.h!.updatesOf(sessionId, "available_commands_update").length > 0);
+  return { h: t.h, fake: t.fake, sessionId };
 }
 
 const prompt = (h: Harness, sessionId: string, text: string) =>
@@ -72,7 +59,7 @@ const userText = (body: FakeBody) => JSON.stringify((body.messages ?? []).filter
 
 describe("skills in an ACP session", () => {
   it("lists skills in the system prompt, loads one on demand, and makes its files readable", async () => {
-    const checklist = path.join(home, "skills/review-code/checklist.md");
+    const checklist = path.join(t.home, "skills/review-code/checklist.md");
     const { h, fake, sessionId } = await start([
       { toolCalls: [{ id: "c0", name: "skill", arguments: { name: "nope" } }] },
       { toolCalls: [{ id: "c1", name: "skill", arguments: { name: "review-code" } }] },
@@ -81,7 +68,7 @@ describe("skills in an ACP session", () => {
     ]);
     // The broken skill is reported at session start, never fatal.
     await h.waitFor(() => messageText(h, sessionId).includes("Some skills could not be loaded"));
-    expect(messageText(h, sessionId)).toContain(`${path.join(home, "skills/broken/SKILL.md")}: the front matter has no \`description\``);
+    expect(messageText(h, sessionId)).toContain(`${path.join(t.home, "skills/broken/SKILL.md")}: the front matter has no \`description\``);
 
     expect(await prompt(h, sessionId, "Please review my change")).toMatchObject({ stopReason: "end_turn" });
     const [first, second, third, fourth] = fake.requests.map((r) => r.body);
@@ -118,7 +105,7 @@ describe("skills in an ACP session", () => {
   });
 
   it("a skill's file stays unreadable until the skill is loaded", async () => {
-    const checklist = path.join(home, "skills/review-code/checklist.md");
+    const checklist = path.join(t.home, "skills/review-code/checklist.md");
     const { h, fake, sessionId } = await start([
       { toolCalls: [{ id: "r1", name: "read", arguments: { path: checklist } }] },
       { text: "Could not." },
@@ -129,7 +116,7 @@ describe("skills in an ACP session", () => {
   });
 
   it("each skill is a slash command that runs a model turn with the skill loaded", async () => {
-    const checklist = path.join(home, "skills/review-code/checklist.md");
+    const checklist = path.join(t.home, "skills/review-code/checklist.md");
     const { h, fake, sessionId } = await start([
       { toolCalls: [{ id: "r1", name: "read", arguments: { path: checklist } }] },
       { text: "Reviewed src/a.ts." },
@@ -152,10 +139,10 @@ describe("skills in an ACP session", () => {
 
   it("/reload picks up a new skill, and a tool's name wins over a skill's", async () => {
     const { h, sessionId } = await start([]);
-    await fsp.mkdir(path.join(home, "skills/fresh"), { recursive: true });
-    await fsp.writeFile(path.join(home, "skills/fresh/SKILL.md"), "---\nname: fresh\ndescription: A new skill.\n---\nFresh.\n");
-    await fsp.mkdir(path.join(home, "skills/read"), { recursive: true });
-    await fsp.writeFile(path.join(home, "skills/read/SKILL.md"), "---\nname: read\ndescription: Shadowed by the read tool.\n---\nNo.\n");
+    await fsp.mkdir(path.join(t.home, "skills/fresh"), { recursive: true });
+    await fsp.writeFile(path.join(t.home, "skills/fresh/SKILL.md"), "---\nname: fresh\ndescription: A new skill.\n---\nFresh.\n");
+    await fsp.mkdir(path.join(t.home, "skills/read"), { recursive: true });
+    await fsp.writeFile(path.join(t.home, "skills/read/SKILL.md"), "---\nname: read\ndescription: Shadowed by the read tool.\n---\nNo.\n");
     await prompt(h, sessionId, "/reload");
     const updates = h.updatesOf(sessionId, "available_commands_update");
     expect(updates.length).toBeGreaterThan(1);

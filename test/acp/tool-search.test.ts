@@ -1,5 +1,3 @@
-import * as fsp from "node:fs/promises";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeBody } from "../fixtures/fake-openai.mjs";
 import { Harness, lastUpdate, textOf, useAcpTest } from "./harness.js";
@@ -52,12 +50,9 @@ const systemOf = (body: FakeBody | undefined) => String(body?.messages?.find((m)
 const lastToolResult = (body: FakeBody) => String((body.messages ?? []).filter((m) => m.role === "tool").at(-1)?.content ?? "");
 
 describe("tool_search over ACP with 200 extension tools", () => {
-  const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" });
+  const t = useAcpTest({ "src/a.ts": "export const a = 1;\n" }, { home: { "profiles/default/tools/many.ts": manyTools() } });
 
   it("keeps what the model is sent up front under the budget, and the model finds and calls a tool through tool_search", async () => {
-    const home = path.join(t.ws, ".home");
-    await fsp.mkdir(path.join(home, "profiles/default/tools"), { recursive: true });
-    await fsp.writeFile(path.join(home, "profiles/default/tools/many.ts"), manyTools());
     t.fake = await startFakeOpenAI({
       script: [
         { toolCalls: [{ id: "c1", name: "tool_search", arguments: { query: "weather forecast in a city" } }] },
@@ -70,7 +65,7 @@ describe("tool_search over ACP with 200 extension tools", () => {
       ],
     });
     const h = (t.h = new Harness({
-      env: { TOOLHOST_HOME: home, TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url },
+      env: { TOOLHOST_HOME: t.home, TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url },
     }));
     await h.initialize();
     const sessionId = await h.newSession(t.ws);

@@ -4,7 +4,6 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
 import { Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js";
 
 // web_fetch over the real wire: the model (the local fake server) fetches a local page and gets
@@ -37,11 +36,10 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-/** A home whose config allows (or not) fetching from 127.0.0.1. */
+/** The test's home, its config allowing (or not) fetching from 127.0.0.1. */
 async function home(rules: unknown[]): Promise<string> {
-  const dir = await tempDir();
-  await fsp.writeFile(path.join(dir, "config.json"), JSON.stringify({ permissions: rules }));
-  return dir;
+  await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ permissions: rules }));
+  return t.home;
 }
 
 const fetchCall = (id: string, url: string): FakeReply => ({ toolCalls: [{ id, name: "web_fetch", arguments: { url } }] });
@@ -79,7 +77,6 @@ describe("web_fetch over ACP", () => {
     expect(result).toContain(`[upgrade guide](http://127.0.0.1:${port}/guide)`);
     expect(result).toContain("- Streaming everywhere");
     for (const noise of ["SCRIPT-NOISE", "NAV-NOISE", "ADVERT-NOISE", "FOOTER-NOISE", "<p>"]) expect(result).not.toContain(noise);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
 
   it("without a rule naming it, 127.0.0.1 is refused even when the user approves", async () => {

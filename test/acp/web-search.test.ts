@@ -1,28 +1,19 @@
 import * as fsp from "node:fs/promises";
-import { afterEach, describe, expect, it } from "vitest";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
-import { startFakeSearch, type FakeSearch } from "../fixtures/fake-search.js";
-import { tempDir } from "../helpers.js";
+import { startFakeSearch } from "../fixtures/fake-search.js";
 import { Harness, lastUpdate, textOf, useAcpTest } from "./harness.js";
 
 // Issue 13's done-when line: the model (a local fake) calls web_search, which goes through a
 // local SearXNG the user configured, and the results come back to the model and the editor.
 
 const t = useAcpTest({ "README.md": "# p\n" });
-let search: FakeSearch | undefined;
-let home: string | undefined;
-
-afterEach(async () => {
-  await search?.close();
-  search = undefined;
-  if (home) await fsp.rm(home, { recursive: true, force: true });
-  home = undefined;
-});
 
 async function start(webSearch: unknown, script: Parameters<typeof startFakeOpenAI>[0]) {
-  home = await tempDir({ "config.json": JSON.stringify({ webSearch }) });
+  await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ webSearch }));
   t.fake = await startFakeOpenAI(script);
-  t.h = new Harness({ env: { TOOLHOST_HOME: home, TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url } });
+  t.h = new Harness({ env: { TOOLHOST_HOME: t.home, TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url } });
   await t.h.initialize();
   const sessionId = await t.h.newSession(t.ws);
   return { h: t.h, fake: t.fake, sessionId };
@@ -30,7 +21,7 @@ async function start(webSearch: unknown, script: Parameters<typeof startFakeOpen
 
 describe("web_search over ACP", () => {
   it("the model searches through the configured SearXNG and gets the results; ask mode does not ask", async () => {
-    search = await startFakeSearch();
+    const search = t.serve(await startFakeSearch());
     const { h, fake, sessionId } = await start(
       { providers: [{ type: "searxng", baseURL: search.url }] },
       {

@@ -1,11 +1,11 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
 import { BUILTIN_TOOLS } from "../../src/host/builtins.js";
-import { startFakeOpenAI, type FakeOpenAI } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
+import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
+import { useAgentEnv } from "../helpers.js";
 
 // Issue 12: the system prompt plus every locked tool's declaration stay under 4,000 tokens, so a
 // small model's context is left for the work. Tokens are estimated as characters / 4 (the common
@@ -15,33 +15,17 @@ import { tempDir } from "../helpers.js";
 const TOKEN_BUDGET = 4000;
 const CHARS_PER_TOKEN = 4;
 
-let ws: string;
-let home: string;
-let fake: FakeOpenAI | undefined;
-const saved = { ...process.env };
-
-beforeEach(async () => {
-  ws = await tempDir({ "a.txt": "a\n" });
-  home = await tempDir();
-  process.env.TOOLHOST_HOME = home;
-});
-
-afterEach(async () => {
-  process.env = { ...saved };
-  await fake?.close();
-  fake = undefined;
-  for (const dir of [ws, home]) await fsp.rm(dir, { recursive: true, force: true });
-});
+const t = useAgentEnv({ files: { "a.txt": "a\n" } });
 
 describe("the prompt budget", () => {
   it("the system prompt and all the locked tools' declarations fit in 4,000 tokens", async () => {
-    fake = await startFakeOpenAI({ script: [{ text: "ok" }] });
+    t.fake = await startFakeOpenAI({ script: [{ text: "ok" }] });
     process.env.TOOLHOST_MODEL = "openai-compatible/fake";
-    process.env.TOOLHOST_BASE_URL = fake.url;
+    process.env.TOOLHOST_BASE_URL = t.fake.url;
     // One extension tool, so tool_search (offered only when there is something to find) is declared too; it is not counted.
-    await fsp.mkdir(`${home}/profiles/default/tools`, { recursive: true });
+    await fsp.mkdir(`${t.home}/profiles/default/tools`, { recursive: true });
     await fsp.writeFile(
-      `${home}/profiles/default/tools/extra.ts`,
+      `${t.home}/profiles/default/tools/extra.ts`,
       `import { defineTool, z } from "toolhost";
 export default defineTool({ id: "extra", description: "x", kind: "read", parameters: z.object({}), requires: {}, async execute() { return ""; } });
 `,
@@ -54,13 +38,13 @@ export default defineTool({ id: "extra", description: "x", kind: "read", paramet
     };
     // A search provider, so web_search is declared and counted too (nothing is searched).
     await fsp.writeFile(
-      path.join(home, "config.json"),
+      path.join(t.home, "config.json"),
       JSON.stringify({ webSearch: { providers: [{ type: "searxng", baseURL: "http://127.0.0.1:9" }] } }),
     );
-    const s = new AgentSession({ cwd: ws, tools: await SessionTools.create(ws), frontEnd, mode: "ask" });
+    const s = new AgentSession({ cwd: t.ws, tools: await SessionTools.create(t.ws), frontEnd, mode: "ask" });
     await s.prompt({ text: "hi", content: () => "hi" });
     await s.close();
-    const body = fake.requests[0]?.body;
+    const body = t.fake.requests[0]?.body;
     const locked = (body?.tools ?? []).filter((t) => t.function.name !== "extra");
     const declared = locked.map((t) => t.function.name);
     // Every builtin this session has (a builtin's isAvailable may leave it out).

@@ -1,6 +1,6 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { AgentSession, headlessFrontEnd, type SessionFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../../src/policy/authorizer.js";
@@ -9,7 +9,7 @@ import { sandboxNetworkStatus } from "../../src/runtime/shell/sandbox-proxy.js";
 import { SessionSandbox } from "../../src/runtime/shell/session-sandbox.js";
 import type { Envelope } from "../../src/tool/envelope.js";
 import { SANDBOX_NOTICE, type BashResult } from "../../src/tools/bash.js";
-import { tempDir } from "../helpers.js";
+import { useAgentEnv } from "../helpers.js";
 
 // The sandbox as a session runs it: on by default (bubblewrap through the real AgentSession and
 // LocalShell), "off" in the user's config, no sandbox at all, and escalation of one call.
@@ -17,31 +17,21 @@ import { tempDir } from "../helpers.js";
 const status = await sandboxAvailable();
 if (!status.available) console.warn(`agent/sandbox.test.ts: the real-sandbox cases skip: ${status.reason}`);
 
-let ws: string;
-let home: string;
+const t = useAgentEnv({ files: { "a.txt": "a\n" } });
 /** Outside the workspace and outside /tmp (which the sandbox replaces). */
 let outside: string;
 let victim: string;
 const sessions: AgentSession[] = [];
-const savedEnv = { home: process.env.TOOLHOST_HOME, sandbox: process.env.TOOLHOST_SANDBOX };
 
 beforeEach(async () => {
-  ws = await tempDir({ "a.txt": "a\n" });
-  home = await tempDir();
   outside = await fsp.realpath(await fsp.mkdtemp("/var/tmp/toolhost-session-sandbox-"));
+  t.defer(async () => {
+    for (const s of sessions.splice(0)) await s.close();
+    await fsp.rm(outside, { recursive: true, force: true });
+  });
   victim = path.join(outside, "victim.txt");
   await fsp.writeFile(victim, "original\n");
-  process.env.TOOLHOST_HOME = home;
   delete process.env.TOOLHOST_SANDBOX;
-});
-
-afterEach(async () => {
-  for (const s of sessions.splice(0)) await s.close();
-  for (const dir of [ws, home, outside]) await fsp.rm(dir, { recursive: true, force: true });
-  if (savedEnv.home === undefined) delete process.env.TOOLHOST_HOME;
-  else process.env.TOOLHOST_HOME = savedEnv.home;
-  if (savedEnv.sandbox === undefined) delete process.env.TOOLHOST_SANDBOX;
-  else process.env.TOOLHOST_SANDBOX = savedEnv.sandbox;
 });
 
 /** A front end that records every approval request and answers with `answer`. */
@@ -59,8 +49,8 @@ function approving(answer: ApprovalAnswer | (() => ApprovalAnswer)) {
 
 async function session(options: { frontEnd?: SessionFrontEnd; mode?: string; sandbox?: SessionSandbox } = {}) {
   const s = new AgentSession({
-    cwd: ws,
-    tools: await SessionTools.create(ws),
+    cwd: t.ws,
+    tools: await SessionTools.create(t.ws),
     frontEnd: options.frontEnd ?? headlessFrontEnd(),
     ...(options.sandbox ? { backends: { sandbox: options.sandbox } } : {}),
   });
@@ -98,11 +88,11 @@ describe.skipIf(!status.available)("on by default", () => {
     const inside = bashData(await call(s, "bash", { command: "echo b > b.txt && cat a.txt" }));
     expect(inside).toMatchObject({ exit_code: 0, stdout: "a\n" });
     expect(inside.notice).toBeUndefined();
-    expect(await fsp.readFile(path.join(ws, "b.txt"), "utf8")).toBe("b\n");
+    expect(await fsp.readFile(path.join(t.ws, "b.txt"), "utf8")).toBe("b\n");
   });
 
   it('"sandbox": "off" in the user config runs commands unsandboxed, without a question', async () => {
-    await fsp.writeFile(path.join(home, "config.json"), JSON.stringify({ sandbox: "off" }));
+    await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ sandbox: "off" }));
     const { asked, frontEnd } = approving("reject_once");
     const s = await session({ frontEnd });
     expect(bashData(await call(s, "bash", { command: writeVictim() })).exit_code).toBe(0);
@@ -111,13 +101,13 @@ describe.skipIf(!status.available)("on by default", () => {
   });
 
   it("TOOLHOST_SANDBOX=on wins over the file's off; a project's config cannot switch it off", async () => {
-    await fsp.writeFile(path.join(home, "config.json"), JSON.stringify({ sandbox: "off" }));
+    await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ sandbox: "off" }));
     process.env.TOOLHOST_SANDBOX = "on";
     expect(bashData(await call(await session(), "bash", { command: writeVictim() })).exit_code).not.toBe(0);
     delete process.env.TOOLHOST_SANDBOX;
-    await fsp.rm(path.join(home, "config.json"));
-    await fsp.mkdir(path.join(ws, ".toolhost"));
-    await fsp.writeFile(path.join(ws, ".toolhost/config.json"), JSON.stringify({ sandbox: "off" }));
+    await fsp.rm(path.join(t.home, "config.json"));
+    await fsp.mkdir(path.join(t.ws, ".toolhost"));
+    await fsp.writeFile(path.join(t.ws, ".toolhost/config.json"), JSON.stringify({ sandbox: "off" }));
     expect(bashData(await call(await session(), "bash", { command: writeVictim() })).exit_code).not.toBe(0);
     expect(await fsp.readFile(victim, "utf8")).toBe("original\n");
   });
@@ -129,7 +119,7 @@ describe.skipIf(!status.available)("on by default", () => {
       // No rule: no network at all (curl cannot even resolve the name).
       expect(bashData(await call(await session(), "bash", { command: curl("other.test") })).stdout).toBe("000");
       const rules = [{ permission: "net.fetch", pattern: "allowed.test", action: "allow" }];
-      await fsp.writeFile(path.join(home, "config.json"), JSON.stringify({ permissions: rules }));
+      await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ permissions: rules }));
       const s = await session();
       // Another host: the session's proxy refuses it. The allowed one gets past the proxy's
       // check (and fails to resolve, .test being reserved: 502 from the proxy, not 403).
@@ -189,7 +179,7 @@ describe("where no sandbox can run", () => {
     const envelope = await call(s, "bash", { command: "touch ran.txt" });
     expect(envelope).toMatchObject({ type: "error", metadata: { error_code: "permission_denied" } });
     expect(envelope.type === "error" && envelope.error_text).toMatch(/no sandbox can run here: .*apt-get install bubblewrap/);
-    await expect(fsp.stat(path.join(ws, "ran.txt"))).rejects.toThrow();
+    await expect(fsp.stat(path.join(t.ws, "ran.txt"))).rejects.toThrow();
     // A call that runs no command is not the sandbox's business.
     expect((await call(s, "read", { path: "a.txt" })).type).toBe("output");
   });
@@ -200,7 +190,7 @@ describe("where no sandbox can run", () => {
     expect(bashData(await call(s, "bash", { command: "touch ran.txt" })).exit_code).toBe(0);
     expect(asked).toHaveLength(1);
     expect(asked[0]!.why).toMatch(/^no sandbox can run here: bubblewrap \(bwrap\) is not installed/);
-    await fsp.stat(path.join(ws, "ran.txt"));
+    await fsp.stat(path.join(t.ws, "ran.txt"));
   });
 
   it('"off" runs commands without asking', async () => {

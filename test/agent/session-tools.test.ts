@@ -5,16 +5,14 @@ import { SessionTools } from "../../src/agent/session-tools.js";
 import { defineTool } from "../../src/tool/define.js";
 import { projectToolDir } from "../../src/host/discovery.js";
 import { createExtensionLoader, type LoadFile } from "../../src/host/loader.js";
-import { tempDir } from "../helpers.js";
-import { toolFile, useTempHome } from "../host/extension-fixtures.js";
+import { useAgentEnv } from "../helpers.js";
+import { toolFile } from "../host/extension-fixtures.js";
 
-let project: string;
+const t = useAgentEnv({ files: { "README.md": "# p\n" } });
 let extra: string;
 beforeEach(async () => {
-  const home = await useTempHome();
-  project = await tempDir({ "README.md": "# p\n" });
-  extra = await tempDir({ "hello.ts": toolFile("hello", "v1") });
-  await fsp.writeFile(path.join(home, "config.json"), JSON.stringify({ toolDirs: [extra] }));
+  extra = await t.dir({ "hello.ts": toolFile("hello", "v1") });
+  await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ toolDirs: [extra] }));
 });
 
 /** A real loader that counts how often its API loads and which files it imported. */
@@ -35,12 +33,12 @@ function countingLoader() {
 
 describe("SessionTools", () => {
   it("keeps one loader for the session: every rebuild goes through it, and still sees edits", async () => {
-    await fsp.mkdir(projectToolDir(project), { recursive: true });
-    await fsp.writeFile(path.join(projectToolDir(project), "local.ts"), toolFile("local"));
+    await fsp.mkdir(projectToolDir(t.ws), { recursive: true });
+    await fsp.writeFile(path.join(projectToolDir(t.ws), "local.ts"), toolFile("local"));
     const { load, seen } = countingLoader();
-    const tools = await SessionTools.create(project, undefined, load);
+    const tools = await SessionTools.create(t.ws, undefined, load);
     expect(await tools.registry.get("hello")!.execute({}, {} as never)).toMatchObject({ tag: "v1" });
-    expect(tools.pendingTrust()).toEqual([path.join(projectToolDir(project), "local.ts")]);
+    expect(tools.pendingTrust()).toEqual([path.join(projectToolDir(t.ws), "local.ts")]);
 
     await fsp.writeFile(path.join(extra, "hello.ts"), toolFile("hello", "v2"));
     expect(await tools.reload()).toBe("No tools were added or removed.");
@@ -58,7 +56,7 @@ describe("SessionTools: tools that arrive at run time (MCP servers)", () => {
     defineTool({ id, description: `${id}.`, kind, parameters: { type: "object" }, requires: {}, execute: async () => "ok" });
 
   it("adds, replaces and removes one source's tools, keeps them across rebuilds and profile changes, and applies the profile's kinds", async () => {
-    const tools = await SessionTools.create(project);
+    const tools = await SessionTools.create(t.ws);
     expect(tools.setSourceTools("mcp:x", [tool("mcp__x__look", "read"), tool("mcp__x__act", "execute"), tool("read", "read")])).toEqual([
       '"read" of mcp:x is already registered from builtin; it was left out',
     ]);

@@ -1,21 +1,18 @@
 import * as fsp from "node:fs/promises";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import { AgentSession, type SessionFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
 import { defineTool } from "../../src/tool/define.js";
 import type { Envelope } from "../../src/tool/envelope.js";
 import { ToolError } from "../../src/tool/errors.js";
-import { startFakeOpenAI, type FakeOpenAI } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
+import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
+import { useAgentEnv } from "../helpers.js";
 
 // The agent session with no editor: slash commands, the model turn against a local
 // OpenAI-compatible server, the tools it offers, and the services tools reach through ctx.host.
 
-let ws: string;
-let home: string;
-let fake: FakeOpenAI | undefined;
-const saved = { ...process.env };
+const t = useAgentEnv({ files: { "src/a.ts": "export const a = 1; // TODO: rename\n" } });
 
 interface Recorded {
   said: string[];
@@ -47,35 +44,19 @@ function frontEnd(extra: Partial<SessionFrontEnd> = {}): SessionFrontEnd & { log
 }
 
 async function session(fe = frontEnd(), mode = "ask") {
-  const tools = await SessionTools.create(ws);
-  const s = new AgentSession({ cwd: ws, tools, frontEnd: fe, mode: mode as "ask" });
+  const tools = await SessionTools.create(t.ws);
+  const s = new AgentSession({ cwd: t.ws, tools, frontEnd: fe, mode: mode as "ask" });
   return { s, fe };
 }
 
 const toolNames = (request: { body: { tools?: { function: { name: string } }[] } } | undefined) =>
   (request?.body.tools ?? []).map((t) => t.function.name).sort();
 
-beforeEach(async () => {
-  ws = await tempDir({ "src/a.ts": "export const a = 1; // TODO: rename\n" });
-  home = await tempDir();
-  process.env.TOOLHOST_HOME = home;
-  delete process.env.TOOLHOST_MODEL;
-  delete process.env.TOOLHOST_BASE_URL;
-});
-
-afterEach(async () => {
-  process.env = { ...saved };
-  await fake?.close();
-  fake = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-  await fsp.rm(home, { recursive: true, force: true });
-});
-
 async function withModel(script: Parameters<typeof startFakeOpenAI>[0]) {
-  fake = await startFakeOpenAI(script);
+  t.fake = await startFakeOpenAI(script);
   process.env.TOOLHOST_MODEL = "openai-compatible/fake";
-  process.env.TOOLHOST_BASE_URL = fake.url;
-  return fake;
+  process.env.TOOLHOST_BASE_URL = t.fake.url;
+  return t.fake;
 }
 
 describe("slash commands", () => {
@@ -98,7 +79,7 @@ describe("slash commands", () => {
     await s.prompt({ text: "/bash touch made", content: () => "" });
     const [envelope] = fe.log.done.values();
     expect(envelope?.type === "error" && envelope.metadata.error_code).toBe("permission_denied");
-    await expect(fsp.access(`${ws}/made`)).rejects.toThrow();
+    await expect(fsp.access(`${t.ws}/made`)).rejects.toThrow();
   });
 
   it("an 'always' answer is a session rule among the rules in force", async () => {
@@ -120,7 +101,7 @@ describe("slash commands", () => {
       { permission: "bash", pattern: "touch made", action: "allow", source: "session" },
       { permission: "bash", pattern: "touch made *", action: "allow", source: "session" },
     ]);
-    await fsp.access(`${ws}/made`);
+    await fsp.access(`${t.ws}/made`);
   });
 
   it("an approval callback that throws counts as a reject: nothing runs", async () => {
@@ -140,14 +121,14 @@ describe("slash commands", () => {
     for (const envelope of fe.log.done.values()) {
       expect(envelope.type === "error" && envelope.metadata.error_code).toBe("rejected");
     }
-    await expect(fsp.access(`${ws}/made`)).rejects.toThrow();
-    await expect(fsp.access(`${ws}/written.txt`)).rejects.toThrow();
+    await expect(fsp.access(`${t.ws}/made`)).rejects.toThrow();
+    await expect(fsp.access(`${t.ws}/written.txt`)).rejects.toThrow();
   });
 
   it("a trust question that throws leaves the project's tools unloaded, and /trust loads them after", async () => {
-    await fsp.mkdir(`${ws}/.toolhost/tools`, { recursive: true });
+    await fsp.mkdir(`${t.ws}/.toolhost/tools`, { recursive: true });
     await fsp.writeFile(
-      `${ws}/.toolhost/tools/mine.ts`,
+      `${t.ws}/.toolhost/tools/mine.ts`,
       `import { defineTool, z } from "toolhost";
 export default defineTool({ id: "mine", description: "Mine", kind: "read", parameters: z.object({}), requires: {}, async execute() { return "mine ran"; } });
 `,

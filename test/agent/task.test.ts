@@ -1,6 +1,6 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import { loadAgents, stricterMode } from "../../src/agent/agents.js";
 import { AgentSession, type SessionFrontEnd } from "../../src/agent/session.js";
@@ -10,33 +10,12 @@ import type { ToolEvent } from "../../src/tool/context.js";
 import { defineTool } from "../../src/tool/define.js";
 import type { Envelope } from "../../src/tool/envelope.js";
 import { startFakeAnthropic } from "../fixtures/fake-anthropic.mjs";
-import { firstUserText, startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { sleepMarker, survivors, tempDir } from "../helpers.js";
+import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { sleepMarker, survivors, useAgentEnv } from "../helpers.js";
 
 // The task tool: subagents started by the model, over a local OpenAI-compatible server.
 
-let ws: string;
-let home: string;
-let userHome: string;
-let fake: FakeOpenAI | undefined;
-const saved = { ...process.env };
-
-beforeEach(async () => {
-  ws = await tempDir({ "src/a.ts": "export const a = 1;\n" });
-  home = await tempDir();
-  userHome = await tempDir();
-  process.env.TOOLHOST_HOME = home;
-  process.env.HOME = userHome;
-  delete process.env.TOOLHOST_MODEL;
-  delete process.env.TOOLHOST_BASE_URL;
-});
-
-afterEach(async () => {
-  process.env = { ...saved };
-  await fake?.close();
-  fake = undefined;
-  for (const dir of [ws, home, userHome]) await fsp.rm(dir, { recursive: true, force: true });
-});
+const t = useAgentEnv({ files: { "src/a.ts": "export const a = 1;\n" }, userHome: {} });
 
 interface Log {
   pending: ToolCallInfo[];
@@ -68,15 +47,15 @@ const systemOf = (body: FakeBody) => String(body.messages?.find((m) => m.role ==
 const toolNames = (body: FakeBody) => (body.tools ?? []).map((t) => t.function.name).sort();
 
 async function withModel(route: (body: FakeBody) => FakeReply) {
-  fake = await startFakeOpenAI({ fallback: route });
+  t.fake = await startFakeOpenAI({ fallback: route });
   process.env.TOOLHOST_MODEL = "openai-compatible/fake";
-  process.env.TOOLHOST_BASE_URL = fake.url;
-  return fake;
+  process.env.TOOLHOST_BASE_URL = t.fake.url;
+  return t.fake;
 }
 
 async function session(mode: "read-only" | "ask" | "full", fe = frontEnd()) {
-  const tools = await SessionTools.create(ws);
-  return { s: new AgentSession({ cwd: ws, tools, frontEnd: fe, mode }), fe };
+  const tools = await SessionTools.create(t.ws);
+  return { s: new AgentSession({ cwd: t.ws, tools, frontEnd: fe, mode }), fe };
 }
 
 const call = (name: string, args: unknown, id = name): FakeReply => ({
@@ -140,7 +119,7 @@ describe("the task tool", () => {
     expect(resultText(fe.log.done.get(a))).toMatch(/^task_id: task_[0-9a-f]{8}\n\nA saw it\.$/);
     // The edit never ran: the read-only mode denies it in the child as in the parent.
     expect(resultText(fe.log.done.get(b))).toMatch(/B: .*(denied|read-only)/i);
-    expect(await fsp.readFile(path.join(ws, "src/a.ts"), "utf8")).toBe("export const a = 1;\n");
+    expect(await fsp.readFile(path.join(t.ws, "src/a.ts"), "utf8")).toBe("export const a = 1;\n");
     // The children's calls name their task call; the task call shows them as progress lines.
     const edit = fe.log.pending.find((p) => p.toolId === "edit")!;
     expect(edit.parentCallId).toBe(b);
@@ -194,8 +173,8 @@ describe("the task tool", () => {
       if (results.length === 1) return call("task", { description: "x", prompt: "y", task_id: "task_nothere" }, "t2");
       return { text: "ok" };
     });
-    await fsp.mkdir(path.join(home, "agents"), { recursive: true });
-    await fsp.writeFile(path.join(home, "agents", "reviewer.md"), "---\nname: reviewer\ndescription: Reviews code\n---\nReview.\n");
+    await fsp.mkdir(path.join(t.home, "agents"), { recursive: true });
+    await fsp.writeFile(path.join(t.home, "agents", "reviewer.md"), "---\nname: reviewer\ndescription: Reviews code\n---\nReview.\n");
     const { s, fe } = await session("ask");
     await s.prompt({ text: "go", content: () => "go" });
     const [unknown, missing] = [...fe.log.done.values()];
@@ -205,12 +184,12 @@ describe("the task tool", () => {
   });
 
   it("runs an agent file: its instructions, its narrower tools and a stricter mode, never a wider one", async () => {
-    await fsp.mkdir(path.join(home, "agents"), { recursive: true });
+    await fsp.mkdir(path.join(t.home, "agents"), { recursive: true });
     await fsp.writeFile(
-      path.join(home, "agents", "looker.md"),
+      path.join(t.home, "agents", "looker.md"),
       "---\nname: looker\ndescription: Looks only\ntools: [read, grep, bash]\nmode: read-only\nmodel: openai-compatible/looker-model\n---\nYou only look.\n",
     );
-    await fsp.writeFile(path.join(home, "agents", "wide.md"), "---\nname: wide\ndescription: Wants full\nmode: full\n---\n");
+    await fsp.writeFile(path.join(t.home, "agents", "wide.md"), "---\nname: wide\ndescription: Wants full\nmode: full\n---\n");
     const model = await withModel((body) => {
       const who = firstUserText(body);
       const results = toolResults(body);
@@ -236,7 +215,7 @@ describe("the task tool", () => {
     // "mode: full" under an ask parent stays ask: headless, the write is refused, not run.
     const [, wide] = [...fe.log.done.entries()].filter(([, e]) => e).map(([, e]) => e);
     expect(resultText(wide)).not.toMatch(/^task_id: .*\n\n.*wrote/i);
-    await expect(fsp.stat(path.join(ws, "new.txt"))).rejects.toThrow();
+    await expect(fsp.stat(path.join(t.ws, "new.txt"))).rejects.toThrow();
     expect(stricterMode("ask", "full")).toBe("ask");
     expect(stricterMode("full", "read-only")).toBe("read-only");
   });
@@ -246,15 +225,15 @@ describe("the task tool", () => {
       await fsp.mkdir(path.dirname(file), { recursive: true });
       await fsp.writeFile(file, text);
     };
-    await write(path.join(home, "agents", "alpha.md"), "---\ndescription: Alpha from toolhost home\n---\n");
-    await write(path.join(home, "agents", "broken.md"), "---\nname: [oops\n---\n");
-    await write(path.join(home, "agents", "nodesc.md"), "---\nname: nodesc\n---\n");
-    await write(path.join(ws, ".toolhost", "agents", "alpha.md"), "---\ndescription: Alpha from the project\n---\n");
-    await write(path.join(ws, ".toolhost", "agents", "proj.md"), "---\ndescription: Project agent\n---\n");
-    await write(path.join(ws, ".claude", "agents", "claude-proj.md"), "---\nname: cp\ndescription: Claude project agent\n---\n");
-    await write(path.join(userHome, ".claude", "agents", "mine.md"), "---\nname: mine\ndescription: From ~/.claude\n---\n");
+    await write(path.join(t.home, "agents", "alpha.md"), "---\ndescription: Alpha from toolhost home\n---\n");
+    await write(path.join(t.home, "agents", "broken.md"), "---\nname: [oops\n---\n");
+    await write(path.join(t.home, "agents", "nodesc.md"), "---\nname: nodesc\n---\n");
+    await write(path.join(t.ws, ".toolhost", "agents", "alpha.md"), "---\ndescription: Alpha from the project\n---\n");
+    await write(path.join(t.ws, ".toolhost", "agents", "proj.md"), "---\ndescription: Project agent\n---\n");
+    await write(path.join(t.ws, ".claude", "agents", "claude-proj.md"), "---\nname: cp\ndescription: Claude project agent\n---\n");
+    await write(path.join(t.userHome, ".claude", "agents", "mine.md"), "---\nname: mine\ndescription: From ~/.claude\n---\n");
 
-    const untrusted = loadAgents(ws, false);
+    const untrusted = loadAgents(t.ws, false);
     expect(untrusted.agents.map((a) => `${a.name}: ${a.description}`)).toEqual([
       expect.stringMatching(/^general-purpose: /),
       "alpha: Alpha from toolhost home",
@@ -264,7 +243,7 @@ describe("the task tool", () => {
       expect.stringMatching(/broken\.md: the front matter is not valid YAML/),
       expect.stringMatching(/nodesc\.md: `description`/),
     ]);
-    const trusted = loadAgents(ws, true);
+    const trusted = loadAgents(t.ws, true);
     // First found wins: the toolhost home's alpha shadows the project's.
     expect(trusted.agents.map((a) => a.name)).toEqual(["general-purpose", "alpha", "proj", "cp", "mine"]);
     expect(trusted.agents.find((a) => a.name === "alpha")?.description).toBe("Alpha from toolhost home");
@@ -276,8 +255,8 @@ describe("the task tool", () => {
   });
 
   it("gives a child task only when its agent lists it, and never beyond the depth limit", async () => {
-    await fsp.mkdir(path.join(home, "agents"), { recursive: true });
-    await fsp.writeFile(path.join(home, "agents", "boss.md"), "---\nname: boss\ndescription: Delegates\ntools: [task, read]\n---\n");
+    await fsp.mkdir(path.join(t.home, "agents"), { recursive: true });
+    await fsp.writeFile(path.join(t.home, "agents", "boss.md"), "---\nname: boss\ndescription: Delegates\ntools: [task, read]\n---\n");
     const model = await withModel((body) => {
       const results = toolResults(body);
       const depth = Number(/depth (\d)/.exec(firstUserText(body))?.[1] ?? 0);
@@ -313,7 +292,7 @@ describe("the task tool", () => {
     const { s } = await session("ask", fe);
     await s.prompt({ text: "go", content: () => "go" });
     expect(asked).toEqual([expect.stringMatching(/^edit: .*; asked by the subagent "Bump a" \(agent general-purpose\)$/)]);
-    expect(await fsp.readFile(path.join(ws, "src/a.ts"), "utf8")).toBe("export const a = 2;\n");
+    expect(await fsp.readFile(path.join(t.ws, "src/a.ts"), "utf8")).toBe("export const a = 2;\n");
   });
 
   it("counts a child's cost in the parent's usage", async () => {
@@ -324,7 +303,7 @@ describe("the task tool", () => {
     ]);
     try {
       await fsp.writeFile(
-        path.join(home, "config.json"),
+        path.join(t.home, "config.json"),
         JSON.stringify({
           model: "anthropic/claude-sonnet-4-5",
           providers: { anthropic: { apiKey: "sk-ant-test", baseURL: anthropic.url } },
@@ -362,7 +341,7 @@ describe("the task tool", () => {
         };
       return call("bash", { command: `sleep ${marker}` });
     });
-    await fsp.mkdir(path.join(home, "agents"), { recursive: true });
+    await fsp.mkdir(path.join(t.home, "agents"), { recursive: true });
     const { s, fe } = await session("full");
     const turn = s.prompt({ text: "go", content: () => "go" });
     // Both children's commands are running (each may be a shell and its sleep).

@@ -1,5 +1,4 @@
-import * as fsp from "node:fs/promises";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import { DEFERRAL_MAX_TOOLS, deferredSection, planOffer, type CandidateTool } from "../../src/agent/deferral.js";
 import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
@@ -8,31 +7,14 @@ import type { ToolDeclaration } from "../../src/agent/turn-types.js";
 import toolSearch from "../../src/tools/tool_search.js";
 import { defineTool } from "../../src/tool/define.js";
 import type { Envelope } from "../../src/tool/envelope.js";
-import { firstUserText, startFakeOpenAI, type FakeBody, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
+import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { useAgentEnv } from "../helpers.js";
 
 // tool_search and deferral without an editor: the BM25 ranking, select and max_results, the
 // deferral thresholds and the system prompt's lines, and the wiring taking effect on the next
 // model request (the fake model server records every request).
 
-let ws: string;
-let home: string;
-let fake: FakeOpenAI | undefined;
-const saved = { ...process.env };
-
-beforeEach(async () => {
-  ws = await tempDir({ "a.txt": "a\n" });
-  home = await tempDir();
-  process.env.TOOLHOST_HOME = home;
-  delete process.env.TOOLHOST_MODEL;
-});
-
-afterEach(async () => {
-  process.env = { ...saved };
-  await fake?.close();
-  fake = undefined;
-  for (const dir of [ws, home]) await fsp.rm(dir, { recursive: true, force: true });
-});
+const t = useAgentEnv({ files: { "a.txt": "a\n" } });
 
 /** An extension tool as a file (or an MCP server) would register it. */
 function extTool(id: string, description: string, params: string[] = [], run?: (args: Record<string, unknown>) => unknown) {
@@ -47,7 +29,7 @@ function extTool(id: string, description: string, params: string[] = [], run?: (
 }
 
 async function session(tools: ReturnType<typeof extTool>[] = [], source = "/ext/tools.ts") {
-  const s = new AgentSession({ cwd: ws, tools: await SessionTools.create(ws), frontEnd: headlessFrontEnd(), mode: "full" });
+  const s = new AgentSession({ cwd: t.ws, tools: await SessionTools.create(t.ws), frontEnd: headlessFrontEnd(), mode: "full" });
   for (const tool of tools) s.registry.register(tool, source);
   return s;
 }
@@ -183,10 +165,10 @@ const toolResults = (body: FakeBody | undefined) => (body?.messages ?? []).filte
 
 describe("wiring in a session", () => {
   async function withModel(script: FakeReply[]) {
-    fake = await startFakeOpenAI({ script });
+    t.fake = await startFakeOpenAI({ script });
     process.env.TOOLHOST_MODEL = "openai-compatible/fake";
-    process.env.TOOLHOST_BASE_URL = fake.url;
-    return fake;
+    process.env.TOOLHOST_BASE_URL = t.fake.url;
+    return t.fake;
   }
   const many = () =>
     Array.from({ length: 40 }, (_, i) =>

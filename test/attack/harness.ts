@@ -4,8 +4,8 @@ import * as fsp from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { startFakeOpenAI, type FakeBody, type FakeToolCall } from "../fixtures/fake-openai.mjs";
+import { CLI_PATH } from "../helpers.js";
 
 // The attack corpus's stage (issue 11, widened by issue 20): a model (a local fake server) attacks
 // from inside a `toolhost run`, and each attack is judged by its effect — a file outside the
@@ -14,7 +14,6 @@ import { startFakeOpenAI, type FakeBody, type FakeToolCall } from "../fixtures/f
 // and, where the tests run as root, as `nobody` (setpriv), since root and an ordinary user get
 // different sandboxes.
 
-export const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
 export const SECRET = "PLANTED-SECRET-KEY-5f1c";
 export const VICTIM = "untouched\n";
 const NOBODY = 65534;
@@ -136,8 +135,8 @@ export function runCliAs(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const argv =
     s.user.uid === undefined
-      ? [process.execPath, CLI, ...args]
-      : ["setpriv", `--reuid=${s.user.uid}`, `--regid=${s.user.uid}`, "--clear-groups", "--", process.execPath, CLI, ...args];
+      ? [process.execPath, CLI_PATH, ...args]
+      : ["setpriv", `--reuid=${s.user.uid}`, `--regid=${s.user.uid}`, "--clear-groups", "--", process.execPath, CLI_PATH, ...args];
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0] as string, argv.slice(1), { cwd: s.ws, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";

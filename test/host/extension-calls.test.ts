@@ -1,12 +1,10 @@
 import * as fsp from "node:fs/promises";
-import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { extensionLoader } from "../../src/agent/extension-loader.js";
 import { invoke } from "../../src/host/invoke.js";
 import { buildToolset, type Toolset } from "../../src/host/toolset.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
-import { errorOf, output, tempDir } from "../helpers.js";
-import { useTempHome } from "./extension-fixtures.js";
+import { errorOf, output, tempDir, useAgentEnv } from "../helpers.js";
 
 // Extension tools go through the same pipeline as the locked ones: validation, capability
 // check, cancellation, timeouts, truncation and the envelope.
@@ -89,21 +87,22 @@ export const tools = [
 `;
 
 let toolset: Toolset;
-let workspace: string;
 const sessions: RuntimeSession[] = [];
 const session = () => {
-  const s = new RuntimeSession({ workspace });
+  const s = new RuntimeSession({ workspace: t.ws });
   sessions.push(s);
   return s;
 };
 const call = (id: string, args: unknown, options: { signal?: AbortSignal; s?: RuntimeSession } = {}) =>
   invoke(toolset.registry, id, args, { session: options.s ?? session(), manifest: toolset.manifest, signal: options.signal });
 
+const t = useAgentEnv({
+  shared: true,
+  files: { "notes.md": "remember the milk\n", ".toolhost/tools/everything.ts": TOOLS },
+  home: { "config.json": "{}" },
+});
 beforeAll(async () => {
-  const home = await useTempHome();
-  workspace = await tempDir({ "notes.md": "remember the milk\n", ".toolhost/tools/everything.ts": TOOLS });
-  await fsp.writeFile(path.join(home, "config.json"), "{}");
-  toolset = await buildToolset({ loader: extensionLoader(), cwd: workspace, trusted: true });
+  toolset = await buildToolset({ loader: extensionLoader(), cwd: t.ws, trusted: true });
   expect(toolset.report.errors).toEqual([]);
 });
 afterEach(async () => {

@@ -1,18 +1,14 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { selectProfileName } from "../../src/config/profile-name.js";
 import { listProfiles, loadProfile } from "../../src/host/profiles.js";
-import { tempDir } from "../helpers.js";
-import { useTempHome } from "./extension-fixtures.js";
+import { tempDir, useAgentEnv } from "../helpers.js";
 
-let home: string;
-beforeEach(async () => {
-  home = await useTempHome();
-});
+const t = useAgentEnv();
 
 async function userProfile(name: string, json: unknown, files: Record<string, string> = {}) {
-  const dir = path.join(home, "profiles", name);
+  const dir = path.join(t.home, "profiles", name);
   await fsp.mkdir(dir, { recursive: true });
   await fsp.writeFile(path.join(dir, "profile.json"), typeof json === "string" ? json : JSON.stringify(json));
   for (const [rel, text] of Object.entries(files)) await fsp.writeFile(path.join(dir, rel), text);
@@ -30,7 +26,7 @@ describe("profiles", () => {
     ]);
     const release = (await loadProfile("release")).profile;
     expect(release.prompt).toMatch(/release_notes/);
-    expect(release.toolDirs).toEqual([path.join(home, "profiles", "release", "tools"), path.join(release.dir!, "tools")]);
+    expect(release.toolDirs).toEqual([path.join(t.home, "profiles", "release", "tools"), path.join(release.dir!, "tools")]);
   });
 
   it("reads a user profile with prompt.md, model, tools, requires and permission rules", async () => {
@@ -97,7 +93,7 @@ describe("profiles", () => {
   });
 
   it("a user folder with profile.json replaces the shipped profile; one without it adds its tools first", async () => {
-    const extending = path.join(home, "profiles", "read-only", "tools");
+    const extending = path.join(t.home, "profiles", "read-only", "tools");
     await fsp.mkdir(extending, { recursive: true });
     const extended = (await loadProfile("read-only")).profile;
     expect(extended.origin).toBe("shipped");
@@ -118,7 +114,7 @@ describe("profiles", () => {
   it("lists user profiles next to the shipped ones and reports broken ones", async () => {
     await userProfile("mine", { name: "mine", description: "My own" });
     await userProfile("broken", "{");
-    await fsp.mkdir(path.join(home, "profiles", "orphan", "tools"), { recursive: true });
+    await fsp.mkdir(path.join(t.home, "profiles", "orphan", "tools"), { recursive: true });
     const { profiles, problems } = await listProfiles({ root: await tempDir() });
     expect(profiles).toEqual([{ name: "mine", description: "My own", origin: "user" }]);
     expect(problems.map((p) => path.basename(path.dirname(p.file)))).toEqual(["broken"]);

@@ -1,7 +1,6 @@
 import { execFile } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentSession } from "../../src/agent/session.js";
@@ -16,7 +15,7 @@ import { describeRule, evaluateRules, loadRules, type SourcedRule } from "../../
 import { SessionRules } from "../../src/policy/session-rules.js";
 import type { ToolKind } from "../../src/tool/kinds.js";
 import type { Envelope } from "../../src/tool/envelope.js";
-import { diskWorkspace, tempDir, type Workspace } from "../helpers.js";
+import { CLI_PATH, diskWorkspace, useAgentEnv, type Workspace } from "../helpers.js";
 
 const WS = "/work/project";
 const ctx = { workspace: WS, home: "/home/me" };
@@ -103,53 +102,47 @@ describe("evaluateRules: rules × calls", () => {
 });
 
 describe("loadRules: the sources", () => {
-  let home: string;
-  let project: string;
-  beforeEach(async () => {
-    home = await tempDir({ "config.json": JSON.stringify({ permissions: [{ permission: "bash", pattern: "rm *", action: "allow" }] }) });
-    project = await tempDir({
+  const t = useAgentEnv({
+    home: { "config.json": JSON.stringify({ permissions: [{ permission: "bash", pattern: "rm *", action: "allow" }] }) },
+    files: {
       ".toolhost/config.json": JSON.stringify({
         permissions: [
           { permission: "bash", pattern: "rm -rf *", action: "allow" },
           { permission: "bash", pattern: 7, action: "allow" },
         ],
       }),
-    });
-  });
-  afterEach(async () => {
-    await fsp.rm(home, { recursive: true, force: true });
-    await fsp.rm(project, { recursive: true, force: true });
+    },
   });
   const manifest = { rules: [{ permission: "bash", pattern: "rm*", action: "deny" as const }], file: "/profiles/p/profile.json" };
   const rmCall = policyCall("bash", "execute", { commands: ["rm -rf build"] });
 
   it("a manifest deny is never overridden by user or project allows", () => {
-    const { rules } = loadRules({ manifest, home, project: { dir: project, trusted: true } });
+    const { rules } = loadRules({ manifest, home: t.home, project: { dir: t.ws, trusted: true } });
     expect(rules.map((r) => r.source)).toEqual(["manifest", "user", "project"]);
-    const verdict = evaluateRules(rules, rmCall, { workspace: project });
+    const verdict = evaluateRules(rules, rmCall, { workspace: t.ws });
     expect(verdict?.action).toBe("deny");
     expect(verdict?.rule.source).toBe("manifest");
   });
 
   it("a trusted project's rules count; an untrusted project's are never read", () => {
-    const trusted = loadRules({ manifest: { rules: [] }, home, project: { dir: project, trusted: true } });
-    expect(evaluateRules(trusted.rules, rmCall, { workspace: project })?.rule.source).toBe("project");
-    const untrusted = loadRules({ manifest: { rules: [] }, home, project: { dir: project, trusted: false } });
+    const trusted = loadRules({ manifest: { rules: [] }, home: t.home, project: { dir: t.ws, trusted: true } });
+    expect(evaluateRules(trusted.rules, rmCall, { workspace: t.ws })?.rule.source).toBe("project");
+    const untrusted = loadRules({ manifest: { rules: [] }, home: t.home, project: { dir: t.ws, trusted: false } });
     expect(untrusted.rules.map((r) => r.source)).toEqual(["user"]);
     expect(untrusted.problems).toEqual([]);
-    expect(evaluateRules(untrusted.rules, rmCall, { workspace: project })?.rule.source).toBe("user");
+    expect(evaluateRules(untrusted.rules, rmCall, { workspace: t.ws })?.rule.source).toBe("user");
   });
 
   it("a broken rule is reported with its file and index; the others hold", async () => {
-    const { rules, problems } = loadRules({ manifest: { rules: [] }, home, project: { dir: project, trusted: true } });
+    const { rules, problems } = loadRules({ manifest: { rules: [] }, home: t.home, project: { dir: t.ws, trusted: true } });
     expect(rules).toHaveLength(2);
     expect(problems).toHaveLength(1);
-    expect(problems[0]).toContain(path.join(project, ".toolhost", "config.json"));
+    expect(problems[0]).toContain(path.join(t.ws, ".toolhost", "config.json"));
     expect(problems[0]).toContain("permissions[1]");
     expect(problems[0]).toContain('"pattern":7');
 
-    await fsp.writeFile(path.join(home, "config.json"), JSON.stringify({ permissions: [{ permission: "", action: "allow" }] }));
-    const user = loadRules({ manifest: { rules: [] }, home, project: { dir: project, trusted: false } });
+    await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ permissions: [{ permission: "", action: "allow" }] }));
+    const user = loadRules({ manifest: { rules: [] }, home: t.home, project: { dir: t.ws, trusted: false } });
     expect(user.rules).toEqual([]);
     expect(user.problems[0]).toMatch(/config\.json: permissions\[0\]/);
   });
@@ -256,57 +249,39 @@ describe("sessionAuthorizer with rules, over the real pipeline", () => {
 });
 
 describe("toolhost call obeys the rules", () => {
-  const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
+  const t = useAgentEnv({
+    files: { "a.txt": "a\n" },
+    home: { "config.json": JSON.stringify({ permissions: [{ permission: "bash", pattern: "touch denied*", action: "deny" }] }) },
+  });
   it("a user deny rule refuses the call in the default full mode", async () => {
-    const home = await tempDir({
-      "config.json": JSON.stringify({ permissions: [{ permission: "bash", pattern: "touch denied*", action: "deny" }] }),
-    });
-    const ws = await tempDir({ "a.txt": "a\n" });
-    try {
-      const env = { ...process.env, TOOLHOST_HOME: home };
-      const cli = (command: string) =>
-        promisify(execFile)(process.execPath, [CLI, "call", "bash", JSON.stringify({ command }), "--cwd", ws], { env }).then(
-          (r) => ({ code: 0, stdout: r.stdout }),
-          (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
-        );
-      const refused = await cli("touch denied-file");
-      expect(refused.code).toBe(1);
-      const envelope = JSON.parse(refused.stdout);
-      expect(envelope.metadata.error_code).toBe("permission_denied");
-      expect(JSON.stringify(envelope)).toContain(`user rule in ${path.join(home, "config.json")}`);
-      await expect(fsp.access(path.join(ws, "denied-file"))).rejects.toThrow();
-      expect((await cli("touch fine-file")).code).toBe(0);
-      await fsp.access(path.join(ws, "fine-file"));
-    } finally {
-      await fsp.rm(home, { recursive: true, force: true });
-      await fsp.rm(ws, { recursive: true, force: true });
-    }
+    const { home, ws } = t;
+    const env = t.env();
+    const cli = (command: string) =>
+      promisify(execFile)(process.execPath, [CLI_PATH, "call", "bash", JSON.stringify({ command }), "--cwd", ws], { env }).then(
+        (r) => ({ code: 0, stdout: r.stdout }),
+        (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
+      );
+    const refused = await cli("touch denied-file");
+    expect(refused.code).toBe(1);
+    const envelope = JSON.parse(refused.stdout);
+    expect(envelope.metadata.error_code).toBe("permission_denied");
+    expect(JSON.stringify(envelope)).toContain(`user rule in ${path.join(home, "config.json")}`);
+    await expect(fsp.access(path.join(ws, "denied-file"))).rejects.toThrow();
+    expect((await cli("touch fine-file")).code).toBe(0);
+    await fsp.access(path.join(ws, "fine-file"));
   });
 });
 
 describe("AgentSession loads the sources", () => {
-  const saved = process.env.TOOLHOST_HOME;
-  let home: string;
-  let project: string;
-  beforeEach(async () => {
-    home = await tempDir();
-    project = await tempDir({
-      ".toolhost/config.json": JSON.stringify({ permissions: [{ permission: "bash", pattern: "touch *", action: "deny" }] }),
-    });
-    process.env.TOOLHOST_HOME = home;
-  });
-  afterEach(async () => {
-    if (saved === undefined) delete process.env.TOOLHOST_HOME;
-    else process.env.TOOLHOST_HOME = saved;
-    await fsp.rm(home, { recursive: true, force: true });
-    await fsp.rm(project, { recursive: true, force: true });
+  const t = useAgentEnv({
+    files: { ".toolhost/config.json": JSON.stringify({ permissions: [{ permission: "bash", pattern: "touch *", action: "deny" }] }) },
   });
 
   it("ignores an untrusted project's rules, obeys them once trusted, and /reload reports broken user rules", async () => {
     const said: string[] = [];
     const s = new AgentSession({
-      cwd: project,
-      tools: await SessionTools.create(project),
+      cwd: t.ws,
+      tools: await SessionTools.create(t.ws),
       mode: "full",
       frontEnd: {
         say: (text) => void said.push(text),
@@ -325,10 +300,10 @@ describe("AgentSession loads the sources", () => {
 
       await s.prompt({ text: "/trust always", content: () => "" });
       const refused = await bash("touch trusted");
-      expect(refused.type === "error" && refused.error_text).toContain(`project rule in ${path.join(project, ".toolhost", "config.json")}`);
-      await expect(fsp.access(path.join(project, "trusted"))).rejects.toThrow();
+      expect(refused.type === "error" && refused.error_text).toContain(`project rule in ${path.join(t.ws, ".toolhost", "config.json")}`);
+      await expect(fsp.access(path.join(t.ws, "trusted"))).rejects.toThrow();
 
-      await fsp.writeFile(path.join(home, "config.json"), JSON.stringify({ permissions: [{ permission: "bash", action: "never" }] }));
+      await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ permissions: [{ permission: "bash", action: "never" }] }));
       await s.prompt({ text: "/reload", content: () => "" });
       expect(said.at(-1)).toMatch(/Permission rules left out:\n- .*config\.json: permissions\[0\]/);
       expect(s.permissionProblems).toHaveLength(1);

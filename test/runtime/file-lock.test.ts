@@ -1,29 +1,21 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fsp from "node:fs/promises";
-import { hostname, tmpdir } from "node:os";
+import { hostname } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { lockPathFor, withFileLock } from "../../src/runtime/fs/file-lock.js";
+import { useAgentEnv } from "../helpers.js";
 
 const WORKER = fileURLToPath(new URL("../fixtures/edit-worker.mjs", import.meta.url));
 
-let dir: string;
-let home: string;
-beforeEach(async () => {
-  dir = await fsp.realpath(await fsp.mkdtemp(path.join(tmpdir(), "th-lock-")));
-  home = await fsp.mkdtemp(path.join(tmpdir(), "th-lock-home-"));
-});
-afterEach(async () => {
-  await fsp.rm(dir, { recursive: true, force: true });
-  await fsp.rm(home, { recursive: true, force: true });
-});
+const t = useAgentEnv();
 
 /** A worker process (dist's code), resolved once it printed "ready". */
 function startWorker(file: string, worker: number, count: number): Promise<{ child: ChildProcess; lines: string[]; done: Promise<void> }> {
-  const child = spawn(process.execPath, [WORKER, dir, file, String(worker), String(count)], {
-    env: { ...process.env, TOOLHOST_HOME: home, TOOLHOST_SESSIONS: "off" },
+  const child = spawn(process.execPath, [WORKER, t.ws, file, String(worker), String(count)], {
+    env: t.env({ TOOLHOST_SESSIONS: "off" }),
     stdio: ["pipe", "pipe", "inherit"],
   });
   const lines: string[] = [];
@@ -44,7 +36,7 @@ describe("edits across processes (issue 21 item 2)", () => {
   it("every edit reported completed is in the file: three processes editing one file at once", async () => {
     const workers = 3;
     const count = 12;
-    const file = path.join(dir, "shared.txt");
+    const file = path.join(t.ws, "shared.txt");
     const body: string[] = [];
     for (let i = 0; i < count; i++) for (let w = 0; w < workers; w++) body.push(`w${w}-${i} old\n`);
     await fsp.writeFile(file, body.join(""));
@@ -60,14 +52,14 @@ describe("edits across processes (issue 21 item 2)", () => {
     expect(results.filter((r) => r.outcome !== "completed")).toEqual([]);
     expect(final).not.toContain(" old\n");
     // No lock file is left behind.
-    expect((await fsp.readdir(dir)).sort()).toEqual(["shared.txt"]);
+    expect((await fsp.readdir(t.ws)).sort()).toEqual(["shared.txt"]);
   }, 120_000);
 
   it("a lock left by a dead process is taken over; a live holder is waited for", async () => {
-    const file = path.join(dir, "a.txt");
+    const file = path.join(t.ws, "a.txt");
     await fsp.writeFile(file, "x\n");
     const lock = await lockPathFor(file);
-    expect(lock).toBe(path.join(dir, ".a.txt.toolhost-lock"));
+    expect(lock).toBe(path.join(t.ws, ".a.txt.toolhost-lock"));
     // A process that ran and is gone: its pid is dead.
     const dead = spawn(process.execPath, ["-e", "0"]);
     const pid = dead.pid!;
@@ -83,6 +75,6 @@ describe("edits across processes (issue 21 item 2)", () => {
   });
 
   it("a new file in a new folder is locked next to the first missing folder", async () => {
-    expect(await lockPathFor(path.join(dir, "new", "deeper", "f.txt"))).toBe(path.join(dir, ".new.toolhost-lock"));
+    expect(await lockPathFor(path.join(t.ws, "new", "deeper", "f.txt"))).toBe(path.join(t.ws, ".new.toolhost-lock"));
   });
 });

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { SessionSidecars, sweepStaleSidecars } from "../../src/runtime/sidecars.js";
 import bash, { type BashResult } from "../../src/tools/bash.js";
-import { call, output, tempDir } from "../helpers.js";
+import { call, CLI_PATH, output, tempDir } from "../helpers.js";
 
 const CAP_VARS = ["TOOLHOST_SIDECAR_DIR", "TOOLHOST_SIDECAR_MAX_BYTES", "TOOLHOST_SIDECAR_SESSION_MAX_BYTES"] as const;
 let saved: Record<string, string | undefined>;
@@ -173,13 +173,12 @@ describe("sweeping old sidecar folders", () => {
   });
 
   it("toolhost call sweeps before it exits, and keeps its own folder", async () => {
-    const CLI = fileURLToPath(new URL("../../dist/cli.js", import.meta.url));
     await age(path.join(root, "cli-old"), 30);
     const ws = await tempDir();
     const home = await tempDir();
     try {
       const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_SIDECAR_DIR: root, TOOLHOST_SIDECAR_MAX_BYTES: "1000" };
-      const args = [CLI, "call", "bash", JSON.stringify({ command: "head -c 300000 /dev/zero | tr '\\0' x" }), "--cwd", ws];
+      const args = [CLI_PATH, "call", "bash", JSON.stringify({ command: "head -c 300000 /dev/zero | tr '\\0' x" }), "--cwd", ws];
       const { stdout } = await promisify(execFile)(process.execPath, args, { env, maxBuffer: 16 * 1024 * 1024 });
       const envelope = JSON.parse(stdout) as { metadata: { output_path?: string } };
       const own = envelope.metadata.output_path as string;

@@ -1,33 +1,19 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "./cli-harness.js";
-import { startFakeSearch, type FakeSearch } from "./fixtures/fake-search.js";
-import { tempDir } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { runCli } from "./harness.js";
+import { startFakeSearch } from "../fixtures/fake-search.js";
+import { useAgentEnv } from "../helpers.js";
 
 // web_search as the CLI shows it: off until configured (doctor and tools say how), a provider
 // without a key reported, and `toolhost call web_search` through a local SearXNG.
 
-let home: string;
-let project: string;
-let fake: FakeSearch | undefined;
+const t = useAgentEnv({ files: { "notes.md": "hi\n" } });
 
 function toolhost(...args: string[]) {
-  const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", TOOLHOST_MODEL: "ollama/qwen3" };
-  for (const name of ["BRAVE_API_KEY", "TAVILY_API_KEY", "EXA_API_KEY"]) delete env[name];
-  return runCli(args, { cwd: project, env, timeout: 20_000 });
+  return runCli(args, { cwd: t.ws, env: t.env({ TOOLHOST_MODEL: "ollama/qwen3" }), timeout: 20_000 });
 }
-const configure = (config: unknown) => fsp.writeFile(path.join(home, "config.json"), JSON.stringify(config));
-
-beforeEach(async () => {
-  home = await tempDir();
-  project = await tempDir({ "notes.md": "hi\n" });
-});
-afterEach(async () => {
-  await fake?.close();
-  fake = undefined;
-  for (const dir of [home, project]) await fsp.rm(dir, { recursive: true, force: true });
-});
+const configure = (config: unknown) => fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify(config));
 
 describe("web_search in the CLI", () => {
   it("not configured: not offered, and doctor and tools say how to turn it on", async () => {
@@ -54,7 +40,7 @@ describe("web_search in the CLI", () => {
   });
 
   it("configured: doctor names the provider and bounds, and `toolhost call web_search` searches the local SearXNG", async () => {
-    fake = await startFakeSearch();
+    const fake = t.serve(await startFakeSearch());
     await configure({ webSearch: { providers: [{ type: "searxng", baseURL: fake.url }], maxCallsPerSession: 5 } });
     const doctor = await toolhost("doctor");
     expect(doctor.code).toBe(0);
@@ -82,7 +68,7 @@ describe("web_search in the CLI", () => {
   });
 
   it("a rule on the tool id forbids it (or asks, which headless is a refusal); nothing is sent", async () => {
-    fake = await startFakeSearch();
+    const fake = t.serve(await startFakeSearch());
     for (const action of ["deny", "ask"]) {
       await configure({
         webSearch: { providers: [{ type: "searxng", baseURL: fake.url }] },

@@ -1,42 +1,40 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./harness.js";
+import { useAgentEnv } from "../helpers.js";
 
 // The watchdog end to end through the built CLI: `toolhost call` runs headless in full mode,
 // and the watchdog (built-in checks and a profile's own) still refuses; `policy explain` prints
 // its verdict.
 
-let ws: string;
-let home: string; // the user's HOME, with a planted key
-let thHome: string; // TOOLHOST_HOME
-let outside: string;
 const KEY = "-----BEGIN OPENSSH PRIVATE KEY----- planted";
-
-function toolhost(args: string[]) {
-  return runCli(args, { cwd: ws, env: { ...process.env, HOME: home, TOOLHOST_HOME: thHome } });
-}
-
-beforeAll(async () => {
-  ws = await tempDir({ "a.txt": "a\n" });
-  home = await tempDir({ ".ssh/id_rsa": `${KEY}\n` });
-  outside = await tempDir({ "keep.txt": "precious\n" });
-  thHome = await tempDir({
+const t = useAgentEnv({
+  shared: true,
+  files: { "a.txt": "a\n" },
+  home: {
     // A user folder over the shipped default profile, with its own watchdog.
     "profiles/default/watchdog.ts": `export default (call) =>
   String(call.args.command ?? "").includes("deploy")
     ? { action: "deny", check: "no-deploy", reason: "deploys go through CI" }
     : { action: "allow" };
 `,
-  });
+  },
+  // The user's HOME, with a planted key.
+  userHome: { ".ssh/id_rsa": `${KEY}\n` },
 });
-afterAll(async () => {
-  for (const dir of [ws, home, outside, thHome]) await fsp.rm(dir, { recursive: true, force: true });
+let outside: string;
+
+function toolhost(args: string[]) {
+  return runCli(args, { cwd: t.ws, env: t.env() });
+}
+
+beforeAll(async () => {
+  outside = await t.dir({ "keep.txt": "precious\n" });
 });
 
 const call = async (command: string) => {
-  const result = await toolhost(["call", "bash", JSON.stringify({ command }), "--cwd", ws]);
+  const result = await toolhost(["call", "bash", JSON.stringify({ command }), "--cwd", t.ws]);
   return { ...result, envelope: JSON.parse(result.stdout) as { type: string; error_text?: string; metadata?: { error_code?: string } } };
 };
 
@@ -59,7 +57,7 @@ describe("the watchdog through toolhost call (headless, full mode)", () => {
   it("applies the profile's own watchdog, and runs what it allows", async () => {
     const denied = await call("echo deploy > deployed.txt");
     expect(denied.envelope.error_text).toMatch(/no-deploy: deploys go through CI/);
-    expect(await fsp.stat(path.join(ws, "deployed.txt")).catch(() => null)).toBeNull();
+    expect(await fsp.stat(path.join(t.ws, "deployed.txt")).catch(() => null)).toBeNull();
     const ran = await call("echo fine");
     expect(ran.code).toBe(0);
     expect(ran.envelope.type).toBe("output");
@@ -87,10 +85,10 @@ describe("every spelling, through toolhost call (issue 20)", () => {
   });
 
   it("refuses a write of a file git or an editor runs later, even in full mode, and writes nothing", async () => {
-    const result = await toolhost(["call", "write", JSON.stringify({ path: ".vscode/tasks.json", content: "{}" }), "--cwd", ws]);
+    const result = await toolhost(["call", "write", JSON.stringify({ path: ".vscode/tasks.json", content: "{}" }), "--cwd", t.ws]);
     expect(result.code).toBe(1);
     expect(JSON.parse(result.stdout).error_text).toMatch(/watchdog: project-config: write writes \.vscode\/tasks\.json, which VS Code/);
-    expect(await fsp.stat(path.join(ws, ".vscode", "tasks.json")).catch(() => null)).toBeNull();
+    expect(await fsp.stat(path.join(t.ws, ".vscode", "tasks.json")).catch(() => null)).toBeNull();
     const explained = await toolhost([
       "policy",
       "explain",
@@ -101,7 +99,7 @@ describe("every spelling, through toolhost call (issue 20)", () => {
     ]);
     expect(explained.stdout).toMatch(/^write in accept-edits mode: asks the user/m);
     expect(explained.stdout).toMatch(/^watchdog: ask \(project-config\): write writes \.envrc, which direnv runs on entering the folder/m);
-    const fine = await toolhost(["call", "write", JSON.stringify({ path: "notes.txt", content: "ok\n" }), "--cwd", ws]);
+    const fine = await toolhost(["call", "write", JSON.stringify({ path: "notes.txt", content: "ok\n" }), "--cwd", t.ws]);
     expect(fine.code).toBe(0);
   });
 });

@@ -1,11 +1,8 @@
 import { execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { CLI_PATH } from "../helpers.js";
 
 const execFileAsync = promisify(execFile);
-
-/** The built CLI (`npm test` builds it before vitest runs). */
-export const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 
 export interface CliRun {
   code: number;
@@ -19,7 +16,7 @@ export async function runCli(
   options: { cwd?: string; env: NodeJS.ProcessEnv; timeout?: number },
 ): Promise<CliRun> {
   try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, [CLI, ...args], {
+    const { stdout, stderr } = await execFileAsync(process.execPath, [CLI_PATH, ...args], {
       cwd: options.cwd,
       env: options.env,
       timeout: options.timeout,

@@ -1,22 +1,21 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { beforeEach, describe, expect, it } from "vitest";
-import { trust } from "../src/host/trust.js";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
-import { liveness } from "./mcp/liveness.js";
+import { describe, expect, it } from "vitest";
+import { trust } from "../../src/host/trust.js";
+import { runCli } from "./harness.js";
+import { useAgentEnv } from "../helpers.js";
+import { liveness } from "../mcp/liveness.js";
 
 // `toolhost mcp list` and doctor: the user's servers, the project's only when it is trusted.
 
-const FIXTURE = fileURLToPath(new URL("./fixtures/mcp-server.mjs", import.meta.url));
+const FIXTURE = fileURLToPath(new URL("../fixtures/mcp-server.mjs", import.meta.url));
 
-let home: string;
-let project: string;
+const t = useAgentEnv();
 const toolhost = (...args: string[]) =>
   runCli(args, {
-    cwd: project,
-    env: { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", TOOLHOST_MCP_TIMEOUT_MS: "5000" },
+    cwd: t.ws,
+    env: t.env({ TOOLHOST_MCP_TIMEOUT_MS: "5000" }),
     timeout: 30_000,
   });
 const server = (name: string, env: Record<string, string> = {}) => ({
@@ -25,18 +24,13 @@ const server = (name: string, env: Record<string, string> = {}) => ({
   env: { MCP_NAME: name, ...env },
 });
 
-beforeEach(async () => {
-  home = await tempDir();
-  project = await tempDir();
-});
-
 describe("toolhost mcp list", () => {
   it("connects the user's servers and lists their status, tool counts and errors; the project's wait for trust", async () => {
     await fsp.writeFile(
-      path.join(home, "config.json"),
+      path.join(t.home, "config.json"),
       JSON.stringify({ mcpServers: { mine: server("mine"), broken: server("broken", { MCP_FAIL_START: "1" }), typo: { comand: "x" } } }),
     );
-    await fsp.writeFile(path.join(project, ".mcp.json"), JSON.stringify({ mcpServers: { theirs: server("theirs") } }));
+    await fsp.writeFile(path.join(t.ws, ".mcp.json"), JSON.stringify({ mcpServers: { theirs: server("theirs") } }));
 
     const untrusted = await toolhost("mcp", "list", "--json");
     expect(untrusted.code).toBe(1);
@@ -47,10 +41,10 @@ describe("toolhost mcp list", () => {
     expect(byName.mine.toolIds).toContain("mcp__mine__echo");
     expect(byName.broken).toMatchObject({ state: "failed", error: expect.stringMatching(/could not start|closed/) });
     expect(byName.theirs).toBeUndefined();
-    expect(report.untrusted).toEqual([{ name: "theirs", file: path.join(project, ".mcp.json") }]);
+    expect(report.untrusted).toEqual([{ name: "theirs", file: path.join(t.ws, ".mcp.json") }]);
     expect(report.problems).toEqual([expect.objectContaining({ server: "typo", message: expect.stringContaining("needs a command") })]);
 
-    await trust(project, home);
+    await trust(t.ws, t.home);
     const text = await toolhost("mcp", "list");
     expect(text.stdout).toMatch(/^theirs {2}ready {2}stdio \(project\) {2}7 tools, 1 prompt$/m);
     expect(text.stdout).toMatch(/^mine {2}ready/m);
@@ -69,7 +63,7 @@ describe("toolhost mcp list", () => {
 
 describe("a server that never answers", () => {
   it("is gone with its child after `toolhost mcp list`, whose timeout it missed", async () => {
-    const [serverPidFile, childPidFile] = [path.join(home, "server.pid"), path.join(home, "child.pid")];
+    const [serverPidFile, childPidFile] = [path.join(t.home, "server.pid"), path.join(t.home, "child.pid")];
     const env = {
       MCP_START_DELAY_MS: "600000",
       MCP_PID_FILE: serverPidFile,
@@ -78,7 +72,7 @@ describe("a server that never answers", () => {
       MCP_CHILD_IGNORES_TERM: "1",
     };
     await fsp.writeFile(
-      path.join(home, "config.json"),
+      path.join(t.home, "config.json"),
       JSON.stringify({ mcpServers: { mute: { ...server("mute", env), startupTimeoutMs: 3000 } } }),
     );
     const list = await toolhost("mcp", "list", "--json");

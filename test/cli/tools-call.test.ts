@@ -1,31 +1,27 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NO_ONE_TO_ASK } from "../src/tools/question.js";
-import { CLI, runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { NO_ONE_TO_ASK } from "../../src/tools/question.js";
+import { runCli } from "./harness.js";
+import { CLI_PATH, useAgentEnv } from "../helpers.js";
 
-let home: string;
-function toolhost(args: string[], cwd?: string) {
-  // A fresh TOOLHOST_HOME: a developer's own ~/.toolhost (profiles, tools, trust) must not leak in.
-  return runCli(args, { cwd, env: { ...process.env, TOOLHOST_HOME: home } });
-}
-
-let ws: string;
-beforeAll(async () => {
-  await fsp.access(CLI).catch(() => {
-    throw new Error("dist/cli.js is missing: run `npm run build` (npm test does) before these tests");
-  });
-  home = await tempDir();
-  ws = await tempDir({
+// A fresh TOOLHOST_HOME: a developer's own ~/.toolhost (profiles, tools, trust) must not leak in.
+const t = useAgentEnv({
+  shared: true,
+  files: {
     "src/a.ts": "export const a = 1; // TODO: rename\n",
     "src/b.ts": "import { a } from './a';\nconsole.log(a);\n",
     "README.md": "# demo\n",
-  });
+  },
 });
-afterAll(async () => {
-  await fsp.rm(ws, { recursive: true, force: true });
-  await fsp.rm(home, { recursive: true, force: true });
+function toolhost(args: string[], cwd?: string) {
+  return runCli(args, { cwd, env: t.env() });
+}
+
+beforeAll(async () => {
+  await fsp.access(CLI_PATH).catch(() => {
+    throw new Error("dist/cli.js is missing: run `npm run build` (npm test does) before these tests");
+  });
 });
 
 describe("toolhost tools", () => {
@@ -79,20 +75,20 @@ describe("toolhost call", () => {
       ["todo", { todos: [{ content: "Ship it", status: "in_progress" }] }, (d) => expect(d.todos).toHaveLength(1)],
     ];
     for (const [id, args, check] of cases) {
-      const { code, stdout } = await toolhost(["call", id, JSON.stringify(args), "--cwd", ws]);
+      const { code, stdout } = await toolhost(["call", id, JSON.stringify(args), "--cwd", t.ws]);
       const envelope = JSON.parse(stdout);
       expect({ id, code, type: envelope.type }).toEqual({ id, code: 0, type: "output" });
       expect(envelope.metadata.duration_ms).toBeTypeOf("number");
       check(envelope.data);
     }
-    expect(await fsp.readFile(path.join(ws, "notes/new.md"), "utf8")).toBe("hello\n");
+    expect(await fsp.readFile(path.join(t.ws, "notes/new.md"), "utf8")).toBe("hello\n");
   });
 
   it("goes through the session's policy: full by default, --mode to choose, an unanswerable ask is a deny", async () => {
     const touch = (name: string, ...flags: string[]) =>
-      toolhost(["call", "bash", JSON.stringify({ command: `touch ${name}` }), "--cwd", ws, ...flags]);
+      toolhost(["call", "bash", JSON.stringify({ command: `touch ${name}` }), "--cwd", t.ws, ...flags]);
     const made = (name: string) =>
-      fsp.access(path.join(ws, name)).then(
+      fsp.access(path.join(t.ws, name)).then(
         () => true,
         () => false,
       );
@@ -112,21 +108,21 @@ describe("toolhost call", () => {
       "write",
       JSON.stringify({ path: "notes/mode.md", content: "x\n" }),
       "--cwd",
-      ws,
+      t.ws,
       "--mode",
       "accept-edits",
     ]);
     expect(edited.code).toBe(0);
-    expect((await toolhost(["call", "read", '{"path":"src/a.ts"}', "--cwd", ws, "--mode", "read-only"])).code).toBe(0);
-    expect((await toolhost(["call", "read", '{"path":"src/a.ts"}', "--cwd", ws, "--mode", "sideways"])).code).toBe(2);
+    expect((await toolhost(["call", "read", '{"path":"src/a.ts"}', "--cwd", t.ws, "--mode", "read-only"])).code).toBe(0);
+    expect((await toolhost(["call", "read", '{"path":"src/a.ts"}', "--cwd", t.ws, "--mode", "sideways"])).code).toBe(2);
   });
 
   it("exits 1 with an error envelope, 2 on bad usage", async () => {
-    const missing = await toolhost(["call", "read", '{"path":"nope.ts"}', "--cwd", ws]);
+    const missing = await toolhost(["call", "read", '{"path":"nope.ts"}', "--cwd", t.ws]);
     expect(missing.code).toBe(1);
     expect(JSON.parse(missing.stdout)).toMatchObject({ type: "error", metadata: { error_code: "not_found" } });
 
-    const invalid = await toolhost(["call", "read", '{"path":5}', "--cwd", ws]);
+    const invalid = await toolhost(["call", "read", '{"path":5}', "--cwd", t.ws]);
     expect(invalid.code).toBe(1);
     expect(JSON.parse(invalid.stdout).metadata.error_code).toBe("invalid_arguments");
 
@@ -141,7 +137,7 @@ describe("toolhost call", () => {
   it("question is headless here: one fixed refusal, in every mode (asking needs no approval)", async () => {
     const args = JSON.stringify({ questions: [{ question: "Which database?", options: [{ label: "Postgres" }, { label: "SQLite" }] }] });
     for (const mode of ["full", "ask", "read-only"]) {
-      const { code, stdout } = await toolhost(["call", "question", args, "--cwd", ws, "--mode", mode]);
+      const { code, stdout } = await toolhost(["call", "question", args, "--cwd", t.ws, "--mode", mode]);
       expect(code).toBe(1);
       expect(JSON.parse(stdout)).toMatchObject({
         type: "error",

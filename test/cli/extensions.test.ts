@@ -2,20 +2,19 @@ import { execFile } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { beforeEach, describe, expect, it } from "vitest";
-import { sandboxNetworkStatus } from "../src/runtime/shell/sandbox-proxy.js";
-import { CLI, runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
-import { toolFile } from "./host/extension-fixtures.js";
+import { describe, expect, it } from "vitest";
+import { sandboxNetworkStatus } from "../../src/runtime/shell/sandbox-proxy.js";
+import { runCli } from "./harness.js";
+import { CLI_PATH, useAgentEnv } from "../helpers.js";
+import { toolFile } from "../host/extension-fixtures.js";
 
 const run = promisify(execFile);
 
-let home: string;
-let project: string;
+const t = useAgentEnv({ files: { "notes.md": "hi\n" } });
 function toolhost(...args: string[]) {
   return runCli(args, {
-    cwd: project,
-    env: { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", TOOLHOST_MODEL: "ollama/qwen3" },
+    cwd: t.ws,
+    env: t.env({ TOOLHOST_MODEL: "ollama/qwen3" }),
     timeout: 20_000,
   });
 }
@@ -25,16 +24,11 @@ const put = async (file: string, text: string) => {
   return file;
 };
 
-beforeEach(async () => {
-  home = await tempDir();
-  project = await tempDir({ "notes.md": "hi\n" });
-});
-
 describe("the issue's walkthrough: hello.ts in the profile and in a trusted project", () => {
   it("shows which one won and why, lets it be called, and reflects the project's trust", async () => {
-    const mine = await put(path.join(home, "profiles/default/tools/hello.ts"), toolFile("hello", "profile"));
-    const theirs = await put(path.join(project, ".toolhost/tools/hello.ts"), toolFile("hello", "project"));
-    await put(path.join(project, ".toolhost/tools/project_only.ts"), toolFile("project_only"));
+    const mine = await put(path.join(t.home, "profiles/default/tools/hello.ts"), toolFile("hello", "profile"));
+    const theirs = await put(path.join(t.ws, ".toolhost/tools/hello.ts"), toolFile("hello", "project"));
+    await put(path.join(t.ws, ".toolhost/tools/project_only.ts"), toolFile("project_only"));
 
     const untrusted = JSON.parse((await toolhost("tools", "--json")).stdout);
     expect(untrusted.trusted).toBe(false);
@@ -44,7 +38,7 @@ describe("the issue's walkthrough: hello.ts in the profile and in a trusted proj
 
     const granted = await toolhost("trust");
     expect(granted.code).toBe(0);
-    expect(granted.stdout).toContain(`Trusted ${project}.`);
+    expect(granted.stdout).toContain(`Trusted ${t.ws}.`);
     expect(granted.stdout).toContain(theirs);
 
     const trusted = JSON.parse((await toolhost("tools", "--json")).stdout);
@@ -52,7 +46,7 @@ describe("the issue's walkthrough: hello.ts in the profile and in a trusted proj
     const extensionTools = trusted.tools.filter((t: { source: string }) => t.source !== "builtin");
     expect(extensionTools.map((t: { id: string; source: string }) => [t.id, t.source])).toEqual([
       ["hello", mine],
-      ["project_only", path.join(project, ".toolhost/tools/project_only.ts")],
+      ["project_only", path.join(t.ws, ".toolhost/tools/project_only.ts")],
     ]);
     expect(trusted.shadowed).toEqual([{ id: "hello", file: theirs, winner: mine }]);
     expect(trusted.errors).toEqual([]);
@@ -67,14 +61,14 @@ describe("the issue's walkthrough: hello.ts in the profile and in a trusted proj
     expect(called.code).toBe(0);
     expect(JSON.parse(called.stdout).data).toEqual({ tag: "profile", hello: "Ada" });
 
-    expect((await toolhost("trust", "--revoke")).stdout).toContain(`No longer trusted: ${project}`);
+    expect((await toolhost("trust", "--revoke")).stdout).toContain(`No longer trusted: ${t.ws}`);
     expect(JSON.parse((await toolhost("tools", "--json")).stdout).trusted).toBe(false);
   });
 });
 
 describe("a trusted project whose files changed since", () => {
   it("headless, its changed tools do not load and stderr says which files changed; toolhost trust records them", async () => {
-    const tool = await put(path.join(project, ".toolhost/tools/project_only.ts"), toolFile("project_only", "as trusted"));
+    const tool = await put(path.join(t.ws, ".toolhost/tools/project_only.ts"), toolFile("project_only", "as trusted"));
     expect((await toolhost("trust")).code).toBe(0);
     const trusted = await toolhost("call", "project_only", "{}");
     expect(JSON.parse(trusted.stdout).data).toMatchObject({ tag: "as trusted" });
@@ -82,7 +76,7 @@ describe("a trusted project whose files changed since", () => {
 
     // Written behind the user's back: a sandboxed command, an unapproved edit.
     await put(tool, toolFile("project_only", "planted"));
-    await put(path.join(project, ".mcp.json"), '{"mcpServers": {}}\n');
+    await put(path.join(t.ws, ".mcp.json"), '{"mcpServers": {}}\n');
     const refused = await toolhost("call", "project_only", "{}");
     expect(refused.code).toBe(1);
     expect(refused.stdout).not.toContain("planted");
@@ -97,7 +91,7 @@ describe("a trusted project whose files changed since", () => {
     expect(report.trustChanges).toHaveLength(2);
 
     const again = await toolhost("trust");
-    expect(again.stdout).toContain(`Trusted ${project} again, as it is now. These files changed since it was last trusted:`);
+    expect(again.stdout).toContain(`Trusted ${t.ws} again, as it is now. These files changed since it was last trusted:`);
     expect(again.stdout).toContain("- modified: .toolhost/tools/project_only.ts");
     const loaded = await toolhost("call", "project_only", "{}");
     expect(JSON.parse(loaded.stdout).data).toMatchObject({ tag: "planted" });
@@ -107,10 +101,10 @@ describe("a trusted project whose files changed since", () => {
 
 describe("a project trusted by an older toolhost (trusted.json version 1)", () => {
   it("is asked about once: headless, its tools do not load and stderr says why; toolhost trust records them", async () => {
-    await put(path.join(project, ".toolhost/tools/project_only.ts"), toolFile("project_only"));
+    await put(path.join(t.ws, ".toolhost/tools/project_only.ts"), toolFile("project_only"));
     await put(
-      path.join(home, "trusted.json"),
-      JSON.stringify({ version: 1, projects: { [project]: { trustedAt: "2025-01-01T00:00:00Z" } } }),
+      path.join(t.home, "trusted.json"),
+      JSON.stringify({ version: 1, projects: { [t.ws]: { trustedAt: "2025-01-01T00:00:00Z" } } }),
     );
     const refused = await toolhost("call", "project_only", "{}");
     expect(refused.code).toBe(1);
@@ -131,9 +125,9 @@ describe("toolhost doctor", () => {
     expect(clean.stdout).toMatch(/profile: default \(shipped, .*profiles\/default\)/);
     expect(clean.stdout).toMatch(/types for extension files: .*dist\/index\.d\.ts/);
 
-    await put(path.join(home, "config.json"), JSON.stringify({ toolDirs: ["extra"], colour: "blue" }));
-    const broken = await put(path.join(home, "profiles/default/tools/broken.ts"), "export default {");
-    await put(path.join(home, "profiles/default/tools/locked.ts"), toolFile("bash"));
+    await put(path.join(t.home, "config.json"), JSON.stringify({ toolDirs: ["extra"], colour: "blue" }));
+    const broken = await put(path.join(t.home, "profiles/default/tools/broken.ts"), "export default {");
+    await put(path.join(t.home, "profiles/default/tools/locked.ts"), toolFile("bash"));
     const result = await toolhost("doctor");
     expect(result.code).toBe(1);
     // The unknown key is reported and ignored; toolDirs still holds, so its missing folder is a problem too.
@@ -154,8 +148,8 @@ describe("toolhost doctor", () => {
       expect(here).toContain(`\nsandbox network: allowed hosts through the proxy (socat: ${network.socat})\n`);
     }
     // No socat on PATH: the line says what is missing, and the report goes on.
-    const env = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", TOOLHOST_MODEL: "ollama/qwen3", PATH: home };
-    const { stdout } = await run(process.execPath, [CLI, "doctor"], { cwd: project, env, timeout: 20_000 });
+    const env = t.env({ TOOLHOST_MODEL: "ollama/qwen3", PATH: t.home });
+    const { stdout } = await run(process.execPath, [CLI_PATH, "doctor"], { cwd: t.ws, env, timeout: 20_000 });
     expect(stdout).toContain(
       "\nsandbox network: socat is not installed (apt-get install socat): sandboxed commands get no network, not even to allowed hosts\n",
     );
@@ -163,13 +157,13 @@ describe("toolhost doctor", () => {
   });
 
   it("counts a configured tool folder that does not exist as a problem", async () => {
-    const config = await put(path.join(home, "config.json"), JSON.stringify({ toolDirs: ["extra"] }));
+    const config = await put(path.join(t.home, "config.json"), JSON.stringify({ toolDirs: ["extra"] }));
     const missing = await toolhost("doctor");
     expect(missing.code).toBe(1);
     expect(missing.stdout).toContain(
-      `problems (1):\n  ${path.join(home, "extra")}: this folder is listed in toolDirs (${config}) but does not exist; create it or fix the entry`,
+      `problems (1):\n  ${path.join(t.home, "extra")}: this folder is listed in toolDirs (${config}) but does not exist; create it or fix the entry`,
     );
-    await fsp.mkdir(path.join(home, "extra"));
+    await fsp.mkdir(path.join(t.home, "extra"));
     const found = await toolhost("doctor");
     expect(found.code).toBe(0);
     expect(found.stdout).toContain("No problems found.");
@@ -178,7 +172,7 @@ describe("toolhost doctor", () => {
 
 describe("extension code cannot hold the CLI open", () => {
   it("exits after listing even when a tool file leaves a timer running", async () => {
-    await put(path.join(home, "profiles/default/tools/timer.ts"), `setInterval(() => {}, 1000);\n${toolFile("ticker")}`);
+    await put(path.join(t.home, "profiles/default/tools/timer.ts"), `setInterval(() => {}, 1000);\n${toolFile("ticker")}`);
     const result = await toolhost("tools");
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^ticker\s+read/m);
@@ -207,9 +201,9 @@ export default defineTool({
     .replace("ctx.shell.run(args.line)", 'ctx.shell.exec("git", args.line.split(" "))');
 
   it("a command outside it is a capability_denied envelope, and nothing runs; one inside runs", async () => {
-    await put(path.join(home, "profiles/default/tools/git_peek.ts"), gitTool);
-    await put(path.join(home, "profiles/default/tools/git_exec.ts"), gitExecTool);
-    await run("git", ["init", "-q"], { cwd: project });
+    await put(path.join(t.home, "profiles/default/tools/git_peek.ts"), gitTool);
+    await put(path.join(t.home, "profiles/default/tools/git_exec.ts"), gitExecTool);
+    await run("git", ["init", "-q"], { cwd: t.ws });
     // A whole command line is `bash -c …`, which the tool did not declare.
     const line = await toolhost("call", "git_peek", JSON.stringify({ line: "touch made" }));
     expect(line.code).toBe(1);
@@ -218,8 +212,8 @@ export default defineTool({
     const push = await toolhost("call", "git_exec", JSON.stringify({ line: "init -q again" }));
     expect(JSON.parse(push.stdout)).toMatchObject({ type: "error", metadata: { error_code: "capability_denied" } });
     expect(JSON.parse(push.stdout).error_text).toContain("outside this tool's shell requirements");
-    await expect(fsp.access(path.join(project, "made"))).rejects.toThrow();
-    await expect(fsp.access(path.join(project, "again"))).rejects.toThrow();
+    await expect(fsp.access(path.join(t.ws, "made"))).rejects.toThrow();
+    await expect(fsp.access(path.join(t.ws, "again"))).rejects.toThrow();
     const status = await toolhost("call", "git_exec", JSON.stringify({ line: "status --short" }));
     expect(status.code, status.stdout).toBe(0);
     expect(JSON.parse(status.stdout).data.stdout).toContain("?? notes.md");

@@ -1,30 +1,20 @@
 import * as fsp from "node:fs/promises";
 import os from "node:os";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { describeSandbox } from "../src/runtime/shell/session-sandbox.js";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { describeSandbox } from "../../src/runtime/shell/session-sandbox.js";
+import { runCli } from "./harness.js";
+import { useAgentEnv } from "../helpers.js";
 
 // A broken ~/.toolhost/config.json through the built CLI (issue 21 item 1): a bad key is reported
 // and falls back to its default; the permission rules hold, and what cannot be read fails closed.
 
-let ws: string;
-let home: string;
-
-beforeEach(async () => {
-  ws = await tempDir({ x: "x\n" });
-  home = await tempDir();
-});
-afterEach(async () => {
-  for (const dir of [ws, home]) await fsp.rm(dir, { recursive: true, force: true });
-});
+const t = useAgentEnv({ files: { x: "x\n" } });
 
 function toolhost(args: string[]) {
-  const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home };
-  delete env.TOOLHOST_PROFILE;
-  return runCli(args, { cwd: ws, env });
+  return runCli(args, { cwd: t.ws, env: t.env() });
 }
-const writeConfig = (config: unknown) => fsp.writeFile(`${home}/config.json`, typeof config === "string" ? config : JSON.stringify(config));
+const writeConfig = (config: unknown) =>
+  fsp.writeFile(`${t.home}/config.json`, typeof config === "string" ? config : JSON.stringify(config));
 const DENY_RM = { permission: "bash", pattern: "rm *", action: "deny" };
 
 describe("a broken user config (issue 21)", () => {
@@ -34,7 +24,7 @@ describe("a broken user config (issue 21)", () => {
     expect(ran.code).toBe(1);
     expect(JSON.parse(ran.stdout)).toMatchObject({ metadata: { error_code: "permission_denied" } });
     expect(ran.stderr).toMatch(/config\.json: "model" is ignored \(no model from the file\): Invalid input: expected string/);
-    await expect(fsp.stat(`${ws}/x`)).resolves.toBeTruthy();
+    await expect(fsp.stat(`${t.ws}/x`)).resolves.toBeTruthy();
   });
 
   it('"sandbox": "of" is reported and the sandbox stays on; the rules hold', async () => {
@@ -85,35 +75,30 @@ describe("the workspace folder (issue 21)", () => {
   });
 
   it("the home folder needs --allow-home, and then every command asks (headless: refused)", async () => {
-    const run = (args: string[]) => runCli(args, { cwd: ws, env: { ...process.env, TOOLHOST_HOME: home, HOME: ws } });
-    const refused = await run(["call", "bash", '{"command":"touch y"}', "--cwd", ws]);
+    const run = (args: string[]) => runCli(args, { cwd: t.ws, env: t.env({ HOME: t.ws }) });
+    const refused = await run(["call", "bash", '{"command":"touch y"}', "--cwd", t.ws]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/is your home folder.*Run it in a project folder, or pass --allow-home/);
-    const allowed = await run(["call", "bash", '{"command":"touch y"}', "--cwd", ws, "--allow-home"]);
+    const allowed = await run(["call", "bash", '{"command":"touch y"}', "--cwd", t.ws, "--allow-home"]);
     expect(JSON.parse(allowed.stdout).error_text).toMatch(/needs approval.*the workspace is your whole home folder/);
-    await expect(fsp.stat(`${ws}/y`)).rejects.toThrow();
-    expect((await run(["call", "read", '{"path":"x"}', "--cwd", ws, "--allow-home"])).code).toBe(0);
+    await expect(fsp.stat(`${t.ws}/y`)).rejects.toThrow();
+    expect((await run(["call", "read", '{"path":"x"}', "--cwd", t.ws, "--allow-home"])).code).toBe(0);
   });
 
   it("the sandbox's description says when the workspace covers the home folder", () => {
     const state = { active: true, off: false };
     expect(describeSandbox(state, 1000, [os.homedir()])).toMatch(/covers your whole home folder, so all of it is writable/);
-    expect(describeSandbox(state, 1000, [ws])).not.toMatch(/home folder/);
+    expect(describeSandbox(state, 1000, [t.ws])).not.toMatch(/home folder/);
   });
 });
 
 describe("toolhost doctor and toolhost agents (issue 21)", () => {
-  const run = (args: string[], extra: NodeJS.ProcessEnv = {}) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, ...extra };
-    for (const name of ["TOOLHOST_PROFILE", "TOOLHOST_MODEL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"])
-      if (!(name in extra)) delete env[name];
-    return runCli(args, { cwd: ws, env, timeout: 20_000 });
-  };
+  const run = (args: string[], extra: NodeJS.ProcessEnv = {}) => runCli(args, { cwd: t.ws, env: t.env(extra), timeout: 20_000 });
 
   it("doctor names invalid rules, bad agent files and a missing model; invalid JSON once", async () => {
     await writeConfig({ permissions: [DENY_RM, { permission: "bash", action: "nope" }] });
-    await fsp.mkdir(`${home}/agents`);
-    await fsp.writeFile(`${home}/agents/bad.md`, "---\nname: bad\n---\nNo description.\n");
+    await fsp.mkdir(`${t.home}/agents`);
+    await fsp.writeFile(`${t.home}/agents/bad.md`, "---\nname: bad\n---\nNo description.\n");
     const doctor = await run(["doctor"]);
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toMatch(/permissions\[1\] .*"nope"/);
@@ -128,15 +113,15 @@ describe("toolhost doctor and toolhost agents (issue 21)", () => {
   });
 
   it("toolhost agents lists the agents with their source and the bad files", async () => {
-    await fsp.mkdir(`${home}/agents`);
-    await fsp.writeFile(`${home}/agents/reviewer.md`, "---\nname: reviewer\ndescription: Reviews a change.\n---\nReview.\n");
-    await fsp.writeFile(`${home}/agents/bad.md`, "no front matter\n");
+    await fsp.mkdir(`${t.home}/agents`);
+    await fsp.writeFile(`${t.home}/agents/reviewer.md`, "---\nname: reviewer\ndescription: Reviews a change.\n---\nReview.\n");
+    await fsp.writeFile(`${t.home}/agents/bad.md`, "no front matter\n");
     const text = await run(["agents"]);
     expect(text.code).toBe(1);
     expect(text.stdout).toMatch(/^general-purpose .*\[builtin\]$/m);
     expect(text.stdout).toMatch(/^reviewer +Reviews a change\. +\[.*agents\/reviewer\.md\]$/m);
     expect(text.stdout).toMatch(/problems \(these files are left out\):\n {2}.*agents\/bad\.md: /);
-    const json = JSON.parse((await run(["agents", "--json", "--cwd", ws])).stdout);
+    const json = JSON.parse((await run(["agents", "--json", "--cwd", t.ws])).stdout);
     expect(json.agents.map((a: { name: string }) => a.name)).toEqual(["general-purpose", "reviewer"]);
     expect(json.problems).toHaveLength(1);
   });

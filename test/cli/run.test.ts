@@ -2,19 +2,15 @@ import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import type { RunEvent } from "../src/commands/run.js";
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "./fixtures/fake-openai.mjs";
-import { NO_ONE_TO_ASK } from "../src/tools/question.js";
-import { sleepMarker, survivors, tempDir } from "./helpers.js";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import type { RunEvent } from "../../src/commands/run.js";
+import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { NO_ONE_TO_ASK } from "../../src/tools/question.js";
+import { CLI_PATH, sleepMarker, survivors, useAgentEnv } from "../helpers.js";
 
 // `toolhost run`: the built CLI against a local OpenAI-compatible server, in a real workspace.
 
-const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
-
-let ws: string;
-let home: string;
-let fake: FakeOpenAI | undefined;
+const t = useAgentEnv({ files: { "src/a.ts": "export const a = 1; // TODO: rename\n" } });
 
 interface Ran {
   code: number | null;
@@ -28,16 +24,13 @@ function toolhost(
   args: string[],
   options: { model?: boolean; stdin?: string; onStdout?: (all: string, child: ReturnType<typeof spawn>) => void } = {},
 ): Promise<Ran> {
-  const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home };
-  delete env.TOOLHOST_MODEL;
-  delete env.TOOLHOST_BASE_URL;
-  delete env.TOOLHOST_PROFILE;
-  if (options.model !== false && fake) {
+  const env = t.env();
+  if (options.model !== false && t.fake) {
     env.TOOLHOST_MODEL = "openai-compatible/fake";
-    env.TOOLHOST_BASE_URL = fake.url;
+    env.TOOLHOST_BASE_URL = t.fake.url;
   }
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: ws, env, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [CLI_PATH, ...args], { cwd: t.ws, env, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => {
@@ -52,8 +45,8 @@ function toolhost(
 }
 
 async function withModel(...script: FakeReply[]) {
-  fake = await startFakeOpenAI({ script });
-  return fake;
+  t.fake = await startFakeOpenAI({ script });
+  return t.fake;
 }
 
 const events = (stdout: string) =>
@@ -63,21 +56,9 @@ const events = (stdout: string) =>
     .map((line) => JSON.parse(line) as RunEvent);
 
 beforeAll(async () => {
-  await fsp.access(CLI).catch(() => {
+  await fsp.access(CLI_PATH).catch(() => {
     throw new Error("dist/cli.js is missing: run `npm run build` (npm test does) before these tests");
   });
-});
-
-beforeEach(async () => {
-  ws = await tempDir({ "src/a.ts": "export const a = 1; // TODO: rename\n" });
-  home = await tempDir();
-});
-
-afterEach(async () => {
-  await fake?.close();
-  fake = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-  await fsp.rm(home, { recursive: true, force: true });
 });
 
 describe("toolhost run", () => {
@@ -96,9 +77,9 @@ describe("toolhost run", () => {
   });
 
   it("gives the model the user's MCP servers' tools (a read-only one runs without asking)", async () => {
-    const fixture = fileURLToPath(new URL("./fixtures/mcp-server.mjs", import.meta.url));
+    const fixture = fileURLToPath(new URL("../fixtures/mcp-server.mjs", import.meta.url));
     await fsp.writeFile(
-      path.join(home, "config.json"),
+      path.join(t.home, "config.json"),
       JSON.stringify({ mcpServers: { fx: { command: process.execPath, args: [fixture] } } }),
     );
     const model = await withModel({ toolCalls: [{ name: "mcp__fx__echo", arguments: { text: "from run" } }] }, { text: "Echoed." });
@@ -135,7 +116,7 @@ describe("toolhost run", () => {
     expect(code).toBe(0); // the turn itself ended normally: the model answered the refusal
     expect(stdout).toBe("I could not run it.\n");
     expect(stderr).toMatch(/^✗ .*touch made.*: permission_denied .*needs approval and nobody can answer here.*--mode full/m);
-    await expect(fsp.access(path.join(ws, "made"))).rejects.toThrow();
+    await expect(fsp.access(path.join(t.ws, "made"))).rejects.toThrow();
     expect(JSON.stringify(model.requests[1]?.body.messages)).toContain("needs approval");
   });
 
@@ -166,7 +147,7 @@ describe("toolhost run", () => {
     expect(code).toBe(0);
     expect(stdout).toBe("Done.\n");
     expect(stderr).toMatch(/^✓ .*touch made/m);
-    await fsp.access(path.join(ws, "made"));
+    await fsp.access(path.join(t.ws, "made"));
   });
 
   it("reads the prompt from stdin when it is -", async () => {
@@ -204,7 +185,7 @@ describe("toolhost run", () => {
     expect(all).toContainEqual(expect.objectContaining({ type: "error" }));
     expect(all.at(-1)).toEqual({ type: "stop", stop_reason: "end_turn", exit_code: 1, session_id: expect.stringMatching(/^cli-/) });
 
-    fake?.push({ text: "cut", finish: "length" });
+    t.fake?.push({ text: "cut", finish: "length" });
     const cut = await toolhost(["run", "hello"]);
     expect(cut.code).toBe(1);
     expect(cut.stderr).toContain("max_tokens");
@@ -246,6 +227,6 @@ describe("toolhost run", () => {
     expect(Date.now() - started).toBeLessThan(30_000);
     // The command's process is gone with the CLI, not left running.
     expect(await survivors(`sleep ${marker}`)).toEqual([]);
-    await expect(fsp.access(path.join(ws, "late"))).rejects.toThrow();
+    await expect(fsp.access(path.join(t.ws, "late"))).rejects.toThrow();
   });
 });

@@ -1,20 +1,14 @@
-import * as fsp from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { runCli } from "./harness.js";
+import { useAgentEnv } from "../helpers.js";
 
 // `toolhost policy explain` and `list` against real config files: the decision, each thing the
 // call touches with the rules that cover it, and the winner. Nothing runs.
 
-let home: string;
-let ws: string;
-function toolhost(args: string[]) {
-  return runCli(args, { cwd: ws, env: { ...process.env, TOOLHOST_HOME: home } });
-}
-
-beforeAll(async () => {
-  ws = await tempDir({ "a.txt": "a\n" });
-  home = await tempDir({
+const t = useAgentEnv({
+  shared: true,
+  files: { "a.txt": "a\n" },
+  home: {
     "config.json": JSON.stringify({
       permissions: [
         { permission: "bash", pattern: "git push*", action: "deny" },
@@ -22,12 +16,11 @@ beforeAll(async () => {
         { permission: "bash", pattern: 7, action: "allow" },
       ],
     }),
-  });
+  },
 });
-afterAll(async () => {
-  await fsp.rm(ws, { recursive: true, force: true });
-  await fsp.rm(home, { recursive: true, force: true });
-});
+function toolhost(args: string[]) {
+  return runCli(args, { cwd: t.ws, env: t.env() });
+}
 
 describe("toolhost policy", () => {
   it("explains a compound line: the denied part and the rule that wins it", async () => {
@@ -73,7 +66,7 @@ describe("toolhost policy", () => {
       decision: "ask",
       why: expect.stringMatching(/^unknown spelling: eval runs text known only when it runs/),
     });
-    const ran = await toolhost(["call", "bash", JSON.stringify({ command: "echo ok | sh" }), "--cwd", ws]);
+    const ran = await toolhost(["call", "bash", JSON.stringify({ command: "echo ok | sh" }), "--cwd", t.ws]);
     expect(ran.code).toBe(1);
     expect(JSON.parse(ran.stdout).error_text).toMatch(
       /nobody can answer here.*unknown spelling: sh runs commands it reads from stdin.*deny bash "git push\*"/s,

@@ -5,8 +5,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../src/runtime/shell/sandbox.js";
-import { CLI } from "./cli-harness.js";
+import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { CLI_PATH } from "../helpers.js";
 
 // Issue 20 through the built CLI (`toolhost call bash`), as root and as nobody (setpriv): the
 // same attacks, each checked by its effect, and the same line with the sandbox off as control.
@@ -57,7 +57,7 @@ async function fixture(name: string, uid: number) {
 }
 
 function call(uid: number, f: { ws: string; home: string }, command: string, env: Record<string, string> = {}) {
-  const argv = [CLI, "call", "bash", JSON.stringify({ command })];
+  const argv = [CLI_PATH, "call", "bash", JSON.stringify({ command })];
   const [file, args] =
     uid === 0 ? [process.execPath, argv] : [setpriv!, [`--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", process.execPath, ...argv]];
   const childEnv = {
@@ -86,7 +86,7 @@ const users = [
   { name: "nobody", uid: NOBODY, skip: !root || !setpriv },
 ];
 
-describe.skipIf(!status.available || !existsSync(CLI))("the sandbox as root and as nobody", () => {
+describe.skipIf(!status.available || !existsSync(CLI_PATH))("the sandbox as root and as nobody", () => {
   for (const user of users) {
     it.skipIf(user.skip)(`as ${user.name}: no capabilities, no secrets, no host socket, no planted hook; off, each lands`, async () => {
       const f = await fixture(user.name, user.uid);

@@ -1,46 +1,30 @@
 import * as fsp from "node:fs/promises";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "./cli-harness.js";
-import { startFakeOpenAI, type FakeOpenAI } from "./fixtures/fake-openai.mjs";
-import { tempDir } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { runCli } from "./harness.js";
+import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
+import { useAgentEnv } from "../helpers.js";
 
 // `toolhost sessions`: a session saved by `toolhost run` (the built CLI, a local model server),
 // then listed, shown, exported as Markdown and JSONL, and deleted.
 
-let ws: string;
-let home: string;
-let fake: FakeOpenAI | undefined;
-
-beforeEach(async () => {
-  ws = await tempDir({ "a.txt": "one\ntwo\n" });
-  home = await tempDir();
-});
-
-afterEach(async () => {
-  await fake?.close();
-  fake = undefined;
-  for (const dir of [ws, home]) await fsp.rm(dir, { recursive: true, force: true });
-});
+const t = useAgentEnv({ files: { "a.txt": "one\ntwo\n" } });
 
 function env(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const e: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home };
-  delete e.TOOLHOST_PROFILE;
-  delete e.TOOLHOST_SESSIONS;
-  if (fake) Object.assign(e, { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: fake.url });
-  return { ...e, ...extra };
+  const model = t.fake ? { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url } : {};
+  return t.env({ ...model, ...extra });
 }
 
-const sessions = (args: string[]) => runCli(["sessions", ...args], { cwd: ws, env: env() });
+const sessions = (args: string[]) => runCli(["sessions", ...args], { cwd: t.ws, env: env() });
 
 describe("toolhost sessions", () => {
   it("lists, shows, exports and deletes a session that toolhost run saved", async () => {
-    fake = await startFakeOpenAI({
+    t.fake = await startFakeOpenAI({
       script: [
         { toolCalls: [{ id: "e1", name: "edit", arguments: { path: "a.txt", old_string: "two", new_string: "2" } }] },
         { text: "Changed the **second** line." },
       ],
     });
-    const ran = await runCli(["run", "--mode", "full", "--json", "Change two to 2 in a.txt"], { cwd: ws, env: env() });
+    const ran = await runCli(["run", "--mode", "full", "--json", "Change two to 2 in a.txt"], { cwd: t.ws, env: env() });
     expect(ran.code).toBe(0);
     const stop = JSON.parse(ran.stdout.trim().split("\n").at(-1)!) as { session_id: string };
     const id = stop.session_id;
@@ -48,10 +32,12 @@ describe("toolhost sessions", () => {
     const list = await sessions(["list", "--json"]);
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout)).toEqual({
-      sessions: [{ id, cwd: ws, title: "Change two to 2 in a.txt", updatedAt: expect.any(String), file: expect.stringContaining(home) }],
+      sessions: [
+        { id, cwd: t.ws, title: "Change two to 2 in a.txt", updatedAt: expect.any(String), file: expect.stringContaining(t.home) },
+      ],
     });
-    expect((await sessions(["--cwd", ws])).stdout).toContain(`${id}  Change two to 2 in a.txt  [${ws}]`);
-    expect((await sessions(["list", "--cwd", home])).stdout).toMatch(/^No saved sessions for /);
+    expect((await sessions(["--cwd", t.ws])).stdout).toContain(`${id}  Change two to 2 in a.txt  [${t.ws}]`);
+    expect((await sessions(["list", "--cwd", t.home])).stdout).toMatch(/^No saved sessions for /);
 
     const show = await sessions(["show", id, "--json"]);
     expect(JSON.parse(show.stdout)).toMatchObject({ id, prompts: 1, toolCalls: 1, failedCalls: 0, unreadableLines: 0 });
@@ -69,7 +55,7 @@ describe("toolhost sessions", () => {
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l) as { type: string });
-    expect(lines[0]).toMatchObject({ type: "session", id, cwd: ws });
+    expect(lines[0]).toMatchObject({ type: "session", id, cwd: t.ws });
     expect(lines.map((l) => l.type)).toContain("tool_end");
 
     expect((await sessions(["export", id, "--format", "pdf"])).code).toBe(2);
@@ -81,10 +67,10 @@ describe("toolhost sessions", () => {
   });
 
   it("toolhost run keeps a large output next to the saved session, and delete removes it", async () => {
-    fake = await startFakeOpenAI({
+    t.fake = await startFakeOpenAI({
       script: [{ toolCalls: [{ id: "b1", name: "bash", arguments: { command: "seq 1 60000" } }] }, { text: "Long." }],
     });
-    const ran = await runCli(["run", "--mode", "full", "--json", "Count"], { cwd: ws, env: env() });
+    const ran = await runCli(["run", "--mode", "full", "--json", "Count"], { cwd: t.ws, env: env() });
     expect(ran.code).toBe(0);
     const id = (JSON.parse(ran.stdout.trim().split("\n").at(-1)!) as { session_id: string }).session_id;
     const file = (JSON.parse((await sessions(["list", "--json"])).stdout) as { sessions: { file: string }[] }).sessions[0]!.file;
@@ -92,17 +78,17 @@ describe("toolhost sessions", () => {
     // The run has exited: its output is still there, where the result the model got said.
     const [saved] = await fsp.readdir(folder);
     expect(saved).toMatch(/^bash-\d+\.txt$/);
-    expect(JSON.stringify(fake.requests.at(-1)!.body.messages)).toContain(`${folder}/${saved}`);
+    expect(JSON.stringify(t.fake.requests.at(-1)!.body.messages)).toContain(`${folder}/${saved}`);
     expect((await fsp.stat(`${folder}/${saved}`)).size).toBeGreaterThan(200_000);
     expect((await sessions(["delete", id])).code).toBe(0);
     await expect(fsp.stat(folder)).rejects.toThrow();
   });
 
   it("show, export and delete take a unique id prefix; an ambiguous one lists the matches (issue 21)", async () => {
-    fake = await startFakeOpenAI({ script: [{ text: "one" }, { text: "two" }] });
+    t.fake = await startFakeOpenAI({ script: [{ text: "one" }, { text: "two" }] });
     const ids: string[] = [];
     for (const prompt of ["first", "second"]) {
-      const ran = await runCli(["run", "--json", prompt], { cwd: ws, env: env() });
+      const ran = await runCli(["run", "--json", prompt], { cwd: t.ws, env: env() });
       ids.push((JSON.parse(ran.stdout.trim().split("\n").at(-1)!) as { session_id: string }).session_id);
     }
     const [a, b] = ids as [string, string];
@@ -122,8 +108,8 @@ describe("toolhost sessions", () => {
   });
 
   it("toolhost run saves nothing with TOOLHOST_SESSIONS=off", async () => {
-    fake = await startFakeOpenAI({ script: [{ text: "hi" }] });
-    const ran = await runCli(["run", "hello"], { cwd: ws, env: env({ TOOLHOST_SESSIONS: "off" }) });
+    t.fake = await startFakeOpenAI({ script: [{ text: "hi" }] });
+    const ran = await runCli(["run", "hello"], { cwd: t.ws, env: env({ TOOLHOST_SESSIONS: "off" }) });
     expect(ran.stdout).toBe("hi\n");
     expect((await sessions(["list"])).stdout).toMatch(/^No saved sessions/);
   });

@@ -1,10 +1,7 @@
-import * as fsp from "node:fs/promises";
-import path from "node:path";
 import type { SessionUpdate } from "@agentclientprotocol/sdk";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { closeAndCheck, Harness, selected } from "./acp/harness.js";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { Harness, selected, useAcpTest } from "../acp/harness.js";
+import { runCli } from "./harness.js";
 
 // stdout carries the protocol (or the CLI's JSON) only, whatever an extension writes to it:
 // at import, in execute, with console.log or process.stdout.write, with or without a newline.
@@ -27,40 +24,24 @@ export default defineTool({
 });
 `;
 
-let home: string;
-let ws: string;
-let h: Harness | undefined;
-
-beforeEach(async () => {
-  home = await tempDir();
-  ws = await tempDir({ "notes.md": "hi\n" });
-  await fsp.mkdir(path.join(home, "profiles/default/tools"), { recursive: true });
-  await fsp.writeFile(path.join(home, "profiles/default/tools/noisy.ts"), NOISY);
-});
-
-afterEach(async () => {
-  await closeAndCheck(h);
-  h = undefined;
-  await fsp.rm(ws, { recursive: true, force: true });
-  await fsp.rm(home, { recursive: true, force: true });
-});
+const t = useAcpTest({ "notes.md": "hi\n" }, { home: { "profiles/default/tools/noisy.ts": NOISY } });
 
 function toolhost(...args: string[]) {
-  return runCli(args, { cwd: ws, env: { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" }, timeout: 20_000 });
+  return runCli(args, { cwd: t.ws, env: t.env(), timeout: 20_000 });
 }
 
 describe("an extension that writes to stdout", () => {
   it("cannot corrupt the ACP stream: every message arrives and the noise goes to stderr", async () => {
-    h = new Harness({ env: { TOOLHOST_HOME: home }, permission: () => selected("allow_once") });
-    await h.initialize();
-    const sessionId = await h.newSession(ws);
-    await h.waitFor(() => h!.updatesOf(sessionId, "available_commands_update").length > 0);
-    const response = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/noisy" }] });
+    t.h = new Harness({ env: { TOOLHOST_HOME: t.home }, permission: () => selected("allow_once") });
+    await t.h.initialize();
+    const sessionId = await t.h.newSession(t.ws);
+    await t.h.waitFor(() => t.h!.updatesOf(sessionId, "available_commands_update").length > 0);
+    const response = await t.h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "/noisy" }] });
     expect(response.stopReason).toBe("end_turn");
-    const updates = h.updatesOf(sessionId, "tool_call_update") as Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>[];
+    const updates = t.h.updatesOf(sessionId, "tool_call_update") as Extract<SessionUpdate, { sessionUpdate: "tool_call_update" }>[];
     expect(updates.at(-1)).toMatchObject({ status: "completed" });
-    await h.waitFor(() => /execute noise from console\.info/.test(h!.stderr.join("")));
-    const stderr = h.stderr.join("");
+    await t.h.waitFor(() => /execute noise from console\.info/.test(t.h!.stderr.join("")));
+    const stderr = t.h.stderr.join("");
     for (const noise of ["import noise without a newline", "import noise from console.log", "execute noise without a newline"]) {
       expect(stderr).toContain(noise);
     }

@@ -1,33 +1,27 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../src/runtime/shell/sandbox.js";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { runCli } from "./harness.js";
+import { useAgentEnv } from "../helpers.js";
 
 // The sandbox as the CLI reports it: doctor, policy explain, and `toolhost call` on a machine
 // without bwrap (a PATH that has node and nothing else).
 
 const status = await sandboxAvailable();
 
-let home: string;
-let ws: string;
+const t = useAgentEnv({ shared: true, files: { "a.txt": "a\n" } });
 let bareBin: string;
 
 function toolhost(args: string[], env: Record<string, string> = {}) {
-  const base: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "", TOOLHOST_MODEL: "ollama/qwen3" };
+  const base = t.env({ TOOLHOST_MODEL: "ollama/qwen3" });
   delete base.TOOLHOST_SANDBOX;
-  return runCli(args, { cwd: ws, env: { ...base, ...env }, timeout: 20_000 });
+  return runCli(args, { cwd: t.ws, env: { ...base, ...env }, timeout: 20_000 });
 }
 
 beforeAll(async () => {
-  ws = await tempDir({ "a.txt": "a\n" });
-  home = await tempDir();
-  bareBin = await tempDir();
+  bareBin = await t.dir();
   await fsp.symlink(process.execPath, path.join(bareBin, "node"));
-});
-afterAll(async () => {
-  for (const dir of [ws, home, bareBin]) await fsp.rm(dir, { recursive: true, force: true });
 });
 
 describe("toolhost doctor", () => {
@@ -55,10 +49,10 @@ describe("toolhost call without bwrap", () => {
     const envelope = JSON.parse(stdout) as { type: string; error_text: string; metadata: { error_code: string } };
     expect(envelope.metadata.error_code).toBe("permission_denied");
     expect(envelope.error_text).toMatch(/no sandbox can run here.*apt-get install bubblewrap/);
-    await expect(fsp.stat(path.join(ws, "ran.txt"))).rejects.toThrow();
+    await expect(fsp.stat(path.join(t.ws, "ran.txt"))).rejects.toThrow();
     // With the sandbox switched off it runs.
     expect((await toolhost(["call", "bash", '{"command":"echo x > ran.txt"}'], { PATH: bareBin, TOOLHOST_SANDBOX: "off" })).code).toBe(0);
-    await fsp.stat(path.join(ws, "ran.txt"));
+    await fsp.stat(path.join(t.ws, "ran.txt"));
   });
 });
 

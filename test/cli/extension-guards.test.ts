@@ -1,8 +1,6 @@
-import * as fsp from "node:fs/promises";
-import path from "node:path";
-import { beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "./cli-harness.js";
-import { tempDir } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { runCli } from "./harness.js";
+import { useAgentEnv } from "../helpers.js";
 
 // What extension code cannot do to the process that hosts it: corrupt the CLI's JSON on stdout,
 // end toolhost with process.exit, or freeze it for good with a synchronous endless loop.
@@ -20,21 +18,16 @@ export default defineTool({
 });
 `;
 
-let home: string;
-let ws: string;
-beforeEach(async () => {
-  home = await tempDir();
-  ws = await tempDir();
-  const dir = path.join(home, "profiles/default/tools");
-  await fsp.mkdir(dir, { recursive: true });
-  await fsp.writeFile(path.join(dir, "noisy.ts"), tool("noisy", 'console.log("NOISE from execute"); return "noisy ran";'));
-  await fsp.writeFile(path.join(dir, "exiter.ts"), tool("exiter", 'process.exit(7); return "unreachable";'));
-  await fsp.writeFile(path.join(dir, "exit_at_import.ts"), `process.exit(9);\n${tool("exit_at_import", 'return "x";')}`);
-  await fsp.writeFile(path.join(dir, "spin.ts"), tool("spin", "for (;;) {}", "\n  timeoutMs: 1000,"));
+const t = useAgentEnv({
+  home: {
+    "profiles/default/tools/noisy.ts": tool("noisy", 'console.log("NOISE from execute"); return "noisy ran";'),
+    "profiles/default/tools/exiter.ts": tool("exiter", 'process.exit(7); return "unreachable";'),
+    "profiles/default/tools/exit_at_import.ts": `process.exit(9);\n${tool("exit_at_import", 'return "x";')}`,
+    "profiles/default/tools/spin.ts": tool("spin", "for (;;) {}", "\n  timeoutMs: 1000,"),
+  },
 });
 
-const toolhost = (...args: string[]) =>
-  runCli(args, { cwd: ws, env: { ...process.env, TOOLHOST_HOME: home, TOOLHOST_PROFILE: "" }, timeout: 40_000 });
+const toolhost = (...args: string[]) => runCli(args, { cwd: t.ws, env: t.env(), timeout: 40_000 });
 
 describe("extension code and the process", () => {
   it("process.exit in execute fails that call; at import, that file; the CLI goes on and prints its JSON", async () => {
