@@ -1,8 +1,9 @@
 // Issue 23 §2/§5 targets on a generated 2,000-file workspace: a checkpoint after a turn that
 // changed 10 files < 150 ms, a restore of those changes < 1 s, disk per checkpoint in proportion
 // to what changed. Each round changes 10 files (6 edited, 2 created, 2 deleted), snapshots, and
-// restores the snapshot before the change; medians over the rounds. Beside them, the floor: one
-// `git --version` spawned the same way (a snapshot is four or five git processes).
+// restores the snapshot before the change; medians over the rounds. Beside them, the baseline: the
+// same change committed by plain git in a copy of the workspace (`git add -A && git commit`, the
+// user's own repository would pay that), and the floor: one `git --version`.
 // Run after `npm run build`: node bench/checkpoints.mjs  (BENCH_ROUNDS, BENCH_FILES)
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -20,6 +21,27 @@ const FILES = Number(process.env.BENCH_FILES ?? 2000);
 
 const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-bench-ckpt-home-"));
 const ws = mkdtempSync(path.join(os.tmpdir(), "toolhost-bench-ckpt-ws-"));
+const base = mkdtempSync(path.join(os.tmpdir(), "toolhost-bench-ckpt-base-"));
+const gitEnv = {
+  ...process.env,
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_AUTHOR_NAME: "b",
+  GIT_AUTHOR_EMAIL: "b@b",
+  GIT_COMMITTER_NAME: "b",
+  GIT_COMMITTER_EMAIL: "b@b",
+};
+const baseGit = (...args) => {
+  const result = spawnSync("git", ["-C", base, ...args], { env: gitEnv, stdio: ["ignore", "ignore", "inherit"] });
+  if (result.status !== 0) throw new Error(`git ${args.join(" ")} failed`);
+};
+/** Writes a file in the workspace and in the baseline's copy. */
+const put = (rel, content) => {
+  for (const dir of [ws, base]) {
+    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    writeFileSync(path.join(dir, rel), content);
+  }
+};
 
 /** Source-like text of about `bytes` bytes. */
 const text = (bytes) => {
@@ -34,15 +56,18 @@ const text = (bytes) => {
 
 // 100 folders of 20 files, 200 B – 16 kB (most small, a few larger), a .gitignore'd build folder.
 const names = [];
+let workspaceBytes = 0;
 for (let i = 0; i < FILES; i++) {
   const rel = `pkg${String(Math.floor(i / 20)).padStart(3, "0")}/src/mod${i % 20}.ts`;
-  mkdirSync(path.dirname(path.join(ws, rel)), { recursive: true });
-  writeFileSync(path.join(ws, rel), text(200 + ((i * 7919) % 16_000)));
+  const content = text(200 + ((i * 7919) % 16_000));
+  put(rel, content);
+  workspaceBytes += content.length;
   names.push(rel);
 }
-writeFileSync(path.join(ws, ".gitignore"), "build/\n");
-mkdirSync(path.join(ws, "build"));
-for (let i = 0; i < 50; i++) writeFileSync(path.join(ws, "build", `out${i}.js`), text(4000));
+put(".gitignore", "build/\n");
+for (let i = 0; i < 50; i++) put(`build/out${i}.js`, text(4000));
+baseGit("init", "-q");
+const baselineFirstMs = await timed(async () => (baseGit("add", "-A"), baseGit("commit", "-q", "-m", "first")));
 
 const opened = await openCheckpoints({ root: ws, project: "bench", session: "bench-session", home });
 if (!opened.available) throw new Error(opened.reason);
@@ -61,6 +86,7 @@ const planMs = [];
 const diskPerCheckpoint = [];
 const changedBytes = [];
 const gitFloorMs = [];
+const baselineMs = [];
 let before = first.id;
 for (let round = 0; round < ROUNDS; round++) {
   // The turn: 6 edits, 2 new files (one in a new folder), 2 deletions, spread over the tree.
@@ -68,22 +94,23 @@ for (let round = 0; round < ROUNDS; round++) {
   let bytes = 0;
   for (let k = 0; k < 6; k++) {
     const content = text(2000);
-    writeFileSync(path.join(ws, pick(k)), content);
+    put(pick(k), content);
     bytes += content.length;
   }
   for (let k = 0; k < 2; k++) {
-    const rel = `new${round}/created${k}.ts`;
-    mkdirSync(path.dirname(path.join(ws, rel)), { recursive: true });
     const content = text(1500);
-    writeFileSync(path.join(ws, rel), content);
+    put(`new${round}/created${k}.ts`, content);
     bytes += content.length;
   }
-  for (let k = 6; k < 8; k++) rmSync(path.join(ws, pick(k)));
+  for (let k = 6; k < 8; k++) for (const dir of [ws, base]) rmSync(path.join(dir, pick(k)), { force: true });
   changedBytes.push(bytes);
+  // Baseline and ours in alternating order (whichever runs second finds the page cache warm).
+  if (round % 2) baselineMs.push(await timed(async () => (baseGit("add", "-A"), baseGit("commit", "-q", "-m", `turn ${round}`))));
 
   const diskBefore = await ck.diskBytes();
   const after = await ck.snapshot(`turn ${round}`);
   snapshotMs.push(after.ms);
+  if (!(round % 2)) baselineMs.push(await timed(async () => (baseGit("add", "-A"), baseGit("commit", "-q", "-m", `turn ${round}`))));
   diskPerCheckpoint.push((await ck.diskBytes()) - diskBefore);
 
   planMs.push(await timed(() => ck.plan(before, { knownId: after.id })));
@@ -107,12 +134,16 @@ const result = {
   files: FILES,
   rounds: ROUNDS,
   firstSnapshotMs: r(firstMs),
+  baselineFirstAddCommitMs: r(baselineFirstMs),
   unchangedSnapshotMs: r(median(unchangedMs)),
   snapshotAfter10FilesMs: { median: r(median(snapshotMs)), max: r(Math.max(...snapshotMs)), target: 150 },
+  baselineGitAddCommitMs: r(median(baselineMs)),
+  snapshotVsBaseline: r(median(snapshotMs) / median(baselineMs)),
   planMs: r(median(planMs)),
   restore10FilesMs: { median: r(median(restoreMs)), max: r(Math.max(...restoreMs)), target: 1000 },
   gitSpawnFloorMs: r(median(gitFloorMs)),
   disk: {
+    workspaceBytes,
     firstSnapshotBytes: firstDisk,
     perCheckpointLooseBytes: median(diskPerCheckpoint),
     changedBytesPerTurn: median(changedBytes),
@@ -124,3 +155,4 @@ const result = {
 console.log(JSON.stringify(result, null, 2));
 await rm(home, { recursive: true, force: true });
 await rm(ws, { recursive: true, force: true });
+await rm(base, { recursive: true, force: true });

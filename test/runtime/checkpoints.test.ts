@@ -112,7 +112,7 @@ describe("snapshot and restore", () => {
     await fsp.rm(path.join(root, "src/deep"), { recursive: true });
     await fsp.rm(path.join(root, "with space and ünïcödé ✓.txt"));
     const changedBinary = Buffer.from(binary);
-    changedBinary[25_000] ^= 0xff;
+    changedBinary.writeUInt8(changedBinary.readUInt8(25_000) ^ 0xff, 25_000);
     await fsp.writeFile(path.join(root, "data.bin"), changedBinary);
     await write(root, "new/folder/created.txt", "created\n");
     await write(root, "line\nbreak.txt", "odd name\n");
@@ -404,6 +404,22 @@ describe("sessions side by side, and disk", () => {
       await owner.restore(id);
       expect(await fsp.readFile(path.join(root, "shared.txt"), "utf8")).toBe(content);
     }
+    execFileSync("git", ["--git-dir", a.gitDir, "fsck", "--strict", "--no-dangling"], { stdio: "pipe" });
+  });
+
+  it("a pack keeps what another session's index names: its next snapshot is whole", async () => {
+    const root = await folder({ "a.txt": "a0\n", "b.txt": "b0\n" });
+    const home = await folder();
+    const [a, b] = [await open(root, { home }), await open(root, { home })];
+    const first = await a.snapshot();
+    await fsp.writeFile(path.join(root, "a.txt"), "a1, seen by a scan of session a only\n");
+    expect(await a.changes(first.id, "workspace")).toEqual([{ path: "a.txt", action: "modify" }]);
+    await b.pack();
+    // Unchanged since a's scan: the snapshot reuses that scan's tree, whose new blob no snapshot names.
+    const second = await a.snapshot();
+    await fsp.writeFile(path.join(root, "a.txt"), "a2\n");
+    await a.restore(second.id);
+    expect(await fsp.readFile(path.join(root, "a.txt"), "utf8")).toBe("a1, seen by a scan of session a only\n");
     execFileSync("git", ["--git-dir", a.gitDir, "fsck", "--strict", "--no-dangling"], { stdio: "pipe" });
   });
 

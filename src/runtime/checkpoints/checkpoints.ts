@@ -21,7 +21,8 @@ import { WorkspaceScanner, type SkippedFile } from "./workspace-tree.js";
 //   unchanged tree is not committed again: the previous id comes back.
 // - Disk: git stores each distinct content once, so a snapshot costs what changed. `drop`, `prune`
 //   and `discard` remove refs; `pack` (git gc --prune=now, exclusive against every other
-//   operation on the repository: repo-lock.ts) packs what is left and deletes the rest.
+//   operation on the repository: repo-lock.ts) packs what is left and deletes the rest, but what
+//   the sessions' index files name (a ref to each index's tree), so no session hashes afresh.
 // - Restore (restore.ts) makes the work tree equal to a snapshot for what it records: changed
 //   files restored byte for byte (executable bit, symlinks as symlinks), files created since
 //   removed, deleted ones brought back, folders the removals emptied removed. Ignored files, and
@@ -94,6 +95,8 @@ const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
 const ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const TRAILER = "toolhost-checkpoint: ";
+/** Refs to each session index's tree, made by `pack` (see keepIndexes). */
+const INDEX_REFS = "refs/toolhost-index/";
 
 const validName = (name: string): boolean => NAME.test(name) && !/^\.+$/.test(name) && !name.endsWith(".lock");
 
@@ -179,24 +182,34 @@ export class Checkpoints {
   snapshot(label = "checkpoint"): Promise<Snapshot> {
     return this.serial(async () => {
       const start = performance.now();
-      const { tree, skipped } = await this.scanner.scan();
-      const skippedKey = JSON.stringify(skipped);
-      if (this.last && this.last.tree === tree && this.last.skipped === skippedKey) {
-        return { id: this.last.id, skipped, unchanged: true, ms: performance.now() - start };
-      }
       const cleanLabel =
         label
           .replace(/[\p{Cc}\p{Cf}]+/gu, " ")
           .trim()
           .slice(0, 200) || "checkpoint";
-      const createdAt = Date.now();
-      const body = `${cleanLabel}\n\n${TRAILER}${JSON.stringify({ v: 1, session: this.session, createdAt, skipped })}\n`;
-      const id = await this.git.text(["commit-tree", tree], { input: body });
-      await this.git.run(["update-ref", this.ref(id), id]);
-      this.records.set(id, { tree, label: cleanLabel, createdAt, skipped });
-      this.last = { id, tree, skipped: skippedKey };
-      return { id, skipped, unchanged: false, ms: performance.now() - start };
+      let snapshot: Omit<Snapshot, "ms">;
+      try {
+        snapshot = await this.commit(cleanLabel);
+      } catch {
+        // A tree or object the index named is gone (a pack that kept no index refs): scan afresh.
+        await this.scanner.reset();
+        snapshot = await this.commit(cleanLabel);
+      }
+      return { ...snapshot, ms: performance.now() - start };
     });
+  }
+
+  private async commit(label: string): Promise<Omit<Snapshot, "ms">> {
+    const { tree, skipped } = await this.scanner.scan();
+    const skippedKey = JSON.stringify(skipped);
+    if (this.last && this.last.tree === tree && this.last.skipped === skippedKey) return { id: this.last.id, skipped, unchanged: true };
+    const createdAt = Date.now();
+    const body = `${label}\n\n${TRAILER}${JSON.stringify({ v: 1, session: this.session, createdAt, skipped })}\n`;
+    const id = await this.git.text(["commit-tree", tree], { input: body });
+    await this.git.run(["update-ref", this.ref(id), id]);
+    this.records.set(id, { tree, label, createdAt, skipped });
+    this.last = { id, tree, skipped: skippedKey };
+    return { id, skipped, unchanged: false };
   }
 
   /** The snapshot's tree, label and left-out files. */
@@ -300,6 +313,7 @@ export class Checkpoints {
   async discard(): Promise<void> {
     await this.serial(async () => {
       await this.deleteRefs(await this.refIds());
+      await this.git.run(["update-ref", "-d", `${INDEX_REFS}${this.session}`]);
       await rm(this.git.index, { force: true });
     });
     this.closed = true;
@@ -308,9 +322,32 @@ export class Checkpoints {
   /** Packs the repository and deletes what no snapshot of any session names; waits for other sessions' operations. */
   pack(): Promise<{ bytes: number }> {
     return this.serial(async () => {
+      await this.keepIndexes();
       await this.git.run(["gc", "--quiet", "--prune=now"]);
       return { bytes: await diskBytes(this.gitDir) };
     }, true);
+  }
+
+  /**
+   * Each session's index names the objects of the workspace as it last saw it, which no snapshot
+   * may name (a plan, or files changed since): a ref to each index's tree keeps them through the
+   * pack, so no session has to hash its whole workspace again. An index that cannot be written
+   * (objects missing) is deleted; its session starts a fresh one. Refs of gone indexes go.
+   */
+  private async keepIndexes(): Promise<void> {
+    const dir = path.dirname(this.git.index);
+    const names = new Set((await readdir(dir).catch(() => [] as string[])).filter(validName));
+    const commands: string[] = [];
+    for (const name of names) {
+      const result = await this.git.raw(["write-tree"], { index: path.join(dir, name) });
+      if (result.exitCode === 0) commands.push(`update ${INDEX_REFS}${name} ${result.stdout.toString("utf8").trim()}\n`);
+      else await rm(path.join(dir, name), { force: true });
+    }
+    const existing = await this.git.text(["for-each-ref", "--format=%(refname)", INDEX_REFS]);
+    for (const ref of existing ? existing.split("\n") : []) {
+      if (!names.has(ref.slice(INDEX_REFS.length))) commands.push(`delete ${ref}\n`);
+    }
+    if (commands.length) await this.git.run(["update-ref", "--stdin"], { input: commands.join("") });
   }
 
   /** Bytes the shadow repository takes on disk. */

@@ -76,11 +76,16 @@ export class WorkspaceScanner {
     } catch {
       // An index naming objects a pack removed, or a file that moved under git's feet: once more,
       // from an empty index (every file hashed again).
-      await rm(this.git.index, { force: true });
-      this.excludes = undefined;
-      this.tree = undefined;
+      await this.reset();
       return await this.scanOnce();
     }
+  }
+
+  /** Starts over from an empty index. */
+  async reset(): Promise<void> {
+    await rm(this.git.index, { force: true });
+    this.excludes = undefined;
+    this.tree = undefined;
   }
 
   private async scanOnce(): Promise<WorkspaceTree> {
