@@ -180,6 +180,17 @@ describe("snapshot and restore", () => {
     expect(await picture(root)).toEqual(before);
   });
 
+  it("refuses ids that are not checkpoints", async () => {
+    const root = await folder({ "a.txt": "a\n" });
+    const ck = await open(root);
+    const id = (await ck.snapshot()).id;
+    const blob = execFileSync("git", ["--git-dir", ck.gitDir, "rev-parse", `${id}:a.txt`], { encoding: "utf8" }).trim();
+    await expect(ck.restore("HEAD")).rejects.toThrow(/not a checkpoint id/);
+    await expect(ck.restore("0".repeat(40))).rejects.toThrow(/no checkpoint/);
+    await expect(ck.restore(blob)).rejects.toThrow(/not a checkpoint/);
+    expect(await fsp.readFile(path.join(root, "a.txt"), "utf8")).toBe("a\n");
+  });
+
   it("a dry run lists what would change and changes nothing", async () => {
     const root = await folder({ "a.txt": "a\n", "gone.txt": "gone\n" });
     const ck = await open(root);

@@ -222,10 +222,12 @@ export class Checkpoints {
     if (bad !== undefined) throw new Error(`checkpoints: ${JSON.stringify(bad)} is not a checkpoint id`);
     const missing = ids.filter((id) => !this.records.has(id));
     if (missing.length) {
-      const objects = await readObjects(this.git, missing).catch(() => {
-        throw new Error(`checkpoints: no checkpoint ${missing.join(", ")}`);
-      });
-      for (const [id, raw] of objects) this.records.set(id, parseCommit(id, raw.toString("utf8")));
+      const objects = await readObjects(this.git, missing);
+      for (const id of missing) {
+        const raw = objects.get(id);
+        if (!raw) throw new Error(`checkpoints: no checkpoint ${id}`);
+        this.records.set(id, parseCommit(id, raw.toString("utf8")));
+      }
     }
     return this.records;
   }
@@ -363,14 +365,14 @@ export class Checkpoints {
 }
 
 function parseCommit(id: string, text: string): SnapshotRecord {
-  const tree = /^tree ([0-9a-f]+)$/m.exec(text)?.[1];
-  if (!tree) throw new Error(`checkpoints: ${id} is not a checkpoint`);
+  const tree = /^tree ([0-9a-f]+)\n/.exec(text)?.[1];
   const message = text.slice(text.indexOf("\n\n") + 2);
   const label = message.split("\n")[0] ?? "";
   const trailer = message.split("\n").find((line) => line.startsWith(TRAILER));
+  if (!tree || !trailer) throw new Error(`checkpoints: ${id} is not a checkpoint`);
   let meta: { createdAt?: number; skipped?: SkippedFile[] } = {};
   try {
-    meta = trailer ? (JSON.parse(trailer.slice(TRAILER.length)) as typeof meta) : {};
+    meta = JSON.parse(trailer.slice(TRAILER.length)) as typeof meta;
   } catch {}
   const committed = Number(/^committer .* (\d+) [+-]\d{4}$/m.exec(text)?.[1] ?? 0) * 1000;
   return { tree, label, createdAt: meta.createdAt ?? committed, skipped: Array.isArray(meta.skipped) ? meta.skipped : [] };

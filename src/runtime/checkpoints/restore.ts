@@ -208,9 +208,24 @@ export async function planRestore(input: PlanInput): Promise<Plan> {
 /** Whether a step is carried out: no conflict, or one that `force` overrides. */
 export const proceeds = (step: Step, force: boolean): boolean => !step.conflict || (force && !step.hard);
 
-/** The blobs' contents, through one `cat-file --batch`. */
+const BATCH_BYTES = 64 * 1024 * 1024;
+
+/** The objects' sizes, through one `cat-file --batch-check` (a missing one is left out). */
+async function objectSizes(git: ShadowGit, ids: readonly string[]): Promise<Map<string, number>> {
+  const unique = [...new Set(ids)].filter(Boolean);
+  if (!unique.length) return new Map();
+  const out = await git.run(["cat-file", "--batch-check"], { input: unique.map((id) => `${id}\n`).join("") });
+  const sizes = new Map<string, number>();
+  for (const line of out.toString("utf8").split("\n")) {
+    const [id = "", type = "", size] = line.split(" ");
+    if (type !== "missing" && size) sizes.set(id, Number(size));
+  }
+  return sizes;
+}
+
+/** The objects' contents, through one `cat-file --batch` (a missing one is left out). */
 export async function readObjects(git: ShadowGit, ids: readonly string[]): Promise<Map<string, Buffer>> {
-  const unique = [...new Set(ids)];
+  const unique = [...new Set(ids)].filter(Boolean);
   const objects = new Map<string, Buffer>();
   if (!unique.length) return objects;
   const out = await git.run(["cat-file", "--batch"], { input: unique.map((id) => `${id}\n`).join("") });
@@ -218,7 +233,10 @@ export async function readObjects(git: ShadowGit, ids: readonly string[]): Promi
   while (at < out.length) {
     const newline = out.indexOf(10, at);
     const [id = "", type = "", size = ""] = out.subarray(at, newline).toString("utf8").split(" ");
-    if (type === "missing" || !size) throw new Error(`checkpoints: object ${id} is missing from the shadow repository`);
+    if (type === "missing" || !size) {
+      at = newline + 1;
+      continue;
+    }
     const start = newline + 1;
     objects.set(id, out.subarray(start, start + Number(size)));
     at = start + Number(size) + 1;
@@ -290,10 +308,6 @@ export async function applyRestore(git: ShadowGit, root: string, steps: readonly
   const failed: PathNote[] = [];
   const removals = steps.filter((s) => s.action === "delete").sort((a, b) => depth(b.path) - depth(a.path));
   const writes = steps.filter((s) => s.action !== "delete").sort((a, b) => (a.path < b.path ? -1 : 1));
-  const blobs = await readObjects(
-    git,
-    writes.map((s) => s.target?.sha ?? ""),
-  );
   const emptied = new Set<string>();
   for (const step of removals) {
     try {
@@ -314,7 +328,23 @@ export async function applyRestore(git: ShadowGit, root: string, steps: readonly
     const stat = await lstat(path.join(root, dir)).catch(() => undefined);
     if (stat?.isDirectory()) await rmdir(path.join(root, dir)).catch(() => {});
   }
-  for (const step of writes) {
+  // Contents in batches of at most BATCH_BYTES, so a restore of many large files holds few at once.
+  const sizes = await objectSizes(
+    git,
+    writes.map((s) => s.target?.sha ?? ""),
+  );
+  let blobs = new Map<string, Buffer>();
+  for (let i = 0; i < writes.length; i++) {
+    const step = writes[i] as Step;
+    if (!blobs.has(step.target?.sha ?? "")) {
+      const batch: string[] = [];
+      for (let j = i, bytes = 0; j < writes.length && (bytes < BATCH_BYTES || !batch.length); j++) {
+        const id = writes[j]?.target?.sha ?? "";
+        batch.push(id);
+        bytes += sizes.get(id) ?? 0;
+      }
+      blobs = await readObjects(git, batch);
+    }
     const content = blobs.get(step.target?.sha ?? "");
     if (!step.target || !content) {
       failed.push({ path: step.path, reason: "its content is missing from the checkpoint" });
