@@ -145,10 +145,24 @@ export class SlashCommands {
   constructor(private readonly host: SlashHost) {}
 
   /**
+   * A prompt before any model sees it: `/trust` first (typing it is the consent the trust question
+   * asks for), then the trust question, then an MCP prompt or a slash command. null: a model turn.
+   */
+  async handle(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason | null> {
+    const trust = input.moreText ? null : parseTrust(input.text);
+    if (trust !== null) {
+      await this.trust(trust);
+      return "end_turn";
+    }
+    await this.askTrust(signal);
+    return this.run(input, signal);
+  }
+
+  /**
    * `/trust` loads the project's own tools for this session, `/trust always` trusts the project
    * for good: the way back after "don't load" (or a failed question), and consent typed by the user.
    */
-  async trust(arg: string): Promise<void> {
+  private async trust(arg: string): Promise<void> {
     const { tools, mcp, frontEnd } = this.host;
     if (arg !== "" && arg !== "always") {
       await frontEnd.say(
@@ -179,7 +193,7 @@ export class SlashCommands {
    * The first prompt in an untrusted project with its own tools asks whether to load them; headless
    * (no `askTrust`), nobody can consent and they stay unloaded.
    */
-  async askTrust(signal: AbortSignal): Promise<void> {
+  private async askTrust(signal: AbortSignal): Promise<void> {
     const { tools, mcp, frontEnd } = this.host;
     const pending = tools.pendingTrust();
     if (!pending.length) return;
@@ -208,7 +222,7 @@ export class SlashCommands {
   }
 
   /** Runs a prompt that is a slash command (an MCP prompt, a built-in, a skill, a tool); null when it is none (a model turn). */
-  async run(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason | null> {
+  private async run(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason | null> {
     const { tools, mcp, frontEnd } = this.host;
     await mcp.settledFor(input.text, signal);
     const mcpPrompt = input.moreText ? null : mcp.parsePrompt(input.text);
