@@ -9,6 +9,7 @@ import {
   type InitializeResponse,
   type McpServer,
 } from "@agentclientprotocol/sdk";
+import { readConfigFile, type ConfigFile } from "../config/file.js";
 import { isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
@@ -51,19 +52,24 @@ function sessionRoots(params: { cwd: string; additionalDirectories?: string[] | 
   return { cwd: path.resolve(params.cwd), additionalDirectories: additionalDirectories.map((d) => path.resolve(d)) };
 }
 
+/**
+ * Starts a session: its tools (built from `config`, the user's config file as session/new read it
+ * for its answer, or read now for a load), its recorder, its MCP servers in the background.
+ */
 async function loadSession(
   id: string,
   { cwd, additionalDirectories }: Roots,
   mcpServers: AcpSession["mcpServers"],
   client: AgentContext,
   clientCapabilities: ClientCapabilities,
+  config: ConfigFile,
   restore?: Restore,
   writeLines?: (lines: string) => Promise<void>,
 ): Promise<AcpSession> {
   const [{ AcpSession }, { SessionTools }, { listProfiles }, { restoredState }, { loadedSessionRecorder, newSessionRecorder }] =
     await sessionModules();
   const state = restore ? restoredState(restore.stored) : undefined;
-  const [tools, listed] = await Promise.all([SessionTools.create(cwd, state?.profile), listProfiles()]);
+  const [tools, listed] = await Promise.all([SessionTools.create(cwd, state?.profile, undefined, config), listProfiles()]);
   const profile = tools.toolset.profile;
   const recorder = restore ? loadedSessionRecorder(restore.stored, restore.hold) : newSessionRecorder(id, cwd, additionalDirectories);
   const session = new AcpSession({
@@ -98,7 +104,8 @@ export interface EarlyState {
   clientCapabilities?: ClientCapabilities;
   /** The params of an `initialize` answered early: replayed to the SDK, which gates on it. */
   initializeParams?: unknown;
-  sessions: { id: string; cwd: string; mcpServers: McpServer[]; additionalDirectories: string[] }[];
+  /** Sessions answered early, each with the config file its answer was made from. */
+  sessions: { id: string; cwd: string; mcpServers: McpServer[]; additionalDirectories: string[]; config: ConfigFile }[];
 }
 
 /** The toolhost ACP agent: one instance per connection. */
@@ -107,11 +114,11 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
   let clientCapabilities: ClientCapabilities = early.clientCapabilities ?? {};
 
   /** Registers a session whose tools and runtime load right after its answer went out. */
-  const open = (id: string, roots: Roots, mcpServers: McpServer[], client: AgentContext): void => {
+  const open = (id: string, roots: Roots, mcpServers: McpServer[], client: AgentContext, config: ConfigFile): void => {
     const caps = clientCapabilities;
     const h: SessionHandle = {
       id,
-      ready: new Promise<void>((resolve) => setImmediate(resolve)).then(() => loadSession(id, roots, mcpServers, client, caps)),
+      ready: new Promise<void>((resolve) => setImmediate(resolve)).then(() => loadSession(id, roots, mcpServers, client, caps, config)),
     };
     h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
     sessions.set(h.id, h);
@@ -141,9 +148,11 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
     .onRequest("session/new", ({ params, client }) => {
       const roots = sessionRoots(params);
       const id = randomUUID();
+      // Read once: the answer's options and the session's tools, rules, sandbox and MCP servers.
+      const config = readConfigFile();
       // Loaded after the response goes out, so the answer does not wait for the tools.
-      open(id, roots, params.mcpServers ?? [], client);
-      return newSessionResponse(id);
+      open(id, roots, params.mcpServers ?? [], client, config);
+      return newSessionResponse(id, config);
     })
     .onRequest("session/set_mode", async ({ params }) => {
       const session = await setMode(handle(params.sessionId), params.modeId);
@@ -282,7 +291,16 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       if (err instanceof SessionHeldError) throw RequestError.invalidRequest({ sessionId, heldBy: err.pid }, err.message);
       throw err;
     }
-    const ready = loadSession(sessionId, roots, mcpServers, client, clientCapabilities, { stored, replay, hold }, writeLines);
+    const ready = loadSession(
+      sessionId,
+      roots,
+      mcpServers,
+      client,
+      clientCapabilities,
+      readConfigFile(),
+      { stored, replay, hold },
+      writeLines,
+    );
     sessions.set(sessionId, { id: sessionId, ready });
     try {
       return await ready;
@@ -302,8 +320,8 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
 
   /** Sessions the early reader answered: they start once the connection (and its client) exists. */
   const adoptEarly = (client: AgentContext) => {
-    for (const { id, cwd, mcpServers, additionalDirectories } of early.sessions)
-      open(id, { cwd, additionalDirectories }, mcpServers, client);
+    for (const { id, cwd, mcpServers, additionalDirectories, config } of early.sessions)
+      open(id, { cwd, additionalDirectories }, mcpServers, client, config);
   };
 
   return { app, sessions, shutdown, adoptEarly };

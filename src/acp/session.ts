@@ -1,3 +1,4 @@
+import { peekConfig } from "../config/file.js";
 import { isHomeFolder } from "../config/workspace.js";
 import {
   RequestError,
@@ -137,7 +138,8 @@ export class AcpSession implements SessionFrontEnd {
   configOptions() {
     return configOptions(
       this.agent.mode,
-      modelOptionState(this.agent.model),
+      // The config file as the session read it (at its start, again on each rebuild of its tools).
+      modelOptionState(this.agent.model, process.env, peekConfig(this.agent.tools.toolset.configFile)),
       { current: this.agent.tools.toolset.profile.name, names: this.profiles },
       this.agent.thoughtLevel,
     );

@@ -1,10 +1,9 @@
 import type { AnyTool } from "../tool/define.js";
 import type { LoadedSkill } from "../tool/services.js";
 import type { ToolRegistry } from "../host/registry.js";
-import { peekUserConfig } from "../config/file.js";
 import type { PromptInput, SessionFrontEnd } from "./front-end.js";
 import type { History } from "./history.js";
-import { noModelHelp, resolveModel } from "./model-config.js";
+import { turnModel } from "./model-config.js";
 import type { SessionMcp } from "./session-mcp.js";
 import { rulesNote } from "./session-policy.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
@@ -312,14 +311,13 @@ export class SlashCommands {
       await frontEnd.say("Nothing to compact yet.");
       return;
     }
-    const peek = peekUserConfig();
-    const choice = resolveModel(this.host.model(), process.env, peek);
-    if (!choice || "error" in choice) {
-      await frontEnd.say(noModelHelp(peek, choice && "error" in choice ? choice.error : undefined));
+    const model = turnModel(this.host.model());
+    if ("help" in model) {
+      await frontEnd.say(model.help);
       return;
     }
     const { runCompaction } = await import("./turn.js");
-    const problem = await runCompaction({ spec: choice.spec, history, signal }, { compaction: (e) => this.host.compacted(e) });
+    const problem = await runCompaction({ ...model, history, signal }, { compaction: (e) => this.host.compacted(e) });
     if (problem) await frontEnd.say(problem);
   }
 }

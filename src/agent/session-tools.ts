@@ -1,4 +1,5 @@
 import path from "node:path";
+import type { ConfigFile } from "../config/file.js";
 import type { LoadFile } from "../host/loader.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { buildToolset, profileVerdict, type Toolset } from "../host/toolset.js";
@@ -31,8 +32,9 @@ export class SessionTools {
     private current: Toolset,
   ) {}
 
-  static async create(cwd: string, profile?: string, loader: LoadFile = extensionLoader()): Promise<SessionTools> {
-    return new SessionTools(cwd, loader, await buildToolset({ cwd, profile, loader }));
+  /** `configFile`: the user's config as the session's start read it (default: read now). */
+  static async create(cwd: string, profile?: string, loader: LoadFile = extensionLoader(), configFile?: ConfigFile): Promise<SessionTools> {
+    return new SessionTools(cwd, loader, await buildToolset({ cwd, profile, loader, configFile }));
   }
 
   get registry(): ToolRegistry {

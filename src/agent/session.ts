@@ -8,7 +8,6 @@ import { SessionRules } from "../policy/session-rules.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { SessionSandbox } from "../runtime/shell/session-sandbox.js";
-import { peekUserConfig } from "../config/file.js";
 import { stricterMode } from "./agents.js";
 import { headlessFrontEnd, turnObserver, type PromptInput, type SessionFrontEnd } from "./front-end.js";
 import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";
@@ -17,7 +16,7 @@ import { History } from "./history.js";
 import { isThoughtLevel, type ThoughtLevel } from "./thinking.js";
 import type { SessionRecorder } from "./session-recorder.js";
 import { withNote, type RestoredState } from "./session-restore.js";
-import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
+import { isModelSpec, NO_MODEL, parseModelId, turnModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import type { SessionTools } from "./session-tools.js";
 import { SessionMcp } from "./session-mcp.js";
@@ -341,14 +340,8 @@ export class AgentSession {
     signal: AbortSignal,
     observer: TurnObserver,
   ): Promise<{ stopReason: TurnStopReason; error?: string }> {
-    const peek = peekUserConfig();
-    const choice = resolveModel(this.modelId, process.env, peek);
-    if (!choice || "error" in choice) {
-      return {
-        stopReason: "end_turn",
-        error: noModelHelp(peek, choice ? `The configured model is not usable: ${choice.error}` : undefined),
-      };
-    }
+    const choice = turnModel(this.modelId, (error) => `The configured model is not usable: ${error}`);
+    if ("help" in choice) return { stopReason: "end_turn", error: choice.help };
     // The policy parses every command line (rules, watchdog): load the parser while the model thinks.
     if (this.registry.has("bash")) void parseBash(":").catch(() => {});
     // The first request waits (bounded) for MCP servers still connecting; the offer names any still starting.
@@ -357,7 +350,7 @@ export class AgentSession {
     const declarations = this.sessionServices.declarations();
     return runPromptTurn(
       {
-        spec: choice.spec,
+        ...choice,
         cwd: this.cwd,
         history: this.history,
         prompt: withNote(this.takeInterruptedNote(), input.content({ images: info.images, modelId: choice.spec.id })),

@@ -1,5 +1,6 @@
 import type { UserContent } from "ai";
-import { loadUserConfig } from "../config/schema.js";
+import type { ConfigFile } from "../config/file.js";
+import { parseUserConfig } from "../config/schema.js";
 import type { History } from "./history.js";
 import { compactTurnHistory, runModelTurn } from "./loop.js";
 import type { ModelSpec } from "./model-config.js";
@@ -17,6 +18,8 @@ import type { CostMeter, ToolDeclaration, ToolOffer, TurnObserver, TurnResult } 
 
 export interface PromptTurn {
   spec: ModelSpec;
+  /** The user's config file as this turn read it (model-config.ts's `turnModel`): its provider settings. */
+  config: ConfigFile;
   cwd: string;
   history: History;
   prompt: UserContent;
@@ -40,7 +43,7 @@ export interface PromptTurn {
 }
 
 export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): Promise<TurnResult> {
-  const loaded = loadUserConfig();
+  const loaded = parseUserConfig(turn.config);
   if (loaded.error) process.stderr.write(`toolhost: ${loaded.error}\n`);
   let model;
   try {
@@ -75,10 +78,10 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
 
 /** /compact: the session's history compacted now, summary included. A problem for the user, or null. */
 export async function runCompaction(
-  turn: { spec: ModelSpec; history: History; signal: AbortSignal },
+  turn: { spec: ModelSpec; config: ConfigFile; history: History; signal: AbortSignal },
   observer: Pick<TurnObserver, "compaction">,
 ): Promise<string | null> {
-  const loaded = loadUserConfig();
+  const loaded = parseUserConfig(turn.config);
   let model;
   try {
     model = await createLanguageModel(turn.spec, loaded.config, loaded.path);

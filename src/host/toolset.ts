@@ -1,7 +1,8 @@
 import path from "node:path";
 import { toolhostHome } from "../config/paths.js";
 import { selectProfileName } from "../config/profile-name.js";
-import { loadUserConfig, type LoadedConfig } from "../config/schema.js";
+import { readConfigFile, type ConfigFile } from "../config/file.js";
+import { parseUserConfig, type LoadedConfig } from "../config/schema.js";
 import { resolveWebSearch } from "../config/web-search.js";
 import type { AnyTool } from "../tool/define.js";
 import type { RequirementSet } from "../tool/requirements.js";
@@ -31,8 +32,8 @@ export interface ToolsetOptions {
   home?: string;
   /** The package folder with the shipped profiles (tests). */
   root?: string;
-  /** The user config, when the caller has read it already. */
-  config?: LoadedConfig;
+  /** The user's config file, when the caller has read it already (a session reads it once, at its start). */
+  configFile?: ConfigFile;
   /** The user's home folder, for `~/.claude/skills/` (default: os.homedir()). */
   userHome?: string;
 }
@@ -52,6 +53,10 @@ export interface Toolset {
   webSearch?: WebSearchSettings;
   /** The project's trusted contents as this build saw them: what "trust it always" records. */
   contents: ContentSnapshot;
+  /** The user's config file this build read (the session's rules, sandbox and MCP servers read it from here)… */
+  configFile: ConfigFile;
+  /** …and its keys, validated. */
+  config: LoadedConfig;
 }
 
 /** Why the profile leaves a tool out (`enable` is an allowlist, then `disable`, then `kinds`), or null. */
@@ -167,7 +172,8 @@ function noteAbsentTools(registry: ToolRegistry, report: ToolsetReport): void {
 export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const cwd = path.resolve(options.cwd);
   const home = options.home ?? toolhostHome();
-  const config = options.config ?? loadUserConfig(home);
+  const configFile = options.configFile ?? readConfigFile(home);
+  const config = parseUserConfig(configFile);
   const errors: LoadProblem[] = config.problems.map((message) => ({ file: config.path, message }));
 
   const profileName = selectProfileName({ requested: options.profile, config: config.config });
@@ -208,5 +214,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
     skills,
     webSearch: webSearch.settings,
     contents,
+    configFile,
+    config,
   };
 }

@@ -4,7 +4,7 @@ import picomatch from "picomatch";
 import * as z from "zod";
 import { projectConfigPath } from "../config/project-permissions.js";
 import { readConfigTextSync } from "../config/safe-read.js";
-import { loadUserConfig } from "../config/schema.js";
+import { loadUserConfig, type LoadedConfig } from "../config/schema.js";
 import { isHomeFolder } from "../config/workspace.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import type { PolicyCall } from "./call.js";
@@ -346,6 +346,8 @@ interface RuleSources {
   manifest: { rules: readonly PermissionRule[]; file?: string };
   /** `~/.toolhost` (default: TOOLHOST_HOME or the real one). */
   home?: string;
+  /** The user's config as the session read it (its toolset's); default: read from `home`. */
+  user?: LoadedConfig;
   /** The project folder, and whether it is trusted: an untrusted project's rules are never read. */
   project: { dir: string; trusted: boolean };
 }
@@ -360,7 +362,7 @@ export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problem
     source: "manifest",
     ...(sources.manifest.file ? { file: sources.manifest.file } : {}),
   }));
-  const userConfig = loadUserConfig(sources.home);
+  const userConfig = sources.user ?? loadUserConfig(sources.home);
   // A file that cannot be read may hold deny rules: every call asks until it is fixed. Its other
   // problems (a bad `model`) are the config's, reported with it, not here.
   const user = userConfig.unreadable
