@@ -18,7 +18,7 @@ import { concat, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { sessionModules } from "./session-modules.js";
 import { withSubagents } from "./subagents.js";
 import type { AcpSession } from "./session.js";
-import type { StoredSession } from "../agent/session-store.js";
+import type { SessionStore, StoredSession } from "../agent/session-store.js";
 import type { SessionHold } from "../agent/session-hold.js";
 
 /**
@@ -63,6 +63,7 @@ async function loadSession(
   client: AgentContext,
   clientCapabilities: ClientCapabilities,
   config: ConfigFile,
+  store: SessionStore,
   restore?: Restore,
   writeLines?: (lines: string) => Promise<void>,
 ): Promise<AcpSession> {
@@ -71,7 +72,9 @@ async function loadSession(
   const state = restore ? restoredState(restore.stored) : undefined;
   const [tools, listed] = await Promise.all([SessionTools.create(cwd, state?.profile, undefined, config), listProfiles()]);
   const profile = tools.toolset.profile;
-  const recorder = restore ? loadedSessionRecorder(restore.stored, restore.hold) : newSessionRecorder(id, cwd, additionalDirectories);
+  const recorder = restore
+    ? loadedSessionRecorder(store, restore.stored, restore.hold)
+    : newSessionRecorder(store, id, cwd, additionalDirectories);
   const session = new AcpSession({
     id,
     cwd,
@@ -112,13 +115,18 @@ export interface EarlyState {
 export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (lines: string) => Promise<void>) {
   const sessions = new Map<string, SessionHandle>();
   let clientCapabilities: ClientCapabilities = early.clientCapabilities ?? {};
+  /** The connection's one SessionStore: every session's recorder, list, load, delete and the sweep use it (loaded on first use). */
+  let storeLoad: Promise<SessionStore> | undefined;
+  const sessionStore = () => (storeLoad ??= import("../agent/session-store.js").then(({ SessionStore }) => new SessionStore()));
 
   /** Registers a session whose tools and runtime load right after its answer went out. */
   const open = (id: string, roots: Roots, mcpServers: McpServer[], client: AgentContext, config: ConfigFile): void => {
     const caps = clientCapabilities;
     const h: SessionHandle = {
       id,
-      ready: new Promise<void>((resolve) => setImmediate(resolve)).then(() => loadSession(id, roots, mcpServers, client, caps, config)),
+      ready: new Promise<void>((resolve) => setImmediate(resolve)).then(async () =>
+        loadSession(id, roots, mcpServers, client, caps, config, await sessionStore()),
+      ),
     };
     h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
     sessions.set(h.id, h);
@@ -212,10 +220,10 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
     })
     .onRequest("session/list", async ({ params }) => {
-      const { SessionStore } = await import("../agent/session-store.js");
+      const store = await sessionStore();
       let page;
       try {
-        page = await new SessionStore().list({ cwd: params.cwd ?? undefined, cursor: params.cursor ?? undefined });
+        page = await store.list({ cwd: params.cwd ?? undefined, cursor: params.cursor ?? undefined });
       } catch (err) {
         throw RequestError.invalidParams({ cursor: params.cursor }, (err as Error).message);
       }
@@ -247,8 +255,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
         await (await open.ready).close();
       }
       // Deleting what is not there leaves it not there: an unknown id succeeds too (idempotent, as clients retry).
-      const { SessionStore } = await import("../agent/session-store.js");
-      await new SessionStore().delete(params.sessionId);
+      await (await sessionStore()).delete(params.sessionId);
       return {};
     });
 
@@ -263,8 +270,8 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
     client: AgentContext,
     replay: boolean,
   ): Promise<AcpSession> => {
-    const { SessionStore } = await import("../agent/session-store.js");
-    const stored = await new SessionStore().read(sessionId);
+    const store = await sessionStore();
+    const stored = await store.read(sessionId);
     const live = sessions.get(sessionId);
     // Live but never recorded (no prompt yet, or TOOLHOST_SESSIONS=off): answered from memory, nothing to replay.
     if (!stored && live) {
@@ -274,7 +281,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
     }
     if (!stored) {
       // A file that is there but cannot be read (damaged, a newer format) says so.
-      const problem = await new SessionStore().problem(sessionId);
+      const problem = await store.problem(sessionId);
       if (problem) throw RequestError.invalidRequest({ sessionId }, `Session ${sessionId} cannot be opened: ${problem}`);
       throw RequestError.sessionNotFound(sessionId);
     }
@@ -298,6 +305,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       client,
       clientCapabilities,
       readConfigFile(),
+      store,
       { stored, replay, hold },
       writeLines,
     );
@@ -324,7 +332,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       open(id, { cwd, additionalDirectories }, mcpServers, client, config);
   };
 
-  return { app, sessions, shutdown, adoptEarly };
+  return { app, sessions, shutdown, adoptEarly, sessionStore };
 }
 
 const REPLAY_ID = "toolhost-early-initialize";
@@ -432,7 +440,7 @@ export async function serveConnection(
   const output = batchedOutput(out);
   const encoder = new TextEncoder();
   // A load's replay, written beside the SDK (see AcpSession.replay).
-  const { app, shutdown, adoptEarly } = createAgent(early, (lines) => output.write(encoder.encode(lines)));
+  const { app, shutdown, adoptEarly, sessionStore } = createAgent(early, (lines) => output.write(encoder.encode(lines)));
   const replay = early.initializeParams === undefined ? null : replayInitialize(input, early.initializeParams);
   const write = replay ? replay.filter(output.write) : output.write;
   const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) }), replay?.input ?? input, {
@@ -445,7 +453,9 @@ export async function serveConnection(
   // data folders of recorded sessions whose file is gone (the retention sweep). Never loud.
   setTimeout(() => {
     void sweepStaleSidecars().catch(() => {});
-    void import("../agent/session-store.js").then(({ SessionStore }) => new SessionStore().sweepOrphans()).catch(() => {});
+    void sessionStore()
+      .then((store) => store.sweepOrphans())
+      .catch(() => {});
   }, 2000).unref();
   let exiting = false;
   const exit = async () => {

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
 import { newSessionRecorder } from "../agent/session-recorder.js";
+import { SessionStore } from "../agent/session-store.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { toolhostHome } from "../config/paths.js";
 import { trustChangeNotice } from "../host/toolset-report.js";
@@ -26,7 +27,7 @@ export async function headlessSession(options: {
   const changed = trustChangeNotice(tools.toolset.report);
   if (changed) process.stderr.write(`toolhost: ${changed}\n`);
   const id = `${CLI_SIDECAR_PREFIX}${randomUUID()}`;
-  const recorder = options.record ? newSessionRecorder(id, workspace) : undefined;
+  const recorder = options.record ? newSessionRecorder(new SessionStore(), id, workspace) : undefined;
   const session = new AgentSession({ id, cwd: workspace, tools, frontEnd: options.frontEnd, recorder });
   if (!session.setMode(options.mode)) throw new Error(`Unknown mode ${options.mode}`);
   for (const line of configNotes(session)) process.stderr.write(`toolhost: ${line}\n`);
