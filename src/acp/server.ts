@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import path from "node:path";
 import {
   agent,
   ndJsonStream,
@@ -10,6 +9,7 @@ import {
   type McpServer,
 } from "@agentclientprotocol/sdk";
 import { readConfigFile, type ConfigFile } from "../config/file.js";
+import { resolveWorkspace, type Workspace } from "../config/workspace.js";
 import { isModeId } from "../policy/modes.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
@@ -38,18 +38,15 @@ interface Restore {
   hold: SessionHold;
 }
 
-/** Where a session works: its cwd and the additional workspace roots (absolute, checked). */
-interface Roots {
-  cwd: string;
-  additionalDirectories: string[];
-}
-
-/** The roots of a session/new, load or resume, checked like cwd (each an existing absolute directory). */
-function sessionRoots(params: { cwd: string; additionalDirectories?: string[] | null }): Roots {
+/**
+ * The workspace of a session/new, load or resume: its roots checked (each an existing absolute
+ * directory, not a system folder), then resolved once (config/workspace.ts) for the whole session.
+ */
+function sessionWorkspace(params: { cwd: string; additionalDirectories?: string[] | null }): Workspace {
   const additionalDirectories = params.additionalDirectories ?? [];
   const problem = cwdProblem(params.cwd) ?? directoriesProblem(additionalDirectories);
   if (problem) throw RequestError.invalidParams({ cwd: params.cwd, additionalDirectories }, problem);
-  return { cwd: path.resolve(params.cwd), additionalDirectories: additionalDirectories.map((d) => path.resolve(d)) };
+  return resolveWorkspace(params.cwd, additionalDirectories);
 }
 
 /**
@@ -58,7 +55,7 @@ function sessionRoots(params: { cwd: string; additionalDirectories?: string[] | 
  */
 async function loadSession(
   id: string,
-  { cwd, additionalDirectories }: Roots,
+  workspace: Workspace,
   mcpServers: AcpSession["mcpServers"],
   client: AgentContext,
   clientCapabilities: ClientCapabilities,
@@ -70,15 +67,14 @@ async function loadSession(
   const [{ AcpSession }, { SessionTools }, { listProfiles }, { restoredState }, { loadedSessionRecorder, newSessionRecorder }] =
     await sessionModules();
   const state = restore ? restoredState(restore.stored) : undefined;
-  const [tools, listed] = await Promise.all([SessionTools.create(cwd, state?.profile, undefined, config), listProfiles()]);
+  const [tools, listed] = await Promise.all([
+    SessionTools.create(workspace, { profile: state?.profile, configFile: config }),
+    listProfiles(),
+  ]);
   const profile = tools.toolset.profile;
-  const recorder = restore
-    ? loadedSessionRecorder(store, restore.stored, restore.hold)
-    : newSessionRecorder(store, id, cwd, additionalDirectories);
+  const recorder = restore ? loadedSessionRecorder(store, restore.stored, restore.hold) : newSessionRecorder(store, id, workspace);
   const session = new AcpSession({
     id,
-    cwd,
-    additionalDirectories,
     mcpServers,
     client,
     clientCapabilities,
@@ -108,7 +104,7 @@ export interface EarlyState {
   /** The params of an `initialize` answered early: replayed to the SDK, which gates on it. */
   initializeParams?: unknown;
   /** Sessions answered early, each with the config file its answer was made from. */
-  sessions: { id: string; cwd: string; mcpServers: McpServer[]; additionalDirectories: string[]; config: ConfigFile }[];
+  sessions: { id: string; workspace: Workspace; mcpServers: McpServer[]; config: ConfigFile }[];
 }
 
 /** The toolhost ACP agent: one instance per connection. */
@@ -120,12 +116,12 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
   const sessionStore = () => (storeLoad ??= import("../agent/session-store.js").then(({ SessionStore }) => new SessionStore()));
 
   /** Registers a session whose tools and runtime load right after its answer went out. */
-  const open = (id: string, roots: Roots, mcpServers: McpServer[], client: AgentContext, config: ConfigFile): void => {
+  const open = (id: string, workspace: Workspace, mcpServers: McpServer[], client: AgentContext, config: ConfigFile): void => {
     const caps = clientCapabilities;
     const h: SessionHandle = {
       id,
       ready: new Promise<void>((resolve) => setImmediate(resolve)).then(async () =>
-        loadSession(id, roots, mcpServers, client, caps, config, await sessionStore()),
+        loadSession(id, workspace, mcpServers, client, caps, config, await sessionStore()),
       ),
     };
     h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
@@ -154,12 +150,12 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       return initializeResponse();
     })
     .onRequest("session/new", ({ params, client }) => {
-      const roots = sessionRoots(params);
+      const workspace = sessionWorkspace(params);
       const id = randomUUID();
       // Read once: the answer's options and the session's tools, rules, sandbox and MCP servers.
       const config = readConfigFile();
       // Loaded after the response goes out, so the answer does not wait for the tools.
-      open(id, roots, params.mcpServers ?? [], client, config);
+      open(id, workspace, params.mcpServers ?? [], client, config);
       return newSessionResponse(id, config);
     })
     .onRequest("session/set_mode", async ({ params }) => {
@@ -212,11 +208,11 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       return {};
     })
     .onRequest("session/load", async ({ params, client }) => {
-      const session = await restoreSession(params.sessionId, sessionRoots(params), params.mcpServers ?? [], client, true);
+      const session = await restoreSession(params.sessionId, sessionWorkspace(params), params.mcpServers ?? [], client, true);
       return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
     })
     .onRequest("session/resume", async ({ params, client }) => {
-      const session = await restoreSession(params.sessionId, sessionRoots(params), params.mcpServers ?? [], client, false);
+      const session = await restoreSession(params.sessionId, sessionWorkspace(params), params.mcpServers ?? [], client, false);
       return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
     })
     .onRequest("session/list", async ({ params }) => {
@@ -265,7 +261,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
    */
   const restoreSession = async (
     sessionId: string,
-    roots: Roots,
+    workspace: Workspace,
     mcpServers: McpServer[],
     client: AgentContext,
     replay: boolean,
@@ -300,7 +296,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
     }
     const ready = loadSession(
       sessionId,
-      roots,
+      workspace,
       mcpServers,
       client,
       clientCapabilities,
@@ -328,8 +324,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
 
   /** Sessions the early reader answered: they start once the connection (and its client) exists. */
   const adoptEarly = (client: AgentContext) => {
-    for (const { id, cwd, mcpServers, additionalDirectories, config } of early.sessions)
-      open(id, { cwd, additionalDirectories }, mcpServers, client, config);
+    for (const { id, workspace, mcpServers, config } of early.sessions) open(id, workspace, mcpServers, client, config);
   };
 
   return { app, sessions, shutdown, adoptEarly, sessionStore };

@@ -1,7 +1,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
-import path from "node:path";
 import type { ClientCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import { readConfigFile } from "../config/file.js";
+import { resolveWorkspace } from "../config/workspace.js";
 import { answerEarly, type EarlyAnswer } from "./early.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
@@ -116,13 +116,8 @@ export async function serveStdio(out: Out): Promise<void> {
       if (sessionId === null) return null;
       // Read once: the answer's options and, once the SDK has loaded, the session's tools.
       const config = readConfigFile();
-      state.sessions.push({
-        id: sessionId,
-        cwd: path.resolve(params.cwd),
-        mcpServers: servers,
-        additionalDirectories: plainDirs.map((d) => path.resolve(d)),
-        config,
-      });
+      // Resolved once here: the session takes this Workspace when it starts.
+      state.sessions.push({ id: sessionId, workspace: resolveWorkspace(params.cwd, plainDirs), mcpServers: servers, config });
       loadAfterWrite = true;
       return JSON.stringify({ jsonrpc: "2.0", id, result: newSessionResponse(sessionId, config) });
     }

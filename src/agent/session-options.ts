@@ -43,9 +43,7 @@ export interface ParentSession {
 
 export interface AgentSessionOptions {
   id?: string;
-  /** The workspace root (absolute), and further roots (ACP's additionalDirectories). */
-  cwd: string;
-  additionalRoots?: string[];
+  /** The session's tools; their workspace (resolved at the session's start, with its further roots) is the session's. */
   tools: SessionTools;
   frontEnd: SessionFrontEnd;
   backends?: RuntimeBackends;

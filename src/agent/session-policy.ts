@@ -76,7 +76,7 @@ export class SessionPolicy {
         manifest: { rules: profile.permissions, file: profile.dir ? path.join(profile.dir, "profile.json") : undefined },
         // The config file the toolset was built from: read once per build, not once per reader.
         user: toolset.config,
-        project: { dir: report.cwd, trusted: report.trusted },
+        project: { dir: this.host.tools.workspace, trusted: report.trusted },
       });
       this.permissionRules = { toolset, ...loaded };
     }

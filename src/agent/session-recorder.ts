@@ -1,6 +1,7 @@
 import type { ModelMessage } from "ai";
 import type { Envelope } from "../tool/envelope.js";
 import { capStrings, recordedMessage } from "./record-cap.js";
+import type { Workspace } from "../config/workspace.js";
 import type { SessionHold } from "./session-hold.js";
 import {
   recordingEnabled,
@@ -251,13 +252,8 @@ function capped(envelope: Envelope): unknown {
 }
 
 /** The recorder of a new session in `store`, or undefined when sessions stay in memory (TOOLHOST_SESSIONS=off). */
-export function newSessionRecorder(
-  store: SessionStore,
-  id: string,
-  cwd: string,
-  additionalDirectories: string[] = [],
-): SessionRecorder | undefined {
-  return recordingEnabled() ? new SessionRecorder(store.writer({ id, cwd, additionalDirectories })) : undefined;
+export function newSessionRecorder(store: SessionStore, id: string, workspace: Workspace): SessionRecorder | undefined {
+  return recordingEnabled() ? new SessionRecorder(store.writer({ id, cwd: workspace })) : undefined;
 }
 
 /** The recorder of a loaded session: it appends to the session's own file and keeps its title. */

@@ -15,8 +15,7 @@ import type { ToolDeclaration, ToolOffer } from "./turn-types.js";
 
 /** What a session's services need of their session. */
 export interface SessionServicesHost {
-  /** The workspace (its agent files, for a task's agents). */
-  cwd: string;
+  /** The session's tools, and its workspace (`tools.workspace`: its agent files, for a task's agents). */
   tools: SessionTools;
   runtime: RuntimeSession;
   frontEnd: SessionFrontEnd;
@@ -113,7 +112,8 @@ export class SessionServices {
 
   /** The agents a task may run (agent files of a trusted project only). */
   agentCatalog(): AgentCatalog {
-    return loadAgents(this.host.cwd, this.host.tools.toolset.report.trusted);
+    const { workspace, toolset } = this.host.tools;
+    return loadAgents(workspace, toolset.report.trusted);
   }
 
   /** The toolset's skills; loading one makes its folder readable for the whole session (subagents share the runtime). */

@@ -5,6 +5,7 @@ import type { AskUser, PermissionOptions } from "../policy/authorizer.js";
 import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
 import type { SourcedRule } from "../policy/ruleset.js";
 import { SessionRules } from "../policy/session-rules.js";
+import type { Workspace } from "../config/workspace.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { SessionSandbox } from "../runtime/shell/session-sandbox.js";
@@ -35,7 +36,8 @@ export { headlessFrontEnd, type SessionFrontEnd };
  */
 export class AgentSession {
   readonly id: string;
-  readonly cwd: string;
+  /** Where the session works (its tools'): resolved once, at its start. */
+  readonly workspace: Workspace;
   readonly runtime: RuntimeSession;
   readonly tools: SessionTools;
   readonly rules: SessionRules;
@@ -70,8 +72,8 @@ export class AgentSession {
 
   constructor(options: AgentSessionOptions) {
     const parent = options.parent?.session;
-    this.cwd = options.cwd;
     this.tools = options.tools;
+    const workspace = (this.workspace = this.tools.workspace);
     this.recorder = options.recorder;
     this.unrecordedFrontEnd = options.frontEnd;
     const frontEnd = (this.frontEnd = this.recorder ? this.recorder.wrap(options.frontEnd) : options.frontEnd);
@@ -100,8 +102,7 @@ export class AgentSession {
       parent?.runtime ??
       new RuntimeSession({
         id: options.id,
-        workspace: options.cwd,
-        additionalRoots: options.additionalRoots,
+        workspace,
         // A recorded session's large outputs stay next to its file, as long as it does (an old output_path still reads).
         sidecarDir: options.recorder?.dataDir,
         ...backends,
@@ -110,10 +111,11 @@ export class AgentSession {
         net: { privateHosts: () => policy.privateHosts() },
       });
     this.id = this.runtime.id;
-    const { cwd, tools, runtime, recorder } = this;
+    const { tools, runtime, recorder } = this;
+    const { cwd } = workspace;
     this.mcp = new SessionMcp({ cwd, tools, say: (text) => frontEnd.say(text), commandsChanged: () => frontEnd.commandsChanged?.() });
     const services = (this.sessionServices = new SessionServices(
-      { cwd, tools, runtime, frontEnd, policy, recorder, subagents: () => this.subagents },
+      { tools, runtime, frontEnd, policy, recorder, subagents: () => this.subagents },
       options.wired,
     ));
     this.slash = new SlashCommands({
@@ -351,7 +353,7 @@ export class AgentSession {
     return runPromptTurn(
       {
         ...choice,
-        cwd: this.cwd,
+        cwd: this.workspace.cwd,
         history: this.history,
         prompt: withNote(this.takeInterruptedNote(), input.content({ images: info.images, modelId: choice.spec.id })),
         tools: this.sessionServices.toolContext(signal),
@@ -385,7 +387,7 @@ export class AgentSession {
 
   /** A child session (agent/subagents.ts runs it): this session's runtime, rules, sandbox, call ids and meter. */
   private createChild({ depth, agentMode, ...spec }: ChildSpec): ChildSession {
-    const child = new AgentSession({ cwd: this.cwd, tools: this.tools, ...spec, parent: { session: this, depth, agentMode } });
+    const child = new AgentSession({ tools: this.tools, ...spec, parent: { session: this, depth, agentMode } });
     return { history: child.history, ask: (input, signal, observer) => child.askModel(input, signal, observer) };
   }
 }

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { toolhostHome } from "../config/paths.js";
 import { selectProfileName } from "../config/profile-name.js";
+import { asWorkspace, type Workspace } from "../config/workspace.js";
 import { readConfigFile, type ConfigFile } from "../config/file.js";
 import { parseUserConfig, type LoadedConfig } from "../config/schema.js";
 import { resolveWebSearch } from "../config/web-search.js";
@@ -20,8 +21,8 @@ import { loadProfileWatchdog } from "./watchdog-module.js";
 import type { Watchdog } from "../policy/watchdog.js";
 
 export interface ToolsetOptions {
-  /** The session's workspace: its `.toolhost/tools/` are the project's tools. */
-  cwd: string;
+  /** The session's workspace (resolved at its start; a folder is resolved here): its `.toolhost/tools/` are the project's tools. */
+  cwd: string | Workspace;
   /** Imports extension files; the front end makes it (it hands in the "toolhost" API) and may keep it across rebuilds. */
   loader: LoadFile;
   /** The profile name (the client's choice); default TOOLHOST_PROFILE, then config, then `default`. */
@@ -102,7 +103,7 @@ function unknownProfileIds(profile: Profile, offeredIds: ReadonlySet<string>): L
  * contents it recorded (a broken store trusts nothing); what changed since, when it did.
  */
 async function projectTrust(
-  cwd: string,
+  cwd: Workspace,
   home: string,
   answer: boolean | undefined,
   errors: LoadProblem[],
@@ -170,7 +171,8 @@ function noteAbsentTools(registry: ToolRegistry, report: ToolsetReport): void {
  * problem is reported with its file, and nothing here throws for a bad file.
  */
 export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
-  const cwd = path.resolve(options.cwd);
+  const workspace = asWorkspace(options.cwd);
+  const cwd = workspace.cwd;
   const home = options.home ?? toolhostHome();
   const configFile = options.configFile ?? readConfigFile(home);
   const config = parseUserConfig(configFile);
@@ -179,7 +181,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const profileName = selectProfileName({ requested: options.profile, config: config.config });
   const { profile, problems } = await loadProfile(profileName, { home, root: options.root });
   errors.push(...problems);
-  const { trusted, changes, legacy, contents } = await projectTrust(cwd, home, options.trusted, errors);
+  const { trusted, changes, legacy, contents } = await projectTrust(workspace, home, options.trusted, errors);
   const watched = await loadProfileWatchdog(profile, options.loader.importModule);
   errors.push(...watched.problems);
 
@@ -195,7 +197,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const { registry, disabled } = applyProfile(profile, found.placed.values());
   errors.push(...unknownProfileIds(profile, found.offeredIds));
 
-  const skills = await discoverSkills({ cwd, profileDirs: profile.skillDirs, home, userHome: options.userHome, trusted });
+  const skills = await discoverSkills({ cwd: workspace, profileDirs: profile.skillDirs, home, userHome: options.userHome, trusted });
 
   const head = {
     cwd,

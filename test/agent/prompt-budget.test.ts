@@ -3,6 +3,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
+import { resolveWorkspace } from "../../src/config/workspace.js";
 import { BUILTIN_TOOLS } from "../../src/host/builtins.js";
 import { startFakeOpenAI, type FakeOpenAI } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
@@ -57,7 +58,7 @@ export default defineTool({ id: "extra", description: "x", kind: "read", paramet
       path.join(home, "config.json"),
       JSON.stringify({ webSearch: { providers: [{ type: "searxng", baseURL: "http://127.0.0.1:9" }] } }),
     );
-    const s = new AgentSession({ cwd: ws, tools: await SessionTools.create(ws), frontEnd, mode: "ask" });
+    const s = new AgentSession({ tools: await SessionTools.create(resolveWorkspace(ws)), frontEnd, mode: "ask" });
     await s.prompt({ text: "hi", content: () => "hi" });
     await s.close();
     const body = fake.requests[0]?.body;

@@ -5,6 +5,7 @@ import * as z from "zod";
 import { loadAgents, stricterMode } from "../../src/agent/agents.js";
 import { AgentSession, type SessionFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
+import { resolveWorkspace } from "../../src/config/workspace.js";
 import type { ToolCallInfo } from "../../src/agent/tool-runner.js";
 import type { ToolEvent } from "../../src/tool/context.js";
 import { defineTool } from "../../src/tool/define.js";
@@ -75,8 +76,8 @@ async function withModel(route: (body: FakeBody) => FakeReply) {
 }
 
 async function session(mode: "read-only" | "ask" | "full", fe = frontEnd()) {
-  const tools = await SessionTools.create(ws);
-  return { s: new AgentSession({ cwd: ws, tools, frontEnd: fe, mode }), fe };
+  const tools = await SessionTools.create(resolveWorkspace(ws));
+  return { s: new AgentSession({ tools, frontEnd: fe, mode }), fe };
 }
 
 const call = (name: string, args: unknown, id = name): FakeReply => ({
