@@ -2,6 +2,7 @@
 // The toolhost command. Sub-commands load lazily so `toolhost` starts fast.
 import * as nodeModule from "node:module";
 import { parseArgs } from "node:util";
+import type { Workspace } from "./config/workspace.js";
 
 // Node 22.1+ keeps V8's compiled code of the bundle's chunks on disk between runs; Node 20 has no
 // such API (nothing happens there). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
@@ -53,18 +54,21 @@ const SESSION_OPTIONS = { cwd: { type: "string" }, profile: { type: "string" } }
 const WORKSPACE_OPTIONS = { ...SESSION_OPTIONS, "allow-home": { type: "boolean" } } as const;
 
 /**
- * A command that runs tools refuses `/` and the system folders as its workspace, and the home
- * folder itself unless --allow-home says so (then every change and command asks: refused headless).
+ * The workspace of a command that runs tools, resolved once (config/workspace.ts) for its whole
+ * session. It refuses `/` and the system folders, and the home folder itself unless --allow-home
+ * says so (then every change and command asks: refused headless).
  */
-async function checkWorkspace(values: { cwd?: string; "allow-home"?: boolean }): Promise<void> {
-  const { isHomeFolder, systemFolderProblem } = await import("./config/workspace.js");
+async function checkWorkspace(values: { cwd?: string; "allow-home"?: boolean }): Promise<Workspace> {
+  const { resolveWorkspace, systemFolderProblem } = await import("./config/workspace.js");
   const dir = values.cwd ?? process.cwd();
-  const problem = systemFolderProblem(dir, values.cwd === undefined ? "the current folder" : "--cwd");
+  const workspace = resolveWorkspace(dir);
+  const problem = systemFolderProblem(dir, values.cwd === undefined ? "the current folder" : "--cwd", workspace.trustKey);
   if (problem) fail(problem);
-  if (isHomeFolder(dir) && !values["allow-home"])
+  if (workspace.isHome && !values["allow-home"])
     fail(
       `${values.cwd === undefined ? "the current folder" : "--cwd"} ${dir} is your home folder: as a workspace, all of it would be writable to tools and commands. Run it in a project folder, or pass --allow-home (every change and command then needs approval)`,
     );
+  return workspace;
 }
 const MODES = ["read-only", "ask", "accept-edits", "full"];
 
@@ -147,7 +151,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case "call": {
       const parsed = parse(rest, { ...WORKSPACE_OPTIONS, mode: { type: "string" } }, 2);
-      await checkWorkspace(parsed.values);
+      const workspace = await checkWorkspace(parsed.values);
       const [id, json] = parsed.positionals;
       if (!id) fail("call needs a tool id");
       const args = parseJsonArgs(json);
@@ -155,16 +159,16 @@ async function main(argv: string[]): Promise<number> {
       checkMode(mode);
       const out = guardStdout();
       const { runCall } = await import("./commands/call.js");
-      return thenExit(runCall({ id, args, cwd: parsed.values.cwd, profile: parsed.values.profile, mode, out }), out);
+      return thenExit(runCall({ id, args, workspace, profile: parsed.values.profile, mode, out }), out);
     }
     case "policy": {
       const [sub, ...more] = rest;
       const parsed = parse(more, { ...WORKSPACE_OPTIONS, mode: { type: "string" }, json: { type: "boolean" } }, sub === "explain" ? 2 : 0);
-      await checkWorkspace(parsed.values);
+      const workspace = await checkWorkspace(parsed.values);
       const mode = parsed.values.mode ?? "full";
       checkMode(mode);
       const out = guardStdout();
-      const options = { cwd: parsed.values.cwd, profile: parsed.values.profile, mode, json: parsed.values.json ?? false, out };
+      const options = { workspace, profile: parsed.values.profile, mode, json: parsed.values.json ?? false, out };
       const { runPolicyExplain, runPolicyList } = await import("./commands/policy.js");
       if (sub === "list") return thenExit(runPolicyList(options), out);
       if (sub !== "explain") fail("policy takes explain <tool> '<json args>' or list");
@@ -179,7 +183,7 @@ async function main(argv: string[]): Promise<number> {
         { ...WORKSPACE_OPTIONS, mode: { type: "string" }, model: { type: "string" }, json: { type: "boolean" } },
         1,
       );
-      await checkWorkspace(parsed.values);
+      const workspace = await checkWorkspace(parsed.values);
       let prompt = parsed.positionals[0];
       if (prompt === undefined) fail('run needs a prompt ("-" reads it from stdin)');
       const mode = parsed.values.mode ?? "ask";
@@ -190,7 +194,7 @@ async function main(argv: string[]): Promise<number> {
       const out = guardStdout();
       const { runPrompt } = await import("./commands/run.js");
       return thenExit(
-        runPrompt({ prompt, cwd: values.cwd, profile: values.profile, model: values.model, mode, json: values.json ?? false, out }),
+        runPrompt({ prompt, workspace, profile: values.profile, model: values.model, mode, json: values.json ?? false, out }),
         out,
       );
     }

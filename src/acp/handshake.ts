@@ -2,7 +2,7 @@ import { statSync } from "node:fs";
 import path from "node:path";
 import type { InitializeResponse, NewSessionResponse } from "@agentclientprotocol/sdk";
 import { modelOptionState } from "../agent/model-config.js";
-import { peekUserConfig } from "../config/file.js";
+import { peekConfig, type ConfigFile } from "../config/file.js";
 import { version } from "../config/paths.js";
 import { systemFolderProblem } from "../config/workspace.js";
 import { selectProfileName } from "../config/profile-name.js";
@@ -56,9 +56,13 @@ export function directoriesProblem(dirs: readonly string[]): string | null {
   return null;
 }
 
-/** A new session's answer: its id, modes and config options (one read of config.json; profiles are a directory listing). */
-export function newSessionResponse(sessionId: string): NewSessionResponse {
-  const peek = peekUserConfig();
+/**
+ * A new session's answer: its id, modes and config options, from the session's config file (read
+ * once for the whole start; the session's tools are built from the same value). Profiles are a
+ * directory listing.
+ */
+export function newSessionResponse(sessionId: string, config: ConfigFile): NewSessionResponse {
+  const peek = peekConfig(config);
   const profile = selectProfileName({ config: peek });
   const options = configOptions({
     mode: DEFAULT_MODE,

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import path from "node:path";
 import {
   agent,
   ndJsonStream,
@@ -9,6 +8,8 @@ import {
   type InitializeResponse,
   type McpServer,
 } from "@agentclientprotocol/sdk";
+import { readConfigFile, type ConfigFile } from "../config/file.js";
+import { resolveWorkspace, type Workspace } from "../config/workspace.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { configOptionRow, modeRefusal, modeState, type ConfigRefusal } from "./modes.js";
@@ -16,7 +17,7 @@ import { concat, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { sessionModules } from "./session-modules.js";
 import { withSubagents } from "./subagents.js";
 import type { AcpSession } from "./session.js";
-import type { StoredSession } from "../agent/session-store.js";
+import type { SessionStore, StoredSession } from "../agent/session-store.js";
 import type { SessionHold } from "../agent/session-hold.js";
 
 /**
@@ -36,39 +37,43 @@ interface Restore {
   hold: SessionHold;
 }
 
-/** Where a session works: its cwd and the additional workspace roots (absolute, checked). */
-interface Roots {
-  cwd: string;
-  additionalDirectories: string[];
-}
-
-/** The roots of a session/new, load or resume, checked like cwd (each an existing absolute directory). */
-function sessionRoots(params: { cwd: string; additionalDirectories?: string[] | null }): Roots {
+/**
+ * The workspace of a session/new, load or resume: its roots checked (each an existing absolute
+ * directory, not a system folder), then resolved once (config/workspace.ts) for the whole session.
+ */
+function sessionWorkspace(params: { cwd: string; additionalDirectories?: string[] | null }): Workspace {
   const additionalDirectories = params.additionalDirectories ?? [];
   const problem = cwdProblem(params.cwd) ?? directoriesProblem(additionalDirectories);
   if (problem) throw RequestError.invalidParams({ cwd: params.cwd, additionalDirectories }, problem);
-  return { cwd: path.resolve(params.cwd), additionalDirectories: additionalDirectories.map((d) => path.resolve(d)) };
+  return resolveWorkspace(params.cwd, additionalDirectories);
 }
 
+/**
+ * Starts a session: its tools (built from `config`, the user's config file as session/new read it
+ * for its answer, or read now for a load), its recorder, its MCP servers in the background.
+ */
 async function loadSession(
   id: string,
-  { cwd, additionalDirectories }: Roots,
+  workspace: Workspace,
   mcpServers: AcpSession["mcpServers"],
   client: AgentContext,
   clientCapabilities: ClientCapabilities,
+  config: ConfigFile,
+  store: SessionStore,
   restore?: Restore,
   writeLines?: (lines: string) => Promise<void>,
 ): Promise<AcpSession> {
   const [{ AcpSession }, { SessionTools }, { listProfiles }, { restoredState }, { loadedSessionRecorder, newSessionRecorder }] =
     await sessionModules();
   const state = restore ? restoredState(restore.stored) : undefined;
-  const [tools, listed] = await Promise.all([SessionTools.create(cwd, state?.profile), listProfiles()]);
+  const [tools, listed] = await Promise.all([
+    SessionTools.create(workspace, { profile: state?.profile, configFile: config }),
+    listProfiles(),
+  ]);
   const profile = tools.toolset.profile;
-  const recorder = restore ? loadedSessionRecorder(restore.stored, restore.hold) : newSessionRecorder(id, cwd, additionalDirectories);
+  const recorder = restore ? loadedSessionRecorder(store, restore.stored, restore.hold) : newSessionRecorder(store, id, workspace);
   const session = new AcpSession({
     id,
-    cwd,
-    additionalDirectories,
     mcpServers,
     client,
     clientCapabilities,
@@ -97,20 +102,26 @@ export interface EarlyState {
   clientCapabilities?: ClientCapabilities;
   /** The params of an `initialize` answered early: replayed to the SDK, which gates on it. */
   initializeParams?: unknown;
-  sessions: { id: string; cwd: string; mcpServers: McpServer[]; additionalDirectories: string[] }[];
+  /** Sessions answered early, each with the config file its answer was made from. */
+  sessions: { id: string; workspace: Workspace; mcpServers: McpServer[]; config: ConfigFile }[];
 }
 
 /** The toolhost ACP agent: one instance per connection. */
 export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (lines: string) => Promise<void>) {
   const sessions = new Map<string, SessionHandle>();
   let clientCapabilities: ClientCapabilities = early.clientCapabilities ?? {};
+  /** The connection's one SessionStore: every session's recorder, list, load, delete and the sweep use it (loaded on first use). */
+  let storeLoad: Promise<SessionStore> | undefined;
+  const sessionStore = () => (storeLoad ??= import("../agent/session-store.js").then(({ SessionStore }) => new SessionStore()));
 
   /** Registers a session whose tools and runtime load right after its answer went out. */
-  const open = (id: string, roots: Roots, mcpServers: McpServer[], client: AgentContext): void => {
+  const open = (id: string, workspace: Workspace, mcpServers: McpServer[], client: AgentContext, config: ConfigFile): void => {
     const caps = clientCapabilities;
     const h: SessionHandle = {
       id,
-      ready: new Promise<void>((resolve) => setImmediate(resolve)).then(() => loadSession(id, roots, mcpServers, client, caps)),
+      ready: new Promise<void>((resolve) => setImmediate(resolve)).then(async () =>
+        loadSession(id, workspace, mcpServers, client, caps, config, await sessionStore()),
+      ),
     };
     h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
     sessions.set(h.id, h);
@@ -136,11 +147,13 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       return initializeResponse();
     })
     .onRequest("session/new", ({ params, client }) => {
-      const roots = sessionRoots(params);
+      const workspace = sessionWorkspace(params);
       const id = randomUUID();
+      // Read once: the answer's options and the session's tools, rules, sandbox and MCP servers.
+      const config = readConfigFile();
       // Loaded after the response goes out, so the answer does not wait for the tools.
-      open(id, roots, params.mcpServers ?? [], client);
-      return newSessionResponse(id);
+      open(id, workspace, params.mcpServers ?? [], client, config);
+      return newSessionResponse(id, config);
     })
     .onRequest("session/set_mode", async ({ params }) => {
       const h = handle(params.sessionId);
@@ -176,18 +189,18 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       return {};
     })
     .onRequest("session/load", async ({ params, client }) => {
-      const session = await restoreSession(params.sessionId, sessionRoots(params), params.mcpServers ?? [], client, true);
+      const session = await restoreSession(params.sessionId, sessionWorkspace(params), params.mcpServers ?? [], client, true);
       return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
     })
     .onRequest("session/resume", async ({ params, client }) => {
-      const session = await restoreSession(params.sessionId, sessionRoots(params), params.mcpServers ?? [], client, false);
+      const session = await restoreSession(params.sessionId, sessionWorkspace(params), params.mcpServers ?? [], client, false);
       return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
     })
     .onRequest("session/list", async ({ params }) => {
-      const { SessionStore } = await import("../agent/session-store.js");
+      const store = await sessionStore();
       let page;
       try {
-        page = await new SessionStore().list({ cwd: params.cwd ?? undefined, cursor: params.cursor ?? undefined });
+        page = await store.list({ cwd: params.cwd ?? undefined, cursor: params.cursor ?? undefined });
       } catch (err) {
         throw RequestError.invalidParams({ cursor: params.cursor }, (err as Error).message);
       }
@@ -219,8 +232,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
         await (await open.ready).close();
       }
       // Deleting what is not there leaves it not there: an unknown id succeeds too (idempotent, as clients retry).
-      const { SessionStore } = await import("../agent/session-store.js");
-      await new SessionStore().delete(params.sessionId);
+      await (await sessionStore()).delete(params.sessionId);
       return {};
     });
 
@@ -230,13 +242,13 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
    */
   const restoreSession = async (
     sessionId: string,
-    roots: Roots,
+    workspace: Workspace,
     mcpServers: McpServer[],
     client: AgentContext,
     replay: boolean,
   ): Promise<AcpSession> => {
-    const { SessionStore } = await import("../agent/session-store.js");
-    const stored = await new SessionStore().read(sessionId);
+    const store = await sessionStore();
+    const stored = await store.read(sessionId);
     const live = sessions.get(sessionId);
     // Live but never recorded (no prompt yet, or TOOLHOST_SESSIONS=off): answered from memory, nothing to replay.
     if (!stored && live) {
@@ -246,7 +258,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
     }
     if (!stored) {
       // A file that is there but cannot be read (damaged, a newer format) says so.
-      const problem = await new SessionStore().problem(sessionId);
+      const problem = await store.problem(sessionId);
       if (problem) throw RequestError.invalidRequest({ sessionId }, `Session ${sessionId} cannot be opened: ${problem}`);
       throw RequestError.sessionNotFound(sessionId);
     }
@@ -263,7 +275,17 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       if (err instanceof SessionHeldError) throw RequestError.invalidRequest({ sessionId, heldBy: err.pid }, err.message);
       throw err;
     }
-    const ready = loadSession(sessionId, roots, mcpServers, client, clientCapabilities, { stored, replay, hold }, writeLines);
+    const ready = loadSession(
+      sessionId,
+      workspace,
+      mcpServers,
+      client,
+      clientCapabilities,
+      readConfigFile(),
+      store,
+      { stored, replay, hold },
+      writeLines,
+    );
     sessions.set(sessionId, { id: sessionId, ready });
     try {
       return await ready;
@@ -283,11 +305,10 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
 
   /** Sessions the early reader answered: they start once the connection (and its client) exists. */
   const adoptEarly = (client: AgentContext) => {
-    for (const { id, cwd, mcpServers, additionalDirectories } of early.sessions)
-      open(id, { cwd, additionalDirectories }, mcpServers, client);
+    for (const { id, workspace, mcpServers, config } of early.sessions) open(id, workspace, mcpServers, client, config);
   };
 
-  return { app, sessions, shutdown, adoptEarly };
+  return { app, sessions, shutdown, adoptEarly, sessionStore };
 }
 
 const REPLAY_ID = "toolhost-early-initialize";
@@ -395,7 +416,7 @@ export async function serveConnection(
   const output = batchedOutput(out);
   const encoder = new TextEncoder();
   // A load's replay, written beside the SDK (see AcpSession.replay).
-  const { app, shutdown, adoptEarly } = createAgent(early, (lines) => output.write(encoder.encode(lines)));
+  const { app, shutdown, adoptEarly, sessionStore } = createAgent(early, (lines) => output.write(encoder.encode(lines)));
   const replay = early.initializeParams === undefined ? null : replayInitialize(input, early.initializeParams);
   const write = replay ? replay.filter(output.write) : output.write;
   const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) }), replay?.input ?? input, {
@@ -408,7 +429,9 @@ export async function serveConnection(
   // data folders of recorded sessions whose file is gone (the retention sweep). Never loud.
   setTimeout(() => {
     void sweepStaleSidecars().catch(() => {});
-    void import("../agent/session-store.js").then(({ SessionStore }) => new SessionStore().sweepOrphans()).catch(() => {});
+    void sessionStore()
+      .then((store) => store.sweepOrphans())
+      .catch(() => {});
   }, 2000).unref();
   let exiting = false;
   const exit = async () => {

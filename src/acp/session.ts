@@ -1,4 +1,4 @@
-import { isHomeFolder } from "../config/workspace.js";
+import { peekConfig } from "../config/file.js";
 import {
   RequestError,
   type AgentContext,
@@ -52,13 +52,10 @@ function isContentBlock(block: unknown): block is ContentBlock {
 export interface AcpSessionOptions {
   id: string;
   mode?: ModeId;
-  cwd: string;
   mcpServers: McpServer[];
-  /** Further workspace roots (session/new's additionalDirectories), absolute. */
-  additionalDirectories?: string[];
   client: AgentContext;
   clientCapabilities: ClientCapabilities;
-  /** The session's tools (profile, project, config folders), rebuilt on /reload. */
+  /** The session's tools (profile, project, config folders), rebuilt on /reload; their workspace is the session's. */
   tools: SessionTools;
   /** Profile names for the `profile` option. */
   profiles?: string[];
@@ -118,8 +115,6 @@ export class AcpSession implements SessionFrontEnd {
     const editor = canRead || canWrite ? new EditorFs({ client: this.client, sessionId: this.id, local, canRead, canWrite }) : null;
     this.agent = new AgentSession({
       id: this.id,
-      cwd: options.cwd,
-      additionalRoots: options.additionalDirectories,
       tools: options.tools,
       mode: options.mode,
       model: options.model,
@@ -137,7 +132,8 @@ export class AcpSession implements SessionFrontEnd {
   configOptions() {
     return configOptions({
       mode: this.agent.mode,
-      model: modelOptionState(this.agent.model),
+      // The config file as the session read it (at its start, again on each rebuild of its tools).
+      model: modelOptionState(this.agent.model, process.env, peekConfig(this.agent.tools.toolset.configFile)),
       profile: { current: this.agent.tools.toolset.profile.name, names: this.profiles },
       thought: this.agent.thoughtLevel,
     });
@@ -168,8 +164,8 @@ export class AcpSession implements SessionFrontEnd {
     void this.commandsChanged().catch(() => {});
     const rules = this.agent.permissionProblems;
     const problems = [
-      isHomeFolder(this.agent.cwd)
-        ? `This session's workspace is your whole home folder (${this.agent.cwd}): tools and sandboxed commands can change any file in it, so every file change and every command asks first, whatever the mode. Open a project folder instead to work without that.`
+      this.agent.workspace.isHome
+        ? `This session's workspace is your whole home folder (${this.agent.workspace.cwd}): tools and sandboxed commands can change any file in it, so every file change and every command asks first, whatever the mode. Open a project folder instead to work without that.`
         : null,
       this.agent.tools.startMessage(),
       rules.length ? `Permission rules left out (the others hold):\n${rules.map((p) => `- ${p}`).join("\n")}` : null,

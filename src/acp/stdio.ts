@@ -1,6 +1,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
-import path from "node:path";
 import type { ClientCapabilities, McpServer } from "@agentclientprotocol/sdk";
+import { readConfigFile } from "../config/file.js";
+import { resolveWorkspace } from "../config/workspace.js";
 import { answerEarly, type EarlyAnswer } from "./early.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
@@ -113,14 +114,12 @@ export async function serveStdio(out: Out): Promise<void> {
       if (cwdProblem(params.cwd) !== null || directoriesProblem(plainDirs) !== null) return null;
       const sessionId = urandomUuid();
       if (sessionId === null) return null;
-      state.sessions.push({
-        id: sessionId,
-        cwd: path.resolve(params.cwd),
-        mcpServers: servers,
-        additionalDirectories: plainDirs.map((d) => path.resolve(d)),
-      });
+      // Read once: the answer's options and, once the SDK has loaded, the session's tools.
+      const config = readConfigFile();
+      // Resolved once here: the session takes this Workspace when it starts.
+      state.sessions.push({ id: sessionId, workspace: resolveWorkspace(params.cwd, plainDirs), mcpServers: servers, config });
       loadAfterWrite = true;
-      return JSON.stringify({ jsonrpc: "2.0", id, result: newSessionResponse(sessionId) });
+      return JSON.stringify({ jsonrpc: "2.0", id, result: newSessionResponse(sessionId, config) });
     }
     // A stored session to open: its modules load beside the SDK (their files are read while it compiles).
     if ((method === "session/load" || method === "session/resume") && state.clientCapabilities !== undefined) prefetchRestore();

@@ -4,6 +4,7 @@ import path from "node:path";
 import { parseFrontMatter } from "../config/frontmatter.js";
 import { toolhostHome } from "../config/paths.js";
 import { readConfinedFileSync, userRoots } from "../config/safe-read.js";
+import { asWorkspace, type Workspace } from "../config/workspace.js";
 import { isModeId, MODE_IDS, type ModeId } from "../policy/modes.js";
 
 // Agents the task tool can start: the built-in general-purpose one, then Markdown files with
@@ -46,10 +47,10 @@ const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/i;
  * The folders agent files are read from, in order (project folders only for a trusted project),
  * each with where its files' real paths must lie: the project, or the user's folders.
  */
-function agentFolders(cwd: string, trusted: boolean): { dir: string; roots: readonly string[] }[] {
+function agentFolders({ cwd }: Workspace, trusted: boolean): { dir: string; roots: readonly string[] }[] {
   const home = process.env.HOME || os.homedir();
   const user = userRoots();
-  const project = [path.resolve(cwd)];
+  const project = [cwd];
   return [
     { dir: path.join(toolhostHome(), "agents"), roots: user },
     ...(trusted
@@ -100,12 +101,15 @@ function parseAgentFile(file: string, text: string): AgentDefinition | string {
   };
 }
 
-/** The agents of a session: general-purpose, then each folder's `*.md` files; first found wins by name. */
-export function loadAgents(cwd: string, trusted: boolean): AgentCatalog {
+/**
+ * The agents of a session (its workspace, resolved at its start; or a folder, resolved here):
+ * general-purpose, then each folder's `*.md` files; first found wins by name.
+ */
+export function loadAgents(cwd: string | Workspace, trusted: boolean): AgentCatalog {
   const agents: AgentDefinition[] = [GENERAL_PURPOSE];
   const problems: string[] = [];
   const seen = new Set([DEFAULT_AGENT]);
-  for (const { dir, roots } of agentFolders(cwd, trusted)) {
+  for (const { dir, roots } of agentFolders(asWorkspace(cwd), trusted)) {
     let names: string[];
     try {
       names = fs

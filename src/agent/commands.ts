@@ -1,10 +1,9 @@
 import type { AnyTool } from "../tool/define.js";
 import type { LoadedSkill } from "../tool/services.js";
 import type { ToolRegistry } from "../host/registry.js";
-import { peekUserConfig } from "../config/file.js";
 import type { PromptInput, SessionFrontEnd } from "./front-end.js";
 import type { History } from "./history.js";
-import { noModelHelp, resolveModel } from "./model-config.js";
+import { turnModel } from "./model-config.js";
 import type { SessionMcp } from "./session-mcp.js";
 import { rulesNote } from "./session-policy.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
@@ -145,10 +144,24 @@ export class SlashCommands {
   constructor(private readonly host: SlashHost) {}
 
   /**
+   * A prompt before any model sees it: `/trust` first (typing it is the consent the trust question
+   * asks for), then the trust question, then an MCP prompt or a slash command. null: a model turn.
+   */
+  async handle(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason | null> {
+    const trust = input.moreText ? null : parseTrust(input.text);
+    if (trust !== null) {
+      await this.trust(trust);
+      return "end_turn";
+    }
+    await this.askTrust(signal);
+    return this.run(input, signal);
+  }
+
+  /**
    * `/trust` loads the project's own tools for this session, `/trust always` trusts the project
    * for good: the way back after "don't load" (or a failed question), and consent typed by the user.
    */
-  async trust(arg: string): Promise<void> {
+  private async trust(arg: string): Promise<void> {
     const { tools, mcp, frontEnd } = this.host;
     if (arg !== "" && arg !== "always") {
       await frontEnd.say(
@@ -179,7 +192,7 @@ export class SlashCommands {
    * The first prompt in an untrusted project with its own tools asks whether to load them; headless
    * (no `askTrust`), nobody can consent and they stay unloaded.
    */
-  async askTrust(signal: AbortSignal): Promise<void> {
+  private async askTrust(signal: AbortSignal): Promise<void> {
     const { tools, mcp, frontEnd } = this.host;
     const pending = tools.pendingTrust();
     if (!pending.length) return;
@@ -208,7 +221,7 @@ export class SlashCommands {
   }
 
   /** Runs a prompt that is a slash command (an MCP prompt, a built-in, a skill, a tool); null when it is none (a model turn). */
-  async run(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason | null> {
+  private async run(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason | null> {
     const { tools, mcp, frontEnd } = this.host;
     await mcp.settledFor(input.text, signal);
     const mcpPrompt = input.moreText ? null : mcp.parsePrompt(input.text);
@@ -298,14 +311,13 @@ export class SlashCommands {
       await frontEnd.say("Nothing to compact yet.");
       return;
     }
-    const peek = peekUserConfig();
-    const choice = resolveModel(this.host.model(), process.env, peek);
-    if (!choice || "error" in choice) {
-      await frontEnd.say(noModelHelp(peek, choice && "error" in choice ? choice.error : undefined));
+    const model = turnModel(this.host.model());
+    if ("help" in model) {
+      await frontEnd.say(model.help);
       return;
     }
     const { runCompaction } = await import("./turn.js");
-    const problem = await runCompaction({ spec: choice.spec, history, signal }, { compaction: (e) => this.host.compacted(e) });
+    const problem = await runCompaction({ ...model, history, signal }, { compaction: (e) => this.host.compacted(e) });
     if (problem) await frontEnd.say(problem);
   }
 }

@@ -65,3 +65,21 @@ export interface PromptInput {
   /** The user message for a model that takes images or not. */
   content(model: { images: boolean; modelId: string }): UserContent;
 }
+
+/**
+ * The turn as the front end sees it, with the session's own handling of compactions and usage.
+ * The front end may be a class: its methods are delegated to, not spread.
+ */
+export function turnObserver(frontEnd: SessionFrontEnd, own: Required<Pick<TurnObserver, "compaction" | "usage">>): TurnObserver {
+  return {
+    pending: (info) => frontEnd.pending(info),
+    describe: (info) => frontEnd.describe?.(info),
+    event: (callId, event) => frontEnd.event(callId, event),
+    running: (callId) => frontEnd.running(callId),
+    done: (callId, envelope, info, display) => frontEnd.done(callId, envelope, info, display),
+    text: (delta) => frontEnd.text(delta),
+    thought: (delta) => frontEnd.thought(delta),
+    compaction: (event) => own.compaction(event),
+    usage: (report) => own.usage(report),
+  };
+}

@@ -1,4 +1,4 @@
-import { peekUserConfig, type ConfigPeek } from "../config/file.js";
+import { peekConfig, peekUserConfig, readConfigFile, type ConfigFile, type ConfigPeek } from "../config/file.js";
 
 // Light on purpose: session/new reads the configured model from here, so nothing heavy (zod,
 // the AI SDK) may load with it. The full config validation runs on the first model turn.
@@ -59,6 +59,23 @@ export function resolveModel(
   if (!picked) return undefined;
   const spec = parseModelId(picked.id);
   return isModelSpec(spec) ? { spec, source: picked.source } : spec;
+}
+
+/**
+ * The model of a turn (the session's choice, env, the config file) with the config file it read:
+ * read once per turn, the turn's provider settings come from the same read. Without a usable
+ * model, the help to show instead (`explain` words why the configured one is not usable).
+ */
+export function turnModel(
+  sessionChoice: string | undefined,
+  explain: (error: string) => string = (error) => error,
+  env: Env = process.env,
+  config: ConfigFile = readConfigFile(),
+): { spec: ModelSpec; config: ConfigFile } | { help: string } {
+  const peek = peekConfig(config);
+  const choice = resolveModel(sessionChoice, env, peek);
+  if (!choice || "error" in choice) return { help: noModelHelp(peek, choice ? explain(choice.error) : undefined) };
+  return { spec: choice.spec, config };
 }
 
 /** Well-known models offered in the editor's picker when their provider has a key. */

@@ -1,4 +1,5 @@
 import type { GetPromptResult } from "@modelcontextprotocol/sdk/types.js";
+import { peekConfig } from "../config/file.js";
 import type { McpPrompt, McpServers, ServerStatus } from "../mcp/manager.js";
 import { mergeServers, projectHasServers, projectServers, userServers, type McpServerSpec } from "../mcp/servers.js";
 import { mcpSource } from "../mcp/tools.js";
@@ -80,8 +81,10 @@ export class SessionMcp {
   }
 
   private async run(editor: McpServerSpec[]): Promise<void> {
-    const trusted = this.host.tools.toolset.report.trusted;
-    const user = userServers();
+    const { report, configFile } = this.host.tools.toolset;
+    const trusted = report.trusted;
+    // The user's config as the session read it (its toolset's), not read again.
+    const user = userServers(configFile);
     const project = trusted ? projectServers(this.host.cwd) : { servers: [], problems: [] };
     const merged = mergeServers(editor, user.servers, project.servers);
     const names = merged.servers.map((s) => s.name);
@@ -103,19 +106,24 @@ export class SessionMcp {
         const { McpServers } = await import("../mcp/manager.js");
         // Closed while the module loaded: nothing may start after close() ran.
         if (this.closed) return;
-        this.servers = new McpServers(this.host.cwd, {
-          tools: (server, tools) => {
-            const left = this.host.tools.setSourceTools(mcpSource(server), tools);
-            if (left.length) void this.host.say(`MCP server "${server}": ${left.join("; ")}.`);
-            void this.host.commandsChanged();
+        this.servers = new McpServers(
+          this.host.cwd,
+          {
+            tools: (server, tools) => {
+              const left = this.host.tools.setSourceTools(mcpSource(server), tools);
+              if (left.length) void this.host.say(`MCP server "${server}": ${left.join("; ")}.`);
+              void this.host.commandsChanged();
+            },
+            prompts: (server, prompts) => {
+              if (prompts.length) this.prompts.set(server, prompts);
+              else this.prompts.delete(server);
+              void this.host.commandsChanged();
+            },
+            report: (message) => this.host.say(message),
           },
-          prompts: (server, prompts) => {
-            if (prompts.length) this.prompts.set(server, prompts);
-            else this.prompts.delete(server);
-            void this.host.commandsChanged();
-          },
-          report: (message) => this.host.say(message),
-        });
+          undefined,
+          peekConfig(configFile).sandboxEnv,
+        );
       }
       const started = this.servers.start(merged.servers);
       for (const name of names) this.starting.delete(name);

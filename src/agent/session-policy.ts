@@ -10,7 +10,8 @@ import type { SessionRules } from "../policy/session-rules.js";
 import { composeWatchdogs, type Watchdog } from "../policy/watchdog.js";
 import { builtinWatchdog } from "../policy/watchdog/builtin.js";
 import type { Toolset } from "../host/toolset.js";
-import { SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
+import { peekConfig } from "../config/file.js";
+import { SessionSandbox, sandboxSettingOf } from "../runtime/shell/session-sandbox.js";
 import type { SessionTools } from "./session-tools.js";
 
 /** What a session's policy needs of its session. */
@@ -52,7 +53,7 @@ export class SessionPolicy {
   defaultSandbox(): SessionSandbox {
     const hosts = () => netFetchHosts(this.loadPermissionRules().rules);
     return new SessionSandbox({
-      setting: sandboxSetting(),
+      setting: sandboxSettingOf(peekConfig(this.host.tools.toolset.configFile)),
       // A host an allow rule names exactly may be on a private address, as for the tools' own fetches.
       bubblewrap: { allowedHosts: () => hosts().allowed, deniedHosts: () => hosts().denied, privateHostsFor: () => hosts().private },
     });
@@ -73,7 +74,9 @@ export class SessionPolicy {
       const { profile, report } = toolset;
       const loaded = loadRules({
         manifest: { rules: profile.permissions, file: profile.dir ? path.join(profile.dir, "profile.json") : undefined },
-        project: { dir: report.cwd, trusted: report.trusted },
+        // The config file the toolset was built from: read once per build, not once per reader.
+        user: toolset.config,
+        project: { dir: this.host.tools.workspace, trusted: report.trusted },
       });
       this.permissionRules = { toolset, ...loaded };
     }

@@ -1,6 +1,7 @@
 import type { ModelMessage } from "ai";
 import type { Envelope } from "../tool/envelope.js";
 import { capStrings, recordedMessage } from "./record-cap.js";
+import type { Workspace } from "../config/workspace.js";
 import type { SessionHold } from "./session-hold.js";
 import {
   recordingEnabled,
@@ -250,12 +251,12 @@ function capped(envelope: Envelope): unknown {
   };
 }
 
-/** The recorder of a new session, or undefined when sessions stay in memory (TOOLHOST_SESSIONS=off). */
-export function newSessionRecorder(id: string, cwd: string, additionalDirectories: string[] = []): SessionRecorder | undefined {
-  return recordingEnabled() ? new SessionRecorder(new SessionStore().writer({ id, cwd, additionalDirectories })) : undefined;
+/** The recorder of a new session in `store`, or undefined when sessions stay in memory (TOOLHOST_SESSIONS=off). */
+export function newSessionRecorder(store: SessionStore, id: string, workspace: Workspace): SessionRecorder | undefined {
+  return recordingEnabled() ? new SessionRecorder(store.writer({ id, cwd: workspace })) : undefined;
 }
 
 /** The recorder of a loaded session: it appends to the session's own file and keeps its title. */
-export function loadedSessionRecorder(stored: StoredSession, hold?: SessionHold): SessionRecorder {
-  return new SessionRecorder(new SessionStore().writerFor(stored, hold), { titled: stored.entries.some((e) => e.type === "title") });
+export function loadedSessionRecorder(store: SessionStore, stored: StoredSession, hold?: SessionHold): SessionRecorder {
+  return new SessionRecorder(store.writerFor(stored, hold), { titled: stored.entries.some((e) => e.type === "title") });
 }

@@ -1,4 +1,4 @@
-import type { ModelMessage } from "ai";
+import type { ModelMessage, UserContent } from "ai";
 import type { StoredSession, ToolCallStatus } from "./session-store.js";
 
 // What a stored session restores (session/load, session/resume): the history, every call with a
@@ -95,6 +95,12 @@ function interruptedNote(prompt: string, calls: StartedCall[]): string {
       ? `These calls that change things had started in it; check their effects before running any of them again:\n${lines.join("\n")}]`
       : "No call that changes anything had started in it.]",
   ].join(" ");
+}
+
+/** A prompt after a note (the interrupted turn's, said once), when there is one. */
+export function withNote(note: string | undefined, content: UserContent): UserContent {
+  if (!note) return content;
+  return typeof content === "string" ? `${note}\n\n${content}` : [{ type: "text", text: note }, ...content];
 }
 
 /** What the model is told of a call whose result was never written (the agent was killed or crashed mid-call). */

@@ -1,9 +1,9 @@
-import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { ModelMessage } from "ai";
 import { toolhostHome, version } from "../config/paths.js";
+import { asWorkspace, projectFolderName, type Workspace } from "../config/workspace.js";
 import { takeHold, type SessionHold } from "./session-hold.js";
 
 // Sessions on disk: one append-only JSONL file per session, grouped by project, under
@@ -123,17 +123,6 @@ export function sessionsRoot(home = toolhostHome()): string {
   return path.join(home, "sessions");
 }
 
-/** A project's folder name: readable, and unique by a hash of the full path. */
-export function projectFolderName(cwd: string): string {
-  const resolved = path.resolve(cwd);
-  const readable = resolved
-    .replace(/[^A-Za-z0-9._-]+/g, "-")
-    .replace(/^-+|-+$/g, "")
-    .slice(-60);
-  const hash = createHash("sha256").update(resolved).digest("hex").slice(0, 10);
-  return `${readable || "root"}-${hash}`;
-}
-
 /** The folder next to a session's file that keeps its large outputs (sidecar files). */
 export function sessionDataDir(file: string): string {
   return file.replace(/\.jsonl$/, "");
@@ -215,10 +204,10 @@ export class SessionStore {
     this.root = sessionsRoot(home);
   }
 
-  /** The file a session of this id and working directory lives in. */
-  fileFor(id: string, cwd: string): string {
+  /** The file a session of this id and workspace (or working directory) lives in. */
+  fileFor(id: string, cwd: string | Workspace): string {
     if (!SESSION_ID.test(id)) throw new Error(`Not a session id: ${JSON.stringify(id)}`);
-    return path.join(this.root, projectFolderName(cwd), `${id}.jsonl`);
+    return path.join(this.root, typeof cwd === "string" ? projectFolderName(cwd) : cwd.projectFolder, `${id}.jsonl`);
   }
 
   /** A writer that appends to a stored session's own file. */
@@ -226,18 +215,23 @@ export class SessionStore {
     return new SessionWriter(stored.file, stored.header, hold);
   }
 
-  /** A writer for a session; an existing file (a loaded session) is appended to. */
-  writer(header: Omit<SessionHeader, "type" | "format" | "toolhost" | "created"> & { created?: string }): SessionWriter {
+  /**
+   * A writer for a session in its workspace (a session's, resolved at its start; or a folder,
+   * resolved here, with `additionalDirectories`); an existing file (a loaded session) is appended to.
+   */
+  writer(header: { id: string; cwd: string | Workspace; additionalDirectories?: string[]; created?: string }): SessionWriter {
+    const workspace = asWorkspace(header.cwd);
+    const additionalDirectories = header.additionalDirectories ?? workspace.additionalRoots;
     const full: SessionHeader = {
       type: "session",
       format: 1,
       id: header.id,
-      cwd: path.resolve(header.cwd),
-      ...(header.additionalDirectories?.length ? { additionalDirectories: header.additionalDirectories } : {}),
+      cwd: workspace.cwd,
+      ...(additionalDirectories.length ? { additionalDirectories: [...additionalDirectories] } : {}),
       created: header.created ?? new Date().toISOString(),
       toolhost: version,
     };
-    return new SessionWriter(this.fileFor(header.id, header.cwd), full);
+    return new SessionWriter(this.fileFor(header.id, workspace), full);
   }
 
   /** Where a session's file is, searching every project; undefined when there is none. */

@@ -1,4 +1,6 @@
 import path from "node:path";
+import type { ConfigFile } from "../config/file.js";
+import type { Workspace } from "../config/workspace.js";
 import type { LoadFile } from "../host/loader.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { buildToolset, profileVerdict, type Toolset } from "../host/toolset.js";
@@ -26,13 +28,22 @@ export class SessionTools {
   private trustedForSession: boolean | undefined;
 
   private constructor(
-    private readonly cwd: string,
+    /** The session's workspace, resolved at its start: every build, the session and its runtime take it from here. */
+    readonly workspace: Workspace,
     private readonly loader: LoadFile,
     private current: Toolset,
   ) {}
 
-  static async create(cwd: string, profile?: string, loader: LoadFile = extensionLoader()): Promise<SessionTools> {
-    return new SessionTools(cwd, loader, await buildToolset({ cwd, profile, loader }));
+  /**
+   * The tools of a session in `workspace`. `configFile`: the user's config as the session's start
+   * read it (default: read now).
+   */
+  static async create(
+    workspace: Workspace,
+    options: { profile?: string; loader?: LoadFile; configFile?: ConfigFile } = {},
+  ): Promise<SessionTools> {
+    const { profile, loader = extensionLoader(), configFile } = options;
+    return new SessionTools(workspace, loader, await buildToolset({ cwd: workspace, profile, loader, configFile }));
   }
 
   get registry(): ToolRegistry {
@@ -81,7 +92,7 @@ export class SessionTools {
    */
   pendingTrust(): string[] {
     if (this.trustDecided || !this.hasUntrustedContent()) return [];
-    const changed = (this.current.report.trustChanges ?? []).map((c) => path.join(this.cwd, c.path));
+    const changed = (this.current.report.trustChanges ?? []).map((c) => path.join(this.workspace.cwd, c.path));
     return [...new Set([...this.current.report.skipped.map((s) => s.file), ...changed])];
   }
 
@@ -95,7 +106,7 @@ export class SessionTools {
   async reload(changes: { profile?: string } = {}): Promise<string> {
     const before = this.current;
     this.current = await buildToolset({
-      cwd: this.cwd,
+      cwd: this.workspace,
       profile: changes.profile ?? before.profile.name,
       trusted: this.trustedForSession,
       loader: this.loader,
@@ -110,11 +121,10 @@ export class SessionTools {
    * and records the file anew in the project's trust, so toolhost's own write is not a change.
    */
   async saveProjectRules(rules: readonly PermissionRule[]): Promise<{ file: string; error?: string }> {
-    const saved = await appendProjectRules(this.current.report.cwd, rules);
+    const { cwd } = this.workspace;
+    const saved = await appendProjectRules(cwd, rules);
     if (!saved.error && this.current.report.trusted) {
-      await recordTrustedFile(this.current.report.cwd, path.relative(this.current.report.cwd, saved.file).split(path.sep).join("/")).catch(
-        () => {},
-      );
+      await recordTrustedFile(this.workspace, path.relative(cwd, saved.file).split(path.sep).join("/")).catch(() => {});
     }
     return saved;
   }
@@ -124,7 +134,7 @@ export class SessionTools {
     this.trustDecided = true;
     if (answer === "reject") return null;
     // The contents as the question showed them: a file changed meanwhile is asked about next time.
-    if (answer === "always") await trust(this.cwd, undefined, this.current.contents);
+    if (answer === "always") await trust(this.workspace, undefined, this.current.contents);
     this.trustedForSession = true;
     return this.reload();
   }

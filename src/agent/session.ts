@@ -1,88 +1,34 @@
-import type { ModelMessage, UserContent } from "ai";
 import type { Envelope } from "../tool/envelope.js";
-import type { HostServices, SkillIndex, ToolIndex } from "../tool/services.js";
+import type { HostServices } from "../tool/services.js";
 import { parseBash } from "../policy/bash-parse.js";
 import type { AskUser, PermissionOptions } from "../policy/authorizer.js";
-import type { Authorize } from "../policy/call.js";
 import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
 import type { SourcedRule } from "../policy/ruleset.js";
 import { SessionRules } from "../policy/session-rules.js";
+import type { Workspace } from "../config/workspace.js";
 import type { ToolRegistry } from "../host/registry.js";
-import { loadSkill } from "../host/skills.js";
-import type { FsBackend } from "../runtime/fs/backend.js";
 import { RuntimeSession } from "../runtime/session.js";
-import type { ShellBackend } from "../runtime/shell/backend.js";
-import type { SpawnTransform } from "../runtime/shell/scoped.js";
 import type { SessionSandbox } from "../runtime/shell/session-sandbox.js";
-import { loadAgents, stricterMode, type AgentCatalog } from "./agents.js";
-import { headlessFrontEnd, type PromptInput, type SessionFrontEnd } from "./front-end.js";
+import { stricterMode } from "./agents.js";
+import { headlessFrontEnd, turnObserver, type PromptInput, type SessionFrontEnd } from "./front-end.js";
 import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";
-import { parseTrust, SlashCommands } from "./commands.js";
+import { SlashCommands } from "./commands.js";
 import { History } from "./history.js";
 import { isThoughtLevel, type ThoughtLevel } from "./thinking.js";
 import type { SessionRecorder } from "./session-recorder.js";
-import { peekUserConfig } from "../config/file.js";
-import { webSearchHosts } from "../config/web-search.js";
-import { isModelSpec, NO_MODEL, noModelHelp, parseModelId, resolveModel } from "./model-config.js";
+import { withNote, type RestoredState } from "./session-restore.js";
+import { isModelSpec, NO_MODEL, parseModelId, turnModel } from "./model-config.js";
 import { modelInfo } from "./models.js";
 import type { SessionTools } from "./session-tools.js";
 import { SessionMcp } from "./session-mcp.js";
 import { SessionPolicy } from "./session-policy.js";
+import type { AgentSessionOptions } from "./session-options.js";
+import { SessionServices } from "./session-services.js";
 import { DEFAULT_PROMPT } from "./system-prompt.js";
-import { deferredCallResult, planOffer } from "./deferral.js";
-import { registryIndex } from "./tool-index.js";
-import { runToolCall, type ToolRunContext } from "./tool-runner.js";
-import type { CompactionEvent, CostMeter, ToolDeclaration, ToolOffer, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
+import { runToolCall } from "./tool-runner.js";
+import type { CompactionEvent, CostMeter, ToolDeclaration, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
 
 export { headlessFrontEnd, type SessionFrontEnd };
-
-export interface RuntimeBackends {
-  fs?: FsBackend;
-  /** Picks the backend per path (the editor's buffers inside the workspace, the disk elsewhere). */
-  route?: (abs: string, fallback: FsBackend) => FsBackend;
-  shell?: ShellBackend;
-  /**
-   * Rewrites what a command runs, before either shell backend. Given, it replaces the session's
-   * sandbox (the embedder owns what commands run in).
-   */
-  spawnTransform?: SpawnTransform;
-  /** The session's OS sandbox (default: bubblewrap where it can run, per the user's `sandbox` setting). */
-  sandbox?: SessionSandbox;
-}
-
-export interface AgentSessionOptions {
-  id?: string;
-  /** The workspace root (absolute), and further roots (ACP's additionalDirectories). */
-  cwd: string;
-  additionalRoots?: string[];
-  tools: SessionTools;
-  frontEnd: SessionFrontEnd;
-  backends?: RuntimeBackends;
-  mode?: ModeId;
-  /** The session's model (`provider/model`), over env and config file. */
-  model?: string;
-  /** For a subagent: the parent's runtime, rules and call ids, and how deep it is. */
-  parent?: {
-    runtime: RuntimeSession;
-    rules: SessionRules;
-    sandbox: SessionSandbox | undefined;
-    nextCallId: () => string;
-    depth: number;
-    mode: () => ModeId;
-    /** The parent's thought level: a child thinks as hard as its parent. */
-    thoughtLevel: () => ThoughtLevel;
-    /** The parent's cost meter: a child's cost counts in the parent's. */
-    meter: CostMeter;
-  };
-  /** Instructions added to the system prompt (a subagent's agent file body). */
-  instructions?: string;
-  /** Tool ids this session may use (a subagent's narrower set); default all. */
-  allowedTools?: ReadonlySet<string>;
-  /** Deferred tools declared from the start (a subagent: its parent's wired tools and those its task names). */
-  wired?: readonly string[];
-  /** Writes the session to its file as it happens (a durable session); absent: the session lives in memory only. */
-  recorder?: SessionRecorder;
-}
 
 /**
  * One agent session, whatever drives it: its runtime, tools, rules and approvals, history and
@@ -90,7 +36,8 @@ export interface AgentSessionOptions {
  */
 export class AgentSession {
   readonly id: string;
-  readonly cwd: string;
+  /** Where the session works (its tools'): resolved once, at its start. */
+  readonly workspace: Workspace;
   readonly runtime: RuntimeSession;
   readonly tools: SessionTools;
   readonly rules: SessionRules;
@@ -100,7 +47,6 @@ export class AgentSession {
   readonly sandbox: SessionSandbox | undefined;
   private readonly frontEnd: SessionFrontEnd;
   private readonly parent: AgentSessionOptions["parent"];
-  private readonly allowedTools: ReadonlySet<string> | undefined;
   private ownMode: ModeId;
   private modelId: string | undefined;
   private turn: AbortController | null = null;
@@ -112,8 +58,8 @@ export class AgentSession {
   private readonly subagents: SessionSubagents | undefined;
   private readonly instructions: string | undefined;
   private lastUsage: UsageReport | undefined;
-  /** Deferred tools that tool_search (or a direct call) wired: declared for the rest of the session. */
-  private readonly wired: Set<string>;
+  /** Declarations, the offer, wired deferred tools, `ctx.host` and the turn's tool context (agent/session-services.ts). */
+  private readonly sessionServices: SessionServices;
   private readonly recorder: SessionRecorder | undefined;
   private readonly unrecordedFrontEnd: SessionFrontEnd;
   /** Said to the model with the next prompt: the loaded session's last turn was cut short. */
@@ -125,63 +71,59 @@ export class AgentSession {
   private readonly slash: SlashCommands;
 
   constructor(options: AgentSessionOptions) {
-    this.cwd = options.cwd;
+    const parent = options.parent?.session;
     this.tools = options.tools;
+    const workspace = (this.workspace = this.tools.workspace);
     this.recorder = options.recorder;
     this.unrecordedFrontEnd = options.frontEnd;
-    this.frontEnd = this.recorder ? this.recorder.wrap(options.frontEnd) : options.frontEnd;
+    const frontEnd = (this.frontEnd = this.recorder ? this.recorder.wrap(options.frontEnd) : options.frontEnd);
     if (this.recorder) this.history.onAppend((message) => this.recorder?.message(message));
     this.parent = options.parent;
-    this.allowedTools = options.allowedTools;
     this.instructions = options.instructions;
-    this.wired = new Set(options.wired);
-    this.meter = options.parent?.meter ?? { amount: 0 };
+    this.meter = parent?.meter ?? { amount: 0 };
     this.ownMode = options.mode ?? DEFAULT_MODE;
     this.modelId = options.model;
-    this.rules = options.parent?.rules ?? new SessionRules();
-    this.policy = new SessionPolicy({
+    this.rules = parent?.rules ?? new SessionRules();
+    const allowedTools = options.allowedTools;
+    const policy = (this.policy = new SessionPolicy({
       tools: this.tools,
       rules: this.rules,
       mode: () => this.mode,
-      allowedTools: this.allowedTools,
-      subagent: this.parent !== undefined,
+      allowedTools,
+      subagent: parent !== undefined,
       roots: () => this.runtime.roots,
       sandbox: () => this.sandbox,
-      say: (text) => this.frontEnd.say(text),
-    });
+      say: (text) => frontEnd.say(text),
+    }));
     const backends = options.backends ?? {};
     // On by default: the probe starts now, in the background; the first command waits for it.
-    this.sandbox = options.parent
-      ? options.parent.sandbox
-      : backends.spawnTransform
-        ? undefined
-        : (backends.sandbox ?? this.policy.defaultSandbox()).start();
+    this.sandbox = parent ? parent.sandbox : backends.spawnTransform ? undefined : (backends.sandbox ?? policy.defaultSandbox()).start();
     this.runtime =
-      options.parent?.runtime ??
+      parent?.runtime ??
       new RuntimeSession({
         id: options.id,
-        workspace: options.cwd,
-        additionalRoots: options.additionalRoots,
+        workspace,
         // A recorded session's large outputs stay next to its file, as long as it does (an old output_path still reads).
         sidecarDir: options.recorder?.dataDir,
         ...backends,
         spawnTransform: backends.spawnTransform ?? this.sandbox?.transform,
         // The tools' fetch reaches a private address only for a host a net.fetch allow rule names.
-        net: { privateHosts: () => this.policy.privateHosts() },
+        net: { privateHosts: () => policy.privateHosts() },
       });
     this.id = this.runtime.id;
-    this.mcp = new SessionMcp({
-      cwd: this.cwd,
-      tools: this.tools,
-      say: (text) => this.frontEnd.say(text),
-      commandsChanged: () => this.frontEnd.commandsChanged?.(),
-    });
+    const { tools, runtime, recorder } = this;
+    const { cwd } = workspace;
+    this.mcp = new SessionMcp({ cwd, tools, say: (text) => frontEnd.say(text), commandsChanged: () => frontEnd.commandsChanged?.() });
+    const services = (this.sessionServices = new SessionServices(
+      { tools, runtime, frontEnd, policy, recorder, subagents: () => this.subagents },
+      options.wired,
+    ));
     this.slash = new SlashCommands({
       registry: () => this.registry,
-      tools: this.tools,
+      tools,
       mcp: this.mcp,
       history: this.history,
-      frontEnd: this.frontEnd,
+      frontEnd,
       model: () => this.modelId,
       permissionProblems: () => this.permissionProblems,
       loadSkill: async (name) => this.services().skills?.load(name),
@@ -190,8 +132,19 @@ export class AgentSession {
       compacted: (event) => this.compacted(event),
     });
     const depth = options.parent?.depth ?? 0;
-    this.subagents = depth < MAX_SUBAGENT_DEPTH ? new SessionSubagents(this.subagentHost(), depth) : undefined;
-    this.policy.loadPermissionRules();
+    const subagents: SubagentHost = {
+      registry: () => this.registry,
+      frontEnd,
+      allowedTools,
+      model: () => this.modelId,
+      wired: () => services.wired,
+      agentCatalog: () => services.agentCatalog(),
+      usage: () => this.lastUsage,
+      meter: this.meter,
+      createChild: (spec) => this.createChild(spec),
+    };
+    this.subagents = depth < MAX_SUBAGENT_DEPTH ? new SessionSubagents(subagents, depth) : undefined;
+    policy.loadPermissionRules();
   }
 
   /** The permission rules in force (manifest, user, trusted project), then the session's remembered answers. */
@@ -212,17 +165,9 @@ export class AgentSession {
    * Puts back a stored session (session/load, session/resume): its history, mode, model and call
    * numbering. Not its "always" answers: those were for that run.
    */
-  restore(state: {
-    messages: readonly ModelMessage[];
-    mode?: string;
-    model?: string;
-    lastCallNumber: number;
-    interruptedNote?: string;
-    thoughtLevel?: string;
-    wired?: readonly string[];
-  }): void {
+  restore(state: RestoredState): void {
     this.history.restore(state.messages);
-    for (const id of state.wired ?? []) this.wired.add(id);
+    for (const id of state.wired ?? []) this.sessionServices.wired.add(id);
     this.interruptedNote = state.interruptedNote;
     if (state.thoughtLevel && isThoughtLevel(state.thoughtLevel)) this.ownThoughtLevel = state.thoughtLevel;
     if (state.mode && isModeId(state.mode)) this.ownMode = state.mode;
@@ -235,7 +180,7 @@ export class AgentSession {
 
   /** A subagent follows its parent's mode. */
   get mode(): ModeId {
-    return this.parent ? this.parent.mode() : this.ownMode;
+    return this.parent ? stricterMode(this.parent.session.mode, this.parent.agentMode) : this.ownMode;
   }
 
   get model(): string | undefined {
@@ -266,7 +211,7 @@ export class AgentSession {
 
   /** How hard the model thinks (`default`: the model's own setting). */
   get thoughtLevel(): ThoughtLevel {
-    return this.parent ? this.parent.thoughtLevel() : this.ownThoughtLevel;
+    return this.parent ? this.parent.session.thoughtLevel : this.ownThoughtLevel;
   }
 
   /** Sets the thought level; false for an unknown level. */
@@ -286,7 +231,7 @@ export class AgentSession {
   }
 
   nextCallId(): string {
-    if (this.parent) return this.parent.nextCallId();
+    if (this.parent) return this.parent.session.nextCallId();
     this.callSeq += 1;
     return `call_${this.callSeq}`;
   }
@@ -316,42 +261,17 @@ export class AgentSession {
 
   /** One tool call with its whole life reported to the front end. */
   callTool(toolId: string, args: unknown, signal: AbortSignal, callId = this.nextCallId()): Promise<Envelope> {
-    return runToolCall(this.toolContext(signal), { callId, toolId, args }, this.frontEnd);
+    return runToolCall(this.sessionServices.toolContext(signal), { callId, toolId, args }, this.frontEnd);
   }
 
-  /** The tools the model is offered: the mode's visible kinds, this session's allowed ids, each tool's own description. */
+  /** The tools the model is offered (agent/session-services.ts). */
   declarations(): ToolDeclaration[] {
-    const host = this.services();
-    return (
-      this.registry
-        .list()
-        .filter(({ tool }) => this.policy.isVisible(tool))
-        // No task where no subagent can start (the depth limit).
-        .filter(({ tool }) => tool.id !== "task" || host.subagents !== undefined)
-        .map(({ tool }) => {
-          let description = tool.description;
-          try {
-            description = tool.describe?.({ host }) ?? tool.description;
-          } catch (err) {
-            process.stderr.write(`toolhost: ${tool.id}'s describe failed: ${String(err)}\n`);
-          }
-          return { id: tool.id, description, inputSchema: tool.inputSchema };
-        })
-    );
+    return this.sessionServices.declarations();
   }
 
-  /** What the model is offered for one request: the declarations, the non-locked tools deferred when too many (agent/deferral.ts). */
-  offer(contextWindow: number): ToolOffer {
-    const sources = new Map(this.registry.list().map(({ tool, source }) => [tool.id, source]));
-    const tools = this.declarations().map((declaration) => ({ declaration, source: sources.get(declaration.id) ?? "builtin" }));
-    return planOffer(tools, this.wired, contextWindow);
-  }
-
-  private wire(ids: readonly string[]): void {
-    const added = ids.filter((id) => !this.wired.has(id));
-    for (const id of added) this.wired.add(id);
-    // A loaded session declares them again from its first request.
-    if (added.length) this.recorder?.wired(added);
+  /** The services tools reach through `ctx.host`. */
+  services(): HostServices {
+    return this.sessionServices.services();
   }
 
   /** A turn, with its start (and the session's title) and its end in the session's record. */
@@ -375,14 +295,8 @@ export class AgentSession {
     const { signal } = controller;
     const stop = (reason: TurnStopReason): TurnStopReason => (signal.aborted ? "cancelled" : reason);
     try {
-      // Typing /trust is the consent the trust question asks for, so it goes first.
-      const trust = input.moreText ? null : parseTrust(input.text);
-      if (trust !== null) {
-        await this.slash.trust(trust);
-        return stop("end_turn");
-      }
-      await this.slash.askTrust(signal);
-      const slash = await this.slash.run(input, signal);
+      // /trust, the trust question, an MCP prompt or a slash command (agent/commands.ts); else the model.
+      const slash = await this.slash.handle(input, signal);
       return stop(slash ?? (await this.modelTurn(input, signal)));
     } catch (err) {
       if (signal.aborted) return "cancelled";
@@ -411,22 +325,13 @@ export class AgentSession {
 
   /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
   private async modelTurn(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason> {
-    const frontEnd = this.frontEnd;
-    // The front end may be a class: delegate, do not spread.
-    const observer: TurnObserver = {
-      pending: (info) => frontEnd.pending(info),
-      describe: (info) => frontEnd.describe?.(info),
-      event: (callId, event) => frontEnd.event(callId, event),
-      running: (callId) => frontEnd.running(callId),
-      done: (callId, envelope, info, display) => frontEnd.done(callId, envelope, info, display),
+    const observer = turnObserver(this.frontEnd, {
       compaction: (event) => this.compacted(event),
-      text: (delta) => frontEnd.text(delta),
-      thought: (delta) => frontEnd.thought(delta),
       usage: (report) => {
         this.lastUsage = report;
-        return frontEnd.usage(report);
+        return this.frontEnd.usage(report);
       },
-    };
+    });
     const result = await this.askModel(input, signal, observer);
     if (result.error && !signal.aborted) await this.fail(result.error);
     return result.stopReason;
@@ -437,31 +342,24 @@ export class AgentSession {
     signal: AbortSignal,
     observer: TurnObserver,
   ): Promise<{ stopReason: TurnStopReason; error?: string }> {
-    const peek = peekUserConfig();
-    const choice = resolveModel(this.modelId, process.env, peek);
-    if (!choice || "error" in choice) {
-      return {
-        stopReason: "end_turn",
-        error: noModelHelp(peek, choice ? `The configured model is not usable: ${choice.error}` : undefined),
-      };
-    }
+    const choice = turnModel(this.modelId, (error) => `The configured model is not usable: ${error}`);
+    if ("help" in choice) return { stopReason: "end_turn", error: choice.help };
     // The policy parses every command line (rules, watchdog): load the parser while the model thinks.
     if (this.registry.has("bash")) void parseBash(":").catch(() => {});
     // The first request waits (bounded) for MCP servers still connecting; the offer names any still starting.
     const [{ runPromptTurn }] = await Promise.all([import("./turn.js"), this.mcp.settled(signal)]);
     const info = modelInfo(choice.spec);
-    const declarations = this.declarations();
+    const declarations = this.sessionServices.declarations();
     return runPromptTurn(
       {
-        spec: choice.spec,
-        cwd: this.cwd,
+        ...choice,
+        cwd: this.workspace.cwd,
         history: this.history,
-        prompt: this.withInterruptedNote(input.content({ images: info.images, modelId: choice.spec.id })),
-        tools: this.toolContext(signal),
+        prompt: withNote(this.takeInterruptedNote(), input.content({ images: info.images, modelId: choice.spec.id })),
+        tools: this.sessionServices.toolContext(signal),
         declarations,
-        offer: () => this.mcp.withStartingNote(this.offer(info.contextWindow)),
-        afterCall: (toolId, envelope, offer) =>
-          offer.deferred.includes(toolId) ? deferredCallResult(toolId, envelope, (ids) => this.wire(ids)) : envelope,
+        offer: () => this.mcp.withStartingNote(this.sessionServices.offer(info.contextWindow)),
+        afterCall: (toolId, envelope, offer) => this.sessionServices.afterCall(toolId, envelope, offer),
         nextCallId: () => this.nextCallId(),
         meter: this.meter,
         contextUsed: this.lastUsage?.used,
@@ -475,34 +373,11 @@ export class AgentSession {
     );
   }
 
-  /** The prompt, after the note about an interrupted turn when the loaded session has one (said once). */
-  private withInterruptedNote(content: UserContent): UserContent {
+  /** The note about the loaded session's interrupted turn, said once (with the next prompt). */
+  private takeInterruptedNote(): string | undefined {
     const note = this.interruptedNote;
-    if (!note) return content;
     this.interruptedNote = undefined;
-    return typeof content === "string" ? `${note}\n\n${content}` : [{ type: "text", text: note }, ...content];
-  }
-
-  /** Tools, runtime, services and approvals for one turn. */
-  private toolContext(signal: AbortSignal): ToolRunContext {
-    // web_search's `{web-search}` hosts follow the toolset (a reload reads the config again).
-    this.runtime.setVariable("web-search", webSearchHosts(this.tools.toolset.webSearch));
-    return {
-      registry: this.registry,
-      manifest: this.tools.manifest,
-      session: this.runtime,
-      host: this.services(),
-      signal,
-      authorize: this.authorizer(),
-    };
-  }
-
-  /**
-   * The session's policy for one call (agent/session-policy.ts): rules, mode, remembered answers,
-   * then `ask` (default: the front end's approval). `toolhost policy explain` passes an ask that only records.
-   */
-  authorizer(ask: AskUser | undefined = this.frontEnd.approve): Authorize {
-    return this.policy.authorizer(ask);
+    return note;
   }
 
   /** What the session's policy decides with: `toolhost policy explain` passes it to `decide()`. */
@@ -510,89 +385,9 @@ export class AgentSession {
     return this.policy.permissionOptions(ask);
   }
 
-  /** The services tools reach through `ctx.host`. */
-  services(): HostServices {
-    return {
-      questions: this.frontEnd.questions,
-      tools: this.toolIndex(),
-      subagents: this.subagents,
-      skills: this.skillIndex(),
-      webSearch: this.tools.toolset.webSearch,
-    };
-  }
-
-  /** The toolset's skills; loading one makes its folder readable for the whole session (subagents share the runtime). */
-  private skillIndex(): SkillIndex {
-    const skills = () => this.tools.toolset.skills.skills;
-    return {
-      list: () => skills().map(({ name, description, path }) => ({ name, description, path })),
-      load: async (name) => {
-        const skill = skills().find((s) => s.name === name);
-        if (!skill) return undefined;
-        const loaded = await loadSkill(skill);
-        this.runtime.allowRead(skill.dir);
-        return loaded;
-      },
-    };
-  }
-
-  private toolIndex(): ToolIndex {
-    return registryIndex(
-      this.registry,
-      (tool) => this.policy.isVisible(tool),
-      (ids) => this.wire(ids),
-    );
-  }
-
-  /** The agents a task may run (agent files of a trusted project only). */
-  agentCatalog(): AgentCatalog {
-    return loadAgents(this.cwd, this.tools.toolset.report.trusted);
-  }
-
-  /** What this session's subagents need of it. */
-  private subagentHost(): SubagentHost {
-    return {
-      registry: () => this.registry,
-      frontEnd: this.frontEnd,
-      allowedTools: this.allowedTools,
-      model: () => this.modelId,
-      wired: () => this.wired,
-      agentCatalog: () => this.agentCatalog(),
-      reportUsage: () => this.reportUsage(),
-      createChild: (spec) => this.createChild(spec),
-    };
-  }
-
-  /** A child session: this session's runtime, rules, sandbox, call ids and meter; the parent's mode narrowed by the agent's. */
-  private createChild(spec: ChildSpec): ChildSession {
-    const child = new AgentSession({
-      cwd: this.cwd,
-      tools: this.tools,
-      frontEnd: spec.frontEnd,
-      model: spec.model,
-      allowedTools: spec.allowedTools,
-      wired: spec.wired,
-      instructions: spec.instructions,
-      parent: {
-        runtime: this.runtime,
-        rules: this.rules,
-        sandbox: this.sandbox,
-        nextCallId: () => this.nextCallId(),
-        depth: spec.depth,
-        // The parent's mode, narrowed by the agent's: never wider.
-        mode: () => stricterMode(this.mode, spec.agentMode),
-        thoughtLevel: () => this.thoughtLevel,
-        meter: this.meter,
-      },
-    });
+  /** A child session (agent/subagents.ts runs it): this session's runtime, rules, sandbox, call ids and meter. */
+  private createChild({ depth, agentMode, ...spec }: ChildSpec): ChildSession {
+    const child = new AgentSession({ tools: this.tools, ...spec, parent: { session: this, depth, agentMode } });
     return { history: child.history, ask: (input, signal, observer) => child.askModel(input, signal, observer) };
-  }
-
-  /** The parent's last usage, with the cost its children added since. */
-  private reportUsage(): void | Promise<void> {
-    const last = this.lastUsage;
-    // Without a price there is no cost to add (the context size is the parent's own).
-    if (!last || this.meter.amount === 0) return;
-    return this.frontEnd.usage({ ...last, cost: { amount: Math.round(this.meter.amount * 1e6) / 1e6, currency: "USD" } });
   }
 }

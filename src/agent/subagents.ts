@@ -8,7 +8,7 @@ import type { AgentCatalog, AgentDefinition } from "./agents.js";
 import type { SessionFrontEnd, PromptInput, SubagentView } from "./front-end.js";
 import type { History } from "./history.js";
 import type { ToolCallInfo } from "./tool-runner.js";
-import type { TurnObserver, TurnResult } from "./turn-types.js";
+import type { CostMeter, TurnObserver, TurnResult, TurnStopReason, UsageReport } from "./turn-types.js";
 
 const SUBAGENT_NOTE =
   "# Subagent\nYou are a subagent: another agent gave you one task through the task tool. Nobody else reads this conversation: do the task, then answer with one final message that holds everything the other agent needs (findings with file paths, what you changed).";
@@ -44,8 +44,10 @@ export interface SubagentHost {
   /** The parent's wired deferred tools. */
   wired(): Iterable<string>;
   agentCatalog(): AgentCatalog;
-  /** Shows the parent's usage with the children's cost added. */
-  reportUsage(): void | Promise<void>;
+  /** The parent's last usage report (undefined before its first request, or after a compaction). */
+  usage(): UsageReport | undefined;
+  /** The parent's cost meter, which its children add to. */
+  meter: CostMeter;
   /** A new child session sharing the parent's runtime and rules (an AgentSession: handed in, so no cycle). */
   createChild(spec: ChildSpec): ChildSession;
 }
@@ -197,6 +199,15 @@ export class SessionSubagents implements Subagents {
     }
   }
 
+  /** The parent's last usage, with the cost its children added since. */
+  private reportUsage(): void | Promise<void> {
+    const last = this.host.usage();
+    const meter = this.host.meter;
+    // Without a price there is no cost to add (the context size is the parent's own).
+    if (!last || meter.amount === 0) return;
+    return this.host.frontEnd.usage({ ...last, cost: { amount: Math.round(meter.amount * 1e6) / 1e6, currency: "USD" } });
+  }
+
   /** A child session for a request: its agent's tools (never wider than this session's), model and stricter mode. */
   private newChild(request: SubagentRequest): SubagentEntry {
     const host = this.host;
@@ -222,7 +233,7 @@ export class SessionSubagents implements Subagents {
     const state: ChildState = { text: "", description: request.description };
     const agentName = agent ? `agent ${agent.name}` : "read-only tools";
     const view = parentEnd.subagent?.({ description: request.description, agent: agentName });
-    const reportUsage = () => host.reportUsage();
+    const reportUsage = () => this.reportUsage();
     const frontEnd = view
       ? ownSessionFrontEnd(view.frontEnd, parentEnd, state, agentName, reportUsage)
       : nestedFrontEnd(parentEnd, state, agentName, reportUsage);

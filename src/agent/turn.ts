@@ -1,4 +1,5 @@
-import { loadUserConfig } from "../config/schema.js";
+import type { ConfigFile } from "../config/file.js";
+import { parseUserConfig } from "../config/schema.js";
 import { compactTurnHistory, runModelTurn } from "./loop.js";
 import type { ModelSpec } from "./model-config.js";
 import { modelInfo } from "./models.js";
@@ -14,14 +15,16 @@ import type { CostMeter, TurnObserver, TurnRequest, TurnResult } from "./turn-ty
 /** A prompt turn as the session asks for it: its request, the model's spec, what the system prompt is built from. */
 export interface PromptTurn extends TurnRequest, Pick<SystemPromptOptions, "cwd" | "profilePrompt" | "skills"> {
   spec: ModelSpec;
+  /** The user's config file as this turn read it (model-config.ts's `turnModel`): its provider settings. */
+  config: ConfigFile;
   meter: CostMeter;
   /** How hard the model thinks (the session's thought_level). */
   thoughtLevel?: ThoughtLevel;
 }
 
 export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): Promise<TurnResult> {
-  const { spec, cwd, profilePrompt, skills, thoughtLevel, ...request } = turn;
-  const loaded = loadUserConfig();
+  const { spec, cwd, profilePrompt, skills, thoughtLevel, config, ...request } = turn;
+  const loaded = parseUserConfig(config);
   if (loaded.error) process.stderr.write(`toolhost: ${loaded.error}\n`);
   let model;
   try {
@@ -47,10 +50,10 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
 
 /** /compact: the session's history compacted now, summary included. A problem for the user, or null. */
 export async function runCompaction(
-  turn: Pick<PromptTurn, "spec" | "history"> & { signal: AbortSignal },
+  turn: Pick<PromptTurn, "spec" | "history" | "config"> & { signal: AbortSignal },
   observer: Pick<TurnObserver, "compaction">,
 ): Promise<string | null> {
-  const loaded = loadUserConfig();
+  const loaded = parseUserConfig(turn.config);
   let model;
   try {
     model = await createLanguageModel(turn.spec, loaded.config, loaded.path);

@@ -1,4 +1,5 @@
 import { headlessFrontEnd } from "../agent/session.js";
+import type { Workspace } from "../config/workspace.js";
 import { formatLoadProblems } from "../host/toolset-report.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { headlessSession } from "./headless.js";
@@ -6,7 +7,8 @@ import { headlessSession } from "./headless.js";
 export interface CallOptions {
   id: string;
   args: unknown;
-  cwd?: string;
+  /** Where the call runs, resolved once (cli.ts's checkWorkspace). */
+  workspace: Workspace;
   profile?: string;
   /** The session mode the call runs in (default `full`: typing the command approves this one call). */
   mode?: string;
@@ -21,7 +23,7 @@ export interface CallOptions {
  */
 export async function runCall(options: CallOptions): Promise<number> {
   const session = await headlessSession({
-    cwd: options.cwd,
+    workspace: options.workspace,
     profile: options.profile,
     mode: options.mode ?? "full",
     frontEnd: headlessFrontEnd((text) => process.stderr.write(`${text}\n`)),

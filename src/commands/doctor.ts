@@ -5,7 +5,6 @@ import { defaultModelId, parseModelId, isModelSpec } from "../agent/model-config
 import { peekUserConfig } from "../config/file.js";
 import { loadRules } from "../policy/ruleset.js";
 import { packageRoot, toolhostHome, version } from "../config/paths.js";
-import { loadUserConfig } from "../config/schema.js";
 import { describeWebSearch, resolveWebSearch } from "../config/web-search.js";
 import { sandboxNetworkStatus } from "../runtime/shell/sandbox-proxy.js";
 import { buildToolset } from "../host/toolset.js";
@@ -23,11 +22,9 @@ export interface DoctorOptions {
  */
 export async function runDoctor(options: DoctorOptions): Promise<number> {
   const home = toolhostHome();
-  const config = loadUserConfig(home);
-  const { profile, report, skills } = await buildToolset({
+  const { profile, report, skills, config } = await buildToolset({
     cwd: options.cwd ?? process.cwd(),
     profile: options.profile,
-    config,
     home,
     loader: extensionLoader(),
   });

@@ -2,32 +2,35 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
 import { newSessionRecorder } from "../agent/session-recorder.js";
+import { SessionStore } from "../agent/session-store.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { toolhostHome } from "../config/paths.js";
+import type { Workspace } from "../config/workspace.js";
 import { trustChangeNotice } from "../host/toolset-report.js";
 import { CLI_SIDECAR_PREFIX } from "../runtime/sidecars.js";
 
 /**
- * The session a CLI command runs on: the toolset of `cwd` (and `profile`), in `mode`. Its
+ * The session a CLI command runs on: the toolset of `workspace` (and `profile`), in `mode`. Its
  * sidecar folder is named as a CLI folder, so the sweep removes what a command left after a day;
  * a recorded session's (`record`) stays with its file instead.
  */
 export async function headlessSession(options: {
-  cwd?: string;
+  /** The workspace, resolved once by the command (cli.ts's checkWorkspace). */
+  workspace: Workspace;
   profile?: string;
   mode: string;
   frontEnd: SessionFrontEnd;
   /** Save the session (unless TOOLHOST_SESSIONS=off), as the editor's sessions are. */
   record?: boolean;
 }): Promise<AgentSession> {
-  const workspace = path.resolve(options.cwd ?? process.cwd());
-  const tools = await SessionTools.create(workspace, options.profile);
+  const { workspace } = options;
+  const tools = await SessionTools.create(workspace, { profile: options.profile });
   // Nobody can answer the trust question here: a project that changed since it was trusted loads none of it, and says why.
   const changed = trustChangeNotice(tools.toolset.report);
   if (changed) process.stderr.write(`toolhost: ${changed}\n`);
   const id = `${CLI_SIDECAR_PREFIX}${randomUUID()}`;
-  const recorder = options.record ? newSessionRecorder(id, workspace) : undefined;
-  const session = new AgentSession({ id, cwd: workspace, tools, frontEnd: options.frontEnd, recorder });
+  const recorder = options.record ? newSessionRecorder(new SessionStore(), id, workspace) : undefined;
+  const session = new AgentSession({ id, tools, frontEnd: options.frontEnd, recorder });
   if (!session.setMode(options.mode)) throw new Error(`Unknown mode ${options.mode}`);
   for (const line of configNotes(session)) process.stderr.write(`toolhost: ${line}\n`);
   return session;

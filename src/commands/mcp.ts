@@ -1,4 +1,5 @@
 import path from "node:path";
+import { peekConfig, readConfigFile } from "../config/file.js";
 import { toolhostHome } from "../config/paths.js";
 import { checkTrust } from "../host/trust.js";
 import type { ServerStatus } from "../mcp/manager.js";
@@ -18,7 +19,8 @@ export async function mcpReport(cwd: string, home = toolhostHome()): Promise<Mcp
   // Trusted with its files as they are now (a project changed since it was trusted is not).
   const check = await checkTrust(cwd, home);
   const trusted = !check.error && check.trusted;
-  const user = userServers(home);
+  const file = readConfigFile(home);
+  const user = userServers(file);
   const project = projectServers(cwd);
   const merged = mergeServers(user.servers, trusted ? project.servers : []);
   const problems = [...user.problems, ...(trusted ? project.problems : []), ...merged.problems];
@@ -26,16 +28,21 @@ export async function mcpReport(cwd: string, home = toolhostHome()): Promise<Mcp
   if (merged.servers.length === 0) return { trusted, servers: [], untrusted, problems };
   const { McpServers } = await import("../mcp/manager.js");
   const toolIds = new Map<string, string[]>();
-  const servers = new McpServers(cwd, {
-    tools: (server, tools) =>
-      toolIds.set(
-        server,
-        tools.map((t) => t.id),
-      ),
-    prompts: () => {},
-    // Failures are in each server's status.
-    report: () => {},
-  });
+  const servers = new McpServers(
+    cwd,
+    {
+      tools: (server, tools) =>
+        toolIds.set(
+          server,
+          tools.map((t) => t.id),
+        ),
+      prompts: () => {},
+      // Failures are in each server's status.
+      report: () => {},
+    },
+    undefined,
+    peekConfig(file).sandboxEnv,
+  );
   try {
     await servers.start(merged.servers);
     return {

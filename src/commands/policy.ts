@@ -1,4 +1,5 @@
 import { headlessFrontEnd, type AgentSession } from "../agent/session.js";
+import type { Workspace } from "../config/workspace.js";
 import { discardPreparedCall, examine, prepareCall } from "../host/invoke.js";
 import { decide, type PolicyVerdict, type SandboxReading } from "../policy/decide.js";
 import { isModeId, type ModeId } from "../policy/modes.js";
@@ -9,7 +10,8 @@ import { headlessSession } from "./headless.js";
 type Out = (chunk: string) => Promise<void>;
 
 export interface PolicyOptions {
-  cwd?: string;
+  /** Where the explained session works, resolved once (cli.ts's checkWorkspace). */
+  workspace: Workspace;
   profile?: string;
   mode?: string;
   json: boolean;
@@ -17,7 +19,12 @@ export interface PolicyOptions {
 }
 
 function openSession(options: PolicyOptions): Promise<AgentSession> {
-  return headlessSession({ cwd: options.cwd, profile: options.profile, mode: options.mode ?? "full", frontEnd: headlessFrontEnd() });
+  return headlessSession({
+    workspace: options.workspace,
+    profile: options.profile,
+    mode: options.mode ?? "full",
+    frontEnd: headlessFrontEnd(),
+  });
 }
 
 const ruleJson = (rule: SourcedRule) => ({

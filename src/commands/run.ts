@@ -1,13 +1,15 @@
 import { parseSlash } from "../agent/commands.js";
 import type { SessionFrontEnd } from "../agent/session.js";
 import type { TurnStopReason } from "../agent/turn-types.js";
+import type { Workspace } from "../config/workspace.js";
 import { envelopeToText, type Envelope } from "../tool/envelope.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { headlessSession } from "./headless.js";
 
 export interface RunOptions {
   prompt: string;
-  cwd?: string;
+  /** Where the session works, resolved once (cli.ts's checkWorkspace). */
+  workspace: Workspace;
   profile?: string;
   /** The session's model (`provider/model`), over env and config file. */
   model?: string;
@@ -109,7 +111,7 @@ export async function runPrompt(options: RunOptions): Promise<number> {
   };
 
   const session = await headlessSession({
-    cwd: options.cwd,
+    workspace: options.workspace,
     profile: options.profile,
     mode: options.mode ?? "ask",
     frontEnd,

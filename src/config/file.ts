@@ -5,8 +5,18 @@ import { readConfigTextSync, userRoots } from "./safe-read.js";
 // The config file without zod: session/new reads the model and profile from here before
 // anything heavy loads. The full validation is schema.ts, on the first model turn and per toolset.
 
-/** The raw `~/.toolhost/config.json`: absent → json undefined; unreadable JSON → error. */
-export function readConfigFile(home = toolhostHome()): { path: string; json?: unknown; error?: string } {
+/**
+ * The raw `~/.toolhost/config.json`: absent → json undefined; unreadable JSON → error. A session
+ * reads it once at its start and hands this value down (`peekConfig`, schema.ts's `parseUserConfig`).
+ */
+export interface ConfigFile {
+  path: string;
+  json?: unknown;
+  error?: string;
+}
+
+/** Reads the raw config file (one read: callers pass the value on rather than reading again). */
+export function readConfigFile(home = toolhostHome()): ConfigFile {
   const file = path.join(home, "config.json");
   // A regular file of the user's own only (config/safe-read.ts); a refused one is reported.
   const { text, error } = readConfigTextSync(file, [home, ...userRoots()]);
@@ -38,8 +48,13 @@ export interface ConfigPeek {
   error?: string;
 }
 
+/** Reads the config file and peeks at it. */
 export function peekUserConfig(home = toolhostHome()): ConfigPeek {
-  const raw = readConfigFile(home);
+  return peekConfig(readConfigFile(home));
+}
+
+/** What session/new and the no-model message need from a config file already read. */
+export function peekConfig(raw: ConfigFile): ConfigPeek {
   if (raw.error || typeof raw.json !== "object" || raw.json === null)
     return { keyed: [], sandboxEnv: [], sandboxDenyRead: [], path: raw.path, error: raw.error };
   const json = raw.json as {

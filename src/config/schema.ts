@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { readConfigFile } from "./file.js";
+import { readConfigFile, type ConfigFile } from "./file.js";
 import { toolhostHome } from "./paths.js";
 
 const ProviderSettings = z
@@ -137,7 +137,11 @@ const FALLBACK: Partial<Record<keyof UserConfig, string>> = {
  * to its default, and every other key (the permission rules above all) still holds.
  */
 export function loadUserConfig(home = toolhostHome()): LoadedConfig {
-  const raw = readConfigFile(home);
+  return parseUserConfig(readConfigFile(home));
+}
+
+/** A config file already read (a session's, read once at its start), validated key by key as `loadUserConfig` says. */
+export function parseUserConfig(raw: ConfigFile): LoadedConfig {
   if (raw.error) {
     const problem = raw.error.startsWith(`${raw.path} is `) ? raw.error.slice(raw.path.length + 4) : raw.error;
     return { config: {}, path: raw.path, error: raw.error, problems: [problem], unreadable: true };

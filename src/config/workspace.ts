@@ -1,9 +1,77 @@
+import { createHash } from "node:crypto";
 import { realpathSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-// Which folders may be a session's workspace. The sandbox makes the workspace writable and the
-// rules call its files "inside": `/` or a system folder would hand tools and commands the machine.
+// A session's workspace, resolved once, and which folders may be one. The sandbox makes the
+// workspace writable and the rules call its files "inside": `/` or a system folder would hand
+// tools and commands the machine.
+
+/** A folder's real path (symlinks resolved); one that cannot be resolved, as it is (absolute). */
+const real = (dir: string) => {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return path.resolve(dir);
+  }
+};
+
+/**
+ * A session's workspace, resolved once where the session starts (session/new, load and resume in
+ * acp/server.ts, the early reader in acp/stdio.ts, the CLI's `run`, `call` and `policy`) and handed
+ * down: the toolset, trust, skills, agents, rules, the recorder and its store, and the runtime take
+ * these values instead of resolving the folder they were given again.
+ */
+export interface Workspace {
+  /** The folder the session works in: absolute, spelled as it was given (what the editor and the model see). */
+  readonly cwd: string;
+  /** Further roots (ACP's additionalDirectories), absolute. */
+  readonly additionalRoots: readonly string[];
+  /** `cwd`, then the additional roots. */
+  readonly roots: readonly string[];
+  /** The real path of each root (symlinks resolved; a root that cannot be resolved as it is), in the same order. */
+  readonly realRoots: readonly string[];
+  /** The project's key in trusted.json: `cwd`'s real path. */
+  readonly trustKey: string;
+  /** The folder under `~/.toolhost/sessions/` that keeps this project's sessions (from `cwd` as spelled). */
+  readonly projectFolder: string;
+  /** `cwd` is the user's home folder itself: every change and command asks (policy/ruleset.ts). */
+  readonly isHome: boolean;
+}
+
+/** The workspace of `cwd` (relative: to the process's folder) and its additional roots, resolved once. */
+export function resolveWorkspace(cwd: string, additionalRoots: readonly string[] = []): Workspace {
+  const folder = path.resolve(cwd);
+  const others = additionalRoots.map((root) => path.resolve(root));
+  const roots = [folder, ...others];
+  const realRoots = roots.map(real);
+  const trustKey = realRoots[0] as string;
+  return {
+    cwd: folder,
+    additionalRoots: others,
+    roots,
+    realRoots,
+    trustKey,
+    projectFolder: projectFolderName(folder),
+    isHome: trustKey === real(os.homedir()),
+  };
+}
+
+/** A folder named by a command or a test (resolved here, once), or a session's Workspace as it is. */
+export function asWorkspace(project: string | Workspace): Workspace {
+  return typeof project === "string" ? resolveWorkspace(project) : project;
+}
+
+/** A project's folder name in the session store: readable, and unique by a hash of the full path. */
+export function projectFolderName(cwd: string): string {
+  const resolved = path.resolve(cwd);
+  const readable = resolved
+    .replace(/[^A-Za-z0-9._-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(-60);
+  const hash = createHash("sha256").update(resolved).digest("hex").slice(0, 10);
+  return `${readable || "root"}-${hash}`;
+}
 
 /** The root and the top-level system folders: never a workspace (a project below them is fine). */
 const SYSTEM_FOLDERS = new Set([
@@ -13,23 +81,9 @@ const SYSTEM_FOLDERS = new Set([
   ...["/System", "/Library", "/Applications", "/private", "/private/etc", "/private/var"],
 ]);
 
-const real = (dir: string) => {
-  try {
-    return realpathSync(dir);
-  } catch {
-    return path.resolve(dir);
-  }
-};
-
-/** Why `dir` cannot be a workspace (`/` or a system folder, also through a link), or null. */
-export function systemFolderProblem(dir: string, what = "cwd"): string | null {
-  const resolved = real(dir);
+/** Why `dir` cannot be a workspace (`/` or a system folder, also through a link), or null. `resolved`: its real path, when known. */
+export function systemFolderProblem(dir: string, what = "cwd", resolved = real(dir)): string | null {
   if (!SYSTEM_FOLDERS.has(resolved) && !SYSTEM_FOLDERS.has(path.resolve(dir))) return null;
   const named = resolved === path.resolve(dir) ? dir : `${dir} (${resolved})`;
   return `${what} ${named} is ${resolved === "/" ? "the root of the file system" : "a system folder"}, which cannot be a workspace: tools and commands could change everything in it. Open a project folder instead`;
-}
-
-/** Whether `dir` is the user's home folder itself (a project inside it is not). */
-export function isHomeFolder(dir: string, home = os.homedir()): boolean {
-  return real(dir) === real(home);
 }

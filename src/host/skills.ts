@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseFrontMatter } from "../config/frontmatter.js";
 import { readConfinedFile, userRoots } from "../config/safe-read.js";
+import { asWorkspace, type Workspace } from "../config/workspace.js";
 import type { LoadedSkill, SkillInfo } from "../tool/services.js";
 import type { LoadProblem } from "./loader.js";
 
@@ -45,7 +46,8 @@ export interface SkillDiscovery {
 }
 
 export interface SkillFolderOptions {
-  cwd: string;
+  /** The session's workspace (resolved at its start), or a folder (resolved here). */
+  cwd: string | Workspace;
   /** The profile's skill folders, in order. */
   profileDirs: readonly string[];
   /** `~/.toolhost`. */
@@ -65,7 +67,7 @@ const MAX_DEPTH = 6;
 
 /** The skill folders in discovery order, each with its origin. */
 export function skillFolders(options: SkillFolderOptions): { dir: string; origin: SkillOrigin }[] {
-  const cwd = path.resolve(options.cwd);
+  const cwd = asWorkspace(options.cwd).cwd;
   const userHome = options.userHome ?? os.homedir();
   const folders = [
     ...options.profileDirs.map((dir) => ({ dir, origin: "profile" as const })),
@@ -166,14 +168,14 @@ async function readFolder(
 export async function discoverSkills(options: SkillFolderOptions & { trusted: boolean }): Promise<SkillDiscovery> {
   const result: SkillDiscovery = { skills: [], folders: [], shadowed: [], problems: [] };
   const byName = new Map<string, Skill>();
-  for (const { dir, origin } of skillFolders(options)) {
+  const workspace = asWorkspace(options.cwd);
+  for (const { dir, origin } of skillFolders({ ...options, cwd: workspace })) {
     if (origin === "project" && !options.trusted) {
       if (await isDir(dir)) result.folders.push({ dir, origin, status: "untrusted", skills: 0 });
       continue;
     }
     // A project's skills must stay in the project; the user's and the profile's are theirs.
-    const roots =
-      origin === "project" ? [path.resolve(options.cwd)] : [dir, options.home, options.userHome ?? os.homedir(), ...userRoots()];
+    const roots = origin === "project" ? [workspace.cwd] : [dir, options.home, options.userHome ?? os.homedir(), ...userRoots()];
     const { report, skills, problems } = await readFolder(dir, origin, roots);
     result.folders.push(report);
     result.problems.push(...problems);

@@ -1,7 +1,9 @@
 import path from "node:path";
 import { toolhostHome } from "../config/paths.js";
 import { selectProfileName } from "../config/profile-name.js";
-import { loadUserConfig, type LoadedConfig } from "../config/schema.js";
+import { asWorkspace, type Workspace } from "../config/workspace.js";
+import { readConfigFile, type ConfigFile } from "../config/file.js";
+import { parseUserConfig, type LoadedConfig } from "../config/schema.js";
 import { resolveWebSearch } from "../config/web-search.js";
 import type { AnyTool } from "../tool/define.js";
 import type { RequirementSet } from "../tool/requirements.js";
@@ -19,8 +21,8 @@ import { loadProfileWatchdog } from "./watchdog-module.js";
 import type { Watchdog } from "../policy/watchdog.js";
 
 export interface ToolsetOptions {
-  /** The session's workspace: its `.toolhost/tools/` are the project's tools. */
-  cwd: string;
+  /** The session's workspace (resolved at its start; a folder is resolved here): its `.toolhost/tools/` are the project's tools. */
+  cwd: string | Workspace;
   /** Imports extension files; the front end makes it (it hands in the "toolhost" API) and may keep it across rebuilds. */
   loader: LoadFile;
   /** The profile name (the client's choice); default TOOLHOST_PROFILE, then config, then `default`. */
@@ -31,8 +33,8 @@ export interface ToolsetOptions {
   home?: string;
   /** The package folder with the shipped profiles (tests). */
   root?: string;
-  /** The user config, when the caller has read it already. */
-  config?: LoadedConfig;
+  /** The user's config file, when the caller has read it already (a session reads it once, at its start). */
+  configFile?: ConfigFile;
   /** The user's home folder, for `~/.claude/skills/` (default: os.homedir()). */
   userHome?: string;
 }
@@ -52,6 +54,10 @@ export interface Toolset {
   webSearch?: WebSearchSettings;
   /** The project's trusted contents as this build saw them: what "trust it always" records. */
   contents: ContentSnapshot;
+  /** The user's config file this build read (the session's rules, sandbox and MCP servers read it from here)… */
+  configFile: ConfigFile;
+  /** …and its keys, validated. */
+  config: LoadedConfig;
 }
 
 /** Why the profile leaves a tool out (`enable` is an allowlist, then `disable`, then `kinds`), or null. */
@@ -97,7 +103,7 @@ function unknownProfileIds(profile: Profile, offeredIds: ReadonlySet<string>): L
  * contents it recorded (a broken store trusts nothing); what changed since, when it did.
  */
 async function projectTrust(
-  cwd: string,
+  cwd: Workspace,
   home: string,
   answer: boolean | undefined,
   errors: LoadProblem[],
@@ -165,15 +171,17 @@ function noteAbsentTools(registry: ToolRegistry, report: ToolsetReport): void {
  * problem is reported with its file, and nothing here throws for a bad file.
  */
 export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
-  const cwd = path.resolve(options.cwd);
+  const workspace = asWorkspace(options.cwd);
+  const cwd = workspace.cwd;
   const home = options.home ?? toolhostHome();
-  const config = options.config ?? loadUserConfig(home);
+  const configFile = options.configFile ?? readConfigFile(home);
+  const config = parseUserConfig(configFile);
   const errors: LoadProblem[] = config.problems.map((message) => ({ file: config.path, message }));
 
   const profileName = selectProfileName({ requested: options.profile, config: config.config });
   const { profile, problems } = await loadProfile(profileName, { home, root: options.root });
   errors.push(...problems);
-  const { trusted, changes, legacy, contents } = await projectTrust(cwd, home, options.trusted, errors);
+  const { trusted, changes, legacy, contents } = await projectTrust(workspace, home, options.trusted, errors);
   const watched = await loadProfileWatchdog(profile, options.loader.importModule);
   errors.push(...watched.problems);
 
@@ -189,7 +197,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const { registry, disabled } = applyProfile(profile, found.placed.values());
   errors.push(...unknownProfileIds(profile, found.offeredIds));
 
-  const skills = await discoverSkills({ cwd, profileDirs: profile.skillDirs, home, userHome: options.userHome, trusted });
+  const skills = await discoverSkills({ cwd: workspace, profileDirs: profile.skillDirs, home, userHome: options.userHome, trusted });
 
   const head = {
     cwd,
@@ -208,5 +216,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
     skills,
     webSearch: webSearch.settings,
     contents,
+    configFile,
+    config,
   };
 }

@@ -71,11 +71,11 @@ async function hashFile(abs: string): Promise<string | null> {
 const inside = (abs: string, root: string) => abs === root || abs.startsWith(root + path.sep);
 
 /**
- * Records the trusted content of a project (its real path): regular files by sha256, symlinks as
- * links (followed only when they stay inside the project), bounded in entries and depth.
+ * Records the trusted content of a project: regular files by sha256, symlinks as links (followed
+ * only when they stay inside the project), bounded in entries and depth. `root`: the project's
+ * real path, its trust key (trust.ts's `projectKey`), not resolved again here.
  */
-export async function snapshotContents(project: string): Promise<ContentSnapshot> {
-  const root = await fsp.realpath(project).catch(() => path.resolve(project));
+export async function snapshotContents(root: string): Promise<ContentSnapshot> {
   const files: Record<string, string> = {};
   let truncated = false;
   const walkedDirs = new Set<string>();

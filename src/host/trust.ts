@@ -5,6 +5,7 @@ import { NodeFs } from "../runtime/fs/node.js";
 import { fileLocks } from "../runtime/locks.js";
 import { toolhostHome } from "../config/paths.js";
 import { readConfigTextSync, userRoots } from "../config/safe-read.js";
+import type { Workspace } from "../config/workspace.js";
 import { diffContents, snapshotContents, type ContentChange, type ContentSnapshot } from "./trust-contents.js";
 
 /**
@@ -40,8 +41,12 @@ export function trustFile(home = toolhostHome()): string {
   return path.join(home, "trusted.json");
 }
 
-/** The real path of a project folder (trust must not follow one spelling of a symlinked path only). */
-export async function projectKey(dir: string): Promise<string> {
+/**
+ * The real path of a project folder (trust must not follow one spelling of a symlinked path only):
+ * a session's Workspace has it already (its `trustKey`); a folder named by a command is resolved.
+ */
+export async function projectKey(dir: string | Workspace): Promise<string> {
+  if (typeof dir !== "string") return dir.trustKey;
   const abs = path.resolve(dir);
   return fsp.realpath(abs).catch(() => abs);
 }
@@ -77,7 +82,7 @@ export interface TrustCheck {
 }
 
 /** Compares a project's trusted contents with what the store recorded for it. */
-export async function checkTrust(dir: string, home = toolhostHome()): Promise<TrustCheck> {
+export async function checkTrust(dir: string | Workspace, home = toolhostHome()): Promise<TrustCheck> {
   const [store, key] = await Promise.all([readTrust(home), projectKey(dir)]);
   const contents = await snapshotContents(key);
   const entry = Object.hasOwn(store.projects, key) ? store.projects[key] : undefined;
@@ -88,7 +93,7 @@ export async function checkTrust(dir: string, home = toolhostHome()): Promise<Tr
 }
 
 /** Whether the project is trusted with its contents as they are now. */
-export async function isTrusted(dir: string, home = toolhostHome()): Promise<boolean> {
+export async function isTrusted(dir: string | Workspace, home = toolhostHome()): Promise<boolean> {
   return (await checkTrust(dir, home)).trusted;
 }
 
@@ -111,7 +116,7 @@ async function update(home: string, change: (projects: TrustStore["projects"]) =
  * trusted with others, and these differ; `legacy`: it was trusted before contents were recorded.
  */
 export async function trust(
-  dir: string,
+  dir: string | Workspace,
   home = toolhostHome(),
   contents?: ContentSnapshot,
 ): Promise<{ path: string; already: boolean; changes?: ContentChange[]; legacy?: true }> {
@@ -144,7 +149,7 @@ export async function trust(
  * project" to `.toolhost/config.json`), so its own write does not count as a change. Nothing
  * happens for a project without recorded contents.
  */
-export async function recordTrustedFile(dir: string, rel: string, home = toolhostHome()): Promise<void> {
+export async function recordTrustedFile(dir: string | Workspace, rel: string, home = toolhostHome()): Promise<void> {
   const key = await projectKey(dir);
   const current = (await snapshotContents(key)).files;
   await update(home, (projects) => {
@@ -156,7 +161,7 @@ export async function recordTrustedFile(dir: string, rel: string, home = toolhos
 }
 
 /** Withdraws trust from a project folder. `was` says it had been trusted. */
-export async function untrust(dir: string, home = toolhostHome()): Promise<{ path: string; was: boolean }> {
+export async function untrust(dir: string | Workspace, home = toolhostHome()): Promise<{ path: string; was: boolean }> {
   const key = await projectKey(dir);
   let was = false;
   await update(home, (projects) => {

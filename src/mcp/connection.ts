@@ -10,7 +10,6 @@ import {
   type Prompt,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { peekUserConfig } from "../config/file.js";
 import { version } from "../config/paths.js";
 import { childEnvironment } from "../runtime/child-env.js";
 import type { McpServerSpec } from "./servers.js";
@@ -44,6 +43,8 @@ export class McpConnection {
   constructor(
     readonly spec: McpServerSpec,
     private readonly workspace: string,
+    /** `sandbox.env` of the user's config: more variable names (or `PREFIX_*`) the server's process gets. */
+    private readonly sandboxEnv: readonly string[],
     private readonly events: ConnectionEvents,
   ) {}
 
@@ -59,7 +60,7 @@ export class McpConnection {
         // Never toolhost's whole environment (provider keys…): the allow-list every child gets
         // (child-env.ts, with the user's sandbox.env names) plus what the entry sets itself. The
         // SDK would put its own defaults (HOME, PATH, …) under it anyway; they are in the list.
-        env: { ...childEnvironment(process.env, peekUserConfig().sandboxEnv), ...spec.env },
+        env: { ...childEnvironment(process.env, this.sandboxEnv), ...spec.env },
         cwd: spec.cwd ?? this.workspace,
         stderr: "pipe",
       });

@@ -1,5 +1,6 @@
 import { ErrorCode, McpError, type GetPromptResult, type Prompt } from "@modelcontextprotocol/sdk/types.js";
 import type { AnyTool } from "../tool/define.js";
+import { peekUserConfig } from "../config/file.js";
 import { McpConnection } from "./connection.js";
 import type { McpOrigin, McpServerSpec } from "./servers.js";
 import { serverTools, type McpCaller } from "./tools.js";
@@ -69,6 +70,8 @@ export class McpServers {
     private readonly workspace: string,
     private readonly hooks: McpHooks,
     private readonly timeoutMs = mcpTimeoutMs(),
+    /** `sandbox.env` of the user's config: more variables stdio servers get (a session hands in its config's). */
+    private readonly sandboxEnv: readonly string[] = peekUserConfig().sandboxEnv,
   ) {}
 
   /** Starts servers not yet started (a name already running is left alone); resolves once each is ready or failed. */
@@ -111,7 +114,7 @@ export class McpServers {
     };
     this.entries.set(spec.name, entry);
     const current = () => this.entries.get(spec.name) === entry && !this.closed;
-    const connection = new McpConnection(spec, this.workspace, {
+    const connection = new McpConnection(spec, this.workspace, this.sandboxEnv, {
       toolsChanged: () => void this.refreshTools(entry).catch(() => {}),
       promptsChanged: () => void this.refreshPrompts(entry).catch(() => {}),
       closed: () => {

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { readConfigFile } from "../config/file.js";
+import { readConfigFile, type ConfigFile } from "../config/file.js";
 import { projectConfigPath } from "../config/project-permissions.js";
 import { readConfigTextSync } from "../config/safe-read.js";
 
@@ -146,9 +146,8 @@ function readJson(file: string, project: string): { json?: unknown; error?: stri
   }
 }
 
-/** The servers of the user's `~/.toolhost/config.json`. */
-export function userServers(home?: string): { servers: McpServerSpec[]; problems: SpecProblem[] } {
-  const raw = readConfigFile(home);
+/** The servers of the user's `~/.toolhost/config.json` (read already: a session's, once at its start). */
+export function userServers(raw: ConfigFile = readConfigFile()): { servers: McpServerSpec[]; problems: SpecProblem[] } {
   if (raw.error) return { servers: [], problems: [{ server: "*", file: raw.path, message: raw.error }] };
   return parseMcpServers(isRecord(raw.json) ? raw.json.mcpServers : undefined, "user", raw.path);
 }

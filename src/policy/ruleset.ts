@@ -4,8 +4,8 @@ import picomatch from "picomatch";
 import * as z from "zod";
 import { projectConfigPath } from "../config/project-permissions.js";
 import { readConfigTextSync } from "../config/safe-read.js";
-import { loadUserConfig } from "../config/schema.js";
-import { isHomeFolder } from "../config/workspace.js";
+import { loadUserConfig, type LoadedConfig } from "../config/schema.js";
+import { asWorkspace, type Workspace } from "../config/workspace.js";
 import { isReadOnlyKind } from "../tool/kinds.js";
 import type { PolicyCall } from "./call.js";
 import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
@@ -330,8 +330,8 @@ export const HOME_WORKSPACE = "the workspace is your whole home folder";
  * A session whose workspace is the home folder itself: every file change and every command asks,
  * whatever an allow rule or the mode says (an "always" answer still holds); deny rules still deny.
  */
-function homeWorkspaceRules(dir: string): SourcedRule[] {
-  if (!isHomeFolder(dir)) return [];
+function homeWorkspaceRules(workspace: Workspace): SourcedRule[] {
+  if (!workspace.isHome) return [];
   return ["fs.write", "shell.run"].map((permission) => ({
     permission,
     pattern: "*",
@@ -346,8 +346,13 @@ interface RuleSources {
   manifest: { rules: readonly PermissionRule[]; file?: string };
   /** `~/.toolhost` (default: TOOLHOST_HOME or the real one). */
   home?: string;
-  /** The project folder, and whether it is trusted: an untrusted project's rules are never read. */
-  project: { dir: string; trusted: boolean };
+  /** The user's config as the session read it (its toolset's); default: read from `home`. */
+  user?: LoadedConfig;
+  /**
+   * The project (a session's Workspace, resolved at its start; or a folder, resolved here), and
+   * whether it is trusted: an untrusted project's rules are never read.
+   */
+  project: { dir: string | Workspace; trusted: boolean };
 }
 
 /**
@@ -360,7 +365,7 @@ export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problem
     source: "manifest",
     ...(sources.manifest.file ? { file: sources.manifest.file } : {}),
   }));
-  const userConfig = loadUserConfig(sources.home);
+  const userConfig = sources.user ?? loadUserConfig(sources.home);
   // A file that cannot be read may hold deny rules: every call asks until it is fixed. Its other
   // problems (a bad `model`) are the config's, reported with it, not here.
   const user = userConfig.unreadable
@@ -369,9 +374,10 @@ export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problem
         problems: [`${userConfig.path}: the permission rules could not be read; until the file is fixed every call asks (fail closed)`],
       }
     : parseRules(userConfig.config.permissions, "user", userConfig.path);
-  const project = sources.project.trusted ? readProjectRules(sources.project.dir) : { rules: [], problems: [] };
+  const workspace = asWorkspace(sources.project.dir);
+  const project = sources.project.trusted ? readProjectRules(workspace.cwd) : { rules: [], problems: [] };
   return {
-    rules: [...manifest, ...user.rules, ...project.rules, ...homeWorkspaceRules(sources.project.dir)],
+    rules: [...manifest, ...user.rules, ...project.rules, ...homeWorkspaceRules(workspace)],
     problems: [...user.problems, ...project.problems],
   };
 }

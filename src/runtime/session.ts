@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { realpathSync } from "node:fs";
 import path from "node:path";
 import { toolhostHome } from "../config/paths.js";
+import type { Workspace } from "../config/workspace.js";
 import type { SessionState } from "../tool/context.js";
 import type { RequirementSet } from "../tool/requirements.js";
 import type { FsBackend } from "./fs/backend.js";
@@ -15,9 +16,12 @@ import { SessionSidecars, sidecarRoot } from "./sidecars.js";
 
 export interface RuntimeSessionOptions {
   id?: string;
-  /** The workspace root (absolute). Relative tool paths resolve against it. */
-  workspace: string;
-  /** Further workspace roots (`{workspace}` expands to all of them). */
+  /**
+   * The workspace root (absolute): relative tool paths resolve against it. Or the session's
+   * resolved Workspace (config/workspace.ts), which brings its further roots and their real paths.
+   */
+  workspace: string | Workspace;
+  /** Further workspace roots, with a plain `workspace` folder (`{workspace}` expands to all of them). */
   additionalRoots?: string[];
   /** Directories of open ad-hoc files (`{ad-hoc}`). */
   adHoc?: string[];
@@ -78,10 +82,12 @@ export class RuntimeSession implements SessionState {
   private readonly keepSidecars: boolean;
 
   constructor(options: RuntimeSessionOptions) {
-    if (!path.isAbsolute(options.workspace)) throw new Error(`Workspace must be absolute: ${options.workspace}`);
+    const given = options.workspace;
+    if (typeof given === "string" && !path.isAbsolute(given)) throw new Error(`Workspace must be absolute: ${given}`);
     this.id = options.id ?? randomUUID();
-    this.workspace = path.resolve(options.workspace);
-    this.roots = [this.workspace, ...(options.additionalRoots ?? []).map((r) => path.resolve(r))];
+    this.workspace = typeof given === "string" ? path.resolve(given) : given.cwd;
+    this.roots =
+      typeof given === "string" ? [this.workspace, ...(options.additionalRoots ?? []).map((r) => path.resolve(r))] : [...given.roots];
     this.fs = options.fs ?? localDisk;
     this.shell = options.shell ?? new LocalShell();
     this.spawnTransform = options.spawnTransform;
@@ -92,11 +98,16 @@ export class RuntimeSession implements SessionState {
     this.sidecars = options.sidecarDir
       ? new SessionSidecars(path.resolve(options.sidecarDir))
       : new SessionSidecars(path.join(root, this.id.replace(/[^a-zA-Z0-9_-]/g, "_")), {}, root);
-    // On disk a root may sit behind a symlink (/tmp → /private/tmp): allow both spellings.
+    // On disk a root may sit behind a symlink (/tmp → /private/tmp): allow both spellings (a
+    // Workspace resolved them already).
     const onDisk = this.fs.kind === "node";
     const withReal = (dirs: string[]) => [...new Set(dirs.flatMap((d) => (onDisk ? [d, realOrSame(d)] : [d])))];
+    const workspaceRoots =
+      typeof given === "string"
+        ? withReal(this.roots)
+        : [...new Set(given.roots.flatMap((d, i) => (onDisk ? [d, given.realRoots[i] as string] : [d])))];
     this.vars = {
-      workspace: withReal(this.roots),
+      workspace: workspaceRoots,
       "ad-hoc": withReal(options.adHoc ?? []),
       "user-data": withReal([options.userData ?? toolhostHome()]),
       // The configured search providers' hosts (web_search's net.hosts); none until the session sets them.

@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { McpServer } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
-import { projectFolderName } from "../../src/agent/session-store.js";
+import { projectFolderName } from "../../src/config/workspace.js";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
 import { closeAndCheck, Harness, lastUpdate, selected, textOf, useAcpTest, type HarnessOptions } from "./harness.js";

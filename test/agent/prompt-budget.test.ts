@@ -3,6 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
+import { resolveWorkspace } from "../../src/config/workspace.js";
 import { BUILTIN_TOOLS } from "../../src/host/builtins.js";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
 import { useAgentEnv } from "../helpers.js";
@@ -41,7 +42,7 @@ export default defineTool({ id: "extra", description: "x", kind: "read", paramet
       path.join(t.home, "config.json"),
       JSON.stringify({ webSearch: { providers: [{ type: "searxng", baseURL: "http://127.0.0.1:9" }] } }),
     );
-    const s = new AgentSession({ cwd: t.ws, tools: await SessionTools.create(t.ws), frontEnd, mode: "ask" });
+    const s = new AgentSession({ tools: await SessionTools.create(resolveWorkspace(t.ws)), frontEnd, mode: "ask" });
     await s.prompt({ text: "hi", content: () => "hi" });
     await s.close();
     const body = t.fake.requests[0]?.body;

@@ -3,6 +3,7 @@ import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { AgentSession, headlessFrontEnd, type SessionFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
+import { resolveWorkspace } from "../../src/config/workspace.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../../src/policy/authorizer.js";
 import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
 import { sandboxNetworkStatus } from "../../src/runtime/shell/sandbox-proxy.js";
@@ -49,8 +50,7 @@ function approving(answer: ApprovalAnswer | (() => ApprovalAnswer)) {
 
 async function session(options: { frontEnd?: SessionFrontEnd; mode?: string; sandbox?: SessionSandbox } = {}) {
   const s = new AgentSession({
-    cwd: t.ws,
-    tools: await SessionTools.create(t.ws),
+    tools: await SessionTools.create(resolveWorkspace(t.ws)),
     frontEnd: options.frontEnd ?? headlessFrontEnd(),
     ...(options.sandbox ? { backends: { sandbox: options.sandbox } } : {}),
   });

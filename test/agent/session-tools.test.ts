@@ -2,6 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { SessionTools } from "../../src/agent/session-tools.js";
+import { resolveWorkspace } from "../../src/config/workspace.js";
 import { defineTool } from "../../src/tool/define.js";
 import { projectToolDir } from "../../src/host/discovery.js";
 import { createExtensionLoader, type LoadFile } from "../../src/host/loader.js";
@@ -36,7 +37,7 @@ describe("SessionTools", () => {
     await fsp.mkdir(projectToolDir(t.ws), { recursive: true });
     await fsp.writeFile(path.join(projectToolDir(t.ws), "local.ts"), toolFile("local"));
     const { load, seen } = countingLoader();
-    const tools = await SessionTools.create(t.ws, undefined, load);
+    const tools = await SessionTools.create(resolveWorkspace(t.ws), { loader: load });
     expect(await tools.registry.get("hello")!.execute({}, {} as never)).toMatchObject({ tag: "v1" });
     expect(tools.pendingTrust()).toEqual([path.join(projectToolDir(t.ws), "local.ts")]);
 
@@ -56,7 +57,7 @@ describe("SessionTools: tools that arrive at run time (MCP servers)", () => {
     defineTool({ id, description: `${id}.`, kind, parameters: { type: "object" }, requires: {}, execute: async () => "ok" });
 
   it("adds, replaces and removes one source's tools, keeps them across rebuilds and profile changes, and applies the profile's kinds", async () => {
-    const tools = await SessionTools.create(t.ws);
+    const tools = await SessionTools.create(resolveWorkspace(t.ws));
     expect(tools.setSourceTools("mcp:x", [tool("mcp__x__look", "read"), tool("mcp__x__act", "execute"), tool("read", "read")])).toEqual([
       '"read" of mcp:x is already registered from builtin; it was left out',
     ]);

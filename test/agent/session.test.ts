@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import { AgentSession, type SessionFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
+import { resolveWorkspace } from "../../src/config/workspace.js";
 import { defineTool } from "../../src/tool/define.js";
 import type { Envelope } from "../../src/tool/envelope.js";
 import { ToolError } from "../../src/tool/errors.js";
@@ -44,8 +45,8 @@ function frontEnd(extra: Partial<SessionFrontEnd> = {}): SessionFrontEnd & { log
 }
 
 async function session(fe = frontEnd(), mode = "ask") {
-  const tools = await SessionTools.create(t.ws);
-  const s = new AgentSession({ cwd: t.ws, tools, frontEnd: fe, mode: mode as "ask" });
+  const tools = await SessionTools.create(resolveWorkspace(t.ws));
+  const s = new AgentSession({ tools, frontEnd: fe, mode: mode as "ask" });
   return { s, fe };
 }
 

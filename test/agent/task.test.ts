@@ -5,6 +5,7 @@ import * as z from "zod";
 import { loadAgents, stricterMode } from "../../src/agent/agents.js";
 import { AgentSession, type SessionFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
+import { resolveWorkspace } from "../../src/config/workspace.js";
 import type { ToolCallInfo } from "../../src/agent/tool-runner.js";
 import type { ToolEvent } from "../../src/tool/context.js";
 import { defineTool } from "../../src/tool/define.js";
@@ -54,8 +55,8 @@ async function withModel(route: (body: FakeBody) => FakeReply) {
 }
 
 async function session(mode: "read-only" | "ask" | "full", fe = frontEnd()) {
-  const tools = await SessionTools.create(t.ws);
-  return { s: new AgentSession({ cwd: t.ws, tools, frontEnd: fe, mode }), fe };
+  const tools = await SessionTools.create(resolveWorkspace(t.ws));
+  return { s: new AgentSession({ tools, frontEnd: fe, mode }), fe };
 }
 
 const call = (name: string, args: unknown, id = name): FakeReply => ({

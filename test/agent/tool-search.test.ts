@@ -3,6 +3,7 @@ import * as z from "zod";
 import { DEFERRAL_MAX_TOOLS, deferredSection, planOffer, type CandidateTool } from "../../src/agent/deferral.js";
 import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
+import { resolveWorkspace } from "../../src/config/workspace.js";
 import type { ToolDeclaration } from "../../src/agent/turn-types.js";
 import toolSearch from "../../src/tools/tool_search.js";
 import { defineTool } from "../../src/tool/define.js";
@@ -29,7 +30,7 @@ function extTool(id: string, description: string, params: string[] = [], run?: (
 }
 
 async function session(tools: ReturnType<typeof extTool>[] = [], source = "/ext/tools.ts") {
-  const s = new AgentSession({ cwd: t.ws, tools: await SessionTools.create(t.ws), frontEnd: headlessFrontEnd(), mode: "full" });
+  const s = new AgentSession({ tools: await SessionTools.create(resolveWorkspace(t.ws)), frontEnd: headlessFrontEnd(), mode: "full" });
   for (const tool of tools) s.registry.register(tool, source);
   return s;
 }

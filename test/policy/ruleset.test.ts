@@ -5,6 +5,7 @@ import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentSession } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
+import { resolveWorkspace } from "../../src/config/workspace.js";
 import { builtinRegistry } from "../../src/host/builtins.js";
 import { invoke } from "../../src/host/invoke.js";
 import { sessionAuthorizer, type ApprovalRequest } from "../../src/policy/authorizer.js";
@@ -280,8 +281,7 @@ describe("AgentSession loads the sources", () => {
   it("ignores an untrusted project's rules, obeys them once trusted, and /reload reports broken user rules", async () => {
     const said: string[] = [];
     const s = new AgentSession({
-      cwd: t.ws,
-      tools: await SessionTools.create(t.ws),
+      tools: await SessionTools.create(resolveWorkspace(t.ws)),
       mode: "full",
       frontEnd: {
         say: (text) => void said.push(text),

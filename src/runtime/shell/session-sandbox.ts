@@ -1,5 +1,5 @@
 import os from "node:os";
-import { peekUserConfig } from "../../config/file.js";
+import { peekUserConfig, type ConfigPeek } from "../../config/file.js";
 import { ToolError } from "../../tool/errors.js";
 import { expandHome } from "./sandbox-mounts.js";
 import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions, type SandboxStatus } from "./sandbox.js";
@@ -24,7 +24,11 @@ export interface SandboxSetting {
  * Any other value leaves it on.
  */
 export function sandboxSetting(env: NodeJS.ProcessEnv = process.env, home?: string): SandboxSetting {
-  const peek = peekUserConfig(home);
+  return sandboxSettingOf(peekUserConfig(home), env);
+}
+
+/** The sandbox setting from a config file already read (a session's, read once at its start). */
+export function sandboxSettingOf(peek: ConfigPeek, env: NodeJS.ProcessEnv = process.env): SandboxSetting {
   const denyRead = peek.sandboxDenyRead.map((p) => expandHome(p)).filter((p): p is string => p !== undefined);
   const extra = {
     ...(peek.sandboxEnv.length ? { env: peek.sandboxEnv } : {}),
