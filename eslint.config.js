@@ -38,6 +38,20 @@ const LAYER_ZONES = [
   { target: [upperFolders("acp"), "src/!(cli).ts"], from: "src/acp", message: "Only the CLI imports acp/: nothing below it knows ACP." },
   { target: [upperFolders("commands"), "src/!(cli).ts"], from: "src/commands", message: "Only the CLI imports commands/." },
   { target: [upperFolders(), "src/!(cli).ts"], from: "src/cli.ts", message: "The CLI is the top: nothing imports it." },
+  // agent/'s sub-rooms: the session at the top of agent/ uses them; they never reach back up.
+  {
+    target: "src/agent/turn",
+    from: "src/agent",
+    except: ["./turn", "./model"],
+    message: "agent/turn/ (the model turn, one call) imports only agent/model/ of agent/: the session drives it, not the other way.",
+  },
+  { target: "src/agent/model", from: "src/agent", except: ["./model"], message: "agent/model/ imports nothing else of agent/." },
+  {
+    target: "src/agent/record",
+    from: "src/agent",
+    except: ["./record", "./turn/turn-types.ts"],
+    message: "agent/record/ (sessions on disk) imports of agent/ only record/ and turn/turn-types.ts.",
+  },
   {
     target: [upperFolders("agent", "commands"), "src/!(index).ts"],
     from: ["src/public.ts", "src/index.ts"],

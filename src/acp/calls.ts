@@ -2,7 +2,7 @@ import type { ClientCapabilities, SessionUpdate, ToolCallContent } from "@agentc
 import type { ToolEvent } from "../tool/context.js";
 import type { ToolDisplay } from "../tool/define.js";
 import type { Envelope } from "../tool/envelope.js";
-import type { ToolCallInfo } from "../agent/tool-runner.js";
+import type { ToolCallInfo } from "../agent/turn/tool-runner.js";
 import { boundedJson, diffContent, fenced, resultContent, textContent } from "./content.js";
 import { PlanViews } from "./plans.js";
 

@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import path from "node:path";
 import type { InitializeResponse, NewSessionResponse } from "@agentclientprotocol/sdk";
-import { modelOptionState } from "../agent/model-config.js";
+import { modelOptionState } from "../agent/model/model-config.js";
 import { peekConfig, type ConfigFile } from "../config/file.js";
 import { version } from "../config/paths.js";
 import { systemFolderProblem } from "../config/workspace.js";

@@ -2,8 +2,8 @@ import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import type { SessionConfigOption, SessionModeState, SessionUpdate } from "@agentclientprotocol/sdk";
 import { packageRoot, toolhostHome } from "../config/paths.js";
-import { NO_MODEL, type ModelOptionState } from "../agent/model-config.js";
-import { supportsThinking, THOUGHT_LEVELS, type ThoughtLevel } from "../agent/thinking.js";
+import { NO_MODEL, type ModelOptionState } from "../agent/model/model-config.js";
+import { supportsThinking, THOUGHT_LEVELS, type ThoughtLevel } from "../agent/model/thinking.js";
 import type { AgentSession } from "../agent/session.js";
 import { isModeId, MODES, type ModeId } from "../policy/modes.js";
 

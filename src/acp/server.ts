@@ -17,8 +17,8 @@ import { concat, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { sessionModules } from "./session-modules.js";
 import { withSubagents } from "./subagents.js";
 import type { AcpSession } from "./session.js";
-import type { SessionStore, StoredSession } from "../agent/session-store.js";
-import type { SessionHold } from "../agent/session-hold.js";
+import type { SessionStore, StoredSession } from "../agent/record/session-store.js";
+import type { SessionHold } from "../agent/record/session-hold.js";
 
 /**
  * A session as the connection knows it. The tools and runtime load right after session/new
@@ -112,7 +112,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
   let clientCapabilities: ClientCapabilities = early.clientCapabilities ?? {};
   /** The connection's one SessionStore: every session's recorder, list, load, delete and the sweep use it (loaded on first use). */
   let storeLoad: Promise<SessionStore> | undefined;
-  const sessionStore = () => (storeLoad ??= import("../agent/session-store.js").then(({ SessionStore }) => new SessionStore()));
+  const sessionStore = () => (storeLoad ??= import("../agent/record/session-store.js").then(({ SessionStore }) => new SessionStore()));
 
   /** Registers a session whose tools and runtime load right after its answer went out. */
   const open = (id: string, workspace: Workspace, mcpServers: McpServer[], client: AgentContext, config: ConfigFile): void => {
@@ -267,7 +267,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       await (await live.ready).close();
     }
     // One process at a time: a session open in another process (another editor window) is refused, naming it.
-    const { takeHold, SessionHeldError } = await import("../agent/session-hold.js");
+    const { takeHold, SessionHeldError } = await import("../agent/record/session-hold.js");
     let hold: SessionHold;
     try {
       hold = takeHold(stored.file, sessionId);

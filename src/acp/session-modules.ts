@@ -7,13 +7,13 @@ export function sessionModules() {
     import("./session.js"),
     import("../agent/session-tools.js"),
     import("../host/profiles.js"),
-    import("../agent/session-restore.js"),
-    import("../agent/session-recorder.js"),
+    import("../agent/record/session-restore.js"),
+    import("../agent/record/session-recorder.js"),
   ]);
 }
 
 /** Starts loading what a session/load or session/resume needs; errors surface when the request runs. */
 export function prefetchRestore(): void {
-  void import("../agent/session-store.js").catch(() => {});
+  void import("../agent/record/session-store.js").catch(() => {});
   void sessionModules().catch(() => {});
 }

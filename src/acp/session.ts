@@ -13,13 +13,13 @@ import { trustChangeReason } from "../host/toolset-report.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../policy/authorizer.js";
 import type { ModeId } from "../policy/modes.js";
 import { isInsideAny } from "../tool/paths.js";
-import { modelOptionState } from "../agent/model-config.js";
+import { modelOptionState } from "../agent/model/model-config.js";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
-import type { SessionRecorder } from "../agent/session-recorder.js";
-import { INTERRUPTED_RESULT } from "../agent/session-restore.js";
-import type { SessionEntry, ViewCall } from "../agent/session-store.js";
+import type { SessionRecorder } from "../agent/record/session-recorder.js";
+import { INTERRUPTED_RESULT } from "../agent/record/session-restore.js";
+import type { SessionEntry, ViewCall } from "../agent/record/session-store.js";
 import type { SessionTools, TrustAnswer } from "../agent/session-tools.js";
-import type { CompactionEvent, UsageReport } from "../agent/turn-types.js";
+import type { CompactionEvent, UsageReport } from "../agent/turn/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
 import type { McpServerSpec } from "../mcp/servers.js";
 import { NodeFs } from "../runtime/fs/node.js";
@@ -61,7 +61,7 @@ export interface AcpSessionOptions {
   profiles?: string[];
   /** The session's model (`provider/model`), over env and config file. */
   model?: string;
-  /** Writes the session to disk as it happens (see agent/session-recorder.ts). */
+  /** Writes the session to disk as it happens (see agent/record/session-recorder.ts). */
   recorder?: SessionRecorder;
   /**
    * Writes JSON-RPC lines to the connection's output after everything the SDK has written so far

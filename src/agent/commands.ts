@@ -2,12 +2,12 @@ import type { AnyTool } from "../tool/define.js";
 import type { LoadedSkill } from "../tool/services.js";
 import type { ToolRegistry } from "../host/registry.js";
 import type { PromptInput, SessionFrontEnd } from "./front-end.js";
-import type { History } from "./history.js";
-import { turnModel } from "./model-config.js";
+import type { History } from "./turn/history.js";
+import { turnModel } from "./model/model-config.js";
 import type { SessionMcp } from "./session-mcp.js";
 import { rulesNote } from "./session-policy.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
-import type { CompactionEvent, TurnStopReason } from "./turn-types.js";
+import type { CompactionEvent, TurnStopReason } from "./turn/turn-types.js";
 
 // The slash grammar and its meaning, shared by every front end: `/tool args`, `/help`, `/tools`, `/reload`.
 
@@ -316,7 +316,7 @@ export class SlashCommands {
       await frontEnd.say(model.help);
       return;
     }
-    const { runCompaction } = await import("./turn.js");
+    const { runCompaction } = await import("./turn/turn.js");
     const problem = await runCompaction({ ...model, history, signal }, { compaction: (e) => this.host.compacted(e) });
     if (problem) await frontEnd.say(problem);
   }

@@ -2,7 +2,7 @@ import type { UserContent } from "ai";
 import type { UserQuestions } from "../tool/services.js";
 import type { AskUser } from "../policy/authorizer.js";
 import type { TrustAnswer } from "./session-tools.js";
-import type { TurnObserver, TurnStopReason } from "./turn-types.js";
+import type { TurnObserver, TurnStopReason } from "./turn/turn-types.js";
 
 // What drives a session, as the session sees it: its front end (the ACP adapter, the CLI, a parent
 // session) and the prompts it hands in.

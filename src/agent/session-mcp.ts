@@ -5,7 +5,7 @@ import { mergeServers, projectHasServers, projectServers, userServers, type McpS
 import { mcpSource } from "../mcp/tools.js";
 import { mcpCommandName, parsePromptCommand, promptArguments, promptTurnText } from "./mcp-commands.js";
 import type { SessionTools } from "./session-tools.js";
-import type { ToolOffer, TurnStopReason } from "./turn-types.js";
+import type { ToolOffer, TurnStopReason } from "./turn/turn-types.js";
 
 /** What the session's MCP servers need of their session. */
 export interface SessionMcpHost {

@@ -6,10 +6,10 @@ import type { ShellBackend } from "../runtime/shell/backend.js";
 import type { SpawnTransform } from "../runtime/shell/scoped.js";
 import type { SessionSandbox } from "../runtime/shell/session-sandbox.js";
 import type { SessionFrontEnd } from "./front-end.js";
-import type { SessionRecorder } from "./session-recorder.js";
+import type { SessionRecorder } from "./record/session-recorder.js";
 import type { SessionTools } from "./session-tools.js";
-import type { ThoughtLevel } from "./thinking.js";
-import type { CostMeter } from "./turn-types.js";
+import type { ThoughtLevel } from "./model/thinking.js";
+import type { CostMeter } from "./turn/turn-types.js";
 
 // What an AgentSession (agent/session.ts) is made of.
 

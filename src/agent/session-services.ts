@@ -4,14 +4,14 @@ import { webSearchHosts } from "../config/web-search.js";
 import { loadSkill } from "../host/skills.js";
 import type { RuntimeSession } from "../runtime/session.js";
 import { loadAgents, type AgentCatalog } from "./agents.js";
-import { deferredCallResult, planOffer } from "./deferral.js";
+import { deferredCallResult, planOffer } from "./turn/deferral.js";
 import type { SessionFrontEnd } from "./front-end.js";
 import type { SessionPolicy } from "./session-policy.js";
-import type { SessionRecorder } from "./session-recorder.js";
+import type { SessionRecorder } from "./record/session-recorder.js";
 import type { SessionTools } from "./session-tools.js";
 import { registryIndex } from "./tool-index.js";
-import type { ToolRunContext } from "./tool-runner.js";
-import type { ToolDeclaration, ToolOffer } from "./turn-types.js";
+import type { ToolRunContext } from "./turn/tool-runner.js";
+import type { ToolDeclaration, ToolOffer } from "./turn/turn-types.js";
 
 /** What a session's services need of their session. */
 export interface SessionServicesHost {
@@ -76,7 +76,7 @@ export class SessionServices {
     );
   }
 
-  /** What the model is offered for one request: the declarations, the non-locked tools deferred when too many (agent/deferral.ts). */
+  /** What the model is offered for one request: the declarations, the non-locked tools deferred when too many (agent/turn/deferral.ts). */
   offer(contextWindow: number): ToolOffer {
     const sources = new Map(this.host.tools.registry.list().map(({ tool, source }) => [tool.id, source]));
     const tools = this.declarations().map((declaration) => ({ declaration, source: sources.get(declaration.id) ?? "builtin" }));

@@ -13,20 +13,20 @@ import { stricterMode } from "./agents.js";
 import { headlessFrontEnd, turnObserver, type PromptInput, type SessionFrontEnd } from "./front-end.js";
 import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";
 import { SlashCommands } from "./commands.js";
-import { History } from "./history.js";
-import { isThoughtLevel, type ThoughtLevel } from "./thinking.js";
-import type { SessionRecorder } from "./session-recorder.js";
-import { withNote, type RestoredState } from "./session-restore.js";
-import { isModelSpec, NO_MODEL, parseModelId, turnModel } from "./model-config.js";
-import { modelInfo } from "./models.js";
+import { History } from "./turn/history.js";
+import { isThoughtLevel, type ThoughtLevel } from "./model/thinking.js";
+import type { SessionRecorder } from "./record/session-recorder.js";
+import { withNote, type RestoredState } from "./record/session-restore.js";
+import { isModelSpec, NO_MODEL, parseModelId, turnModel } from "./model/model-config.js";
+import { modelInfo } from "./model/models.js";
 import type { SessionTools } from "./session-tools.js";
 import { SessionMcp } from "./session-mcp.js";
 import { SessionPolicy } from "./session-policy.js";
 import type { AgentSessionOptions } from "./session-options.js";
 import { SessionServices } from "./session-services.js";
-import { DEFAULT_PROMPT } from "./system-prompt.js";
-import { runToolCall } from "./tool-runner.js";
-import type { CompactionEvent, CostMeter, ToolDeclaration, TurnObserver, TurnStopReason, UsageReport } from "./turn-types.js";
+import { DEFAULT_PROMPT } from "./turn/system-prompt.js";
+import { runToolCall } from "./turn/tool-runner.js";
+import type { CompactionEvent, CostMeter, ToolDeclaration, TurnObserver, TurnStopReason, UsageReport } from "./turn/turn-types.js";
 
 export { headlessFrontEnd, type SessionFrontEnd };
 
@@ -347,7 +347,7 @@ export class AgentSession {
     // The policy parses every command line (rules, watchdog): load the parser while the model thinks.
     if (this.registry.has("bash")) void parseBash(":").catch(() => {});
     // The first request waits (bounded) for MCP servers still connecting; the offer names any still starting.
-    const [{ runPromptTurn }] = await Promise.all([import("./turn.js"), this.mcp.settled(signal)]);
+    const [{ runPromptTurn }] = await Promise.all([import("./turn/turn.js"), this.mcp.settled(signal)]);
     const info = modelInfo(choice.spec);
     const declarations = this.sessionServices.declarations();
     return runPromptTurn(

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { loadAgents } from "../agent/agents.js";
 import { extensionLoader } from "../agent/extension-loader.js";
-import { defaultModelId, parseModelId, isModelSpec } from "../agent/model-config.js";
+import { defaultModelId, parseModelId, isModelSpec } from "../agent/model/model-config.js";
 import { peekUserConfig } from "../config/file.js";
 import { loadRules } from "../policy/ruleset.js";
 import { packageRoot, toolhostHome, version } from "../config/paths.js";

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
-import { newSessionRecorder } from "../agent/session-recorder.js";
-import { SessionStore } from "../agent/session-store.js";
+import { newSessionRecorder } from "../agent/record/session-recorder.js";
+import { SessionStore } from "../agent/record/session-store.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { toolhostHome } from "../config/paths.js";
 import type { Workspace } from "../config/workspace.js";

@@ -1,6 +1,6 @@
 import { parseSlash } from "../agent/commands.js";
 import type { SessionFrontEnd } from "../agent/session.js";
-import type { TurnStopReason } from "../agent/turn-types.js";
+import type { TurnStopReason } from "../agent/turn/turn-types.js";
 import type { Workspace } from "../config/workspace.js";
 import { envelopeToText, type Envelope } from "../tool/envelope.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";

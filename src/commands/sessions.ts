@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { SessionStore, type SessionEntry, type SessionSummary } from "../agent/session-store.js";
-import { transcriptMarkdown } from "../agent/session-transcript.js";
+import { SessionStore, type SessionEntry, type SessionSummary } from "../agent/record/session-store.js";
+import { transcriptMarkdown } from "../agent/record/session-transcript.js";
 
 export interface SessionsOptions {
   /** list (default), show, export or delete. */

@@ -3,8 +3,8 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { tempDir } from "../helpers.js";
-import { CLI, Harness, useAcpTest } from "./harness.js";
+import { CLI_PATH, tempDir } from "../helpers.js";
+import { Harness, useAcpTest } from "./harness.js";
 
 // A session's start reads ~/.toolhost/config.json once: session/new's answer, the toolset, the
 // permission rules, the sandbox setting, the user's MCP servers and each server's environment all
@@ -54,7 +54,7 @@ describe("config.json at session start", () => {
     const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, NODE_OPTIONS: `--import ${PROBE}`, TOOLHOST_SESSIONS: "off" };
     delete env.TOOLHOST_MODEL;
     const ran = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [CLI, "run", "/tools"], { cwd: t.ws, env, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(process.execPath, [CLI_PATH, "run", "/tools"], { cwd: t.ws, env, stdio: ["ignore", "pipe", "pipe"] });
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/agent/session-store.js";
+import { SessionStore } from "../../src/agent/record/session-store.js";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
 import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
 

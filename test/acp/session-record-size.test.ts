@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/agent/session-store.js";
+import { SessionStore } from "../../src/agent/record/session-store.js";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
 import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
 

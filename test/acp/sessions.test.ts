@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { SessionStore, sessionDataDir, type SessionEntry } from "../../src/agent/session-store.js";
+import { SessionStore, sessionDataDir, type SessionEntry } from "../../src/agent/record/session-store.js";
 import { projectFolderName } from "../../src/config/workspace.js";
 import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";

@@ -1,7 +1,7 @@
 import type { ModelMessage } from "ai";
 import { describe, expect, it } from "vitest";
-import { planCompaction } from "../../src/agent/compaction.js";
-import { History } from "../../src/agent/history.js";
+import { planCompaction } from "../../src/agent/turn/compaction.js";
+import { History } from "../../src/agent/turn/history.js";
 
 // Planning a compaction: which tool outputs are pruned (with the sidecar named), what stays verbatim.
 

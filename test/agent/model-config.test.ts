@@ -1,12 +1,12 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { modelOptionState, noModelHelp, parseModelId, resolveModel } from "../../src/agent/model-config.js";
+import { modelOptionState, noModelHelp, parseModelId, resolveModel } from "../../src/agent/model/model-config.js";
 import { peekUserConfig } from "../../src/config/file.js";
-import { DEFAULT_CONTEXT_WINDOW, modelInfo, stepCost } from "../../src/agent/models.js";
-import { classifyProviderError, keyHint, providerErrorMessage } from "../../src/agent/provider-errors.js";
-import { createLanguageModel, ModelSetupError, ollamaBaseURL } from "../../src/agent/providers.js";
-import { buildSystemPrompt, DEFAULT_PROMPT } from "../../src/agent/system-prompt.js";
+import { DEFAULT_CONTEXT_WINDOW, modelInfo, stepCost } from "../../src/agent/model/models.js";
+import { classifyProviderError, keyHint, providerErrorMessage } from "../../src/agent/model/provider-errors.js";
+import { createLanguageModel, ModelSetupError, ollamaBaseURL } from "../../src/agent/model/providers.js";
+import { buildSystemPrompt, DEFAULT_PROMPT } from "../../src/agent/turn/system-prompt.js";
 import { promptContent } from "../../src/acp/prompt.js";
 import { tempDir } from "../helpers.js";
 

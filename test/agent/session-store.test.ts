@@ -2,8 +2,8 @@ import * as fs from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { restoredState } from "../../src/agent/session-restore.js";
-import { SessionStore, sessionDataDir, titleFromPrompt, type SessionEntry } from "../../src/agent/session-store.js";
+import { restoredState } from "../../src/agent/record/session-restore.js";
+import { SessionStore, sessionDataDir, titleFromPrompt, type SessionEntry } from "../../src/agent/record/session-store.js";
 import { projectFolderName } from "../../src/config/workspace.js";
 import { tempDir } from "../helpers.js";
 

@@ -6,7 +6,7 @@ import { loadAgents, stricterMode } from "../../src/agent/agents.js";
 import { AgentSession, type SessionFrontEnd } from "../../src/agent/session.js";
 import { SessionTools } from "../../src/agent/session-tools.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
-import type { ToolCallInfo } from "../../src/agent/tool-runner.js";
+import type { ToolCallInfo } from "../../src/agent/turn/tool-runner.js";
 import type { ToolEvent } from "../../src/tool/context.js";
 import { defineTool } from "../../src/tool/define.js";
 import type { Envelope } from "../../src/tool/envelope.js";

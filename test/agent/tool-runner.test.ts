@@ -1,7 +1,7 @@
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as z from "zod";
-import { runToolCall, type ToolCallObserver, type ToolRunContext } from "../../src/agent/tool-runner.js";
+import { runToolCall, type ToolCallObserver, type ToolRunContext } from "../../src/agent/turn/tool-runner.js";
 import { builtinRegistry } from "../../src/host/builtins.js";
 import type { ToolRegistry } from "../../src/host/registry.js";
 import { allowAll, type Authorize } from "../../src/policy/call.js";

@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { buildSystemPrompt } from "../../src/agent/system-prompt.js";
+import { buildSystemPrompt } from "../../src/agent/turn/system-prompt.js";
 import { discoverSkills, formatSkillProblems, loadSkill } from "../../src/host/skills.js";
 import { tempDir } from "../helpers.js";
 

@@ -1,4 +1,4 @@
-import { peekConfig, peekUserConfig, readConfigFile, type ConfigFile, type ConfigPeek } from "../config/file.js";
+import { peekConfig, peekUserConfig, readConfigFile, type ConfigFile, type ConfigPeek } from "../../config/file.js";
 
 // Light on purpose: session/new reads the configured model from here, so nothing heavy (zod,
 // the AI SDK) may load with it. The full config validation runs on the first model turn.

@@ -1,11 +1,11 @@
 import type { FinishReason, LanguageModelUsage, ToolResultPart } from "ai";
-import { envelopeToText, errorEnvelope, resultImage, type Envelope } from "../tool/envelope.js";
-import type { ErrorCode } from "../tool/errors.js";
-import { imageResult } from "../tool/display.js";
-import { isReadOnlyKind } from "../tool/kinds.js";
+import { envelopeToText, errorEnvelope, resultImage, type Envelope } from "../../tool/envelope.js";
+import type { ErrorCode } from "../../tool/errors.js";
+import { imageResult } from "../../tool/display.js";
+import { isReadOnlyKind } from "../../tool/kinds.js";
 import { COMPACT_AT, compactHistory, planCompaction } from "./compaction.js";
-import { stepCost } from "./models.js";
-import { classifyProviderError, providerErrorMessage } from "./provider-errors.js";
+import { stepCost } from "../model/models.js";
+import { classifyProviderError, providerErrorMessage } from "../model/provider-errors.js";
 import { declareTools, requestStep, type Step, type StepCall } from "./step.js";
 import { runToolCall } from "./tool-runner.js";
 import type { ToolOffer, TurnObserver, TurnOptions, TurnResult, TurnStopReason, UsageReport } from "./turn-types.js";

@@ -1,5 +1,5 @@
-import type { AnyTool, ToolLocation } from "../tool/define.js";
-import type { ToolRegistry } from "../host/registry.js";
+import type { AnyTool, ToolLocation } from "../../tool/define.js";
+import type { ToolRegistry } from "../../host/registry.js";
 
 // What the editor first shows of a call. Some clients keep a call's first title, so the first
 // report carries the title the tool's own hooks give (`Edit src/a.ts`), or at least a label a

@@ -2,8 +2,8 @@ import * as fs from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { ModelMessage } from "ai";
-import { toolhostHome, version } from "../config/paths.js";
-import { asWorkspace, projectFolderName, type Workspace } from "../config/workspace.js";
+import { toolhostHome, version } from "../../config/paths.js";
+import { asWorkspace, projectFolderName, type Workspace } from "../../config/workspace.js";
 import { takeHold, type SessionHold } from "./session-hold.js";
 
 // Sessions on disk: one append-only JSONL file per session, grouped by project, under

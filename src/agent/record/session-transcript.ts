@@ -1,7 +1,7 @@
 import { createTwoFilesPatch } from "diff";
-import type { Envelope } from "../tool/envelope.js";
+import type { Envelope } from "../../tool/envelope.js";
 import type { SessionEntry, StoredSession } from "./session-store.js";
-import type { ToolCallInfo } from "./tool-runner.js";
+import type { ToolCallInfo } from "../../host/invoke.js";
 
 /** How much of a call's result a transcript shows. */
 const RESULT_CHARS = 2000;

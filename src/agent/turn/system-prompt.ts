@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { readConfinedFile } from "../config/safe-read.js";
-import { utf8Head } from "../tool/truncate.js";
+import { readConfinedFile } from "../../config/safe-read.js";
+import { utf8Head } from "../../tool/truncate.js";
 
 /** Used when the active profile brings no prompt of its own. */
 export const DEFAULT_PROMPT = `You are toolhost, a coding agent working inside the user's editor on the project in the working directory.

@@ -1,7 +1,7 @@
 import type { LanguageModel, ModelMessage, UserContent } from "ai";
-import type { Envelope } from "../tool/envelope.js";
+import type { Envelope } from "../../tool/envelope.js";
 import type { History } from "./history.js";
-import type { ModelInfo } from "./models.js";
+import type { ModelInfo } from "../model/models.js";
 import type { ToolCallObserver, ToolRunContext } from "./tool-runner.js";
 
 // The vocabulary of a model turn, shared by the loop and the step (which would otherwise import each other).

@@ -1,4 +1,4 @@
-import type { Envelope } from "../tool/envelope.js";
+import type { Envelope } from "../../tool/envelope.js";
 import type { ToolDeclaration, ToolOffer } from "./turn-types.js";
 
 // Deferral (issue 14): when the non-locked tools (extension files, MCP servers: every source but

@@ -1,14 +1,14 @@
-import type { ToolEvent } from "../tool/context.js";
-import type { ToolDisplay } from "../tool/define.js";
-import { displayResult } from "../tool/display.js";
-import { errorEnvelope, type Envelope } from "../tool/envelope.js";
-import type { ToolKind } from "../tool/kinds.js";
-import type { RequirementSet } from "../tool/requirements.js";
-import type { HostServices } from "../tool/services.js";
-import type { Authorize, Decision } from "../policy/call.js";
-import { discardPreparedCall, prepareCall, runPreparedCall, type ToolCallInfo } from "../host/invoke.js";
-import type { ToolRegistry } from "../host/registry.js";
-import type { RuntimeSession } from "../runtime/session.js";
+import type { ToolEvent } from "../../tool/context.js";
+import type { ToolDisplay } from "../../tool/define.js";
+import { displayResult } from "../../tool/display.js";
+import { errorEnvelope, type Envelope } from "../../tool/envelope.js";
+import type { ToolKind } from "../../tool/kinds.js";
+import type { RequirementSet } from "../../tool/requirements.js";
+import type { HostServices } from "../../tool/services.js";
+import type { Authorize, Decision } from "../../policy/call.js";
+import { discardPreparedCall, prepareCall, runPreparedCall, type ToolCallInfo } from "../../host/invoke.js";
+import type { ToolRegistry } from "../../host/registry.js";
+import type { RuntimeSession } from "../../runtime/session.js";
 import { callTitle, shownTitle } from "./call-title.js";
 
 export type { ToolCallInfo };

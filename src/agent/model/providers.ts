@@ -1,5 +1,5 @@
 import type { LanguageModel } from "ai";
-import type { UserConfig } from "../config/schema.js";
+import type { UserConfig } from "../../config/schema.js";
 import type { ModelSpec } from "./model-config.js";
 
 // Each provider's SDK is imported when a model of it is first used: they are most of the agent's code.

@@ -1,12 +1,12 @@
-import type { ConfigFile } from "../config/file.js";
-import { parseUserConfig } from "../config/schema.js";
+import type { ConfigFile } from "../../config/file.js";
+import { parseUserConfig } from "../../config/schema.js";
 import { compactTurnHistory, runModelTurn } from "./loop.js";
-import type { ModelSpec } from "./model-config.js";
-import { modelInfo } from "./models.js";
-import { keyHint } from "./provider-errors.js";
-import { createLanguageModel, ModelSetupError } from "./providers.js";
+import type { ModelSpec } from "../model/model-config.js";
+import { modelInfo } from "../model/models.js";
+import { keyHint } from "../model/provider-errors.js";
+import { createLanguageModel, ModelSetupError } from "../model/providers.js";
 import { buildSystemPrompt, type SystemPromptOptions } from "./system-prompt.js";
-import { thinkingOptions, type ThoughtLevel } from "./thinking.js";
+import { thinkingOptions, type ThoughtLevel } from "../model/thinking.js";
 import type { CostMeter, TurnObserver, TurnRequest, TurnResult } from "./turn-types.js";
 
 // The entry the ACP session loads with `import()` on the first model turn: everything that

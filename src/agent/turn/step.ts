@@ -10,7 +10,7 @@ import {
   type ToolSet,
 } from "ai";
 import type { RetryPolicy, StepOptions, ToolDeclaration, TurnObserver } from "./turn-types.js";
-import { classifyProviderError } from "./provider-errors.js";
+import { classifyProviderError } from "../model/provider-errors.js";
 import { announceToolCall, type ToolCallInfo } from "./tool-runner.js";
 
 // One model request: streamed to the observer as it arrives, retried while nothing reached the editor.

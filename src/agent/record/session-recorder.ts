@@ -1,7 +1,7 @@
 import type { ModelMessage } from "ai";
-import type { Envelope } from "../tool/envelope.js";
+import type { Envelope } from "../../tool/envelope.js";
 import { capStrings, recordedMessage } from "./record-cap.js";
-import type { Workspace } from "../config/workspace.js";
+import type { Workspace } from "../../config/workspace.js";
 import type { SessionHold } from "./session-hold.js";
 import {
   recordingEnabled,
@@ -14,8 +14,8 @@ import {
   type ToolCallStatus,
   type ViewCall,
 } from "./session-store.js";
-import type { ToolCallInfo } from "./tool-runner.js";
-import type { CompactionEvent, TurnObserver } from "./turn-types.js";
+import type { ToolCallInfo } from "../../host/invoke.js";
+import type { CompactionEvent, TurnObserver } from "../turn/turn-types.js";
 
 /** What the recorder sees of a front end (the session's SessionFrontEnd, without importing it). */
 interface RecordableView extends TurnObserver {
