@@ -16,8 +16,8 @@ import {
   type TreeEntry,
 } from "../../src/agent/record/session-format.js";
 import { migrateV1, type V1Entry } from "../../src/agent/record/session-migrate.js";
-import { restoredState } from "../../src/agent/session-restore.js";
-import { readSessionFile, type SessionEntry, type StoredSession } from "../../src/agent/session-store.js";
+import { restoredState } from "../../src/agent/record/session-restore.js";
+import { readSessionFile, type SessionEntry, type StoredSession } from "../../src/agent/record/session-store.js";
 
 // Format 2 of the session file (issue 23): the migration of real format-1 files (written by the
 // format-1 code; test/fixtures/sessions-v1/README.md says how) and the walk of the tree.

@@ -6,7 +6,7 @@ import type { Envelope } from "../../tool/envelope.js";
 import type { ToolCallInfo } from "../../host/invoke.js";
 import type { FileChange } from "../../runtime/checkpoints/checkpoints.js";
 import type { SkippedFile } from "../../runtime/checkpoints/workspace-tree.js";
-import type { CompactionEvent } from "../turn-types.js";
+import type { CompactionEvent } from "../turn/turn-types.js";
 
 // The session file, format 2 (issue 23): one JSONL file per session whose entries form a tree.
 // The first line is the header; every later line is one entry `{type, id, parentId, at, …}`.
