@@ -212,6 +212,41 @@ describe("snapshot and restore", () => {
     expect(await ck.plan(id)).toMatchObject({ files: plan.files, conflicts: [] });
     expect(await picture(root)).toEqual(before);
   });
+
+  it("with paths, restores only those paths and leaves every other change as it is", async () => {
+    const root = await folder({ "a.txt": "a\n", "b.txt": "b\n", "gone.txt": "gone\n", "kept-gone.txt": "kept\n" });
+    const ck = await open(root);
+    const id = (await ck.snapshot()).id;
+    const original = await picture(root);
+    await fsp.writeFile(path.join(root, "a.txt"), "changed a\n");
+    await fsp.writeFile(path.join(root, "b.txt"), "changed b\n");
+    await fsp.rm(path.join(root, "gone.txt"));
+    await fsp.rm(path.join(root, "kept-gone.txt"));
+    await write(root, "new/one.txt", "one\n");
+    await write(root, "new/two.txt", "two\n");
+    const paths = ["a.txt", "gone.txt", "new/one.txt", "not-changed-at-all.txt"];
+    const planned = await ck.plan(id, { paths });
+    expect(planned.files).toEqual(
+      expect.arrayContaining([
+        { path: "a.txt", action: "restore" },
+        { path: "gone.txt", action: "create" },
+        { path: "new/one.txt", action: "delete" },
+      ]),
+    );
+    expect(planned.files).toHaveLength(3);
+    const result = await ck.restore(id, { paths });
+    expect(result.failed).toEqual([]);
+    const now = await picture(root);
+    for (const rel of ["a.txt", "gone.txt"]) expect(now[rel]).toBe(original[rel]);
+    expect(now["new/one.txt"]).toBeUndefined();
+    // The paths not named keep their changes.
+    expect(await fsp.readFile(path.join(root, "b.txt"), "utf8")).toBe("changed b\n");
+    expect(now["kept-gone.txt"]).toBeUndefined();
+    expect(await fsp.readFile(path.join(root, "new/two.txt"), "utf8")).toBe("two\n");
+    // Control: without paths the same restore brings back all of it.
+    await ck.restore(id);
+    expect(await picture(root)).toEqual(original);
+  });
 });
 
 describe("what is left out", () => {

@@ -28,7 +28,8 @@ import { WorkspaceScanner, type SkippedFile } from "./workspace-tree.js";
 //   removed, deleted ones brought back, folders the removals emptied removed. Ignored files, and
 //   files the snapshot left out, stay as they are. With `knownId` (the last state toolhost knew),
 //   a file that differs from it was changed outside toolhost: a conflict, left alone unless
-//   `force`. Nothing is written through a symlink or outside the root (never overridden).
+//   `force`. Nothing is written through a symlink or outside the root (never overridden). With
+//   `paths`, only those paths are restored (a rewind restores the files its turns changed).
 // - No git on the machine: `openCheckpoints` says so with the reason, and the session goes on
 //   without checkpoints.
 
@@ -76,6 +77,17 @@ export interface RestoreResult extends RestorePlan {
   applied: boolean;
   /** Files the restore could not write or remove, and why. */
   failed: PathNote[];
+}
+
+export interface RestoreOptions {
+  /** The last state toolhost knew: a file that differs from it was changed outside toolhost (a conflict). */
+  knownId?: string;
+  /** Overwrite conflicts too (not the ones a symlink or a bad path makes). */
+  force?: boolean;
+  /** Only say what would be done. */
+  dryRun?: boolean;
+  /** Restore only these paths (workspace-relative, with `/`); the rest of the workspace stays as it is. */
+  paths?: readonly string[];
 }
 
 export interface CheckpointInfo {
@@ -245,18 +257,20 @@ export class Checkpoints {
   }
 
   /** What `restore` would do, without doing it. */
-  plan(targetId: string, options: { knownId?: string; force?: boolean } = {}): Promise<RestorePlan> {
+  plan(targetId: string, options: Omit<RestoreOptions, "dryRun"> = {}): Promise<RestorePlan> {
     return this.restore(targetId, { ...options, dryRun: true });
   }
 
   /** Makes the workspace equal to a snapshot (see the top of this file). */
-  restore(targetId: string, options: { knownId?: string; force?: boolean; dryRun?: boolean } = {}): Promise<RestoreResult> {
+  restore(targetId: string, options: RestoreOptions = {}): Promise<RestoreResult> {
     return this.serial(async () => {
       const force = options.force ?? false;
       const target = await this.record(targetId);
       const known = options.knownId ? await this.record(options.knownId) : undefined;
       const workspace = await this.scanner.scan();
-      const plan = await planRestore({ git: this.git, root: this.root, maxFileBytes: this.maxFileBytes, target, workspace, known, force });
+      const paths = options.paths ? new Set(options.paths) : undefined;
+      const { git, root, maxFileBytes } = this;
+      const plan = await planRestore({ git, root, maxFileBytes, target, workspace, known, force, paths });
       const carried = plan.steps.filter((s) => proceeds(s, force));
       const result: RestoreResult = {
         applied: !options.dryRun,
