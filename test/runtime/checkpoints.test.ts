@@ -491,6 +491,22 @@ describe("sessions side by side, and disk", () => {
     await expect(ck.snapshot()).rejects.toThrow(/closed/);
   });
 
+  it("a session adopts another's snapshots (a fork): they outlive the first session's discard and pack", async () => {
+    const root = await folder({ "a.txt": "a\n" });
+    const home = await folder();
+    const first = await open(root, { home });
+    const id = (await first.snapshot()).id;
+    const fork = await open(root, { home });
+    const blob = execFileSync("git", ["--git-dir", first.gitDir, "rev-parse", `${id}:a.txt`], { encoding: "utf8" }).trim();
+    expect(await fork.adopt([id, blob, "0".repeat(40), "not an id"])).toEqual([id]);
+    expect((await fork.list()).map((c) => c.id)).toEqual([id]);
+    await first.discard();
+    await fork.pack();
+    await fsp.writeFile(path.join(root, "a.txt"), "changed\n");
+    await fork.restore(id);
+    expect(await fsp.readFile(path.join(root, "a.txt"), "utf8")).toBe("a\n");
+  });
+
   it("a small change costs disk in proportion to the change, not the workspace", async () => {
     const files: Record<string, string> = {};
     for (let i = 0; i < 200; i++) files[`f${i}.txt`] = randomBytes(5000).toString("hex");

@@ -317,6 +317,31 @@ export class Checkpoints {
     });
   }
 
+  /**
+   * Makes snapshots of another session of this project this session's own too (a fork keeps the
+   * checkpoints it copied when the session it came from is deleted). Ids that name no checkpoint are
+   * left out; returns the ids kept.
+   */
+  adopt(ids: readonly string[]): Promise<string[]> {
+    return this.serial(async () => {
+      const candidates = [...new Set(ids)].filter((id) => ID.test(id));
+      const objects = await readObjects(this.git, candidates);
+      const kept = candidates.filter((id) => {
+        const raw = objects.get(id);
+        if (!raw) return false;
+        try {
+          this.records.set(id, parseCommit(id, raw.toString("utf8")));
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      if (kept.length)
+        await this.git.run(["update-ref", "--stdin"], { input: kept.map((id) => `update ${this.ref(id)} ${id}\n`).join("") });
+      return kept;
+    });
+  }
+
   /** Forgets every snapshot of this session but these. */
   prune(keep: readonly string[]): Promise<void> {
     return this.serial(async () => {
