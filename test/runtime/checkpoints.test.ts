@@ -3,7 +3,13 @@ import { createHash, randomBytes } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openCheckpoints, type Checkpoints, type CheckpointsOptions } from "../../src/runtime/checkpoints/checkpoints.js";
+import {
+  checkpointSessions,
+  discardSessionCheckpoints,
+  openCheckpoints,
+  type Checkpoints,
+  type CheckpointsOptions,
+} from "../../src/runtime/checkpoints/checkpoints.js";
 import { tempDir } from "../helpers.js";
 
 // Issue 23 §2: the workspace checkpoints, with real git on real files. Every restore is judged by
@@ -489,6 +495,31 @@ describe("sessions side by side, and disk", () => {
     expect((await fsp.stat(path.join(root, "big2.bin"))).size).toBe(2_000_000);
     await ck.discard();
     await expect(ck.snapshot()).rejects.toThrow(/closed/);
+  });
+
+  it("a deleted session's checkpoints are found and discarded without its workspace, and the disk is given back", async () => {
+    const root = await folder({ "a.txt": "a\n" });
+    const home = await folder();
+    const gone = await open(root, { home, project: "proj", session: "gone" });
+    await write(root, "big.bin", randomBytes(1_000_000));
+    await gone.snapshot();
+    await fsp.rm(path.join(root, "big.bin"));
+    const kept = await open(root, { home, project: "proj", session: "kept" });
+    const keptId = (await kept.snapshot()).id;
+    await gone.close();
+    await kept.pack();
+    const before = await kept.diskBytes();
+    expect((await checkpointSessions(home)).map((s) => s.session).sort()).toEqual(["gone", "kept"]);
+    // The workspace is gone too: nothing of it is needed.
+    await fsp.rm(root, { recursive: true });
+    expect(await discardSessionCheckpoints({ project: "proj", session: "gone", home })).toBe(true);
+    expect(await discardSessionCheckpoints({ project: "nothing-here", session: "gone", home })).toBe(false);
+    expect((await checkpointSessions(home)).map((s) => s.session)).toEqual(["kept"]);
+    expect(await kept.diskBytes()).toBeLessThan(before - 500_000);
+    const refs = execFileSync("git", ["--git-dir", kept.gitDir, "for-each-ref", "--format=%(objectname)", "refs/toolhost/"], {
+      encoding: "utf8",
+    });
+    expect(refs.trim().split("\n")).toEqual([keptId]);
   });
 
   it("a session adopts another's snapshots (a fork): they outlive the first session's discard and pack", async () => {

@@ -152,6 +152,46 @@ export async function openCheckpoints(options: CheckpointsOptions): Promise<Open
   }
 }
 
+/** The shadow repository of a project, without a work tree (for what needs none: refs, packing); undefined when there is none. */
+async function bareHandle(project: string, session: string, home = toolhostHome()): Promise<Checkpoints | undefined> {
+  if (!validName(project) || !validName(session)) return undefined;
+  const gitDir = path.join(path.resolve(home), "checkpoints", project);
+  if (!(await lstat(path.join(gitDir, "HEAD")).catch(() => undefined)) || !(await probeGit()).ok) return undefined;
+  const own = path.join(gitDir, "toolhost");
+  const shadow = new ShadowGit(gitDir, gitDir, path.join(own, "index", session), path.join(own, "home"));
+  return new Checkpoints(shadow, session, DEFAULT_MAX_FILE_BYTES, new RepoLock(path.join(own, "locks")));
+}
+
+/**
+ * Forgets a session's checkpoints and packs its project's repository, without its workspace (the
+ * session was deleted; its folder may be gone). False when there was no repository (or no git).
+ */
+export async function discardSessionCheckpoints(options: { project: string; session: string; home?: string }): Promise<boolean> {
+  const handle = await bareHandle(options.project, options.session, options.home);
+  if (!handle) return false;
+  await handle.discard({ pack: true });
+  return true;
+}
+
+/** Every session that has checkpoints (refs or an index) in each project's repository, with when its index last changed (0: none). */
+export async function checkpointSessions(home = toolhostHome()): Promise<{ project: string; session: string; touchedMs: number }[]> {
+  const root = path.join(path.resolve(home), "checkpoints");
+  const out: { project: string; session: string; touchedMs: number }[] = [];
+  for (const project of (await readdir(root).catch(() => [] as string[])).filter(validName)) {
+    const handle = await bareHandle(project, "list", home);
+    if (!handle) continue;
+    const indexDir = path.join(handle.gitDir, "toolhost", "index");
+    const sessions = new Set((await readdir(indexDir).catch(() => [] as string[])).filter(validName));
+    const refs = await handle.refSessions().catch(() => [] as string[]);
+    for (const session of refs) sessions.add(session);
+    for (const session of sessions) {
+      const stat = await lstat(path.join(indexDir, session)).catch(() => undefined);
+      out.push({ project, session, touchedMs: stat?.mtimeMs ?? 0 });
+    }
+  }
+  return out;
+}
+
 /** One session's view of a workspace's checkpoints. Calls run one after another. */
 export class Checkpoints {
   private readonly scanner: WorkspaceScanner;
@@ -298,6 +338,13 @@ export class Checkpoints {
     });
   }
 
+  /** The sessions with snapshots in this repository (refs under `refs/toolhost/`). */
+  async refSessions(): Promise<string[]> {
+    const out = await this.git.text(["for-each-ref", "--format=%(refname)", "refs/toolhost/"]);
+    const names = out ? out.split("\n").map((ref) => ref.split("/")[2] ?? "") : [];
+    return [...new Set(names)].filter(validName);
+  }
+
   private async refIds(): Promise<string[]> {
     const out = await this.git.text(["for-each-ref", "--format=%(objectname)", `refs/toolhost/${this.session}/`]);
     return out ? out.split("\n") : [];
@@ -350,13 +397,14 @@ export class Checkpoints {
     });
   }
 
-  /** Forgets every snapshot of this session and its index, and closes the handle. */
-  async discard(): Promise<void> {
+  /** Forgets every snapshot of this session and its index (then, with `pack`, packs), and closes the handle. */
+  async discard(options: { pack?: boolean } = {}): Promise<void> {
     await this.serial(async () => {
       await this.deleteRefs(await this.refIds());
       await this.git.run(["update-ref", "-d", `${INDEX_REFS}${this.session}`]);
       await rm(this.git.index, { force: true });
     });
+    if (options.pack) await this.pack();
     this.closed = true;
   }
 
