@@ -144,12 +144,20 @@ export function planFilesRewind(tree: SessionTree, pointId: string): FilesRewind
   return plan;
 }
 
+type CheckpointData = Omit<CheckpointRecord, "promptId">;
+
 /** The outcome of a rewind of the files. */
 export interface FilesRewound extends RestoreResult {
   /** Why no file could be rewound (no checkpoint before the point, checkpoints off), when so. */
   problem?: string;
-  /** The checkpoint entry to record for an applied restore that changed files. */
-  record?: Omit<CheckpointRecord, "promptId">;
+  /**
+   * For an applied restore, the checkpoint entry to record: `stay` where the conversation stays
+   * (what the restore changed), `moved` under a rewind of the conversation too (what the files are
+   * at the new position, against the point's state). Their `after` is what toolhost now knows of
+   * the workspace: as restored, but the files left alone (conflicts, failures) as it knew them, so
+   * the next rewind still finds them changed outside.
+   */
+  record?: { stay: CheckpointData; moved: CheckpointData };
 }
 
 /** Rewinds (or, `dryRun`, plans) the files to a point with the session's checkpoints. */
@@ -161,19 +169,30 @@ export async function rewindFiles(
 ): Promise<FilesRewound> {
   const plan = planFilesRewind(tree, pointId);
   const none: FilesRewound = { applied: false, files: [], conflicts: [], skipped: [], failed: [] };
-  if (!plan.targetId) {
+  const { targetId, knownId } = plan;
+  if (!targetId) {
     // Nothing was checkpointed from the point on: there is no file to put back.
     return plan.paths.size || plan.unlisted.length ? { ...none, problem: "no checkpoint knows the files before that prompt" } : none;
   }
   const paths = await changedPaths(plan, checkpoints);
   if (!paths.length) return { ...none, applied: !options.dryRun };
-  const restore = { knownId: plan.knownId, force: options.force, paths };
-  if (options.dryRun) return checkpoints.restore(plan.targetId, { ...restore, dryRun: true });
+  const restore = { knownId, force: options.force, paths };
+  if (options.dryRun) return checkpoints.restore(targetId, { ...restore, dryRun: true });
   const pre = await checkpoints.snapshot(`before rewind to ${pointId}`);
-  const result: FilesRewound = await checkpoints.restore(plan.targetId, restore);
+  const result: FilesRewound = await checkpoints.restore(targetId, restore);
   const post = await checkpoints.snapshot(`after rewind to ${pointId}`);
-  const files = post.id === pre.id ? [] : await checkpoints.changes(pre.id, post.id);
-  if (files.length) result.record = { rewind: pointId, before: pre.id, after: post.id, files };
+  const left = [...result.conflicts, ...result.failed].map((c) => c.path);
+  const after = knownId && left.length ? await checkpoints.overlay(post.id, knownId, left, `known after rewind to ${pointId}`) : post.id;
+  const inPaths = new Set(paths);
+  result.record = {
+    stay: { rewind: pointId, before: pre.id, after, files: after === pre.id ? [] : await checkpoints.changes(pre.id, after) },
+    moved: {
+      rewind: pointId,
+      before: targetId,
+      after,
+      files: (await checkpoints.changes(targetId, after)).filter((f) => inPaths.has(f.path)),
+    },
+  };
   return result;
 }
 
@@ -193,7 +212,7 @@ export async function conversationRewindRecord(
   tree: SessionTree,
   pointId: string,
   checkpoints: Checkpoints,
-): Promise<Omit<CheckpointRecord, "promptId"> | undefined> {
+): Promise<CheckpointData | undefined> {
   const plan = planFilesRewind(tree, pointId);
   if (!plan.targetId || !plan.knownId) return undefined;
   const paths = new Set(await changedPaths(plan, checkpoints));

@@ -522,6 +522,25 @@ describe("sessions side by side, and disk", () => {
     expect(refs.trim().split("\n")).toEqual([keptId]);
   });
 
+  it("an overlay is one snapshot with some paths taken from another (absent there: absent)", async () => {
+    const root = await folder({ "a.txt": "a1\n", "b.txt": "b1\n", "c.txt": "c1\n" });
+    const ck = await open(root);
+    const first = (await ck.snapshot()).id;
+    await fsp.writeFile(path.join(root, "a.txt"), "a2\n");
+    await fsp.writeFile(path.join(root, "b.txt"), "b2\n");
+    await fsp.rm(path.join(root, "c.txt"));
+    await write(root, "d/new.txt", "new\n");
+    const second = (await ck.snapshot()).id;
+    const mixed = await ck.overlay(second, first, ["a.txt", "c.txt", "d/new.txt"]);
+    expect(await ck.overlay(second, first, [])).toBe(second);
+    expect((await ck.changes(first, mixed)).sort((x, y) => (x.path < y.path ? -1 : 1))).toEqual([{ path: "b.txt", action: "modify" }]);
+    await ck.restore(mixed);
+    expect(await picture(root)).toEqual({ "a.txt": expect.any(String), "b.txt": expect.any(String), "c.txt": expect.any(String) });
+    expect(await fsp.readFile(path.join(root, "a.txt"), "utf8")).toBe("a1\n");
+    expect(await fsp.readFile(path.join(root, "b.txt"), "utf8")).toBe("b2\n");
+    expect(await fsp.readFile(path.join(root, "c.txt"), "utf8")).toBe("c1\n");
+  });
+
   it("a session adopts another's snapshots (a fork): they outlive the first session's discard and pack", async () => {
     const root = await folder({ "a.txt": "a\n" });
     const home = await folder();

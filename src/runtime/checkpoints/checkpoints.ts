@@ -296,6 +296,38 @@ export class Checkpoints {
     });
   }
 
+  /**
+   * A snapshot equal to `baseId` but for `paths`, which are as `fromId` has them (absent there:
+   * absent): what toolhost knows of the workspace after a restore that left some files alone.
+   */
+  overlay(baseId: string, fromId: string, paths: readonly string[], label = "overlay"): Promise<string> {
+    return this.serial(async () => {
+      if (!paths.length) return baseId;
+      const records = await this.loadRecords(baseId, fromId);
+      const base = records.get(baseId) as SnapshotRecord;
+      const from = records.get(fromId) as SnapshotRecord;
+      const index = path.join(path.dirname(path.dirname(this.git.index)), `overlay-${this.session}-${process.pid}`);
+      try {
+        await this.git.run(["read-tree", base.tree], { index });
+        // `<mode> <type> <id>\t<path>` for each path `from` has; the others are removed.
+        const listed = (await this.git.run(["ls-tree", "-r", "-z", from.tree, "--", ...paths])).toString("utf8").split("\0");
+        const entries = new Map(listed.filter(Boolean).map((line) => [line.slice(line.indexOf("\t") + 1), line]));
+        const zero = "0".repeat(base.tree.length);
+        const input = paths.map((p) => entries.get(p) ?? `0 ${zero}\t${p}`).join("\0");
+        await this.git.run(["update-index", "-z", "--index-info"], { index, input: `${input}\0` });
+        const tree = await this.git.text(["write-tree"], { index });
+        const createdAt = Date.now();
+        const body = `${label}\n\n${TRAILER}${JSON.stringify({ v: 1, session: this.session, createdAt, skipped: base.skipped })}\n`;
+        const id = await this.git.text(["commit-tree", tree], { input: body });
+        await this.git.run(["update-ref", this.ref(id), id]);
+        this.records.set(id, { tree, label, createdAt, skipped: base.skipped });
+        return id;
+      } finally {
+        await rm(index, { force: true });
+      }
+    });
+  }
+
   /** What `restore` would do, without doing it. */
   plan(targetId: string, options: Omit<RestoreOptions, "dryRun"> = {}): Promise<RestorePlan> {
     return this.restore(targetId, { ...options, dryRun: true });
