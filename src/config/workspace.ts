@@ -1,20 +1,14 @@
 import { createHash } from "node:crypto";
-import { realpathSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { realOrUndefined } from "./real-path.js";
 
 // A session's workspace, resolved once, and which folders may be one. The sandbox makes the
 // workspace writable and the rules call its files "inside": `/` or a system folder would hand
 // tools and commands the machine.
 
 /** A folder's real path (symlinks resolved); one that cannot be resolved, as it is (absolute). */
-const real = (dir: string) => {
-  try {
-    return realpathSync(dir);
-  } catch {
-    return path.resolve(dir);
-  }
-};
+const real = (dir: string) => realOrUndefined(dir) ?? path.resolve(dir);
 
 /**
  * A session's workspace, resolved once where the session starts (session/new, load and resume in
