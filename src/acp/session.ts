@@ -1,3 +1,4 @@
+import os from "node:os";
 import { peekConfig } from "../config/file.js";
 import {
   RequestError,
@@ -165,7 +166,7 @@ export class AcpSession implements SessionFrontEnd {
     const rules = this.agent.permissionProblems;
     const problems = [
       this.agent.workspace.isHome
-        ? `This session's workspace is your whole home folder (${this.agent.workspace.cwd}): tools and sandboxed commands can change any file in it, so every file change and every command asks first, whatever the mode. Open a project folder instead to work without that.`
+        ? `This session's workspace includes your whole home folder (${os.homedir()}): tools and sandboxed commands can change any file in it, so every file change and every command asks first, whatever the mode. Open a project folder instead to work without that.`
         : null,
       this.agent.tools.startMessage(),
       rules.length ? `Permission rules left out (the others hold):\n${rules.map((p) => `- ${p}`).join("\n")}` : null,

@@ -29,7 +29,7 @@ export interface Workspace {
   readonly trustKey: string;
   /** The folder under `~/.toolhost/sessions/` that keeps this project's sessions (from `cwd` as spelled). */
   readonly projectFolder: string;
-  /** `cwd` is the user's home folder itself: every change and command asks (policy/ruleset.ts). */
+  /** A root (`cwd` or an additional one) is the user's home folder itself: every change and command asks (policy/ruleset.ts). */
   readonly isHome: boolean;
 }
 
@@ -47,7 +47,7 @@ export function resolveWorkspace(cwd: string, additionalRoots: readonly string[]
     realRoots,
     trustKey,
     projectFolder: projectFolderName(folder),
-    isHome: trustKey === real(os.homedir()),
+    isHome: realRoots.includes(real(os.homedir())),
   };
 }
 
