@@ -1,6 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { SessionStore, type SessionEntry, type SessionSummary } from "../agent/record/session-store.js";
+import { SessionHeldError } from "../agent/record/session-hold.js";
 import { transcriptMarkdown } from "../agent/record/session-transcript.js";
 
 export interface SessionsOptions {
@@ -87,7 +88,14 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
       return 0;
     }
     case "delete":
-      await store.delete(stored.header.id);
+      try {
+        await store.delete(stored.header.id);
+      } catch (err) {
+        // Open in another process (an editor): deleting it under that process would lose what it writes next.
+        if (!(err instanceof SessionHeldError)) throw err;
+        process.stderr.write(`toolhost: ${err.message}\n`);
+        return 1;
+      }
       await out(`Deleted session ${stored.header.id}.\n`);
       return 0;
     default:

@@ -311,11 +311,18 @@ export class SessionStore {
   }
 
   /** Removes a session's file and its folder of large outputs; false when there was none. */
+  /** Deletes a session's file and data; throws SessionHeldError while another live process has it open. */
   async delete(id: string): Promise<boolean> {
     const file = await this.find(id);
     if (!file) return false;
-    await fsp.rm(file, { force: true });
-    await fsp.rm(sessionDataDir(file), { recursive: true, force: true });
+    // Held while deleting: a process that has it open keeps it, and a load cannot start halfway through.
+    const hold = takeHold(file, id);
+    try {
+      await fsp.rm(file, { force: true });
+      await fsp.rm(sessionDataDir(file), { recursive: true, force: true });
+    } finally {
+      hold.release();
+    }
     return true;
   }
 
