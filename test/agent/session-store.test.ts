@@ -3,7 +3,8 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { restoredState } from "../../src/agent/record/session-restore.js";
-import { SessionStore, sessionDataDir, titleFromPrompt, type SessionEntry } from "../../src/agent/record/session-store.js";
+import type { EntryData, TreeEntry } from "../../src/agent/record/session-format.js";
+import { SessionStore, sessionDataDir, titleFromPrompt } from "../../src/agent/record/session-store.js";
 import { projectFolderName } from "../../src/config/workspace.js";
 import { tempDir } from "../helpers.js";
 
@@ -20,12 +21,24 @@ afterEach(async () => {
 });
 
 const at = "2026-11-23T10:00:00.000Z";
-const user = (text: string): SessionEntry => ({ type: "message", at, message: { role: "user", content: text } });
+let last: string | null = null;
+let count = 0;
+/** An entry under the one made before it (`parentId` given: under that one). */
+const entry = (data: EntryData, parentId: string | null = last): TreeEntry => {
+  const id = `e${++count}`;
+  last = id;
+  return { ...data, id, parentId, at } as TreeEntry;
+};
+const user = (text: string): TreeEntry => entry({ type: "message", message: { role: "user", content: text } });
+/** Entries without their ids (a writer of its own numbered them). */
+const strip = (entries: readonly TreeEntry[] | undefined) =>
+  entries?.map((e) => ({ type: e.type, at: e.at, ...("message" in e ? { message: e.message } : {}) }));
+const message = (text: string) => ({ type: "message", at, message: { role: "user", content: text } });
 
 /** Writes a session with a title and one message, its file's mtime set to `minute` minutes past 10:00. */
 async function session(id: string, cwd: string, minute: number, title?: string): Promise<string> {
   const writer = store.writer({ id, cwd });
-  if (title) writer.append({ type: "title", at, title });
+  if (title) writer.append(entry({ type: "title", title }));
   writer.append(user(`prompt of ${id}`));
   writer.close();
   const time = new Date(Date.UTC(2026, 10, 23, 10, minute));
@@ -37,17 +50,28 @@ describe("the session store", () => {
   it("writes nothing until the first entry, then a user-only file with the header first", async () => {
     const writer = store.writer({ id: "s1", cwd: "/work/p" });
     expect(fs.existsSync(writer.file)).toBe(false);
-    writer.append(user("hello"));
-    writer.append({ type: "setting", at, name: "mode", value: "full" });
+    const hello = user("hello");
+    const setting = entry({ type: "setting", name: "mode", value: "full" });
+    writer.append(hello);
+    writer.append(setting);
     writer.close();
     expect((await fsp.stat(writer.file)).mode & 0o777).toBe(0o600);
     expect((await fsp.stat(path.dirname(writer.file))).mode & 0o777).toBe(0o700);
     expect(path.dirname(writer.file)).toBe(path.join(home, "sessions", projectFolderName("/work/p")));
     const lines = (await fsp.readFile(writer.file, "utf8")).trim().split("\n");
-    expect(JSON.parse(lines[0]!)).toMatchObject({ type: "session", format: 1, id: "s1", cwd: "/work/p" });
+    expect(JSON.parse(lines[0]!)).toEqual({
+      type: "session",
+      format: 2,
+      id: "s1",
+      cwd: "/work/p",
+      created: expect.any(String),
+      toolhost: expect.any(String),
+      ai: "6",
+    });
     const read = await store.read("s1");
-    expect(read?.entries).toEqual([user("hello"), { type: "setting", at, name: "mode", value: "full" }]);
+    expect(read?.entries).toEqual([hello, setting]);
     expect(read?.skippedLines).toBe(0);
+    expect(read?.migratedFrom).toBeUndefined();
   });
 
   it("appends to an existing session's file without a second header", async () => {
@@ -67,13 +91,13 @@ describe("the session store", () => {
     writer.close();
     await fsp.appendFile(writer.file, '{"type":"message","at":"2026-11-23T10:00:00.000Z","message":{"role":"us');
     const read = await store.read("s1");
-    expect(read?.entries).toEqual([user("kept")]);
+    expect(strip(read?.entries)).toEqual([message("kept")]);
     expect(read?.skippedLines).toBe(1);
     // The next writer appends on a fresh line: a torn line never swallows the next entry.
     const next = store.writer({ id: "s1", cwd: "/work/p" });
     next.append(user("after"));
     next.close();
-    expect((await store.read("s1"))?.entries).toEqual([user("kept"), user("after")]);
+    expect(strip((await store.read("s1"))?.entries)).toEqual([message("kept"), message("after")]);
   });
 
   it("lists the newest first, a page at a time, with titles, filtered by working directory", async () => {
@@ -146,12 +170,12 @@ describe("the session store", () => {
   it("restores the settings, the tools tool_search wired, and the history from the last compaction on", async () => {
     const writer = store.writer({ id: "r1", cwd: "/work/p" });
     writer.append(user("old prompt"));
-    writer.append({ type: "setting", at, name: "mode", value: "full" });
-    writer.append({ type: "setting", at, name: "thought_level", value: "high" });
-    writer.append({ type: "wired", at, ids: ["mcp__fx__a"] });
-    writer.append({ type: "compaction", at, summary: "S", history: [{ role: "user", content: "[Summary] S" }] });
+    writer.append(entry({ type: "setting", name: "mode", value: "full" }));
+    writer.append(entry({ type: "setting", name: "thought_level", value: "high" }));
+    writer.append(entry({ type: "wired", ids: ["mcp__fx__a"] }));
+    writer.append(entry({ type: "compaction", summary: "S", history: [{ role: "user", content: "[Summary] S" }] }));
     writer.append(user("new prompt"));
-    writer.append({ type: "wired", at, ids: ["mcp__fx__b", "mcp__fx__a"] });
+    writer.append(entry({ type: "wired", ids: ["mcp__fx__b", "mcp__fx__a"] }));
     writer.close();
     const state = restoredState((await store.read("r1"))!);
     expect(state).toMatchObject({ mode: "full", thoughtLevel: "high", wired: ["mcp__fx__a", "mcp__fx__b"] });

@@ -55,8 +55,8 @@ describe("toolhost sessions", () => {
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l) as { type: string });
-    expect(lines[0]).toMatchObject({ type: "session", id, cwd: t.ws });
-    expect(lines.map((l) => l.type)).toContain("tool_end");
+    expect(lines[0]).toMatchObject({ type: "session", format: 2, id, cwd: t.ws });
+    expect(lines.map((l) => l.type)).toContain("tool_result");
 
     expect((await sessions(["export", id, "--format", "pdf"])).code).toBe(2);
     expect((await sessions(["delete", id])).stdout).toBe(`Deleted session ${id}.\n`);
