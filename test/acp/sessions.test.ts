@@ -199,6 +199,30 @@ describe("session/list, session/load, session/resume, session/delete", () => {
     expect(new Set(callIds).size).toBe(2);
   });
 
+  it("a slash command's call, a notice and a failed turn replay exactly as the editor saw them", async () => {
+    const { h, sessionId } = await start({}, [{ status: 400, message: "Bad request from the fake" }]);
+    await prompt(h, sessionId, "/help");
+    await prompt(h, sessionId, "/read src/a.ts");
+    await prompt(h, sessionId, "Fail now.");
+    const before = shown(h.updates, sessionId) as { sessionUpdate: string }[];
+    // The slash command's call was shown (pending, running, done) and never described.
+    expect(before.filter((u) => u.sessionUpdate === "tool_call")).toHaveLength(1);
+    await h.agent.request("session/close", { sessionId });
+
+    const stored = await new SessionStore(t.home).read(sessionId);
+    const calls = stored!.entries.filter((e) => e.type === "tool_call" || e.type === "tool_result");
+    expect(calls).toMatchObject([
+      { type: "tool_call", seq: 1, info: { toolId: "read", args: { path: "src/a.ts" } } },
+      { type: "tool_result", seq: 1, status: "completed" },
+    ]);
+    expect(stored!.entries.filter((e) => e.type === "notice").map((e) => e.type === "notice" && e.failed)).toEqual([undefined, true]);
+
+    const h2 = await restart();
+    await h2.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
+    const replayed = (shown(h2.updates, sessionId) as { sessionUpdate: string }[]).filter((u) => u.sessionUpdate !== "user_message_chunk");
+    expect(replayed).toEqual(before.filter((u) => u.sessionUpdate !== "user_message_chunk"));
+  });
+
   it("resume restores the history without replaying it", async () => {
     const { h, sessionId } = await start();
     await h.agent.request("session/set_mode", { sessionId, modeId: "full" });

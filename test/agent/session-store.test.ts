@@ -186,3 +186,104 @@ describe("the session store", () => {
     expect(state.interruptedNote).toBeUndefined();
   });
 });
+
+describe("format 2 on disk", () => {
+  const FIXTURES = path.resolve(import.meta.dirname, "../fixtures/sessions-v1");
+
+  it("skips a line without an id or a parentId, or with an id taken, as unreadable", async () => {
+    const writer = store.writer({ id: "s2", cwd: "/work/p" });
+    const kept = user("kept");
+    writer.append(kept);
+    writer.close();
+    const bad = [
+      { type: "message", parentId: null, at, message: { role: "user", content: "no id" } },
+      { type: "message", id: "f1", at, message: { role: "user", content: "no parentId" } },
+      { type: "message", id: "f2", parentId: 7, at, message: { role: "user", content: "a number" } },
+      { ...kept, message: { role: "user", content: "the same id" } },
+      { id: "f3", parentId: null, at },
+    ];
+    await fsp.appendFile(writer.file, bad.map((b) => `${JSON.stringify(b)}\n`).join(""));
+    const after = entry({ type: "title", title: "T" }, kept.id);
+    await fsp.appendFile(writer.file, `${JSON.stringify(after)}\n`);
+    const read = await store.read("s2");
+    expect(read?.entries).toEqual([kept, after]);
+    expect(read?.skippedLines).toBe(bad.length);
+  });
+
+  it("rewrites a format-1 file as format 2 (0600, nothing beside it) before the first append, and reads it the same after", async () => {
+    const file = store.fileFor("old", "/work/p");
+    await fsp.mkdir(path.dirname(file), { recursive: true });
+    await fsp.copyFile(path.join(FIXTURES, "compacted.jsonl"), file);
+    await fsp.chmod(file, 0o644);
+    const before = (await store.read("old"))!;
+    expect(before).toMatchObject({ migratedFrom: 1, header: { format: 2, id: "old", ai: "6" } });
+    // Nothing changes on disk until something is appended.
+    expect((await store.list()).sessions[0]).toMatchObject({ id: "old", title: expect.stringMatching(/^Here is the plan/) });
+    const writer = store.writerFor(before);
+    expect((await fsp.readFile(file, "utf8")).startsWith('{"type":"session","format":1')).toBe(true);
+    const added = entry({ type: "title", title: "New" }, before.entries.at(-1)!.id);
+    writer.append(added);
+    writer.close();
+    expect((await fsp.stat(file)).mode & 0o777).toBe(0o600);
+    expect(await fsp.readdir(path.dirname(file))).toEqual(["old.jsonl"]);
+    const after = (await store.read("old"))!;
+    expect(after.migratedFrom).toBeUndefined();
+    expect(after.header).toEqual(before.header);
+    expect(after.entries).toEqual([...before.entries, added]);
+    expect(after.skippedLines).toBe(0);
+    // Listed with its first title either way.
+    const title = before.entries.find((e) => e.type === "title");
+    expect(title).toBeDefined();
+    expect((await store.list()).sessions[0]).toMatchObject({ id: "old", title: title?.type === "title" && title.title });
+  });
+
+  it("restores from the path to the current position (or a given one); call numbering goes on after every branch's calls", async () => {
+    last = null;
+    const info = (n: number) => ({
+      callId: `call_${n}`,
+      toolId: "write",
+      kind: "edit",
+      title: "Write",
+      locations: [],
+      args: { path: "x" },
+    });
+    const first = entry({ type: "user", text: "first" });
+    {
+      const writer = store.writer({ id: "t1", cwd: "/work/p" });
+      const kept = [
+        first,
+        user("first"),
+        entry({ type: "setting", name: "mode", value: "full" }),
+        entry({ type: "turn_end", stopReason: "end_turn" }),
+      ];
+      const fork = kept.at(-1)!.id;
+      const left = [
+        entry({ type: "user", text: "left" }),
+        user("left"),
+        entry({ type: "setting", name: "mode", value: "read-only" }),
+        entry({ type: "tool_call", seq: 1, info: info(7) } as EntryData),
+      ];
+      const branch = entry({ type: "branch", fromId: left.at(-1)!.id, summary: "left" }, fork);
+      const now = [entry({ type: "user", text: "right" }), user("right"), entry({ type: "tool_call", seq: 2, info: info(3) } as EntryData)];
+      for (const e of [...kept, ...left, branch, ...now]) writer.append(e);
+      writer.close();
+      const stored = (await store.read("t1"))!;
+      const state = restoredState(stored);
+      expect(state.messages).toEqual([
+        { role: "user", content: "first" },
+        { role: "user", content: "right" },
+      ]);
+      expect(state.mode).toBe("full");
+      expect(state.lastCallNumber).toBe(7);
+      // The path's last turn never ended, and its call changes things.
+      expect(state.interruptedNote).toMatch(/the request "right"\) was interrupted/);
+      expect(state.interruptedNote).toContain('- write {"path":"x"}: did not finish');
+      // At the abandoned branch's tip: its history and settings.
+      const there = restoredState(stored, left.at(-1)!.id);
+      expect(there.messages.map((m) => m.content)).toEqual(["first", "left"]);
+      expect(there.mode).toBe("read-only");
+      // At the first turn's end: nothing interrupted.
+      expect(restoredState(stored, fork).interruptedNote).toBeUndefined();
+    }
+  });
+});
