@@ -86,7 +86,7 @@ async function loadSession(
   });
   if (restore && state) {
     session.agent.restore(state);
-    if (restore.replay) await session.replay(restore.stored.entries);
+    if (restore.replay) await session.replay(restore.stored);
   }
   // MCP servers connect in the background; a model turn's first request waits for them (bounded),
   // and so does the first command update, so the menu arrives once with their prompts.
