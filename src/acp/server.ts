@@ -86,7 +86,7 @@ async function loadSession(
   });
   if (restore && state) {
     session.agent.restore(state);
-    if (restore.replay) await session.replay(restore.stored.entries);
+    if (restore.replay) await session.replay(restore.stored);
   }
   // MCP servers connect in the background; a model turn's first request waits for them (bounded),
   // and so does the first command update, so the menu arrives once with their prompts.
@@ -232,7 +232,14 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
         await (await open.ready).close();
       }
       // Deleting what is not there leaves it not there: an unknown id succeeds too (idempotent, as clients retry).
-      await (await sessionStore()).delete(params.sessionId);
+      const { SessionHeldError } = await import("../agent/record/session-hold.js");
+      try {
+        await (await sessionStore()).delete(params.sessionId);
+      } catch (err) {
+        if (err instanceof SessionHeldError)
+          throw RequestError.invalidRequest({ sessionId: params.sessionId, heldBy: err.pid }, err.message);
+        throw err;
+      }
       return {};
     });
 

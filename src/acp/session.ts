@@ -1,3 +1,4 @@
+import os from "node:os";
 import { peekConfig } from "../config/file.js";
 import {
   RequestError,
@@ -17,7 +18,8 @@ import { modelOptionState } from "../agent/model/model-config.js";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
 import type { SessionRecorder } from "../agent/record/session-recorder.js";
 import { INTERRUPTED_RESULT } from "../agent/record/session-restore.js";
-import type { SessionEntry, ViewCall } from "../agent/record/session-store.js";
+import { SessionTree, type TreeEntry } from "../agent/record/session-format.js";
+import type { StoredSession } from "../agent/record/session-store.js";
 import type { SessionTools, TrustAnswer } from "../agent/session-tools.js";
 import type { CompactionEvent, UsageReport } from "../agent/turn/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
@@ -165,7 +167,7 @@ export class AcpSession implements SessionFrontEnd {
     const rules = this.agent.permissionProblems;
     const problems = [
       this.agent.workspace.isHome
-        ? `This session's workspace is your whole home folder (${this.agent.workspace.cwd}): tools and sandboxed commands can change any file in it, so every file change and every command asks first, whatever the mode. Open a project folder instead to work without that.`
+        ? `This session's workspace includes your whole home folder (${os.homedir()}): tools and sandboxed commands can change any file in it, so every file change and every command asks first, whatever the mode. Open a project folder instead to work without that.`
         : null,
       this.agent.tools.startMessage(),
       rules.length ? `Permission rules left out (the others hold):\n${rules.map((p) => `- ${p}`).join("\n")}` : null,
@@ -219,13 +221,14 @@ export class AcpSession implements SessionFrontEnd {
 
   /**
    * session/load: the stored conversation sent again as the editor first saw it: each prompt as a
-   * user message, then what the session showed (text, tool calls with their results, messages).
+   * user message, then what the session showed (text, tool calls with their results, messages), along
+   * the path of its tree from the root to its current position (not the branches a rewind left).
    */
-  async replay(entries: readonly SessionEntry[]): Promise<void> {
+  async replay(stored: StoredSession): Promise<void> {
     const updates: SessionUpdate[] = [];
     this.replaying = updates;
     try {
-      await this.replayEntries(entries);
+      await this.replayEntries(new SessionTree(stored.entries).pathTo());
     } finally {
       this.replaying = null;
     }
@@ -246,49 +249,61 @@ export class AcpSession implements SessionFrontEnd {
     if (lines) await this.writeLines(lines);
   }
 
-  private async replayEntries(entries: readonly SessionEntry[]): Promise<void> {
+  private async replayEntries(path: readonly TreeEntry[]): Promise<void> {
+    /** Calls shown as pending with no result yet; calls seen running. */
     const unfinished = new Set<string>();
-    for (const entry of entries) {
-      if (entry.type === "view" && entry.call.method === "pending") unfinished.add((entry.call.args[0] as { callId: string }).callId);
-      if (entry.type === "view" && entry.call.method === "done") unfinished.delete(entry.call.args[0] as string);
-      if (entry.type === "turn" && entry.phase === "start") {
-        // Every block the user sent (a second text, a resource link, an image); older files kept the first text only.
-        const blocks = entry.blocks?.filter(isContentBlock) ?? (entry.prompt ? [{ type: "text" as const, text: entry.prompt }] : []);
-        for (const content of blocks) await this.update({ sessionUpdate: "user_message_chunk", content });
-      } else if (entry.type === "title") {
-        await this.update({ sessionUpdate: "session_info_update", title: entry.title, updatedAt: entry.at });
-      } else if (entry.type === "view") {
-        await this.replayView(entry.call);
-      }
-    }
+    const ran = new Set<string>();
+    for (const entry of path) await this.replayEntry(entry, unfinished, ran);
     // Calls the agent never finished (it was killed mid-call) end as failed, saying what that means.
     for (const toolCallId of unfinished) {
       await this.update({ sessionUpdate: "tool_call_update", toolCallId, status: "failed", content: [textContent(INTERRUPTED_RESULT)] });
     }
   }
 
-  private async replayView({ method, args }: ViewCall): Promise<void> {
-    const [a, b, c, d] = args as [never, never, never, never];
-    switch (method) {
-      case "say":
-      case "failed":
-        return this.say(a);
-      case "text":
-        return this.text(a);
+  /** One entry as the front-end call (or the update) that showed it; entries the editor was never shown show nothing. */
+  private async replayEntry(entry: TreeEntry, unfinished: Set<string>, ran: Set<string>): Promise<void> {
+    switch (entry.type) {
+      case "user": {
+        // Every block the user sent (a second text, a resource link, an image); format-1 files before blocks kept the first text only.
+        const blocks = entry.blocks?.filter(isContentBlock) ?? (entry.text ? [{ type: "text" as const, text: entry.text }] : []);
+        for (const content of blocks) await this.update({ sessionUpdate: "user_message_chunk", content });
+        return;
+      }
+      case "title":
+        return this.update({ sessionUpdate: "session_info_update", title: entry.title, updatedAt: entry.at });
+      case "notice":
+        return this.say(entry.text);
+      case "agent_text":
+        return this.text(entry.text);
       case "thought":
-        return this.thought(a);
-      case "pending":
-        return this.pending(a);
-      case "describe":
-        return this.describe?.(a);
-      case "event":
-        return this.event(a, b);
-      case "running":
-        return this.running(a);
-      case "done":
-        return this.done(a, b, c, d);
+        return this.thought(entry.text);
+      case "tool_pending":
+        unfinished.add(entry.info.callId);
+        return this.pending(entry.info);
+      case "tool_call":
+        // A call that was never described live (a slash command's) has its tool_call written at its end, after it ran.
+        if (ran.has(entry.info.callId)) return;
+        return this.describe?.(entry.info);
+      case "tool_event":
+        return this.event(entry.callId, entry.event);
+      case "tool_running":
+        ran.add(entry.callId);
+        return this.running(entry.callId);
+      case "tool_result":
+        unfinished.delete(entry.callId);
+        return this.done(entry.callId, entry.envelope, entry.info, entry.display);
       case "compaction":
-        return this.compaction(a);
+        if (entry.event) return this.compaction(entry.event);
+        return;
+      case "turn_end":
+      case "message":
+      case "setting":
+      case "wired":
+      case "checkpoint":
+      case "branch":
+      case "leaf":
+      case "label":
+        return;
     }
   }
 

@@ -2,6 +2,7 @@ import type { UserContent } from "ai";
 import type { UserQuestions } from "../tool/services.js";
 import type { AskUser } from "../policy/authorizer.js";
 import type { TrustAnswer } from "./session-tools.js";
+import type { SessionRecorder } from "./record/session-recorder.js";
 import type { TurnObserver, TurnStopReason } from "./turn/turn-types.js";
 
 // What drives a session, as the session sees it: its front end (the ACP adapter, the CLI, a parent
@@ -82,4 +83,62 @@ export function turnObserver(frontEnd: SessionFrontEnd, own: Required<Pick<TurnO
     compaction: (event) => own.compaction(event),
     usage: (report) => own.usage(report),
   };
+}
+
+/**
+ * The front end with its recorder in front of it: each observer call is written to the session's
+ * file, then passed on; what asks the person (approve, questions, trust, subagents) and what the
+ * record keeps elsewhere (usage; compactions, which the session records itself; the title and the
+ * command menu) passes through. Every member is listed, so a member added to SessionFrontEnd must
+ * be placed here. The front end may be a class: its methods are called on it, not copied.
+ */
+export function recordedFrontEnd(frontEnd: SessionFrontEnd, recorder: SessionRecorder): SessionFrontEnd {
+  recorder.tell = (text) => frontEnd.say(text);
+  const tee: { [K in keyof Required<SessionFrontEnd>]: SessionFrontEnd[K] } = {
+    say: (text) => {
+      recorder.say(text);
+      return frontEnd.say(text);
+    },
+    failed: (text) => {
+      recorder.failed(text);
+      return frontEnd.failed ? frontEnd.failed(text) : frontEnd.say(text);
+    },
+    text: (delta) => {
+      recorder.textDelta(delta);
+      return frontEnd.text(delta);
+    },
+    thought: (delta) => {
+      recorder.thoughtDelta(delta);
+      return frontEnd.thought(delta);
+    },
+    pending: (info) => {
+      recorder.pending(info);
+      return frontEnd.pending(info);
+    },
+    describe: (info) => {
+      recorder.describe(info);
+      return frontEnd.describe?.(info);
+    },
+    event: (callId, event) => {
+      recorder.event(callId, event);
+      return frontEnd.event(callId, event);
+    },
+    running: (callId) => {
+      recorder.running(callId);
+      return frontEnd.running(callId);
+    },
+    done: (callId, envelope, info, display) => {
+      recorder.done(callId, envelope, info, display);
+      return frontEnd.done(callId, envelope, info, display);
+    },
+    usage: (report) => frontEnd.usage(report),
+    compaction: frontEnd.compaction?.bind(frontEnd),
+    commandsChanged: frontEnd.commandsChanged?.bind(frontEnd),
+    titleChanged: frontEnd.titleChanged?.bind(frontEnd),
+    approve: frontEnd.approve?.bind(frontEnd),
+    questions: frontEnd.questions,
+    askTrust: frontEnd.askTrust?.bind(frontEnd),
+    subagent: frontEnd.subagent?.bind(frontEnd),
+  };
+  return tee;
 }

@@ -10,7 +10,7 @@ import type { ToolRegistry } from "../host/registry.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { SessionSandbox } from "../runtime/shell/session-sandbox.js";
 import { stricterMode } from "./agents.js";
-import { headlessFrontEnd, turnObserver, type PromptInput, type SessionFrontEnd } from "./front-end.js";
+import { headlessFrontEnd, recordedFrontEnd, turnObserver, type PromptInput, type SessionFrontEnd } from "./front-end.js";
 import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";
 import { SlashCommands } from "./commands.js";
 import { History } from "./turn/history.js";
@@ -76,7 +76,7 @@ export class AgentSession {
     const workspace = (this.workspace = this.tools.workspace);
     this.recorder = options.recorder;
     this.unrecordedFrontEnd = options.frontEnd;
-    const frontEnd = (this.frontEnd = this.recorder ? this.recorder.wrap(options.frontEnd) : options.frontEnd);
+    const frontEnd = (this.frontEnd = this.recorder ? recordedFrontEnd(options.frontEnd, this.recorder) : options.frontEnd);
     if (this.recorder) this.history.onAppend((message) => this.recorder?.message(message));
     this.parent = options.parent;
     this.instructions = options.instructions;
@@ -278,7 +278,7 @@ export class AgentSession {
   private async recordedTurn(input: PromptInput): Promise<TurnStopReason> {
     const recorder = this.recorder;
     if (!recorder) return this.runTurn(input);
-    const title = recorder.turnStarted(input.text, input.blocks);
+    const { title } = recorder.turnStarted(input.text, input.blocks);
     if (title) await this.frontEnd.titleChanged?.(title);
     let stopReason: TurnStopReason | "failed" = "failed";
     try {

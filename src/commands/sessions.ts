@@ -1,6 +1,8 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { SessionStore, type SessionEntry, type SessionSummary } from "../agent/record/session-store.js";
+import { SessionTree, type EntryOf } from "../agent/record/session-format.js";
+import { SessionStore, sessionFileText, type SessionSummary } from "../agent/record/session-store.js";
+import { SessionHeldError } from "../agent/record/session-hold.js";
 import { transcriptMarkdown } from "../agent/record/session-transcript.js";
 
 export interface SessionsOptions {
@@ -54,15 +56,17 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
   }
   switch (action) {
     case "show": {
-      const calls = stored.entries.filter((e): e is Extract<SessionEntry, { type: "tool_end" }> => e.type === "tool_end");
+      // What the session is now: the path to its current position (a rewind's abandoned branches aside).
+      const path = new SessionTree(stored.entries).pathTo();
+      const calls = path.filter((e): e is EntryOf<"tool_result"> => e.type === "tool_result");
       const summary = {
         id: stored.header.id,
         cwd: stored.header.cwd,
         created: stored.header.created,
         file: stored.file,
-        title: stored.entries.findLast((e) => e.type === "title")?.title,
-        prompts: stored.entries.filter((e) => e.type === "turn" && e.phase === "start").length,
-        messages: stored.entries.filter((e) => e.type === "message").length,
+        title: path.findLast((e) => e.type === "title")?.title,
+        prompts: path.filter((e) => e.type === "user").length,
+        messages: path.filter((e) => e.type === "message").length,
         toolCalls: calls.length,
         failedCalls: calls.filter((c) => c.status !== "completed").length,
         unreadableLines: stored.skippedLines,
@@ -78,7 +82,9 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
     }
     case "export": {
       const format = options.format ?? "md";
-      if (format === "jsonl") await out(await fsp.readFile(stored.file, "utf8"));
+      // A format-1 file is exported as it reads: format 2.
+      if (format === "jsonl")
+        await out(stored.migratedFrom ? sessionFileText(stored.header, stored.entries) : await fsp.readFile(stored.file, "utf8"));
       else if (format === "md") await out(transcriptMarkdown(stored));
       else {
         process.stderr.write(`toolhost: unknown export format ${JSON.stringify(format)}; formats: md, jsonl\n`);
@@ -87,7 +93,14 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
       return 0;
     }
     case "delete":
-      await store.delete(stored.header.id);
+      try {
+        await store.delete(stored.header.id);
+      } catch (err) {
+        // Open in another process (an editor): deleting it under that process would lose what it writes next.
+        if (!(err instanceof SessionHeldError)) throw err;
+        process.stderr.write(`toolhost: ${err.message}\n`);
+        return 1;
+      }
       await out(`Deleted session ${stored.header.id}.\n`);
       return 0;
     default:

@@ -2,6 +2,7 @@ import { closeSync, constants, fstatSync, openSync, readSync, realpathSync } fro
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { realOrUndefined } from "./real-path.js";
 import { packageInfo, toolhostHome } from "./paths.js";
 
 // The one way toolhost reads a file it feeds itself (AGENTS.md, SKILL.md, agent files, config
@@ -33,13 +34,7 @@ export function userRoots(): string[] {
   return [toolhostHome(), process.env.HOME || os.homedir(), ...(pkg ? [pkg] : [])];
 }
 
-function realOrNull(p: string): string | null {
-  try {
-    return realpathSync(p);
-  } catch {
-    return null;
-  }
-}
+const realOrNull = (p: string): string | null => realOrUndefined(p) ?? null;
 
 const inside = (file: string, root: string) => file === root || file.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
 

@@ -1,20 +1,14 @@
 import { createHash } from "node:crypto";
-import { realpathSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { realOrUndefined } from "./real-path.js";
 
 // A session's workspace, resolved once, and which folders may be one. The sandbox makes the
 // workspace writable and the rules call its files "inside": `/` or a system folder would hand
 // tools and commands the machine.
 
 /** A folder's real path (symlinks resolved); one that cannot be resolved, as it is (absolute). */
-const real = (dir: string) => {
-  try {
-    return realpathSync(dir);
-  } catch {
-    return path.resolve(dir);
-  }
-};
+const real = (dir: string) => realOrUndefined(dir) ?? path.resolve(dir);
 
 /**
  * A session's workspace, resolved once where the session starts (session/new, load and resume in
@@ -35,7 +29,7 @@ export interface Workspace {
   readonly trustKey: string;
   /** The folder under `~/.toolhost/sessions/` that keeps this project's sessions (from `cwd` as spelled). */
   readonly projectFolder: string;
-  /** `cwd` is the user's home folder itself: every change and command asks (policy/ruleset.ts). */
+  /** A root (`cwd` or an additional one) is the user's home folder itself: every change and command asks (policy/ruleset.ts). */
   readonly isHome: boolean;
 }
 
@@ -53,7 +47,7 @@ export function resolveWorkspace(cwd: string, additionalRoots: readonly string[]
     realRoots,
     trustKey,
     projectFolder: projectFolderName(folder),
-    isHome: trustKey === real(os.homedir()),
+    isHome: realRoots.includes(real(os.homedir())),
   };
 }
 

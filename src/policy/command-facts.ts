@@ -4,7 +4,7 @@ import type { PolicyCall } from "./call.js";
 import { parseBash, type ParsedLine } from "./bash-parse.js";
 import { bashFileTargets } from "./bash-targets.js";
 import { normalizeLine } from "./normalize.js";
-import { realPath } from "./real-path.js";
+import { realPath } from "../config/real-path.js";
 
 /**
  * One spelling of a command a line runs, for the rules to match. `primary`: the simple command as

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { realpathSync } from "node:fs";
 import path from "node:path";
+import { realOrUndefined } from "../config/real-path.js";
 import { toolhostHome } from "../config/paths.js";
 import type { Workspace } from "../config/workspace.js";
 import type { SessionState } from "../tool/context.js";
@@ -49,13 +49,7 @@ export interface RuntimeSessionOptions {
 
 const localDisk = new NodeFs();
 
-function realOrSame(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return p;
-  }
-}
+const realOrSame = (p: string): string => realOrUndefined(p) ?? p;
 
 /**
  * One agent session's runtime: its roots and variables, backends, read stamps, stores and

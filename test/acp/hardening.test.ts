@@ -238,4 +238,15 @@ describe("the workspace folder (issue 21)", () => {
     expect(h.permissionRequests).toHaveLength(1);
     await expect(fsp.stat(path.join(t.ws, "made-here"))).rejects.toThrow();
   });
+
+  it("the home folder as an additional directory asks the same way", async () => {
+    const home = await t.dir();
+    const { h } = await start({ env: { HOME: home } });
+    const { sessionId } = await h.agent.request("session/new", { cwd: t.ws, additionalDirectories: [home], mcpServers: [] });
+    await h.waitFor(() => messageText(h, sessionId).includes("whole home folder"));
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    await prompt(h, sessionId, "/bash touch made-here");
+    expect(h.permissionRequests).toHaveLength(1);
+    await expect(fsp.stat(path.join(t.ws, "made-here"))).rejects.toThrow();
+  });
 });

@@ -3,6 +3,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { holdPathFor } from "../../src/agent/record/session-hold.js";
 import { SessionStore } from "../../src/agent/record/session-store.js";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
+import { runCli } from "../cli/harness.js";
 import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
 
 // Issue 21 item 3: a session is held by one agent process at a time (a live chat, and a load or
@@ -79,5 +80,32 @@ describe("one process holds a session", () => {
     expect(JSON.parse(await fsp.readFile(holdPathFor(file), "utf8"))).toMatchObject({ pid: t.h.child.pid });
     await prompt(t.h, sessionId, "again");
     expect(messageText(t.h, sessionId, "")).toBe("two");
+  });
+
+  it("a delete from another process (an editor, the CLI) is refused while it is open, and goes through once closed", async () => {
+    t.fake = await startFakeOpenAI({ script: [{ text: "one" }] });
+    t.h = await agent();
+    const sessionId = await t.h.newSession(t.ws);
+    await prompt(t.h, sessionId, "first");
+    const file = (await new SessionStore(t.home).find(sessionId))!;
+    const before = await fsp.readFile(file, "utf8");
+
+    other = await agent();
+    await expect(other.agent.request("session/delete", { sessionId })).rejects.toMatchObject({
+      code: -32600,
+      message: expect.stringContaining(`another toolhost process (pid ${t.h.child.pid}`),
+    });
+    const cli = await runCli(["sessions", "delete", sessionId], { cwd: t.ws, env: { ...process.env, ...env() } });
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toContain(`another toolhost process (pid ${t.h.child.pid}`);
+    // Nothing was deleted: the file is whole and the holder keeps its hold.
+    expect(await fsp.readFile(file, "utf8")).toBe(before);
+    expect(JSON.parse(await fsp.readFile(holdPathFor(file), "utf8"))).toMatchObject({ pid: t.h.child.pid });
+
+    // Closed there: the delete goes through, hold file and all.
+    await t.h.agent.request("session/close", { sessionId });
+    await expect(other.agent.request("session/delete", { sessionId })).resolves.toEqual({});
+    await expect(fsp.stat(file)).rejects.toThrow();
+    await expect(fsp.stat(holdPathFor(file))).rejects.toThrow();
   });
 });

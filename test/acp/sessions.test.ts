@@ -1,7 +1,8 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { SessionStore, sessionDataDir, type SessionEntry } from "../../src/agent/record/session-store.js";
+import { SessionTree, type EntryOf, type TreeEntry } from "../../src/agent/record/session-format.js";
+import { SessionStore, sessionDataDir } from "../../src/agent/record/session-store.js";
 import { projectFolderName } from "../../src/config/workspace.js";
 import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
@@ -42,31 +43,52 @@ describe("a session recorded on disk", () => {
 
     const stored = await new SessionStore(t.home).read(sessionId);
     expect(stored).toBeDefined();
-    expect(stored!.header).toMatchObject({ id: sessionId, cwd: t.ws, format: 1 });
+    expect(stored!.header).toMatchObject({ id: sessionId, cwd: t.ws, format: 2, ai: "6" });
     expect(path.dirname(stored!.file).startsWith(path.join(t.home, "sessions"))).toBe(true);
     expect((await fsp.stat(stored!.file)).mode & 0o777).toBe(0o600);
     const entries = stored!.entries;
-    const of = <K extends SessionEntry["type"]>(type: K) => entries.filter((e): e is Extract<SessionEntry, { type: K }> => e.type === type);
+    const of = <K extends TreeEntry["type"]>(type: K) => entries.filter((e): e is EntryOf<K> => e.type === type);
+
+    // One linear branch: each entry under the one before it, ids unique; the current position is the last entry.
+    expect(new Set(entries.map((e) => e.id)).size).toBe(entries.length);
+    entries.forEach((e, i) => expect(e.parentId).toBe(i === 0 ? null : entries[i - 1]!.id));
+    expect(new SessionTree(entries).leafId).toBe(entries.at(-1)!.id);
+    expect(entries.every((e) => /^[0-9a-f]{8}$/.test(e.id))).toBe(true);
 
     expect(of("setting")).toEqual([expect.objectContaining({ name: "mode", value: "full" })]);
     expect(of("title").map((e) => e.title)).toEqual(["What does src/a.ts export?"]);
-    expect(of("turn").map((e) => [e.phase, e.prompt ?? e.stopReason])).toEqual([
-      ["start", "What does src/a.ts export?\nBe brief."],
+    // Each turn: its prompt (with the blocks the editor sent), then its end.
+    expect(
+      entries
+        .filter((e) => e.type === "user" || e.type === "turn_end")
+        .map((e) => (e.type === "user" ? ["user", e.text] : ["end", e.stopReason])),
+    ).toEqual([
+      ["user", "What does src/a.ts export?\nBe brief."],
       ["end", "end_turn"],
-      ["start", "Anything else?"],
+      ["user", "Anything else?"],
       ["end", "end_turn"],
     ]);
+    expect(of("user")[1]!.blocks).toEqual([{ type: "text", text: "Anything else?" }]);
     // The model's history, in order: what a load restores.
     expect(of("message").map((e) => e.message.role)).toEqual(["user", "assistant", "tool", "assistant", "user", "assistant"]);
-    // The tool-call record: input, status, envelope.
-    const [started] = of("tool_start");
-    const [ended] = of("tool_end");
-    expect(started).toMatchObject({ seq: 1, tool: "read", input: { path: "src/a.ts" }, sideEffect: false, idempotent: true });
-    expect(ended).toMatchObject({ seq: 1, callId: started!.callId, status: "completed", envelope: { type: "output" } });
-    // The view: streamed text kept as one entry per run, not per token.
-    const texts = of("view").filter((e) => e.call.method === "text");
-    expect(texts.map((e) => e.call.args[0])).toEqual(["It exports a.", "Nothing else."]);
-    expect(of("view").map((e) => e.call.method)).toContain("done");
+    // The tool call: its number, input and side-effect metadata; its result: status, envelope, the call as it ended.
+    const [started] = of("tool_call");
+    const [ended] = of("tool_result");
+    expect(of("tool_call")).toHaveLength(1);
+    expect(started).toMatchObject({ seq: 1, info: { toolId: "read", args: { path: "src/a.ts" }, sideEffect: false, idempotent: true } });
+    expect(ended).toMatchObject({
+      seq: 1,
+      callId: started!.info.callId,
+      status: "completed",
+      envelope: { type: "output" },
+      info: { callId: started!.info.callId, toolId: "read" },
+    });
+    // The call's life in order: pending, call, running, result.
+    const callId = started!.info.callId;
+    const life = entries.filter((e) => ("callId" in e ? e.callId : "info" in e ? e.info.callId : undefined) === callId).map((e) => e.type);
+    expect(life).toEqual(["tool_pending", "tool_call", "tool_running", "tool_result"]);
+    // Streamed text kept as one entry per run, not per token.
+    expect(of("agent_text").map((e) => e.text)).toEqual(["It exports a.", "Nothing else."]);
   });
 
   it("records a call the user refused as refused, with its error code", async () => {
@@ -77,7 +99,7 @@ describe("a session recorded on disk", () => {
     await prompt(h, sessionId, "Write b.txt");
     expect(h.permissionRequests).toHaveLength(1);
     const stored = await new SessionStore(t.home).read(sessionId);
-    const ended = stored!.entries.find((e) => e.type === "tool_end");
+    const ended = stored!.entries.find((e) => e.type === "tool_result");
     expect(ended).toMatchObject({ status: "refused", errorCode: "rejected", envelope: { type: "error" } });
   });
 
@@ -175,6 +197,30 @@ describe("session/list, session/load, session/resume, session/delete", () => {
     const callIds = h2.updatesOf(sessionId, "tool_call").map((c) => c.toolCallId);
     expect(callIds).toHaveLength(2);
     expect(new Set(callIds).size).toBe(2);
+  });
+
+  it("a slash command's call, a notice and a failed turn replay exactly as the editor saw them", async () => {
+    const { h, sessionId } = await start({}, [{ status: 400, message: "Bad request from the fake" }]);
+    await prompt(h, sessionId, "/help");
+    await prompt(h, sessionId, "/read src/a.ts");
+    await prompt(h, sessionId, "Fail now.");
+    const before = shown(h.updates, sessionId) as { sessionUpdate: string }[];
+    // The slash command's call was shown (pending, running, done) and never described.
+    expect(before.filter((u) => u.sessionUpdate === "tool_call")).toHaveLength(1);
+    await h.agent.request("session/close", { sessionId });
+
+    const stored = await new SessionStore(t.home).read(sessionId);
+    const calls = stored!.entries.filter((e) => e.type === "tool_call" || e.type === "tool_result");
+    expect(calls).toMatchObject([
+      { type: "tool_call", seq: 1, info: { toolId: "read", args: { path: "src/a.ts" } } },
+      { type: "tool_result", seq: 1, status: "completed" },
+    ]);
+    expect(stored!.entries.filter((e) => e.type === "notice").map((e) => e.type === "notice" && e.failed)).toEqual([undefined, true]);
+
+    const h2 = await restart();
+    await h2.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
+    const replayed = (shown(h2.updates, sessionId) as { sessionUpdate: string }[]).filter((u) => u.sessionUpdate !== "user_message_chunk");
+    expect(replayed).toEqual(before.filter((u) => u.sessionUpdate !== "user_message_chunk"));
   });
 
   it("resume restores the history without replaying it", async () => {

@@ -15,19 +15,30 @@ import {
   type EntryOf,
   type TreeEntry,
 } from "../../src/agent/record/session-format.js";
-import { migrateV1, type V1Entry } from "../../src/agent/record/session-migrate.js";
+import { migrateV1, type V1Entry, type V1Header } from "../../src/agent/record/session-migrate.js";
 import { restoredState } from "../../src/agent/record/session-restore.js";
-import { readSessionFile, type SessionEntry, type StoredSession } from "../../src/agent/record/session-store.js";
+import { readSessionFile } from "../../src/agent/record/session-store.js";
 
 // Format 2 of the session file (issue 23): the migration of real format-1 files (written by the
 // format-1 code; test/fixtures/sessions-v1/README.md says how) and the walk of the tree.
 
 const FIXTURES = path.resolve(import.meta.dirname, "../fixtures/sessions-v1");
 
-async function fixture(name: string): Promise<StoredSession> {
-  const stored = await readSessionFile(path.join(FIXTURES, `${name}.jsonl`));
-  if (!stored) throw new Error(`fixture ${name} did not read`);
-  return stored;
+type SessionEntry = V1Entry;
+
+/** A format-1 fixture as its lines read, not migrated: the header, the lines that parse, how many did not. */
+async function fixture(name: string): Promise<{ header: V1Header; entries: V1Entry[]; skippedLines: number }> {
+  const [head, ...lines] = (await fs.promises.readFile(path.join(FIXTURES, `${name}.jsonl`), "utf8")).split("\n");
+  const entries: V1Entry[] = [];
+  let skippedLines = 0;
+  for (const line of lines.filter((l) => l !== "")) {
+    try {
+      entries.push(JSON.parse(line) as V1Entry);
+    } catch {
+      skippedLines++;
+    }
+  }
+  return { header: JSON.parse(head!) as V1Header, entries, skippedLines };
 }
 
 /** A format-1 line's kind: its type, with the view's method or the turn's phase. */
@@ -232,8 +243,12 @@ describe("the migration of format-1 files", () => {
 
     // The history a restore starts from is the one format 1 gives.
     expect(historyV2(tree.pathTo())).toEqual(historyV1(stored.entries));
+    // The store reads the file migrated, and a restore of it starts from that history.
+    const read = (await readSessionFile(path.join(FIXTURES, `${name}.jsonl`)))!;
+    // (Opened by its file name, it takes that name as its id.)
+    expect(read).toMatchObject({ header: { ...header, id: name }, entries, skippedLines: stored.skippedLines, migratedFrom: 1 });
     const complete = stored.entries.at(-1)?.type === "turn";
-    if (complete) expect(restoredState(stored).messages).toEqual(historyV1(stored.entries));
+    if (complete) expect(restoredState(read).messages).toEqual(historyV1(stored.entries));
 
     // Written as JSON and read back, nothing changes; a second migration gives the same ids.
     expect(entries.map((e) => JSON.parse(JSON.stringify(e)) as unknown)).toEqual(entries);

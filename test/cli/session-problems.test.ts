@@ -20,13 +20,19 @@ const NEWER = "00000000-newr-4000-8000-000000000004";
 async function fixtures(): Promise<string> {
   const store = new SessionStore(t.home);
   const writer = store.writer({ id: GOOD, cwd: t.ws });
-  writer.append({ type: "title", at: new Date().toISOString(), title: "Good one" });
-  writer.append({ type: "message", at: new Date().toISOString(), message: { role: "user", content: "hi" } });
+  writer.append({ type: "title", id: "a1b2c3d4", parentId: null, at: new Date().toISOString(), title: "Good one" });
+  writer.append({
+    type: "message",
+    id: "a1b2c3d5",
+    parentId: "a1b2c3d4",
+    at: new Date().toISOString(),
+    message: { role: "user", content: "hi" },
+  });
   writer.close();
   const dir = path.dirname(writer.file);
   await fsp.copyFile(writer.file, path.join(dir, `${COPY}.jsonl`));
   await fsp.writeFile(path.join(dir, `${DAMAGED}.jsonl`), '{"type":"sess\u0000\u0000 garbage\n{"type":"title"}\n');
-  const header = { type: "session", format: 2, id: NEWER, cwd: t.ws, created: new Date().toISOString(), toolhost: "9.0.0" };
+  const header = { type: "session", format: 3, id: NEWER, cwd: t.ws, created: new Date().toISOString(), toolhost: "9.0.0" };
   await fsp.writeFile(path.join(dir, `${NEWER}.jsonl`), `${JSON.stringify(header)}\n`);
   return dir;
 }
@@ -43,7 +49,7 @@ describe("session files that cannot be opened, and copied ones", () => {
     expect(line(COPY)).toContain(`its header names session ${GOOD}`);
     expect(line(DAMAGED)).toContain("cannot be opened: damaged");
     expect(line(DAMAGED)).toContain(path.join(dir, `${DAMAGED}.jsonl`));
-    expect(line(NEWER)).toMatch(/cannot be opened: format 2, written by toolhost 9\.0\.0, is newer than this toolhost .* reads/);
+    expect(line(NEWER)).toMatch(/cannot be opened: format 3, written by toolhost 9\.0\.0, is newer than this toolhost .* reads/);
 
     const shown = await runCli(["sessions", "show", COPY, "--json"], { cwd: t.ws, env });
     expect(shown.code).toBe(0);
@@ -57,7 +63,7 @@ describe("session files that cannot be opened, and copied ones", () => {
     const listed = await t.h.agent.request("session/list", { cwd: t.ws });
     expect(listed.sessions.map((s) => s.sessionId).sort()).toEqual([GOOD, COPY].sort());
     expect(t.h.stderr.join("")).toContain("session/list leaves out 2 session file(s)");
-    expect(t.h.stderr.join("")).toContain(`${NEWER}.jsonl: format 2`);
+    expect(t.h.stderr.join("")).toContain(`${NEWER}.jsonl: format 3`);
 
     // The copy opens under the id it is listed with.
     await t.h.agent.request("session/resume", { sessionId: COPY, cwd: t.ws });

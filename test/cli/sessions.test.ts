@@ -1,5 +1,8 @@
 import * as fsp from "node:fs/promises";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { migrateV1, type V1Entry, type V1Header } from "../../src/agent/record/session-migrate.js";
+import { projectFolderName } from "../../src/config/workspace.js";
 import { runCli } from "./harness.js";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
 import { useAgentEnv } from "../helpers.js";
@@ -55,8 +58,8 @@ describe("toolhost sessions", () => {
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l) as { type: string });
-    expect(lines[0]).toMatchObject({ type: "session", id, cwd: t.ws });
-    expect(lines.map((l) => l.type)).toContain("tool_end");
+    expect(lines[0]).toMatchObject({ type: "session", format: 2, id, cwd: t.ws });
+    expect(lines.map((l) => l.type)).toContain("tool_result");
 
     expect((await sessions(["export", id, "--format", "pdf"])).code).toBe(2);
     expect((await sessions(["delete", id])).stdout).toBe(`Deleted session ${id}.\n`);
@@ -105,6 +108,38 @@ describe("toolhost sessions", () => {
     expect(ambiguous.stderr).toContain(b);
     expect((await sessions(["delete", unique])).stdout).toBe(`Deleted session ${a}.\n`);
     expect((await sessions(["show", "nope"])).stderr).toContain("no saved session nope");
+  });
+
+  it("shows, exports (as format 2) and transcribes a format-1 file of the previous release, leaving it as it is", async () => {
+    const fixture = path.resolve(import.meta.dirname, "../fixtures/sessions-v1/three-prompts.jsonl");
+    const text = (await fsp.readFile(fixture, "utf8")).replaceAll("/home/user/project", t.ws);
+    const [head, ...rest] = text.trim().split("\n");
+    const header = JSON.parse(head!) as V1Header;
+    const file = path.join(t.home, "sessions", projectFolderName(t.ws), `${header.id}.jsonl`);
+    await fsp.mkdir(path.dirname(file), { recursive: true });
+    await fsp.writeFile(file, text);
+
+    const show = await sessions(["show", header.id, "--json"]);
+    expect(JSON.parse(show.stdout)).toMatchObject({ id: header.id, prompts: 3, messages: 12, toolCalls: 3, failedCalls: 0 });
+    const jsonl = await sessions(["export", header.id, "--format", "jsonl"]);
+    const lines = jsonl.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as unknown);
+    expect(lines).toEqual([
+      { ...header, format: 2, ai: "6" },
+      ...migrateV1(
+        header,
+        rest.map((l) => JSON.parse(l) as V1Entry),
+      ).entries,
+    ]);
+    const md = (await sessions(["export", header.id])).stdout;
+    expect(md).toMatch(/^# What does src\/a\.ts export\?\n/);
+    expect(md).toContain("## You\n\nChange a to 2.");
+    expect(md).toContain("### Edit src/a.ts (edit)");
+    expect(md).toContain("Done.");
+    // Reading changes nothing on disk.
+    expect(await fsp.readFile(file, "utf8")).toBe(text);
   });
 
   it("toolhost run saves nothing with TOOLHOST_SESSIONS=off", async () => {

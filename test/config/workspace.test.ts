@@ -52,6 +52,9 @@ describe("resolveWorkspace", () => {
     await fsp.symlink(os.homedir(), toHome);
     expect(resolveWorkspace(toHome)).toMatchObject({ cwd: toHome, isHome: true });
     expect(resolveWorkspace(real).isHome).toBe(false);
+    // An additional root that is the home folder hands tools all of it too.
+    expect(resolveWorkspace(real, [toHome]).isHome).toBe(true);
+    expect(resolveWorkspace(real, [other]).isHome).toBe(false);
   });
 
   it("asWorkspace passes a Workspace through untouched and resolves a folder", () => {

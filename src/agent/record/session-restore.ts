@@ -1,8 +1,10 @@
 import type { ModelMessage, UserContent } from "ai";
-import type { StoredSession, ToolCallStatus } from "./session-store.js";
+import { SessionTree, type ToolCallStatus } from "./session-format.js";
+import type { StoredSession } from "./session-store.js";
 
-// What a stored session restores (session/load, session/resume): the history, every call with a
-// result, the settings, and a note about a turn a crash cut short.
+// What a stored session restores (session/load, session/resume, a rewind): from the path of its
+// tree from the root to a position, the history, the settings, and a note about a turn a crash cut
+// short; call numbering goes on after every call of the file, on any branch.
 
 /** What a stored session restores: the model's history, its settings, and where call numbering goes on. */
 export interface RestoredState {
@@ -30,20 +32,29 @@ interface StartedCall {
   finished?: ToolCallStatus;
 }
 
-export function restoredState(stored: StoredSession): RestoredState {
+/** The state at `leafId` (default: the session's current position): what the entries on the path from the root to it say. */
+export function restoredState(stored: StoredSession, leafId?: string): RestoredState {
   const state: RestoredState = { messages: [], lastCallNumber: 0 };
-  let turn: { prompt: string; calls: Map<string, StartedCall> } | undefined;
-  const noteCall = (id: unknown) => {
-    const n = typeof id === "string" ? /^call_(\d+)$/.exec(id)?.[1] : undefined;
-    if (n) state.lastCallNumber = Math.max(state.lastCallNumber, Number(n));
-  };
+  const tree = new SessionTree(stored.entries);
+  // Every call id the editor may have seen, on any branch: a new call never takes one.
   for (const entry of stored.entries) {
+    const id =
+      entry.type === "tool_pending" || entry.type === "tool_call"
+        ? entry.info.callId
+        : entry.type === "tool_result"
+          ? entry.callId
+          : undefined;
+    const n = id === undefined ? undefined : /^call_(\d+)$/.exec(id)?.[1];
+    if (n) state.lastCallNumber = Math.max(state.lastCallNumber, Number(n));
+  }
+  let turn: { prompt: string; calls: Map<string, StartedCall> } | undefined;
+  for (const entry of tree.pathTo(leafId ?? tree.leafId)) {
     switch (entry.type) {
       case "message":
         state.messages.push(entry.message);
         break;
       case "compaction":
-        state.messages = [...entry.history];
+        if (entry.history) state.messages = [...entry.history];
         break;
       case "wired":
         state.wired = [...new Set([...(state.wired ?? []), ...entry.ids])];
@@ -55,25 +66,22 @@ export function restoredState(stored: StoredSession): RestoredState {
       case "title":
         state.title = entry.title;
         break;
-      case "turn":
-        turn = entry.phase === "start" ? { prompt: entry.prompt ?? "", calls: new Map() } : undefined;
+      case "user":
+        turn = { prompt: entry.text, calls: new Map() };
         break;
-      case "tool_start":
-        noteCall(entry.callId);
-        turn?.calls.set(entry.callId, {
-          tool: entry.tool,
-          input: entry.input,
-          changes: entry.sideEffect !== false && entry.idempotent !== true,
-        });
+      case "turn_end":
+        turn = undefined;
         break;
-      case "tool_end": {
+      case "tool_call": {
+        const { callId, toolId, args, sideEffect, idempotent } = entry.info;
+        turn?.calls.set(callId, { tool: toolId, input: args, changes: sideEffect !== false && idempotent !== true });
+        break;
+      }
+      case "tool_result": {
         const call = turn?.calls.get(entry.callId);
         if (call) call.finished = entry.status;
         break;
       }
-      case "view":
-        if (entry.call.method === "pending") noteCall((entry.call.args[0] as { callId?: unknown } | undefined)?.callId);
-        break;
     }
   }
   state.messages = withInterruptedResults(state.messages);

@@ -1,79 +1,30 @@
 import * as fs from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import type { ModelMessage } from "ai";
 import { toolhostHome, version } from "../../config/paths.js";
 import { asWorkspace, projectFolderName, type Workspace } from "../../config/workspace.js";
+import { AI_MAJOR, type SessionHeader, type TreeEntry } from "./session-format.js";
+import { migrateV1, type V1Entry, type V1Header } from "./session-migrate.js";
 import { takeHold, type SessionHold } from "./session-hold.js";
 
 // Sessions on disk: one append-only JSONL file per session, grouped by project, under
 // `~/.toolhost/sessions/<project>/<id>.jsonl`. The first line is the header; every later line is
-// one event, written as it happens. A line cut short by a crash is ignored on read.
+// one entry of the session's tree (session-format.ts), written as it happens. A line cut short by a
+// crash is ignored on read. A format-1 file (before issue 23) is read migrated (session-migrate.ts)
+// and rewritten as format 2 before anything is appended to it, so a file is always of one format.
 
-/** The first line of a session file. */
-export interface SessionHeader {
-  type: "session";
-  /** The file format; a reader skips files of a format it does not know. */
-  format: 1;
-  id: string;
-  cwd: string;
-  /** Further workspace roots it was created with (ACP's additionalDirectories), when any. */
-  additionalDirectories?: string[];
-  /** ISO time the session was created. */
-  created: string;
-  /** The toolhost version that created it. */
-  toolhost: string;
-}
+/** The file format this toolhost writes; a reader refuses files of a newer one. */
+const FORMAT = 2;
 
-/** The outcome of one tool call, as the record keeps it. */
-export type ToolCallStatus = "completed" | "failed" | "refused" | "cancelled";
-
-/** One event of a session. `at` is an ISO time. */
-export type SessionEntry =
-  /** A message of the model's history (user prompt, assistant reply, tool results). */
-  | { type: "message"; at: string; message: ModelMessage }
-  /** The session's title (from the first prompt, or set later). */
-  | { type: "title"; at: string; title: string }
-  /** A setting changed: the mode, the model or the profile. */
-  | { type: "setting"; at: string; name: "mode" | "model" | "profile" | "thought_level"; value: string }
-  /**
-   * A turn started (with the prompt's first text, and every block of it as the front end showed
-   * it; older files have only the text) or ended.
-   */
-  | { type: "turn"; at: string; phase: "start" | "end"; prompt?: string; blocks?: unknown[]; stopReason?: string }
-  /** What the front end was shown (text, a tool call's life, a message), for a replay. */
-  | { type: "view"; at: string; call: ViewCall }
-  /** A tool call started: what ran, with its validated input. */
-  | {
-      type: "tool_start";
-      at: string;
-      seq: number;
-      callId: string;
-      tool: string;
-      input: unknown;
-      sideEffect?: boolean;
-      idempotent?: boolean;
-    }
-  /** A tool call ended: its status and envelope (capped). */
-  | { type: "tool_end"; at: string; seq: number; callId: string; status: ToolCallStatus; errorCode?: string; envelope?: unknown }
-  /** Deferred tools tool_search wired (declared from then on). */
-  | { type: "wired"; at: string; ids: string[] }
-  /** The history was compacted: what it became (old outputs pruned, older turns summarized). */
-  | { type: "compaction"; at: string; summary?: string; history: ModelMessage[] };
-
-/** One call of the front end's observer methods, with its (JSON) arguments. */
-export interface ViewCall {
-  method: "say" | "failed" | "text" | "thought" | "pending" | "describe" | "event" | "running" | "done" | "compaction";
-  args: unknown[];
-}
-
-/** A session as read back from its file. */
+/** A session as read back from its file (a format-1 file migrated): its header and its entries in file order. */
 export interface StoredSession {
   header: SessionHeader;
-  entries: SessionEntry[];
+  entries: TreeEntry[];
   file: string;
   /** Lines that could not be read (a torn last line after a crash, or damage); they are skipped. */
   skippedLines: number;
+  /** The file on disk is of format 1 (read migrated); its first append rewrites it as format 2. */
+  migratedFrom?: 1;
 }
 
 /** One row of the session list. */
@@ -155,21 +106,15 @@ export class SessionWriter {
     private readonly header: SessionHeader,
     /** The hold of a loaded session (taken before its load); a new session takes it on its first write. */
     private hold?: SessionHold,
+    /** A format-1 file's entries, migrated: the file is rewritten as format 2 (header and these) before the first append. */
+    private rewrite?: readonly TreeEntry[],
   ) {}
 
-  append(entry: SessionEntry): void {
+  append(entry: TreeEntry): void {
     if (this.failed) return;
     try {
-      if (this.fd === null) {
-        fs.mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-        this.hold ??= takeHold(this.file, this.header.id);
-        const size = fs.statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
-        this.fd = fs.openSync(this.file, "a", 0o600);
-        if (size === 0) fs.writeSync(this.fd, `${JSON.stringify(this.header)}\n`);
-        // A line torn by a crash ends without a newline: start on a fresh line, or the next entry would be lost with it.
-        else if (!endsWithNewline(this.file, size)) fs.writeSync(this.fd, "\n");
-      }
-      fs.writeSync(this.fd, `${JSON.stringify(entry)}\n`);
+      if (this.fd === null) this.open();
+      fs.writeSync(this.fd!, `${JSON.stringify(entry)}\n`);
     } catch (error) {
       this.failed = true;
       const message = (error as Error).message;
@@ -178,11 +123,40 @@ export class SessionWriter {
     }
   }
 
+  private open(): void {
+    fs.mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
+    this.hold ??= takeHold(this.file, this.header.id);
+    if (this.rewrite) {
+      // The whole file at once, then renamed over the old one: a crash leaves the old file or the new one, never half of each.
+      const tmp = `${this.file}.${process.pid}.tmp`;
+      try {
+        fs.writeFileSync(tmp, sessionFileText(this.header, this.rewrite), { mode: 0o600, flag: "w" });
+        fs.renameSync(tmp, this.file);
+      } catch (error) {
+        fs.rmSync(tmp, { force: true });
+        throw error;
+      }
+      this.rewrite = undefined;
+    }
+    const size = fs.statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
+    this.fd = fs.openSync(this.file, "a", 0o600);
+    if (size === 0) fs.writeSync(this.fd, `${JSON.stringify(this.header)}\n`);
+    // A line torn by a crash ends without a newline: start on a fresh line, or the next entry would be lost with it.
+    else if (!endsWithNewline(this.file, size)) fs.writeSync(this.fd, "\n");
+  }
+
   close(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;
     this.hold?.release();
   }
+}
+
+/** A session as the text of a format-2 file: the header line, then one line per entry. */
+export function sessionFileText(header: SessionHeader, entries: readonly TreeEntry[]): string {
+  let text = `${JSON.stringify(header)}\n`;
+  for (const entry of entries) text += `${JSON.stringify(entry)}\n`;
+  return text;
 }
 
 function endsWithNewline(file: string, size: number): boolean {
@@ -210,9 +184,9 @@ export class SessionStore {
     return path.join(this.root, typeof cwd === "string" ? projectFolderName(cwd) : cwd.projectFolder, `${id}.jsonl`);
   }
 
-  /** A writer that appends to a stored session's own file. */
+  /** A writer that appends to a stored session's own file (a format-1 file is rewritten as format 2 first). */
   writerFor(stored: StoredSession, hold?: SessionHold): SessionWriter {
-    return new SessionWriter(stored.file, stored.header, hold);
+    return new SessionWriter(stored.file, stored.header, hold, stored.migratedFrom ? stored.entries : undefined);
   }
 
   /**
@@ -224,12 +198,13 @@ export class SessionStore {
     const additionalDirectories = header.additionalDirectories ?? workspace.additionalRoots;
     const full: SessionHeader = {
       type: "session",
-      format: 1,
+      format: FORMAT,
       id: header.id,
       cwd: workspace.cwd,
       ...(additionalDirectories.length ? { additionalDirectories: [...additionalDirectories] } : {}),
       created: header.created ?? new Date().toISOString(),
       toolhost: version,
+      ai: AI_MAJOR,
     };
     return new SessionWriter(this.fileFor(header.id, workspace), full);
   }
@@ -311,11 +286,18 @@ export class SessionStore {
   }
 
   /** Removes a session's file and its folder of large outputs; false when there was none. */
+  /** Deletes a session's file and data; throws SessionHeldError while another live process has it open. */
   async delete(id: string): Promise<boolean> {
     const file = await this.find(id);
     if (!file) return false;
-    await fsp.rm(file, { force: true });
-    await fsp.rm(sessionDataDir(file), { recursive: true, force: true });
+    // Held while deleting: a process that has it open keeps it, and a load cannot start halfway through.
+    const hold = takeHold(file, id);
+    try {
+      await fsp.rm(file, { force: true });
+      await fsp.rm(sessionDataDir(file), { recursive: true, force: true });
+    } finally {
+      hold.release();
+    }
     return true;
   }
 
@@ -344,41 +326,54 @@ export class SessionStore {
   }
 }
 
-/** Parses a session file. Unreadable lines are counted and skipped, never fatal. */
+/** Parses a session file (a format-1 file migrated). Unreadable lines are counted and skipped, never fatal. */
 export async function readSessionFile(file: string): Promise<StoredSession | undefined> {
   const text = await fsp.readFile(file, "utf8").catch(() => undefined);
   if (text === undefined) return undefined;
   const lines = text.split("\n");
-  const parsed = parseHeader(lines[0]);
-  if (!parsed) return undefined;
+  const checked = checkHeader(lines[0]);
+  if (!("header" in checked)) return undefined;
   // Opened by its file name: a copied file whose header names another id is that file's session.
   const id = path.basename(file, ".jsonl");
-  const header = parsed.id === id || !SESSION_ID.test(id) ? parsed : { ...parsed, id };
-  const entries: SessionEntry[] = [];
+  const header = checked.header.id === id || !SESSION_ID.test(id) ? checked.header : { ...checked.header, id };
+  const parsed: Record<string, unknown>[] = [];
   let skippedLines = 0;
+  const ids = new Set<string>();
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!;
     if (line === "") continue;
+    let entry: unknown;
     try {
-      const entry = JSON.parse(line) as SessionEntry;
-      if (typeof entry === "object" && entry !== null && typeof entry.type === "string") entries.push(entry);
-      else skippedLines++;
+      entry = JSON.parse(line);
     } catch {
       skippedLines++;
+      continue;
     }
+    if (header.format === 1 ? isV1Entry(entry) : isTreeEntry(entry, ids)) parsed.push(entry as Record<string, unknown>);
+    else skippedLines++;
   }
-  return { header, entries, file, skippedLines };
+  if (header.format === FORMAT) return { header, entries: parsed as unknown as TreeEntry[], file, skippedLines };
+  const migrated = migrateV1(header, parsed as unknown as V1Entry[]);
+  return { header: migrated.header, entries: migrated.entries, file, skippedLines: skippedLines + migrated.skipped, migratedFrom: 1 };
 }
 
-function parseHeader(line: string | undefined): SessionHeader | undefined {
-  const checked = checkHeader(line);
-  return "header" in checked ? checked.header : undefined;
+function isV1Entry(entry: unknown): entry is Record<string, unknown> {
+  return typeof entry === "object" && entry !== null && typeof (entry as { type?: unknown }).type === "string";
 }
 
-/** The header of a session file, or why it is not one this toolhost reads. */
-function checkHeader(line: string | undefined): { header: SessionHeader } | { problem: string; cwd?: string } {
+/** A format-2 entry: a type, an id no earlier line has, and a parentId (null for a root). */
+function isTreeEntry(entry: unknown, ids: Set<string>): entry is Record<string, unknown> {
+  if (!isV1Entry(entry)) return false;
+  const { id, parentId } = entry as { id?: unknown; parentId?: unknown };
+  if (typeof id !== "string" || ids.has(id) || (parentId !== null && typeof parentId !== "string")) return false;
+  ids.add(id);
+  return true;
+}
+
+/** The header of a session file (format 1 or 2), or why it is not one this toolhost reads. */
+function checkHeader(line: string | undefined): { header: SessionHeader | V1Header } | { problem: string; cwd?: string } {
   if (!line) return { problem: "empty file: no session header" };
-  let header: Partial<SessionHeader> & { format?: unknown; toolhost?: unknown };
+  let header: Partial<Omit<SessionHeader, "format">> & { format?: unknown; toolhost?: unknown };
   try {
     header = JSON.parse(line) as typeof header;
   } catch {
@@ -387,17 +382,17 @@ function checkHeader(line: string | undefined): { header: SessionHeader } | { pr
   if (typeof header !== "object" || header === null || header.type !== "session")
     return { problem: "not a session file: its first line is not a session header" };
   const cwd = typeof header.cwd === "string" ? header.cwd : undefined;
-  if (typeof header.format === "number" && header.format > 1) {
+  if (typeof header.format === "number" && header.format > FORMAT) {
     const by = typeof header.toolhost === "string" ? ` by toolhost ${header.toolhost}` : "";
     return { problem: `format ${header.format}, written${by}, is newer than this toolhost (${version}) reads: update toolhost`, cwd };
   }
-  if (header.format !== 1 || typeof header.id !== "string" || typeof header.cwd !== "string")
+  if ((header.format !== 1 && header.format !== FORMAT) || typeof header.id !== "string" || typeof header.cwd !== "string")
     return { problem: "damaged: its header lacks the format, id or folder", cwd };
-  return { header: header as SessionHeader };
+  return { header: header as unknown as SessionHeader | V1Header };
 }
 
 /** The header and the first title of a file, from its first bytes only (list stays fast), or why it cannot be read. */
-async function readHead(file: string): Promise<{ header: SessionHeader; title?: string } | { problem: string; cwd?: string }> {
+async function readHead(file: string): Promise<{ header: SessionHeader | V1Header; title?: string } | { problem: string; cwd?: string }> {
   let handle: fsp.FileHandle | undefined;
   try {
     handle = await fsp.open(file, "r");
@@ -413,7 +408,7 @@ async function readHead(file: string): Promise<{ header: SessionHeader; title?: 
     const checked = checkHeader(lines[0]);
     if (!("header" in checked)) return checked;
     const { header } = checked;
-    // The last line may be cut by the buffer's end; it fails to parse and is skipped.
+    // Both formats write an entry's type first. The last line may be cut by the buffer's end; it fails to parse and is skipped.
     for (const line of lines.slice(1)) {
       if (!line.startsWith('{"type":"title"')) continue;
       try {

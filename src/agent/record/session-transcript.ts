@@ -1,17 +1,19 @@
 import { createTwoFilesPatch } from "diff";
 import type { Envelope } from "../../tool/envelope.js";
-import type { SessionEntry, StoredSession } from "./session-store.js";
-import type { ToolCallInfo } from "../../host/invoke.js";
+import { SessionTree, type EntryOf } from "./session-format.js";
+import type { StoredSession } from "./session-store.js";
 
 /** How much of a call's result a transcript shows. */
 const RESULT_CHARS = 2000;
 
 /**
- * A stored session as a readable Markdown transcript: each prompt, the agent's text, every tool
- * call with its input, its diffs and (the head of) its result, and the agent's own messages.
+ * A stored session as a readable Markdown transcript, along the path to its current position: each
+ * prompt, the agent's text, every tool call with its input, its diffs and (the head of) its result,
+ * and the agent's own messages.
  */
 export function transcriptMarkdown(session: StoredSession): string {
-  const title = session.entries.find((e): e is Extract<SessionEntry, { type: "title" }> => e.type === "title")?.title;
+  const path = new SessionTree(session.entries).pathTo();
+  const title = path.findLast((e): e is EntryOf<"title"> => e.type === "title")?.title;
   const out: string[] = [`# ${title ?? `Session ${session.header.id}`}`, "", `- Session: ${session.header.id}`];
   out.push(`- Folder: ${session.header.cwd}`, `- Started: ${session.header.created}`, "");
   let speaker: "user" | "agent" | null = null;
@@ -20,42 +22,45 @@ export function transcriptMarkdown(session: StoredSession): string {
     if (speaker !== "agent") out.push("## toolhost", "");
     speaker = "agent";
   };
-  for (const entry of session.entries) {
-    if (entry.type === "turn" && entry.phase === "start" && entry.prompt) {
-      out.push("## You", "", entry.prompt.trim(), "");
-      speaker = "user";
-    } else if (entry.type === "setting") {
-      out.push(`*${entry.name} set to ${entry.value}*`, "");
-    } else if (entry.type === "view") {
-      const { method, args } = entry.call;
-      if (method === "text") {
+  for (const entry of path) {
+    switch (entry.type) {
+      case "user":
+        if (!entry.text) break;
+        out.push("## You", "", entry.text.trim(), "");
+        speaker = "user";
+        break;
+      case "setting":
+        out.push(`*${entry.name} set to ${entry.value}*`, "");
+        break;
+      case "agent_text":
         agentSection();
-        out.push(String(args[0]).trim(), "");
-      } else if (method === "say" || method === "failed") {
+        out.push(entry.text.trim(), "");
+        break;
+      case "notice":
         agentSection();
-        out.push(
-          ...String(args[0])
-            .split("\n")
-            .map((line) => `> ${line}`),
-          "",
-        );
-      } else if (method === "describe" || method === "pending") {
-        const info = args[0] as ToolCallInfo;
+        out.push(...entry.text.split("\n").map((line) => `> ${line}`), "");
+        break;
+      case "tool_pending":
+      case "tool_call": {
+        const { info } = entry;
         // A model's call is announced before its arguments are complete: it is shown once they are.
-        if (info.args === undefined || shownCalls.has(info.callId)) continue;
+        if (info.args === undefined || shownCalls.has(info.callId)) break;
         shownCalls.add(info.callId);
         agentSection();
         out.push(`### ${info.title} (${info.toolId})`, "", fenced(JSON.stringify(info.args, null, 2), "json"), "");
-      } else if (method === "event") {
-        const event = args[1] as { type: string; path?: string; oldText?: string | null; newText?: string };
+        break;
+      }
+      case "tool_event": {
+        const event = entry.event as { type: string; path?: string; oldText?: string | null; newText?: string };
         if (event.type === "diff" && event.path !== undefined) {
           const patch = createTwoFilesPatch(event.path, event.path, event.oldText ?? "", event.newText ?? "", "", "", { context: 3 });
           out.push(fenced(patch.split("\n").slice(1).join("\n").trimEnd(), "diff"), "");
         }
-      } else if (method === "done") {
-        const envelope = args[1] as Envelope;
-        out.push(resultLine(envelope), "");
+        break;
       }
+      case "tool_result":
+        out.push(resultLine(entry.envelope), "");
+        break;
     }
   }
   return `${out.join("\n").trimEnd()}\n`;

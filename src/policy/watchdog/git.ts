@@ -2,7 +2,7 @@ import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { isReadOnlyKind } from "../../tool/kinds.js";
 import type { Word } from "../bash-parse.js";
-import { realPath } from "../real-path.js";
+import { realPath } from "../../config/real-path.js";
 import { isWriteRedirect, operands, wordPath, type CheckInput, type Finding, type ShellCommand, type WatchdogCheck } from "./shell.js";
 
 // Git: writes into a repository's `.git/` internals (hooks run code, config can too) by file tools

@@ -2,7 +2,7 @@ import path from "node:path";
 import { isReadOnlyKind } from "../../tool/kinds.js";
 import { displayPath } from "../../tool/paths.js";
 import { projectControlPath } from "../../tool/project-control.js";
-import { realPath } from "../real-path.js";
+import { realPath } from "../../config/real-path.js";
 import type { CheckInput, Finding, WatchdogCheck } from "./shell.js";
 
 // Files that other programs later run as code, outside any sandbox (tool/project-control.ts):

@@ -2,9 +2,9 @@ import { lstatSync, readFileSync, readlinkSync, symlinkSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { realOrUndefined } from "../../config/real-path.js";
 import { PROJECT_CONTROL_PATHS } from "../../tool/project-control.js";
 import { isInside } from "../../tool/paths.js";
-import { realOrUndefined } from "./sandbox-mounts.js";
 
 // The sandbox's side of issue 20 class 2: a sandboxed command must not plant code that runs
 // later outside it (git hooks, .git/config, .toolhost, .mcp.json, .vscode, .envrc…). Entries that

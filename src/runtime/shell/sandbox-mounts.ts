@@ -1,6 +1,7 @@
-import { existsSync, lstatSync, realpathSync, statSync } from "node:fs";
+import { existsSync, lstatSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { realOrUndefined } from "../../config/real-path.js";
 import { isInside } from "../../tool/paths.js";
 
 // What a sandboxed command sees of the file system, as bwrap mount operations. Each path gets
@@ -84,15 +85,6 @@ const RUNTIME_DIRS = ["/run", "/var/run"];
 
 /** Files name resolution reads that may be symlinks into a hidden runtime folder. */
 const RESOLVER_FILES = ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf"];
-
-/** The real path of an existing path, or undefined when it does not exist. */
-export function realOrUndefined(p: string): string | undefined {
-  try {
-    return realpathSync(p);
-  } catch {
-    return undefined;
-  }
-}
 
 /** One mount: `rank` orders operations on paths of the same depth (a later rank lands on top). */
 interface MountOp {
