@@ -512,8 +512,8 @@ describe("sessions side by side, and disk", () => {
     expect((await checkpointSessions(home)).map((s) => s.session).sort()).toEqual(["gone", "kept"]);
     // The workspace is gone too: nothing of it is needed.
     await fsp.rm(root, { recursive: true });
-    expect(await discardSessionCheckpoints({ project: "proj", session: "gone", home })).toBe(true);
-    expect(await discardSessionCheckpoints({ project: "nothing-here", session: "gone", home })).toBe(false);
+    expect(await discardSessionCheckpoints({ project: "proj", sessions: ["gone"], home })).toBe(true);
+    expect(await discardSessionCheckpoints({ project: "nothing-here", sessions: ["gone"], home })).toBe(false);
     expect((await checkpointSessions(home)).map((s) => s.session)).toEqual(["kept"]);
     expect(await kept.diskBytes()).toBeLessThan(before - 500_000);
     const refs = execFileSync("git", ["--git-dir", kept.gitDir, "for-each-ref", "--format=%(objectname)", "refs/toolhost/"], {

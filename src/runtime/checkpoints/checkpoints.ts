@@ -163,14 +163,21 @@ async function bareHandle(project: string, session: string, home = toolhostHome(
 }
 
 /**
- * Forgets a session's checkpoints and packs its project's repository, without its workspace (the
- * session was deleted; its folder may be gone). False when there was no repository (or no git).
+ * Forgets sessions' checkpoints and packs their project's repository, without a workspace (the
+ * sessions were deleted; their folder may be gone). False when there is no repository (or no git).
  */
-export async function discardSessionCheckpoints(options: { project: string; session: string; home?: string }): Promise<boolean> {
-  const handle = await bareHandle(options.project, options.session, options.home);
-  if (!handle) return false;
-  await handle.discard({ pack: true });
-  return true;
+export async function discardSessionCheckpoints(options: {
+  project: string;
+  sessions: readonly string[];
+  home?: string;
+}): Promise<boolean> {
+  const handles: Checkpoints[] = [];
+  for (const session of options.sessions) {
+    const handle = await bareHandle(options.project, session, options.home);
+    if (handle) handles.push(handle);
+  }
+  for (const [i, handle] of handles.entries()) await handle.discard({ pack: i === handles.length - 1 });
+  return handles.length > 0;
 }
 
 /** Every session that has checkpoints (refs or an index) in each project's repository, with when its index last changed (0: none). */
