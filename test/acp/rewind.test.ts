@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
@@ -205,5 +206,113 @@ describe("rewind over ACP", () => {
     expect(forced).toMatchObject({ applied: true, conflicts: [{ path: "src/extra.ts", reason: "changed since the last checkpoint" }] });
     expect(forced.files).toEqual([{ path: "src/extra.ts", action: "delete" }]);
     expect(await picture(t.ws)).toEqual(pictures[1]);
+  });
+
+  it("the slash commands: /rewind lists and asks which, /undo, /label and /fork; none of them is a prompt", async () => {
+    const { h, sessionId, pictures, stored } = await threePrompts();
+    const users = async () => (await stored()).entries.filter((e) => e.type === "user").length;
+    const said = () => messageText(h, sessionId);
+
+    await prompt(h, sessionId, "/rewind");
+    expect(said()).toMatch(
+      /1\. first: edit the app \(.*1 file changed\)\n2\. second: run the generator \(.*4 files changed\)\n3\. third: write more/,
+    );
+
+    // /undo puts back the files of the last prompt that changed files: the third.
+    await prompt(h, sessionId, "/undo");
+    expect(await picture(t.ws)).toEqual(pictures[2]);
+    expect(said()).toMatch(/Rewound to before prompt 3 \("third: write more"\)\. Files: 1 file restored, 1 created file removed\./);
+
+    // /rewind 2 asks what goes back (one choice among three: session/request_permission); the first is both.
+    h.permission = () => ({ outcome: { outcome: "selected", optionId: "answer_1" } });
+    await prompt(h, sessionId, "/rewind 2");
+    expect(h.permissionRequests).toHaveLength(1);
+    const [asked] = h.permissionRequests;
+    expect(asked!.toolCall.title).toBe(`Put back what was there before prompt 2 ("second: run the generator")?`);
+    const choices = ["Files and conversation", "Conversation only", "Files only", "Skip the question"];
+    expect(asked!.options.map((o) => o.name)).toEqual(choices);
+    expect(await picture(t.ws)).toEqual(pictures[1]);
+    expect(said()).toMatch(/The conversation is back to before prompt 2/);
+    const points = (await h.agent.request<{ points: Point[] }>("_session/rewind_points", { sessionId })).points;
+    expect(points.map((p) => p.preview)).toEqual(["first: edit the app"]);
+
+    await prompt(h, sessionId, "/label before-anything");
+    expect(said()).toContain('This point is labelled "before-anything"');
+    const tree = new SessionTree((await stored()).entries);
+    expect([...tree.labels().values()]).toEqual(["before-anything"]);
+
+    await prompt(h, sessionId, "/fork");
+    const forkId = /Forked: session (\S+) starts from here/.exec(said())![1]!;
+    const fork = (await new SessionStore(t.home).read(forkId))!;
+    expect(fork.header.forkedFrom).toEqual({ session: sessionId, entryId: expect.any(String) });
+    expect(fork.entries.filter((e) => e.type === "user").map((e) => (e as { text: string }).text)).toEqual(["first: edit the app"]);
+
+    // None of the commands is a prompt: no user entry, no rewind point.
+    expect(await users()).toBe(3);
+    await prompt(h, sessionId, "/rewind 7");
+    expect(said()).toContain('/rewind takes the number of a prompt (1 to 1; `/rewind` lists them), not "7".');
+  });
+
+  it("session/fork starts a session from where this one is; delete drops a session's checkpoints", async () => {
+    t.fake = await startFakeOpenAI({ script: [...SCRIPT.slice(0, 2), { text: "In the fork." }] });
+    const h = (t.h = new Harness({
+      unstable: true,
+      env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: t.home },
+    }));
+    const init = await h.agent.request("initialize", {
+      protocolVersion: 1,
+      clientCapabilities: {},
+      clientInfo: { name: "t", version: "1" },
+    });
+    expect(init.agentCapabilities?.sessionCapabilities).toMatchObject({ fork: {} });
+    const sessionId = await h.newSession(t.ws);
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    await prompt(h, sessionId, "first: edit the app");
+    const forked = await h.agent.request<{ sessionId: string; modes: unknown; configOptions: unknown }>("session/fork", {
+      sessionId,
+      cwd: t.ws,
+      mcpServers: [],
+    });
+    expect(forked.sessionId).not.toBe(sessionId);
+    expect(forked.modes).toMatchObject({ currentModeId: "full" });
+    // The fork goes on with the history so far.
+    expect(await prompt(h, forked.sessionId, "in the fork")).toMatchObject({ stopReason: "end_turn" });
+    const forkRequest = t.fake.requests.at(-1)!.body;
+    expect(requestText(forkRequest)).toContain("first: edit the app");
+    const store = new SessionStore(t.home);
+    const original = (await store.read(sessionId))!;
+    const fork = (await store.read(forked.sessionId))!;
+    expect(fork.header.forkedFrom).toEqual({ session: sessionId, entryId: new SessionTree(original.entries).leafId });
+    expect(fork.entries.slice(0, original.entries.length)).toEqual(original.entries);
+
+    // The checkpoints the fork copied are its own too: deleting the original keeps them, and drops the original's.
+    const project = path.basename(path.dirname(original.file));
+    const refs = (session: string) =>
+      execFileSync(
+        "git",
+        ["--git-dir", path.join(t.home, "checkpoints", project), "for-each-ref", "--format=%(objectname)", `refs/toolhost/${session}/`],
+        {
+          encoding: "utf8",
+        },
+      )
+        .trim()
+        .split("\n")
+        .filter(Boolean);
+    const copied = original.entries.flatMap((e) => (e.type === "checkpoint" ? [e.before, e.after] : [])).filter(Boolean);
+    expect(copied.length).toBeGreaterThan(0);
+    expect(refs(forked.sessionId)).toEqual(expect.arrayContaining(copied));
+    expect(refs(sessionId).length).toBeGreaterThan(0);
+    await h.agent.request("session/delete", { sessionId });
+    expect(refs(sessionId)).toEqual([]);
+    expect(refs(forked.sessionId)).toEqual(expect.arrayContaining(copied));
+    // The fork's files still rewind: prompt 1's edit is undone.
+    const [first] = (await h.agent.request<{ points: Point[] }>("_session/rewind_points", { sessionId: forked.sessionId })).points;
+    const done = await h.agent.request<Rewound>("_session/rewind", {
+      sessionId: forked.sessionId,
+      messageId: first!.messageId,
+      mode: "files",
+    });
+    expect(done).toMatchObject({ applied: true, files: [{ path: "src/app.ts", action: "restore" }] });
+    expect(await fsp.readFile(path.join(t.ws, "src/app.ts"), "utf8")).toBe("export const v = 1;\n");
   });
 });
