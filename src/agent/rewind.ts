@@ -151,13 +151,13 @@ export interface FilesRewound extends RestoreResult {
   /** Why no file could be rewound (no checkpoint before the point, checkpoints off), when so. */
   problem?: string;
   /**
-   * For an applied restore, the checkpoint entry to record: `stay` where the conversation stays
-   * (what the restore changed), `moved` under a rewind of the conversation too (what the files are
-   * at the new position, against the point's state). Their `after` is what toolhost now knows of
-   * the workspace: as restored, but the files left alone (conflicts, failures) as it knew them, so
-   * the next rewind still finds them changed outside.
+   * For an applied restore, the checkpoint entry to record: where the conversation stays, what the
+   * restore changed (`before`: the workspace before it); under a rewind of the conversation too
+   * (`moving`), what the files are at the new position against the point's state (`before`: that
+   * state). Its `after` is what toolhost now knows of the workspace: as restored, but the files left
+   * alone (conflicts, failures) as it knew them, so the next rewind still finds them changed outside.
    */
-  record?: { stay: CheckpointData; moved: CheckpointData };
+  record?: CheckpointData;
 }
 
 /** Rewinds (or, `dryRun`, plans) the files to a point with the session's checkpoints. */
@@ -165,7 +165,7 @@ export async function rewindFiles(
   tree: SessionTree,
   pointId: string,
   checkpoints: Checkpoints,
-  options: { dryRun?: boolean; force?: boolean } = {},
+  options: { dryRun?: boolean; force?: boolean; moving?: boolean } = {},
 ): Promise<FilesRewound> {
   const plan = planFilesRewind(tree, pointId);
   const none: FilesRewound = { applied: false, files: [], conflicts: [], skipped: [], failed: [] };
@@ -178,21 +178,16 @@ export async function rewindFiles(
   if (!paths.length) return { ...none, applied: !options.dryRun };
   const restore = { knownId, force: options.force, paths };
   if (options.dryRun) return checkpoints.restore(targetId, { ...restore, dryRun: true });
-  const pre = await checkpoints.snapshot(`before rewind to ${pointId}`);
+  // Where the conversation stays, the record says what the restore changed: the workspace before it is needed.
+  const pre = options.moving ? undefined : await checkpoints.snapshot(`before rewind to ${pointId}`);
   const result: FilesRewound = await checkpoints.restore(targetId, restore);
   const post = await checkpoints.snapshot(`after rewind to ${pointId}`);
   const left = [...result.conflicts, ...result.failed].map((c) => c.path);
   const after = knownId && left.length ? await checkpoints.overlay(post.id, knownId, left, `known after rewind to ${pointId}`) : post.id;
+  const before = pre?.id ?? targetId;
+  const changed = before === after ? [] : await checkpoints.changes(before, after);
   const inPaths = new Set(paths);
-  result.record = {
-    stay: { rewind: pointId, before: pre.id, after, files: after === pre.id ? [] : await checkpoints.changes(pre.id, after) },
-    moved: {
-      rewind: pointId,
-      before: targetId,
-      after,
-      files: (await checkpoints.changes(targetId, after)).filter((f) => inPaths.has(f.path)),
-    },
-  };
+  result.record = { rewind: pointId, before, after, files: pre ? changed : changed.filter((f) => inPaths.has(f.path)) };
   return result;
 }
 

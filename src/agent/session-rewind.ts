@@ -56,7 +56,7 @@ export interface SessionRewindHost {
   checkpoints(): Promise<CheckpointsHandle>;
   /** toolhost's home (for a fork's checkpoints; default: `toolhostHome()`). */
   home?: string;
-  /** The conversation moved: a live session rebuilds its history from the state at the new position. */
+  /** The conversation moved: a live session takes the state at the new position (its history; its settings, which stay as they were). */
   moved?(state: RestoredState): void;
 }
 
@@ -93,7 +93,7 @@ export class SessionRewind {
     if (withFiles) {
       handle = await this.host.checkpoints();
       if (handle.checkpoints) {
-        files = await rewindFiles(tree, messageId, handle.checkpoints, options);
+        files = await rewindFiles(tree, messageId, handle.checkpoints, { ...options, moving: withConversation });
         if (files.problem) filesNote = `The files were not rewound: ${files.problem}.`;
       } else filesNote = `The files were not rewound: ${handle.reason}.`;
     }
@@ -109,7 +109,7 @@ export class SessionRewind {
     if (withConversation) {
       const summary = branchSummary(tree, point.parentId);
       // A conversation-only rewind leaves the files as they are: the new position carries what they are.
-      let carried = files.record?.moved;
+      let carried = files.record;
       if (!withFiles) {
         handle = await this.host.checkpoints();
         if (handle.checkpoints) carried = await conversationRewindRecord(tree, messageId, handle.checkpoints).catch(() => undefined);
@@ -118,7 +118,7 @@ export class SessionRewind {
       if (carried) recorder.append({ type: "checkpoint", promptId: branchId, ...carried });
       await this.moved(tree.leafId);
       leftNote = `The conversation is back to before ${which}; what came after stays in the session file as a branch (${summary}).`;
-    } else if (files.record) recorder.append({ type: "checkpoint", promptId: recorder.leafId ?? messageId, ...files.record.stay });
+    } else if (files.record) recorder.append({ type: "checkpoint", promptId: recorder.leafId ?? messageId, ...files.record });
     const filesText = withFiles ? describeFiles(files, false, true) : "";
     const message = [leftNote || `Rewound to before ${which}.`, filesText, filesNote].filter(Boolean).join(" ");
     return { ...outcome(files, withConversation || (files.applied && !files.problem)), message };
@@ -198,13 +198,11 @@ export class SessionRewind {
       thought_level: state.thoughtLevel,
       profile: state.profile,
     });
-    const state = restoredState(stored);
-    const now = values(state);
+    const now = values(restoredState(stored));
     const left = leftLeaf ? values(restoredState(stored, leftLeaf)) : now;
-    for (const name of Object.keys(left) as SettingName[]) {
-      const value = left[name];
-      if (value !== undefined && value !== now[name]) recorder.append({ type: "setting", name, value });
-    }
+    const kept = (Object.keys(left) as SettingName[]).filter((name) => left[name] !== undefined && left[name] !== now[name]);
+    for (const name of kept) recorder.append({ type: "setting", name, value: left[name]! });
+    const state = kept.length ? restoredState((await readSessionFile(recorder.file)) ?? stored) : restoredState(stored);
     this.host.moved?.(state);
   }
 }

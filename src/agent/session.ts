@@ -123,7 +123,7 @@ export class AgentSession {
     this.id = this.runtime.id;
     const { tools, runtime, recorder } = this;
     const [config, unrecorded, nextCallId] = [tools.toolset.configFile, options.frontEnd, () => this.nextCallId()];
-    const moved = (state: RestoredState) => ((this.lastUsage = undefined), this.history.replace(state.messages));
+    const moved = (state: RestoredState) => ((this.lastUsage = undefined), this.restore(state));
     if (recorder && !parent)
       this.record = new SessionRecord({ id: this.id, workspace, recorder, config, frontEnd, unrecorded, nextCallId, moved });
     const { cwd } = workspace;
@@ -176,11 +176,11 @@ export class AgentSession {
   }
 
   /**
-   * Puts back a stored session (session/load, session/resume): its history, mode, model and call
-   * numbering. Not its "always" answers: those were for that run.
+   * Puts back a stored session (session/load, session/resume, a rewind): its history, mode, model and
+   * call numbering. Not its "always" answers: those were for that run.
    */
   restore(state: RestoredState): void {
-    this.history.restore(state.messages);
+    this.history.replace(state.messages);
     for (const id of state.wired ?? []) this.sessionServices.wired.add(id);
     this.interruptedNote = state.interruptedNote;
     if (state.thoughtLevel && isThoughtLevel(state.thoughtLevel)) this.ownThoughtLevel = state.thoughtLevel;

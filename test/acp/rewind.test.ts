@@ -5,7 +5,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { SessionTree, type TreeEntry } from "../../src/agent/record/session-format.js";
 import { SessionStore } from "../../src/agent/record/session-store.js";
-import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { Harness, messageText, useAcpTest } from "./harness.js";
 
 // Issue 23's "done when", over the real ACP wire: a session edits files and runs a command that
@@ -314,5 +314,34 @@ describe("rewind over ACP", () => {
     });
     expect(done).toMatchObject({ applied: true, files: [{ path: "src/app.ts", action: "restore" }] });
     expect(await fsp.readFile(path.join(t.ws, "src/app.ts"), "utf8")).toBe("export const v = 1;\n");
+  });
+
+  it("a subagent's changes are part of its parent's prompt: checkpointed and rewound with it", async () => {
+    t.fake = await startFakeOpenAI({
+      fallback: (body) => {
+        const results = (body.messages ?? []).filter((m) => m.role === "tool");
+        if (firstUserText(body).includes("Delegate"))
+          return results.length
+            ? { text: "The child wrote it." }
+            : { toolCalls: [{ id: "t1", name: "task", arguments: { description: "Write the file", prompt: "Child: write child.txt" } }] };
+        return results.length
+          ? { text: "Written." }
+          : { toolCalls: [{ id: "cw", name: "write", arguments: { path: "child.txt", content: "from the child\n" } }] };
+      },
+    });
+    const h = (t.h = new Harness({
+      env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: t.home },
+    }));
+    await h.initialize();
+    const sessionId = await h.newSession(t.ws);
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    const before = await picture(t.ws);
+    await prompt(h, sessionId, "Delegate the writing");
+    expect(await fsp.readFile(path.join(t.ws, "child.txt"), "utf8")).toBe("from the child\n");
+    const [point] = (await h.agent.request<{ points: Point[] }>("_session/rewind_points", { sessionId })).points;
+    expect(point).toMatchObject({ preview: "Delegate the writing", filesChanged: 1 });
+    const done = await h.agent.request<Rewound>("_session/rewind", { sessionId, messageId: point!.messageId, mode: "files" });
+    expect(done).toMatchObject({ applied: true, files: [{ path: "child.txt", action: "delete" }], conflicts: [] });
+    expect(await picture(t.ws)).toEqual(before);
   });
 });

@@ -224,17 +224,22 @@ describe("rewinding the files", () => {
     expect(await picture(s.root)).toEqual(expected);
     // Control: the picture tells the outside change from the state before the prompt.
     expect(expected).not.toEqual(s.pictures[1]);
-    expect(done.record!.stay).toEqual({ rewind: s.p2, before: expect.any(String), after: expect.any(String), files: expect.any(Array) });
-    expect(done.record!.stay.files).toHaveLength(5);
-    // At the point's position the files are as its state says: nothing differs.
-    expect(done.record!.moved).toEqual({ rewind: s.p2, before: s.recorded[2]!.before, after: done.record!.stay.after, files: [] });
+    expect(done.record).toEqual({ rewind: s.p2, before: expect.any(String), after: expect.any(String), files: expect.any(Array) });
+    expect(done.record!.files).toHaveLength(5);
+  });
+
+  it("with the conversation moving too, records the files against the point's state: nothing differs after a full restore", async () => {
+    const s = await threePrompts();
+    const moving = await rewindFiles(s.record.tree, s.p2, await s.checkpoints(), { moving: true });
+    expect(moving.files).toHaveLength(5);
+    expect(moving.record).toEqual({ rewind: s.p2, before: s.recorded[2]!.before, after: expect.any(String), files: [] });
   });
 
   it("lists a file changed outside toolhost as a conflict and keeps it; force overwrites it", async () => {
     const s = await threePrompts();
     const ck = await s.checkpoints();
     await fsp.writeFile(path.join(s.root, "a.txt"), "edited by the user\n");
-    const kept = await rewindFiles(s.record.tree, s.p2, ck);
+    const kept = await rewindFiles(s.record.tree, s.p2, ck, { moving: true });
     expect(kept.conflicts).toEqual([{ path: "a.txt", reason: "changed since the last checkpoint" }]);
     expect(kept.files.map((f) => f.path)).not.toContain("a.txt");
     expect(await fsp.readFile(path.join(s.root, "a.txt"), "utf8")).toBe("edited by the user\n");
@@ -248,13 +253,13 @@ describe("rewinding the files", () => {
     const s = await threePrompts();
     const ck = await s.checkpoints();
     await write(s.root, "new/d.txt", "the user's d\n");
-    const kept = await rewindFiles(s.record.tree, s.p2, ck);
+    const kept = await rewindFiles(s.record.tree, s.p2, ck, { moving: true });
     expect(kept.conflicts).toEqual([{ path: "new/d.txt", reason: "changed since the last checkpoint" }]);
     // Both: the conversation goes back too; the record under the branch names the file left as the user made it.
     const point = s.record.tree.get(s.p2)!;
     const branch = s.record.append({ type: "branch", fromId: s.record.leaf!, summary: "left" }, point.parentId);
-    s.record.append({ type: "checkpoint", promptId: branch, ...kept.record!.moved });
-    expect(kept.record!.moved.files).toEqual([{ path: "new/d.txt", action: "create" }]);
+    s.record.append({ type: "checkpoint", promptId: branch, ...kept.record! });
+    expect(kept.record!.files).toEqual([{ path: "new/d.txt", action: "create" }]);
     const again = await rewindFiles(s.record.tree, s.p2, ck);
     expect(again.conflicts).toEqual([{ path: "new/d.txt", reason: "changed since the last checkpoint" }]);
     expect(await fsp.readFile(path.join(s.root, "new/d.txt"), "utf8")).toBe("the user's d\n");
@@ -267,7 +272,7 @@ describe("rewinding the files", () => {
     const s = await threePrompts();
     const ck = await s.checkpoints();
     const first = await rewindFiles(s.record.tree, s.p3, ck);
-    s.record.append({ type: "checkpoint", promptId: s.record.leaf!, ...first.record!.stay });
+    s.record.append({ type: "checkpoint", promptId: s.record.leaf!, ...first.record! });
     const second = await rewindFiles(s.record.tree, s.p1, ck);
     expect(second.conflicts).toEqual([]);
     const current = await picture(s.root);
@@ -298,10 +303,10 @@ describe("rewinding the files", () => {
   it("moves forward to a prompt of the branch left: the files as they were before it", async () => {
     const s = await threePrompts();
     const ck = await s.checkpoints();
-    const done = await rewindFiles(s.record.tree, s.p2, ck);
+    const done = await rewindFiles(s.record.tree, s.p2, ck, { moving: true });
     const point = s.record.tree.get(s.p2)!;
     const branch = s.record.append({ type: "branch", fromId: s.record.leaf!, summary: "left" }, point.parentId);
-    s.record.append({ type: "checkpoint", promptId: branch, ...done.record!.moved });
+    s.record.append({ type: "checkpoint", promptId: branch, ...done.record! });
     expect(planFilesRewind(s.record.tree, s.p3).targetId).toBe(s.recorded[4]!.before);
     const forward = await rewindFiles(s.record.tree, s.p3, ck);
     expect(forward.conflicts).toEqual([]);
@@ -333,10 +338,10 @@ describe("rewinding the files", () => {
     const ck = await s.checkpoints();
     expect(undoPoint(s.record.tree)?.id).toBe(s.p3);
     const first = await rewindFiles(s.record.tree, s.p3, ck);
-    s.record.append({ type: "checkpoint", promptId: s.record.leaf!, ...first.record!.stay });
+    s.record.append({ type: "checkpoint", promptId: s.record.leaf!, ...first.record! });
     expect(undoPoint(s.record.tree)?.id).toBe(s.p2);
     const second = await rewindFiles(s.record.tree, s.p2, ck);
-    s.record.append({ type: "checkpoint", promptId: s.record.leaf!, ...second.record!.stay });
+    s.record.append({ type: "checkpoint", promptId: s.record.leaf!, ...second.record! });
     expect(undoPoint(s.record.tree)?.id).toBe(s.p1);
     const now = await picture(s.root);
     expect(now).toEqual({ ...s.pictures[1]!, "outside.txt": now["outside.txt"]! });
