@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Question, UserQuestions } from "../tool/services.js";
 import type { SessionFrontEnd } from "./front-end.js";
 import { promptPreview, type RewindMode } from "./rewind.js";
@@ -33,7 +34,6 @@ export interface ControlHost {
   /** The front end, to show the question of `/rewind N` as a call (not recorded). */
   frontEnd: SessionFrontEnd;
   questions?: UserQuestions;
-  nextCallId(): string;
   signal: AbortSignal;
 }
 
@@ -135,7 +135,8 @@ async function askMode(host: ControlHost, n: number, preview: string): Promise<R
     );
     return undefined;
   }
-  const callId = host.nextCallId();
+  // An id of its own, not the session's call numbering: nothing of it is recorded, and a recorded call must never reuse it.
+  const callId = `rewind_${randomUUID().slice(0, 8)}`;
   const title = `Rewind to before prompt ${n}: ${promptPreview(preview)}`;
   const info = { callId, toolId: "rewind", kind: "other" as const, title, locations: [], args: { prompt: n } };
   await host.frontEnd.pending(info);

@@ -72,7 +72,8 @@ export function rewindPoints(tree: SessionTree): RewindPoint[] {
 
 /** The point a 1-based number (the points' order) or an entry id names; a problem to tell otherwise. */
 export function findPoint(tree: SessionTree, to: string): { point: EntryOf<"user"> } | { problem: string } {
-  if (/^\d+$/.test(to)) {
+  // An entry id first: one may be all digits.
+  if (/^\d+$/.test(to) && !tree.get(to)) {
     const points = rewindPoints(tree);
     const point = points[Number(to) - 1];
     if (!point)

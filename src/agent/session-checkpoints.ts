@@ -61,7 +61,7 @@ export class SessionCheckpoints {
           (opened) => {
             if (!opened.available) return { reason: opened.reason };
             // Warms the session's index in the background: the first turn's snapshot then lists only what changed.
-            void opened.checkpoints.snapshot("session start").catch(() => {});
+            void opened.checkpoints.warm().catch(() => {});
             return { checkpoints: opened.checkpoints };
           },
           (error: unknown) => ({ reason: `checkpoints: ${String(error)}` }),

@@ -23,7 +23,6 @@ export interface SessionRecordHost {
   frontEnd: SessionFrontEnd;
   /** The front end itself (what a control command says is not recorded). */
   unrecorded: SessionFrontEnd;
-  nextCallId(): string;
   /** The conversation moved (a rewind): the history at the new position. */
   moved(state: RestoredState): void;
 }
@@ -76,7 +75,6 @@ export class SessionRecord {
       sayRecorded: (text) => frontEnd.say(text),
       frontEnd: unrecorded,
       questions: unrecorded.questions,
-      nextCallId: () => this.host.nextCallId(),
       signal,
     });
   }

@@ -122,10 +122,9 @@ export class AgentSession {
       });
     this.id = this.runtime.id;
     const { tools, runtime, recorder } = this;
-    const [config, unrecorded, nextCallId] = [tools.toolset.configFile, options.frontEnd, () => this.nextCallId()];
+    const [config, unrecorded] = [tools.toolset.configFile, options.frontEnd];
     const moved = (state: RestoredState) => ((this.lastUsage = undefined), this.restore(state));
-    if (recorder && !parent)
-      this.record = new SessionRecord({ id: this.id, workspace, recorder, config, frontEnd, unrecorded, nextCallId, moved });
+    if (recorder && !parent) this.record = new SessionRecord({ id: this.id, workspace, recorder, config, frontEnd, unrecorded, moved });
     const { cwd } = workspace;
     this.mcp = new SessionMcp({ cwd, tools, say: (text) => frontEnd.say(text), commandsChanged: () => frontEnd.commandsChanged?.() });
     const services = (this.sessionServices = new SessionServices(

@@ -359,6 +359,9 @@ describe("rewinding the files", () => {
     expect(findPoint(tree, "nothere")).toEqual({ problem: "This session has no message nothere." });
     const notPrompt = tree.entries.find((e) => e.type === "turn_end")!.id;
     expect(findPoint(tree, notPrompt)).toEqual({ problem: `${notPrompt} is not a prompt: a rewind goes back to a prompt.` });
+    // An entry id that happens to be all digits names the entry, not a number.
+    const digits = new SessionTree(tree.entries.map((e) => (e.id === s.p3 ? { ...e, id: "12345678" } : e)));
+    expect(findPoint(digits, "12345678")).toEqual({ point: expect.objectContaining({ id: "12345678" }) });
     expect(promptPreview(`  ${"x".repeat(100)}\nmore`)).toBe(`${"x".repeat(79)}…`);
   });
 });

@@ -160,6 +160,17 @@ describe("snapshot and restore", () => {
     expect(await ck.changes(after.id, "workspace")).toEqual([]);
   });
 
+  it("warm brings the index up to date without recording a snapshot", async () => {
+    const root = await folder({ "a.txt": "a\n", "b/c.txt": "c\n" });
+    const ck = await open(root);
+    await ck.warm();
+    expect(await ck.list()).toEqual([]);
+    await fsp.writeFile(path.join(root, "a.txt"), "changed\n");
+    const first = await ck.snapshot();
+    expect(snapshotPaths(ck, first.id).sort()).toEqual(["a.txt", "b/c.txt"]);
+    expect((await ck.list()).map((c) => c.id)).toEqual([first.id]);
+  });
+
   it("returns the previous id when nothing changed", async () => {
     const root = await folder({ "a.txt": "a\n" });
     const ck = await open(root);

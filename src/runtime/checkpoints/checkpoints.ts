@@ -271,6 +271,13 @@ export class Checkpoints {
     return { id, skipped, unchanged: false };
   }
 
+  /** Brings the session's index up to date with the workspace (what changed is hashed) without recording a snapshot: the next one lists only what changes after. */
+  warm(): Promise<void> {
+    return this.serial(async () => {
+      await this.scanner.scan();
+    });
+  }
+
   /** The snapshot's tree, label and left-out files. */
   private async record(id: string): Promise<SnapshotRecord> {
     return (await this.loadRecords(id)).get(id) as SnapshotRecord;
