@@ -222,9 +222,13 @@ describe("what a command hook answers", () => {
         ],
       },
     });
-    const hooks = load({ env: { ...process.env, SECRET_TOKEN: "s3cr3t" } });
+    // A ~/.bashrc that prints: bash reads it when started over a socket with no SHLVL, unless the hook's environment says otherwise.
+    const bashHome = await tempDir({ ".bashrc": "echo 'from bashrc'\n" });
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: bashHome, SECRET_TOKEN: "s3cr3t" };
+    delete env.SHLVL;
+    const hooks = load({ env });
     const out = await hooks.run("session_start", { ...session(), source: "startup" });
-    expect(out.messages).toEqual([`${project}|${project}|${project}|unset`]);
+    expect(out).toEqual({ problems: [], messages: [`${project}|${project}|${project}|unset`] });
   });
 
   it("an abort kills the running hooks and reports nothing", async () => {

@@ -119,6 +119,10 @@ export class Hooks {
     const peek = options.configFile ? peekConfig(options.configFile) : undefined;
     const env = {
       ...childEnvironment(options.env ?? process.env, peek?.sandboxEnv ?? []),
+      // bash reads ~/.bashrc when its stdin is a socket (Node's pipes are) and SHLVL says it is a
+      // top-level shell, as if sshd had started it: a hook would pay for (and print) the user's
+      // bashrc on every call. A shell-started parent always has SHLVL; the filter drops it.
+      SHLVL: "1",
       TOOLHOST_PROJECT_DIR: ws.cwd,
       CLAUDE_PROJECT_DIR: ws.cwd,
     };
