@@ -378,6 +378,37 @@ describe("the other events", () => {
     expect(await hooks.run("compact", { ...session(), trigger: "auto" })).toEqual({ problems: [], messages: [] });
   });
 
+  it("a failing tool_result hook with failClosed withholds the result; PostToolUse runs only after a call that succeeded", async () => {
+    await write(path.join(home, "config.json"), {
+      hooks: {
+        tool_result: [{ matcher: "bash", command: "exit 1", failClosed: true }, { command: logged("every") }],
+        PostToolUse: [{ hooks: [{ command: logged("claude") }] }],
+        stop: [{ command: "exit 1", failClosed: true }],
+      },
+    });
+    const hooks = load();
+    const result = (type: "output" | "error") => ({
+      ...session(),
+      callId: "c",
+      tool: { id: "bash", kind: "execute" as const },
+      args: { command: "cat .env" },
+      result:
+        type === "output"
+          ? { type, data: { stdout: "pw=hunter2" }, metadata: { duration_ms: 1 } }
+          : { type, error_text: "no such file", metadata: { duration_ms: 1, error_code: "not_found" as const } },
+    });
+    const ok = await hooks.run("tool_result", result("output"));
+    expect(ok.replaceModelResult).toMatch(
+      /^The result is withheld: the hook tool_result\[0\] in .* failed \(exited with 1\) and fails closed\.$/,
+    );
+    await hooks.run("tool_result", result("error"));
+    expect([await runs("every"), await runs("claude")]).toEqual([2, 1]);
+    // A stop hook that fails does not keep the turn going, failClosed or not.
+    const stop = await hooks.run("stop", { ...session(), stopHookActive: false });
+    expect(stop.continue).toBeUndefined();
+    expect(stop.problems).toEqual([expect.stringMatching(/^The hook stop\[0\] in .* exited with 1; it counts as no opinion\.$/)]);
+  });
+
   it('"continue": false ends the turn, and refuses the call it was about', async () => {
     await write(path.join(home, "config.json"), {
       hooks: { tool_call: [{ command: answer({ continue: false, stopReason: "budget spent" }) }] },

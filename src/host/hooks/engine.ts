@@ -42,7 +42,12 @@ export interface WaitingHooks {
   count: number;
 }
 
-const SOURCES_OF_BLOCKS: ReadonlySet<HookEventName> = new Set(["tool_call", "prompt", "stop", "subagent_stop"]);
+/**
+ * Where `failClosed` means something: a failed hook refuses the call, blocks the prompt, or keeps
+ * the result from the model (a redacting hook that fails must not let the secret through). At the
+ * other events a failure is only reported: a stop hook that fails does not keep the turn going.
+ */
+const FAILS_CLOSED: ReadonlySet<HookEventName> = new Set(["tool_call", "prompt", "tool_result"]);
 
 const emptyBase = (): OutcomeBase => ({ problems: [], messages: [] });
 
@@ -141,7 +146,9 @@ export class Hooks {
    */
   async run<E extends HookEventName>(event: E, input: HookInput<E>, options: { signal?: AbortSignal } = {}): Promise<HookOutcome<E>> {
     const subject = matchSubject(event, input);
-    const hooks = (this.byEvent.get(event) ?? []).filter((h) => !subject || h.match(subject));
+    // Claude Code runs PostToolUse only after a call that succeeded; toolhost's tool_result hooks see every call.
+    const failed = event === "tool_result" && (input as HookInput<"tool_result">).result.type === "error";
+    const hooks = (this.byEvent.get(event) ?? []).filter((h) => (!subject || h.match(subject)) && !(failed && h.dialect === "claude"));
     if (!hooks.length) return emptyBase() as HookOutcome<E>;
     const signal = options.signal ?? new AbortController().signal;
     const results = await Promise.all(hooks.map((hook) => this.runOne(hook, event, input, signal)));
@@ -167,14 +174,17 @@ export class Hooks {
   /** A failure as a reply: a block when the entry fails closed (and the event can block), else none; said once. */
   private failed(hook: HookSpec, event: HookEventName, failure: string, kind: string, out: OutcomeBase): HookReply | null {
     const key = `${hook.label}\0${kind}`;
-    const closed = hook.failClosed && SOURCES_OF_BLOCKS.has(event);
+    const closed = hook.failClosed && FAILS_CLOSED.has(event);
     if (!this.reported.has(key)) {
       this.reported.add(key);
       out.problems.push(
         `The hook ${hook.label} ${failure}; ${closed ? "its entry says failClosed, so it blocks" : "it counts as no opinion"}.`,
       );
     }
-    return closed ? { decision: "block", reason: `the hook ${hook.label} failed (${failure}) and fails closed` } : null;
+    if (!closed) return null;
+    const reason = `the hook ${hook.label} failed (${failure}) and fails closed`;
+    if (event === "tool_result") return { replace: { value: `The result is withheld: ${reason}.` } };
+    return { decision: "block", reason };
   }
 
   private resolve<E extends HookEventName>(event: E, input: HookInput<E>, hooks: HookSpec[], results: HookResult[]): HookOutcome<E> {
@@ -270,8 +280,10 @@ async function runFunction<E extends HookEventName>(
   const onAbort = () => controller.abort(signal.reason);
   if (signal.aborted) return { aborted: true };
   signal.addEventListener("abort", onAbort, { once: true });
-  // The handler gets its own copy of the arguments: it changes them only by answering updatedArgs.
-  const seen = "args" in input ? { ...input, args: structuredClone((input as HookInput<"tool_call">).args) } : input;
+  // The handler gets its own copy of the arguments (and result): it changes them only by its answer.
+  const seen: Record<string, unknown> = { ...input };
+  if ("args" in input) seen.args = structuredClone((input as HookInput<"tool_call">).args);
+  if ("result" in input) seen.result = structuredClone((input as HookInput<"tool_result">).result);
   try {
     const value = await Promise.race([
       Promise.resolve().then(() => run({ event, ...seen }, { signal: controller.signal })),
