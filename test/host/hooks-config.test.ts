@@ -4,7 +4,9 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { extensionLoader } from "../../src/agent/extension-loader.js";
 import { BUILTIN_TOOLS } from "../../src/host/builtins.js";
 import { commandPayload, fromHookInput, toClaudeInput, CLAUDE_TOOLS } from "../../src/host/hooks/events.js";
+import { checkExtensionHooks } from "../../src/host/hooks/extension.js";
 import { compileMatcher } from "../../src/host/hooks/matcher.js";
+import type { HooksExport } from "../../src/public.js";
 import { buildToolset } from "../../src/host/toolset.js";
 import { checkTrust, trust } from "../../src/host/trust.js";
 import { tempDir } from "../helpers.js";
@@ -215,6 +217,27 @@ describe("the sources of hooks", () => {
       },
       { file: bad, message: "hooks.prompt: unknown key when (left out)" },
       { file: notObject, message: "the `hooks` export must be an object of events: { tool_call(event, ctx) {…} }" },
+    ]);
+  });
+});
+
+describe("the HooksExport type", () => {
+  it("describes what the check accepts", () => {
+    const hooks: HooksExport = {
+      tool_call: {
+        matcher: "bash",
+        timeout: 2,
+        handler: (e) => (e.args.command === "x" ? { decision: "deny", reason: `${e.tool.id} x` } : undefined),
+      },
+      tool_result: async (e) => ({ replaceModelResult: e.result.type }),
+      stop: [(e) => (e.stopHookActive ? undefined : { continue: "more" })],
+    };
+    const checked = checkExtensionHooks(hooks);
+    expect(checked.problems).toEqual([]);
+    expect(checked.hooks.map((h) => [h.at, h.matcher, h.timeoutMs])).toEqual([
+      ["tool_call", "bash", 2000],
+      ["tool_result", undefined, 10000],
+      ["stop[0]", undefined, 10000],
     ]);
   });
 });

@@ -1,12 +1,42 @@
 import { DEFAULT_HOOK_TIMEOUT_MS, displayFile, type HookFunction, type HookLevel, type HookSpec } from "./config.js";
 import type { HookReply } from "./command.js";
-import { HOOK_EVENTS, type HookEventName } from "./events.js";
+import { HOOK_EVENTS, type HookEventName, type HookInput } from "./events.js";
 import { compileMatcher } from "./matcher.js";
 
 // In-process hooks: an extension file's `export const hooks = { tool_call(event, ctx) {…} }`. Each
 // event takes a function, `{ matcher?, handler, timeout?, failClosed? }`, or a list of these. A
 // handler gets the event as an object in toolhost's names and `{ signal }`, and returns (or
 // resolves to) nothing for no opinion, or what the event may answer.
+
+/** What a handler may answer at each event (besides `message` for the user and `halt` to end the turn). */
+export interface HookAnswers {
+  session_start: { addContext?: string | string[] };
+  prompt: { block?: boolean; reason?: string; addContext?: string | string[] };
+  tool_call: {
+    decision?: "allow" | "deny" | "ask";
+    reason?: string;
+    updatedArgs?: Record<string, unknown>;
+    addContext?: string | string[];
+  };
+  tool_result: { annotation?: string; replaceModelResult?: unknown };
+  stop: { continue?: string };
+  compact: object;
+  subagent_stop: { continue?: string };
+  session_end: object;
+}
+
+type Handler<E extends HookEventName> = (
+  event: HookInput<E> & { event: E },
+  ctx: { signal: AbortSignal },
+) =>
+  | (HookAnswers[E] & { message?: string; halt?: string })
+  | undefined
+  | void
+  | Promise<(HookAnswers[E] & { message?: string; halt?: string }) | undefined | void>;
+type Entry<E extends HookEventName> = Handler<E> | { matcher?: string; handler: Handler<E>; timeout?: number; failClosed?: boolean };
+
+/** The type of an extension file's `export const hooks = {…}` ("toolhost" exports it as `HooksExport`). */
+export type HooksExport = { [E in HookEventName]?: Entry<E> | Entry<E>[] };
 
 /** One checked handler of an extension file. */
 export interface ExtensionHook {
