@@ -381,7 +381,10 @@ describe("the other events", () => {
   it("a failing tool_result hook with failClosed withholds the result; PostToolUse runs only after a call that succeeded", async () => {
     await write(path.join(home, "config.json"), {
       hooks: {
-        tool_result: [{ matcher: "bash", command: "exit 1", failClosed: true }, { command: logged("every") }],
+        tool_result: [
+          { command: logged("every", answer({ hookSpecificOutput: { updatedToolOutput: "partly redacted" } })) },
+          { matcher: "bash", command: "exit 1", failClosed: true },
+        ],
         PostToolUse: [{ hooks: [{ command: logged("claude") }] }],
         stop: [{ command: "exit 1", failClosed: true }],
       },
@@ -399,7 +402,7 @@ describe("the other events", () => {
     });
     const ok = await hooks.run("tool_result", result("output"));
     expect(ok.replaceModelResult).toMatch(
-      /^The result is withheld: the hook tool_result\[0\] in .* failed \(exited with 1\) and fails closed\.$/,
+      /^The result is withheld: the hook tool_result\[1\] in .* failed \(exited with 1\) and fails closed\.$/,
     );
     await hooks.run("tool_result", result("error"));
     expect([await runs("every"), await runs("claude")]).toEqual([2, 1]);
@@ -415,6 +418,17 @@ describe("the other events", () => {
     });
     const out = await load().run("tool_call", toolCall("bash", "execute", { command: "true" }));
     expect(out).toMatchObject({ halt: { reason: "budget spent" }, decision: "deny", reason: "budget spent" });
+    // Whatever another hook allowed.
+    await write(path.join(home, "config.json"), {
+      hooks: {
+        tool_call: [{ command: answer({ hookSpecificOutput: { permissionDecision: "allow" } }) }, { command: answer({ continue: false }) }],
+      },
+    });
+    expect(await load().run("tool_call", toolCall("bash", "execute", { command: "true" }))).toMatchObject({
+      halt: { reason: "a hook ended the turn" },
+      decision: "deny",
+      reason: "a hook ended the turn",
+    });
   });
 });
 

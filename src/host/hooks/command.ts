@@ -105,7 +105,8 @@ export interface HookReply {
   /** Changed arguments, in toolhost's names (null removes one). */
   changes?: Record<string, unknown>;
   context?: string[];
-  replace?: { value: unknown };
+  /** What the model sees instead of the result; `withheld`: a failClosed hook failed, nothing of the result goes through. */
+  replace?: { value: unknown; withheld?: boolean };
   /** `"continue": false`: end the turn, with this reason. */
   halt?: string;
   message?: string;

@@ -183,7 +183,7 @@ export class Hooks {
     }
     if (!closed) return null;
     const reason = `the hook ${hook.label} failed (${failure}) and fails closed`;
-    if (event === "tool_result") return { replace: { value: `The result is withheld: ${reason}.` } };
+    if (event === "tool_result") return { replace: { value: `The result is withheld: ${reason}.`, withheld: true } };
     return { decision: "block", reason };
   }
 
@@ -210,12 +210,14 @@ export class Hooks {
         const allowed = first((r) => r.decision === "allow");
         const decided = denied ?? asked ?? allowed;
         const out: HookOutcomes["tool_call"] = { ...base, ...(context.length ? { addContext: context } : {}) };
-        if (decided) {
+        // A hook that ends the turn refuses the call it was asked about, whatever another allowed.
+        if (!denied && base.halt) Object.assign(out, { decision: "deny", reason: base.halt.reason, source: base.halt.source });
+        else if (decided) {
           out.decision = decided === denied ? "deny" : decided === asked ? "ask" : "allow";
           out.source = decided[0].label;
           const reason = decided[1].reason?.trim();
           if (reason || out.decision === "deny") out.reason = why(decided[1], "the hook refused the call");
-        } else if (base.halt) Object.assign(out, { decision: "deny", reason: base.halt.reason, source: base.halt.source });
+        }
         const rewrite = out.decision === "deny" ? undefined : first((r) => r.changes !== undefined && !blocks(r));
         if (rewrite) {
           const args = { ...(input as HookInput<"tool_call">).args };
@@ -237,7 +239,8 @@ export class Hooks {
       },
       tool_result: () => {
         const notes = [...replies.filter(([, r]) => blocks(r)).map(([, r]) => why(r, "")), ...context].filter(Boolean);
-        const replaced = first((r) => r.replace !== undefined);
+        // A hook that failed closed withholds the result whatever another put in its place.
+        const replaced = first((r) => r.replace?.withheld === true) ?? first((r) => r.replace !== undefined);
         return {
           ...base,
           ...(notes.length ? { annotation: notes.join("\n\n") } : {}),
