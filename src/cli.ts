@@ -24,6 +24,7 @@ Usage:
                                                  one model turn without an editor (prompt "-": read stdin)
   toolhost trust [DIR] [--revoke]                let a project's .toolhost/tools/ load (they run code)
   toolhost mcp list [--cwd DIR] [--json]         the MCP servers a session starts, their status, tools, errors
+  toolhost hooks list [--cwd DIR] [--json]       the hooks a session runs, in order: event, matcher, source file
   toolhost sessions [list] [--cwd DIR] [--limit N] [--json]
                                                  saved sessions, newest first
   toolhost sessions show|delete ID [--json]      one saved session's summary; delete it
@@ -32,7 +33,7 @@ Usage:
   toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
   toolhost --version | --help
 
-tools, skills, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
+tools, skills, hooks, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
 call, run and policy refuse / and the system folders as the workspace, and the home folder itself
 unless --allow-home (then every change and command needs approval, so headless they are refused).
 call runs in mode full (typing the command approves that one call) unless --mode says read-only,
@@ -236,6 +237,15 @@ async function main(argv: string[]): Promise<number> {
       const out = guardStdout();
       const { runMcpList } = await import("./commands/mcp.js");
       return thenExit(runMcpList({ json: values.json ?? false, cwd: values.cwd, out }), out);
+    }
+    case "hooks": {
+      const [sub, ...more] = rest;
+      const list = sub === undefined || sub.startsWith("-");
+      if (!list && sub !== "list") fail(`hooks takes the sub-command list, got ${JSON.stringify(sub)}`);
+      const { values } = parse(list ? rest : more, { json: { type: "boolean" }, ...SESSION_OPTIONS });
+      const out = guardStdout();
+      const { runHooksList } = await import("./commands/hooks.js");
+      return thenExit(runHooksList({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
     }
     case "doctor": {
       const { values } = parse(rest, SESSION_OPTIONS);

@@ -98,6 +98,11 @@ export const UserConfigSchema = z
      * broken server is reported by name and the others (and the rest of the file) stay.
      */
     mcpServers: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * Lifecycle hooks by event (`tool_call`, or Claude Code's `PreToolUse`…), in Claude Code's shape.
+     * Each entry is checked by host/hooks/config.ts on its own, so a bad one is reported by name.
+     */
+    hooks: z.unknown().optional(),
   })
   .strict();
 

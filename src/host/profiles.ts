@@ -34,6 +34,8 @@ export const ProfileFileSchema = z
     requires: RequirementSetSchema.optional(),
     /** The manifest's permission rules (policy/ruleset.ts): a deny here can never be overridden. */
     permissions: z.array(PermissionRuleSchema).optional(),
+    /** The profile's hooks, as written: host/hooks/ checks each entry on its own, so a bad one never costs the profile. */
+    hooks: z.unknown().optional(),
   })
   .strict();
 
@@ -46,6 +48,8 @@ export interface Profile {
   requires: RequirementSet;
   /** The manifest's permission rules (policy/ruleset.ts): a deny here can never be overridden. */
   permissions: PermissionRule[];
+  /** Its `hooks`, as written (host/hooks/config.ts reads them). */
+  hooks?: unknown;
   /** Where its profile.json is; null for the fallback used when a profile cannot be loaded. */
   dir: string | null;
   origin: "user" | "shipped" | "fallback";
@@ -126,6 +130,7 @@ async function readProfileFolder(dir: string, name: string, origin: "user" | "sh
       tools: { enable: data.tools?.enable, disable: data.tools?.disable ?? [], kinds: data.tools?.kinds },
       requires: data.requires ?? {},
       permissions: data.permissions ?? [],
+      ...(data.hooks !== undefined ? { hooks: data.hooks } : {}),
       dir,
       origin,
       toolDirs: [path.join(dir, "tools")],
