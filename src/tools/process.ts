@@ -22,18 +22,13 @@ const NAMES_ONE: ReadonlySet<Action> = new Set(["get", "output", "write", "stop"
 
 const parameters = z
   .object({
-    action: z.enum(ACTIONS).describe("start | list | get | output | write | stop"),
+    action: z.enum(ACTIONS),
     command: z.string().optional().describe("start: the command line (bash -c)"),
-    cwd: z.string().optional().describe("start: directory to run in (default: the workspace root)"),
-    name: z.string().min(1).max(64).optional().describe("start: a name to refer to it by; other actions: the process, instead of id"),
-    id: z.string().optional().describe("get, output, write, stop: the process (as start returned it)"),
-    stream: z.enum(["stdout", "stderr", "both"]).optional().describe('output: which stream (default "both")'),
-    offset: z
-      .number()
-      .int()
-      .min(0)
-      .optional()
-      .describe("output, with one stream: read from this byte offset (the next_offset of the last read); default: the last max_bytes"),
+    cwd: z.string().optional().describe("start: directory (default: the workspace root)"),
+    name: z.string().min(1).max(64).optional().describe("start: a name for it; other actions: the process, instead of id"),
+    id: z.string().optional().describe("get, output, write, stop: the process"),
+    stream: z.enum(["stdout", "stderr", "both"]).optional().describe('output (default "both")'),
+    offset: z.number().int().min(0).optional().describe("output, one stream: read from this offset; default: the last max_bytes"),
     max_bytes: z
       .number()
       .int()
@@ -41,16 +36,10 @@ const parameters = z
       .max(PROCESS_MAX_OUTPUT_BYTES)
       .optional()
       .describe(`output: bytes per stream (default ${PROCESS_OUTPUT_BYTES})`),
-    wait_for: z.string().optional().describe("output: first wait until this regular expression matches the output (or the process ends)"),
-    timeout_ms: z
-      .number()
-      .int()
-      .positive()
-      .max(MAX_WAIT_MS)
-      .optional()
-      .describe(`output with wait_for: how long to wait (default ${DEFAULT_WAIT_MS})`),
-    input: z.string().optional().describe("write: the text written to stdin (add \\n to end a line)"),
-    eof: z.boolean().optional().describe("write: close stdin afterwards"),
+    wait_for: z.string().optional().describe("output: first wait until this regex matches (past offset, if given), or the process ends"),
+    timeout_ms: z.number().int().positive().max(MAX_WAIT_MS).optional().describe(`output with wait_for (default ${DEFAULT_WAIT_MS})`),
+    input: z.string().optional().describe("write: text for stdin (end a line with \\n)"),
+    eof: z.boolean().optional().describe("write: then close stdin"),
     sandbox: z.enum(["on", "off"]).optional().describe('start: "off" only after a command failed because of the sandbox'),
     justification: z.string().optional().describe('start with sandbox "off": a short question for the user saying why'),
   })
@@ -180,12 +169,11 @@ export default defineTool({
   id: "process",
   kind: "execute",
   description: [
-    "Run long-lived commands in the background (dev servers, watchers, builds in watch mode) and look after them.",
-    "start {command, cwd?, name?} runs a command line (bash -c) and returns its id at once; list; get {id|name}: status, exit code, bytes;",
-    "output {id|name, stream?, offset?, max_bytes?, wait_for?, timeout_ms?}: the last bytes of stdout/stderr, or from an offset (pass back next_offset to follow), optionally waiting",
-    'until a regex matches ("listening|error") or the process ends; write {id|name, input, eof?}: to its stdin; stop {id|name}: SIGTERM, then SIGKILL, to its whole tree.',
-    `At most 8 run at once; each stream keeps its last 1 MB; all of them end with the session. For a command that finishes, use bash.`,
-    'Starts are sandboxed as bash commands are (its own network: a server it starts is reachable only from inside); if one fails because of that, start again with sandbox: "off" and a justification: the user is asked.',
+    "Long-lived commands in the background (dev servers, watchers); for a command that finishes, use bash.",
+    "start returns an id at once; output reads the last bytes of stdout/stderr, or one stream from an offset (pass back next_offset),",
+    'optionally first waiting until wait_for (a regex: "listening|error") matches or the process ends; write feeds stdin; stop ends its whole tree.',
+    "At most 8 run at once; each stream keeps its last 1 MB; all end with the session.",
+    'Sandboxed like bash (a server is reachable only from inside its sandbox); if that is in the way, start with sandbox: "off" and a justification: the user is asked.',
   ].join(" "),
   parameters,
   requires: { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } },
