@@ -1,7 +1,7 @@
 import { isInsideAny, displayPath } from "../tool/paths.js";
 import type { Decision, PolicyCall, ToolCallRequest } from "./call.js";
 import { commandFacts, type CommandFacts } from "./command-facts.js";
-import { modeAction, type ModeId, type PolicyAction } from "./modes.js";
+import { modeAction, readsOnly, type ModeId, type PolicyAction } from "./modes.js";
 import { describeRule, explainRules, type SourcedRule, type TargetExplanation } from "./ruleset.js";
 import { alwaysScope, type AlwaysScope, type SessionRules } from "./session-rules.js";
 import type { Watchdog, WatchdogManifest, WatchdogVerdict } from "./watchdog.js";
@@ -146,9 +146,10 @@ function commandGuard(rules: readonly SourcedRule[], call: PolicyCall): SourcedR
   return rules.find((r) => r.action === "deny" && speaks(r)) ?? rules.find((r) => r.action === "ask" && speaks(r));
 }
 
-/** Whether the call runs commands: it names command lines, or its tool declares shell access. */
+/** Whether the call runs commands: it names command lines, or its tool declares shell access (and the call does more than read). */
 export function runsCommands(call: ToolCallRequest): boolean {
-  return call.targets.commands.length > 0 || (call.tool.requires?.shell?.length ?? 0) > 0;
+  if (call.targets.commands.length > 0) return true;
+  return (call.tool.requires?.shell?.length ?? 0) > 0 && !(call.targets.readOnly === true && readsOnly(call));
 }
 
 /** The sandbox as it concerns the call: whether it makes the call ask in every mode, and why. */
