@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { BudgetSchema } from "./budget.js";
 import { readConfigFile, type ConfigFile } from "./file.js";
 import { toolhostHome } from "./paths.js";
 
@@ -98,6 +99,8 @@ export const UserConfigSchema = z
      * broken server is reported by name and the others (and the rest of the file) stay.
      */
     mcpServers: z.record(z.string(), z.unknown()).optional(),
+    /** The caps of an editor session (config/budget.ts; a profile may replace them, a trusted project only lower them). */
+    budget: BudgetSchema.optional(),
   })
   .strict();
 
@@ -129,6 +132,7 @@ const FALLBACK: Partial<Record<keyof UserConfig, string>> = {
   providers: "no provider settings from the file",
   toolDirs: "no extra tool folders",
   mcpServers: "no MCP servers from the file",
+  budget: "no budget from the file",
 };
 
 /**
