@@ -160,24 +160,19 @@ export class SessionBudget implements TurnBudget {
       const confirm = this.host.frontEnd.confirm;
       if (this.host.mode() !== "ask" || !confirm) return { message: this.stopMessage(cap, limit, value, !!confirm) };
       if (this.declined.has(cap)) return { message: declinedMessage(cap, limit, value) };
-      // One question at a time: a call that reaches the cap while it is asked waits for the answer.
+      // One question at a time: a call that reaches the cap while it is asked waits for the same answer.
       let asked = this.asking.get(cap);
-      const mine = !asked;
       if (!asked) {
-        asked = this.ask(confirm, cap, limit, value, signal);
+        // The answer is applied once, by the question itself, before anyone waiting on it goes on.
+        asked = this.ask(confirm, cap, limit, value, signal).then((yes) => {
+          this.asking.delete(cap);
+          if (yes) this.raises[cap] = (this.raises[cap] ?? 0) + 1;
+          else this.declined.add(cap);
+          return yes;
+        });
         this.asking.set(cap, asked);
       }
-      let yes: boolean;
-      try {
-        yes = await asked;
-      } finally {
-        if (mine) this.asking.delete(cap);
-      }
-      if (!yes) {
-        this.declined.add(cap);
-        return { message: declinedMessage(cap, limit, value) };
-      }
-      if (mine) this.raises[cap] = (this.raises[cap] ?? 0) + 1;
+      if (!(await asked)) return { message: declinedMessage(cap, limit, value) };
     }
   }
 
