@@ -27,6 +27,8 @@ import { SessionServices } from "./session-services.js";
 import { DEFAULT_PROMPT } from "./turn/system-prompt.js";
 import { runToolCall } from "./turn/tool-runner.js";
 import type { CompactionEvent, CostMeter, ToolDeclaration, TurnObserver, TurnStopReason, UsageReport } from "./turn/turn-types.js";
+import { newMeter, type TurnResult } from "./turn/turn-types.js";
+import { SessionBudget, sessionLimits } from "./budget.js";
 
 export { headlessFrontEnd, type SessionFrontEnd };
 
@@ -43,6 +45,8 @@ export class AgentSession {
   readonly rules: SessionRules;
   readonly history = new History();
   readonly meter: CostMeter;
+  /** The session's caps (agent/budget.ts); a subagent's are its parent's. */
+  readonly budget: SessionBudget;
   /** The OS sandbox every command of the session runs in; undefined when an embedder's transform replaces it. */
   readonly sandbox: SessionSandbox | undefined;
   private readonly frontEnd: SessionFrontEnd;
@@ -80,8 +84,11 @@ export class AgentSession {
     if (this.recorder) this.history.onAppend((message) => this.recorder?.message(message));
     this.parent = options.parent;
     this.instructions = options.instructions;
-    this.meter = parent?.meter ?? { amount: 0 };
+    this.meter = parent?.meter ?? newMeter();
     this.ownMode = options.mode ?? DEFAULT_MODE;
+    this.budget =
+      parent?.budget ??
+      new SessionBudget({ meter: this.meter, limits: sessionLimits(this.tools, options.budget), mode: () => this.mode, frontEnd });
     this.modelId = options.model;
     this.rules = parent?.rules ?? new SessionRules();
     const allowedTools = options.allowedTools;
@@ -332,16 +339,14 @@ export class AgentSession {
         return this.frontEnd.usage(report);
       },
     });
+    this.budget.turnStarted();
     const result = await this.askModel(input, signal, observer);
     if (result.error && !signal.aborted) await this.fail(result.error);
+    if (result.notice && !signal.aborted) await this.frontEnd.say(result.notice);
     return result.stopReason;
   }
 
-  private async askModel(
-    input: PromptInput,
-    signal: AbortSignal,
-    observer: TurnObserver,
-  ): Promise<{ stopReason: TurnStopReason; error?: string }> {
+  private async askModel(input: PromptInput, signal: AbortSignal, observer: TurnObserver): Promise<TurnResult> {
     const choice = turnModel(this.modelId, (error) => `The configured model is not usable: ${error}`);
     if ("help" in choice) return { stopReason: "end_turn", error: choice.help };
     // The policy parses every command line (rules, watchdog): load the parser while the model thinks.
@@ -362,6 +367,7 @@ export class AgentSession {
         afterCall: (toolId, envelope, offer) => this.sessionServices.afterCall(toolId, envelope, offer),
         nextCallId: () => this.nextCallId(),
         meter: this.meter,
+        budget: this.budget,
         contextUsed: this.lastUsage?.used,
         thoughtLevel: this.thoughtLevel,
         profilePrompt: this.instructions

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { BudgetSchema } from "./budget.js";
 import { readConfigFile, type ConfigFile } from "./file.js";
 import { toolhostHome } from "./paths.js";
 
@@ -103,6 +104,8 @@ export const UserConfigSchema = z
      * Each entry is checked by host/hooks/config.ts on its own, so a bad one is reported by name.
      */
     hooks: z.unknown().optional(),
+    /** The caps of an editor session (config/budget.ts; a profile may replace them, a trusted project only lower them). */
+    budget: BudgetSchema.optional(),
   })
   .strict();
 
@@ -134,6 +137,7 @@ const FALLBACK: Partial<Record<keyof UserConfig, string>> = {
   providers: "no provider settings from the file",
   toolDirs: "no extra tool folders",
   mcpServers: "no MCP servers from the file",
+  budget: "no budget from the file",
 };
 
 /**
