@@ -21,9 +21,11 @@ Usage:
                                                  what the policy decides about one call, and which rule wins
   toolhost policy list [--cwd DIR] [--json]      the permission rules in force, with their sources
   toolhost run "<prompt>" [--cwd DIR] [--model ID] [--mode MODE] [--json]
+              [--max-turns N] [--max-tool-calls N] [--max-cost-usd X] [--max-tokens N]
                                                  one model turn without an editor (prompt "-": read stdin)
   toolhost trust [DIR] [--revoke]                let a project's .toolhost/tools/ load (they run code)
   toolhost mcp list [--cwd DIR] [--json]         the MCP servers a session starts, their status, tools, errors
+  toolhost hooks list [--cwd DIR] [--json]       the hooks a session runs, in order: event, matcher, source file
   toolhost sessions [list] [--cwd DIR] [--limit N] [--json]
                                                  saved sessions, newest first
   toolhost sessions show|delete ID [--json]      one saved session's summary; delete it
@@ -37,7 +39,7 @@ Usage:
   toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
   toolhost --version | --help
 
-tools, skills, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
+tools, skills, hooks, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
 call, run and policy refuse / and the system folders as the workspace, and the home folder itself
 unless --allow-home (then every change and command needs approval, so headless they are refused).
 call runs in mode full (typing the command approves that one call) unless --mode says read-only,
@@ -46,8 +48,10 @@ Exit codes of call: 0 output envelope, 1 error envelope, 2 bad usage.
 run streams the model's text on stdout and one line per tool call on stderr (--json: one JSON
 event per line on stdout). It runs in mode ask unless --mode says otherwise; nobody can approve
 a call, so one that needs approval is refused. A slash command works too: run "/grep TODO".
+The --max-* flags cap the run (model requests, tool calls, cost in USD, tokens) over the config's
+budget; at a cap the turn stops with max_turn_requests.
 Exit codes of run: 0 the turn ended normally, 1 it did not (no model, a provider error, max tokens,
-a refusal, a failed slash command), 2 bad usage, 130 interrupted.`;
+a budget's cap, a refusal, a failed slash command), 2 bad usage, 130 interrupted.`;
 
 function fail(message: string): never {
   process.stderr.write(`toolhost: ${message}\n\n${USAGE}\n`);
@@ -79,6 +83,31 @@ const MODES = ["read-only", "ask", "accept-edits", "full"];
 
 function checkMode(mode: string): void {
   if (!MODES.includes(mode)) fail(`unknown mode ${JSON.stringify(mode)}; modes: ${MODES.join(", ")}`);
+}
+
+/** run's caps (config/budget.ts): whole numbers, and dollars. */
+const BUDGET_OPTIONS = {
+  "max-turns": { type: "string" },
+  "max-tool-calls": { type: "string" },
+  "max-cost-usd": { type: "string" },
+  "max-tokens": { type: "string" },
+} as const;
+
+function budgetFlags(values: Partial<Record<keyof typeof BUDGET_OPTIONS, string>>) {
+  const read = (flag: keyof typeof BUDGET_OPTIONS, whole: boolean): number | undefined => {
+    const text = values[flag];
+    if (text === undefined) return undefined;
+    const n = Number(text);
+    if (text.trim() === "" || !Number.isFinite(n) || n <= 0 || (whole && !Number.isInteger(n)))
+      fail(`--${flag} takes a ${whole ? "whole number" : "number"} above 0, not ${JSON.stringify(text)}`);
+    return n;
+  };
+  return {
+    maxTurns: read("max-turns", true),
+    maxToolCalls: read("max-tool-calls", true),
+    maxCostUsd: read("max-cost-usd", false),
+    maxTokens: read("max-tokens", true),
+  };
 }
 
 /** All of stdin, as text. */
@@ -185,9 +214,10 @@ async function main(argv: string[]): Promise<number> {
     case "run": {
       const parsed = parse(
         rest,
-        { ...WORKSPACE_OPTIONS, mode: { type: "string" }, model: { type: "string" }, json: { type: "boolean" } },
+        { ...WORKSPACE_OPTIONS, mode: { type: "string" }, model: { type: "string" }, json: { type: "boolean" }, ...BUDGET_OPTIONS },
         1,
       );
+      const budget = budgetFlags(parsed.values);
       const workspace = await checkWorkspace(parsed.values);
       let prompt = parsed.positionals[0];
       if (prompt === undefined) fail('run needs a prompt ("-" reads it from stdin)');
@@ -199,7 +229,7 @@ async function main(argv: string[]): Promise<number> {
       const out = guardStdout();
       const { runPrompt } = await import("./commands/run.js");
       return thenExit(
-        runPrompt({ prompt, workspace, profile: values.profile, model: values.model, mode, json: values.json ?? false, out }),
+        runPrompt({ prompt, workspace, profile: values.profile, model: values.model, mode, json: values.json ?? false, budget, out }),
         out,
       );
     }
@@ -253,6 +283,15 @@ async function main(argv: string[]): Promise<number> {
       const out = guardStdout();
       const { runMcpList } = await import("./commands/mcp.js");
       return thenExit(runMcpList({ json: values.json ?? false, cwd: values.cwd, out }), out);
+    }
+    case "hooks": {
+      const [sub, ...more] = rest;
+      const list = sub === undefined || sub.startsWith("-");
+      if (!list && sub !== "list") fail(`hooks takes the sub-command list, got ${JSON.stringify(sub)}`);
+      const { values } = parse(list ? rest : more, { json: { type: "boolean" }, ...SESSION_OPTIONS });
+      const out = guardStdout();
+      const { runHooksList } = await import("./commands/hooks.js");
+      return thenExit(runHooksList({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
     }
     case "doctor": {
       const { values } = parse(rest, SESSION_OPTIONS);

@@ -26,6 +26,8 @@ export type { PermissionRule } from "./policy/rules.js";
 export type { Watchdog, WatchdogCall, WatchdogManifest, WatchdogVerdict } from "./policy/watchdog.js";
 export { isTrusted, trust, untrust } from "./host/trust.js";
 export type { LoadProblem } from "./host/loader.js";
+export type { HooksExport, HookAnswers } from "./host/hooks/extension.js";
+export type { HookEventName, HookInput, HookInputs } from "./host/hooks/events.js";
 export { RuntimeSession, type RuntimeSessionOptions } from "./runtime/session.js";
 export { NodeFs } from "./runtime/fs/node.js";
 export { MemoryFs } from "./runtime/fs/memory.js";

@@ -31,6 +31,7 @@ import { textContent } from "./content.js";
 import { EditorFs } from "./editor-fs.js";
 import { configOptions } from "./modes.js";
 import { approveCall, askClient } from "./permission.js";
+import { confirmWithClient } from "./confirm.js";
 import { AcpSubagents, wantsSubagents } from "./subagents.js";
 import { promptContent } from "./prompt.js";
 import { acpQuestions } from "./questions.js";
@@ -380,6 +381,10 @@ export class AcpSession implements SessionFrontEnd {
    * command, then why it asks (acp/permission.ts).
    */
   approve = (request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer> => approveCall(this.client, this.id, request, signal);
+
+  /** A yes/no question of the agent's own (a budget's cap), through session/request_permission (acp/confirm.ts). */
+  confirm: SessionFrontEnd["confirm"] = (question, signal) =>
+    confirmWithClient(this.client, this.id, (u) => this.update(u), question, signal);
 
   /** With the client's subagent sessions: each subagent is a child session of its own (acp/subagents.ts). */
   subagent: SessionFrontEnd["subagent"] = (child) => this.children?.open(child);

@@ -3,6 +3,9 @@ import type { ShellResult } from "../tool/context.js";
 import { ToolError } from "../tool/errors.js";
 import type { ShellBackend, ShellSpawnOptions } from "../runtime/shell/backend.js";
 import { writeLauncher } from "../runtime/shell/launcher.js";
+import type { ProcessFeed } from "../runtime/shell/processes.js";
+import type { ToolEvent } from "../tool/context.js";
+import { showProcessInTerminal } from "./process-terminal.js";
 
 /**
  * Commands in editor terminals (terminal/create): the user watches the output live in the
@@ -30,6 +33,11 @@ export class TerminalShell implements ShellBackend {
     } finally {
       await launcher.remove().catch(() => {});
     }
+  }
+
+  /** A background process (it runs here, not in the terminal): a terminal that follows its output (`process-terminal.ts`). */
+  show(process: ProcessFeed, options: { emit?: (event: ToolEvent) => void }): Promise<void> {
+    return showProcessInTerminal(this.client, this.sessionId, process, options.emit);
   }
 
   private async run(file: string, args: string[], options: ShellSpawnOptions): Promise<ShellResult> {

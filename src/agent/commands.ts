@@ -17,6 +17,7 @@ export const BUILTIN_COMMANDS: readonly { name: string; description: string; hin
   { name: "reload", description: "Re-scan the tool folders and re-import extension tools" },
   { name: "help", description: "How slash commands run tools directly" },
   { name: "compact", description: "Summarize the conversation so far to free the model's context" },
+  { name: "processes", description: "List this session's background processes (the process tool's)" },
   {
     name: "trust",
     description: "Load this project's own tools (.toolhost/tools/) for this session; `always` trusts the project",
@@ -69,6 +70,7 @@ export type SlashCommand =
   | { type: "tools" }
   | { type: "reload" }
   | { type: "compact" }
+  | { type: "processes" }
   | { type: "skill"; name: string; args: string }
   | { type: "invalid"; message: string };
 
@@ -87,6 +89,7 @@ export function parseSlash(text: string, registry: ToolRegistry, skills: readonl
   if (name === "tools") return { type: "tools" };
   if (name === "reload") return { type: "reload" };
   if (name === "compact") return { type: "compact" };
+  if (name === "processes") return { type: "processes" };
   if (CONTROL.has(name))
     return { type: "invalid", message: `/${name} needs a recorded session, and this one is not recorded (TOOLHOST_SESSIONS=off).` };
   const tool = registry.get(name);
@@ -125,6 +128,7 @@ export function helpText(registry: ToolRegistry): string {
     '- `/<tool> {json}` — any tool with a JSON object of arguments, e.g. `/edit {"path":"a.ts","old_string":"x","new_string":"y"}`',
     "- `/read src/a.ts:10-40`, `/grep TODO`, `/glob **/*.ts`, `/bash ls -la` — plain-text shorthands",
     "- `/tools` — the tools of this session; `/reload` — re-scan and re-import tool files; `/help` — this text",
+    "- `/processes` — the session's background processes (`/process start <command line>` starts one)",
     "- `/trust` — load this project's own tools for this session (`/trust always`: in every session)",
     "- `/rewind` — the prompts so far; `/rewind N` puts back the files and/or the conversation as they were before prompt N; `/undo` — the files of the last prompt that changed files; `/fork` — a new session from here; `/label NAME` — name this point",
     "- `/<skill> [text]` — a model turn with an Agent Skill loaded (`toolhost skills` lists them)",
@@ -286,6 +290,11 @@ export class SlashCommands {
         break;
       case "compact":
         await this.compactNow(signal);
+        break;
+      case "processes":
+        // The process tool's list, reported like any call (it reads, so no mode asks).
+        if (this.host.registry().has("process")) await this.host.callTool("process", { action: "list" }, signal);
+        else await frontEnd.say("This session has no process tool (its profile leaves it out), so it runs no background processes.");
         break;
       case "skill":
         return this.skillTurn(slash.name, slash.args, signal);

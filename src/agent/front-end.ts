@@ -25,6 +25,8 @@ export interface SessionFrontEnd extends TurnObserver {
   approve?: AskUser;
   /** Asks the user a question with choices. Absent: the question tool is unavailable. */
   questions?: UserQuestions;
+  /** A yes/no question of the agent's own, about no tool call (go on past a budget's cap?). Absent (headless): no. */
+  confirm?(question: Confirmation, signal: AbortSignal): Promise<boolean>;
   /**
    * The first prompt in an untrusted project with its own tools asks whether to load them
    * (importing runs their code). `decide` applies the answer and says what changed.
@@ -35,6 +37,17 @@ export interface SessionFrontEnd extends TurnObserver {
    * Absent, or undefined: its calls show nested under the task call that started it.
    */
   subagent?(child: { description: string; agent: string }): SubagentView | undefined;
+}
+
+/** A yes/no question of the agent's own (`SessionFrontEnd.confirm`). */
+export interface Confirmation {
+  /** What is asked, in a line. */
+  title: string;
+  /** The details: what was reached, what each answer does. */
+  text: string;
+  /** The answers' labels. */
+  yes: string;
+  no: string;
 }
 
 /** A subagent shown as its own session: its front end, and each run's start and end. */
@@ -137,6 +150,7 @@ export function recordedFrontEnd(frontEnd: SessionFrontEnd, recorder: SessionRec
     titleChanged: frontEnd.titleChanged?.bind(frontEnd),
     approve: frontEnd.approve?.bind(frontEnd),
     questions: frontEnd.questions,
+    confirm: frontEnd.confirm?.bind(frontEnd),
     askTrust: frontEnd.askTrust?.bind(frontEnd),
     subagent: frontEnd.subagent?.bind(frontEnd),
   };

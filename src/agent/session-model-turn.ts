@@ -1,5 +1,6 @@
 import type { Workspace } from "../config/workspace.js";
 import type { ToolRegistry } from "../host/registry.js";
+import type { SessionBudget } from "./budget.js";
 import { parseBash } from "../policy/bash-parse.js";
 import type { PromptInput } from "./front-end.js";
 import { turnModel } from "./model/model-config.js";
@@ -26,6 +27,8 @@ export interface ModelTurnContext {
   tools: SessionTools;
   services: SessionServices;
   meter: CostMeter;
+  /** The session's caps (agent/budget.ts). */
+  budget: SessionBudget;
   /** Tokens in the context at the last request. */
   contextUsed?: number;
   thoughtLevel: ThoughtLevel;
@@ -65,6 +68,7 @@ export async function askModel(
       afterCall: (toolId, envelope, offer) => services.afterCall(toolId, envelope, offer),
       nextCallId: () => ctx.nextCallId(),
       meter: ctx.meter,
+      budget: ctx.budget,
       contextUsed: ctx.contextUsed,
       thoughtLevel: ctx.thoughtLevel,
       profilePrompt: ctx.instructions ? `${profilePrompt || DEFAULT_PROMPT}\n\n${ctx.instructions}` : profilePrompt || undefined,

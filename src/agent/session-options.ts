@@ -9,6 +9,8 @@ import type { SessionFrontEnd } from "./front-end.js";
 import type { SessionRecorder } from "./record/session-recorder.js";
 import type { SessionTools } from "./session-tools.js";
 import type { ThoughtLevel } from "./model/thinking.js";
+import type { BudgetLimits } from "../config/budget.js";
+import type { SessionBudget } from "./budget.js";
 import type { CostMeter } from "./turn/turn-types.js";
 
 // What an AgentSession (agent/session.ts) is made of.
@@ -33,8 +35,10 @@ export interface ParentSession {
   /** Its remembered answers: an "always" given to a child holds for the parent, and the other way round. */
   readonly rules: SessionRules;
   readonly sandbox: SessionSandbox | undefined;
-  /** A child's cost counts in the parent's. */
+  /** A child's cost, requests, calls and tokens count in the parent's. */
   readonly meter: CostMeter;
+  /** The parent's caps hold for the child (agent/budget.ts). */
+  readonly budget: SessionBudget;
   readonly mode: ModeId;
   /** A child thinks as hard as its parent. */
   readonly thoughtLevel: ThoughtLevel;
@@ -60,6 +64,8 @@ export interface AgentSessionOptions {
   allowedTools?: ReadonlySet<string>;
   /** Deferred tools declared from the start (a subagent: its parent's wired tools and those its task names). */
   wired?: readonly string[];
+  /** The session's own budget limits (`toolhost run`'s flags), over the config's and the profile's; a trusted project's lower ones still hold. */
+  budget?: BudgetLimits;
   /** Writes the session to its file as it happens (a durable session); absent: the session lives in memory only. */
   recorder?: SessionRecorder;
 }

@@ -26,15 +26,9 @@ import { SessionPolicy } from "./session-policy.js";
 import type { AgentSessionOptions } from "./session-options.js";
 import { SessionServices } from "./session-services.js";
 import { runToolCall } from "./turn/tool-runner.js";
-import type {
-  CompactionEvent,
-  CostMeter,
-  ToolDeclaration,
-  TurnObserver,
-  TurnResult,
-  TurnStopReason,
-  UsageReport,
-} from "./turn/turn-types.js";
+import type { CompactionEvent, CostMeter, ToolDeclaration, TurnObserver, TurnStopReason, UsageReport } from "./turn/turn-types.js";
+import { newMeter, type TurnResult } from "./turn/turn-types.js";
+import { SessionBudget, sessionLimits } from "./budget.js";
 
 export { headlessFrontEnd, type SessionFrontEnd };
 
@@ -51,6 +45,8 @@ export class AgentSession {
   readonly rules: SessionRules;
   readonly history = new History();
   readonly meter: CostMeter;
+  /** The session's caps (agent/budget.ts); a subagent's are its parent's. */
+  readonly budget: SessionBudget;
   /** The OS sandbox every command of the session runs in; undefined when an embedder's transform replaces it. */
   readonly sandbox: SessionSandbox | undefined;
   private readonly frontEnd: SessionFrontEnd;
@@ -90,8 +86,11 @@ export class AgentSession {
     if (this.recorder) this.history.onAppend((message) => this.recorder?.message(message));
     this.parent = options.parent;
     this.instructions = options.instructions;
-    this.meter = parent?.meter ?? { amount: 0 };
+    this.meter = parent?.meter ?? newMeter();
     this.ownMode = options.mode ?? DEFAULT_MODE;
+    this.budget =
+      parent?.budget ??
+      new SessionBudget({ meter: this.meter, limits: sessionLimits(this.tools, options.budget), mode: () => this.mode, frontEnd });
     this.modelId = options.model;
     this.rules = parent?.rules ?? new SessionRules();
     const allowedTools = options.allowedTools;
@@ -356,14 +355,16 @@ export class AgentSession {
         return this.frontEnd.usage(report);
       },
     });
+    this.budget.turnStarted();
     const result = await this.askModel(input, signal, observer);
     if (result.error && !signal.aborted) await this.fail(result.error);
+    if (result.notice && !signal.aborted) await this.frontEnd.say(result.notice);
     return result.stopReason;
   }
 
   private askModel(input: PromptInput, signal: AbortSignal, observer: TurnObserver): Promise<TurnResult> {
-    const { workspace, history, registry, mcp, tools, meter, thoughtLevel, instructions } = this;
-    const turn = { workspace, history, registry, mcp, tools, meter, thoughtLevel, instructions, services: this.sessionServices };
+    const { workspace, history, registry, mcp, tools, meter, budget, thoughtLevel, instructions } = this;
+    const turn = { workspace, history, registry, mcp, tools, meter, budget, thoughtLevel, instructions, services: this.sessionServices };
     return askModel(
       {
         ...turn,

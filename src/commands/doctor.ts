@@ -8,6 +8,7 @@ import { packageRoot, toolhostHome, version } from "../config/paths.js";
 import { describeWebSearch, resolveWebSearch } from "../config/web-search.js";
 import { sandboxNetworkStatus } from "../runtime/shell/sandbox-proxy.js";
 import { buildToolset } from "../host/toolset.js";
+import { hooksSummary } from "./hooks.js";
 import { mcpReport } from "./mcp.js";
 import { describeSandbox, SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
 
@@ -22,7 +23,7 @@ export interface DoctorOptions {
  */
 export async function runDoctor(options: DoctorOptions): Promise<number> {
   const home = toolhostHome();
-  const { profile, report, skills, config } = await buildToolset({
+  const { profile, report, skills, config, hooks } = await buildToolset({
     cwd: options.cwd ?? process.cwd(),
     profile: options.profile,
     home,
@@ -32,6 +33,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   const setting = sandboxSetting();
   const mcp = await mcpReport(report.cwd, home);
   const agents = loadAgents(report.cwd, report.trusted);
+  const hooked = hooksSummary(hooks);
   const lines = [
     `toolhost ${version} on Node ${process.versions.node}`,
     `home:    ${home}`,
@@ -43,6 +45,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     `tools:   ${report.tools.length} (${report.tools.filter((t) => t.source !== "builtin").length} from extensions)`,
     `skills:  ${skills.skills.length} (\`toolhost skills\` lists them)`,
     `agents:  ${agents.agents.length} (\`toolhost agents\` lists them)`,
+    hooked.line,
     `model:   ${defaultModelId(process.env, peekUserConfig(home))?.id ?? "none"}`,
     `types for extension files: ${path.join(packageRoot(), "dist", "index.d.ts")}`,
     `sandbox: ${describeSandbox(await new SessionSandbox({ setting }).state())}`,
@@ -83,7 +86,9 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   block("skipped, project not trusted (`toolhost trust` loads them):", [
     ...report.skipped.map((s) => s.file),
     ...mcp.untrusted.map((u) => `MCP server "${u.name}"${u.file ? ` (${u.file})` : ""}`),
+    ...hooked.waiting,
   ]);
+  block("hooks toolhost does not run:", hooked.skipped);
   if (!problems.length) lines.push("", "No problems found.");
   process.stdout.write(`${lines.join("\n")}\n`); // stdout-ok: the command's report
   return problems.length ? 1 : 0;

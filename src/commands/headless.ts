@@ -5,6 +5,7 @@ import { newSessionRecorder } from "../agent/record/session-recorder.js";
 import { SessionStore } from "../agent/record/session-store.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { toolhostHome } from "../config/paths.js";
+import type { BudgetLimits } from "../config/budget.js";
 import type { Workspace } from "../config/workspace.js";
 import { trustChangeNotice } from "../host/toolset-report.js";
 import { CLI_SIDECAR_PREFIX } from "../runtime/sidecars.js";
@@ -19,6 +20,8 @@ export async function headlessSession(options: {
   workspace: Workspace;
   profile?: string;
   mode: string;
+  /** Caps over the config's budget (`toolhost run`'s flags). */
+  budget?: BudgetLimits;
   frontEnd: SessionFrontEnd;
   /** Save the session (unless TOOLHOST_SESSIONS=off), as the editor's sessions are. */
   record?: boolean;
@@ -30,7 +33,7 @@ export async function headlessSession(options: {
   if (changed) process.stderr.write(`toolhost: ${changed}\n`);
   const id = `${CLI_SIDECAR_PREFIX}${randomUUID()}`;
   const recorder = options.record ? newSessionRecorder(new SessionStore(), id, workspace) : undefined;
-  const session = new AgentSession({ id, tools, frontEnd: options.frontEnd, recorder });
+  const session = new AgentSession({ id, tools, frontEnd: options.frontEnd, recorder, budget: options.budget });
   if (!session.setMode(options.mode)) throw new Error(`Unknown mode ${options.mode}`);
   for (const line of configNotes(session)) process.stderr.write(`toolhost: ${line}\n`);
   return session;

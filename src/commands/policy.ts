@@ -134,6 +134,7 @@ function decidedBy(verdict: PolicyVerdict): string {
       return `decided by the guard on lines no rule can read (over the ${rule})`;
     case "watchdog":
     case "sandbox":
+    case "hook":
       return `decided by the ${verdict.layer}${rule ? ` (over the ${rule})` : ""}`;
     case "mode":
       if (rule) return `decided by ${verdict.mode} mode (over the ${rule})`;

@@ -1,6 +1,7 @@
 import { parseSlash } from "../agent/commands.js";
 import type { SessionFrontEnd } from "../agent/session.js";
 import type { TurnStopReason } from "../agent/turn/turn-types.js";
+import type { BudgetLimits } from "../config/budget.js";
 import type { Workspace } from "../config/workspace.js";
 import { envelopeToText, type Envelope } from "../tool/envelope.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
@@ -15,6 +16,8 @@ export interface RunOptions {
   model?: string;
   /** The session mode (default `ask`: headless, every call that needs approval is refused). */
   mode?: string;
+  /** The run's caps (--max-turns …), over the config's budget. */
+  budget?: BudgetLimits;
   /** One JSON event per line on stdout instead of text. */
   json: boolean;
   /** The real stdout (the CLI sends every other write to stdout to stderr). */
@@ -114,6 +117,7 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     workspace: options.workspace,
     profile: options.profile,
     mode: options.mode ?? "ask",
+    budget: options.budget,
     frontEnd,
     record: true,
   });

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { BudgetSchema } from "./budget.js";
 import { readConfigFile, type ConfigFile } from "./file.js";
 import { toolhostHome } from "./paths.js";
 
@@ -103,6 +104,13 @@ export const UserConfigSchema = z
      * broken server is reported by name and the others (and the rest of the file) stay.
      */
     mcpServers: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * Lifecycle hooks by event (`tool_call`, or Claude Code's `PreToolUse`…), in Claude Code's shape.
+     * Each entry is checked by host/hooks/config.ts on its own, so a bad one is reported by name.
+     */
+    hooks: z.unknown().optional(),
+    /** The caps of an editor session (config/budget.ts; a profile may replace them, a trusted project only lower them). */
+    budget: BudgetSchema.optional(),
   })
   .strict();
 
@@ -135,6 +143,7 @@ const FALLBACK: Partial<Record<keyof UserConfig, string>> = {
   toolDirs: "no extra tool folders",
   mcpServers: "no MCP servers from the file",
   checkpoints: "checkpoints stay on",
+  budget: "no budget from the file",
 };
 
 /**

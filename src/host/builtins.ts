@@ -3,6 +3,7 @@ import bash from "../tools/bash.js";
 import edit from "../tools/edit.js";
 import glob from "../tools/glob.js";
 import grep from "../tools/grep.js";
+import processTool from "../tools/process.js";
 import question from "../tools/question.js";
 import read from "../tools/read.js";
 import skill from "../tools/skill.js";
@@ -14,7 +15,7 @@ import webSearch from "../tools/web_search.js";
 import write from "../tools/write.js";
 import { ToolRegistry } from "./registry.js";
 
-/** The locked tools this build implements, in the RFC's order. */
+/** The locked tools this build implements, in the RFC's order, then the builtins outside the locked set (`process`). */
 export const BUILTIN_TOOLS: readonly AnyTool[] = [
   read,
   write,
@@ -29,6 +30,7 @@ export const BUILTIN_TOOLS: readonly AnyTool[] = [
   webFetch,
   skill,
   toolSearch,
+  processTool,
 ];
 
 export function builtinRegistry(): ToolRegistry {

@@ -5,6 +5,7 @@ import type { LoadedConfig } from "../config/schema.js";
 import type { AnyTool, AvailabilityContext } from "../tool/define.js";
 import type { WebSearchSettings } from "../tool/services.js";
 import { BUILTIN_TOOLS } from "./builtins.js";
+import type { ExtensionHook } from "./hooks/extension.js";
 import { listToolFiles, type LoadFile, type LoadProblem } from "./loader.js";
 import { isLockedId } from "./locked.js";
 import type { Profile } from "./profiles.js";
@@ -96,6 +97,8 @@ export interface Discovery {
   unavailable: ToolEntry[];
   folders: FolderReport[];
   errors: LoadProblem[];
+  /** The in-process hooks of the files imported, in discovery order, with the folder each came from. */
+  hooks: { file: string; origin: FolderOrigin; hooks: ExtensionHook[] }[];
 }
 
 export interface DiscoveryOptions {
@@ -121,6 +124,7 @@ export async function discoverTools(folders: ToolFolder[], options: DiscoveryOpt
     unavailable: [],
     folders: [],
     errors: [],
+    hooks: [],
   };
   // A builtin may need what the user configures (web_search: a search provider).
   for (const tool of BUILTIN_TOOLS) {
@@ -133,7 +137,7 @@ export async function discoverTools(folders: ToolFolder[], options: DiscoveryOpt
   }
   for (const folder of folders) {
     const files = await scanFolder(folder, options, found);
-    for (const file of files) await placeFile(file, options, found);
+    for (const file of files) await placeFile(file, folder.origin, options, found);
   }
   return found;
 }
@@ -169,9 +173,10 @@ async function scanFolder(
 }
 
 /** Imports one file and gives each of its tools the id it asks for, unless it is taken, locked or unavailable. */
-async function placeFile(file: string, options: DiscoveryOptions, found: Discovery): Promise<void> {
+async function placeFile(file: string, origin: FolderOrigin, options: DiscoveryOptions, found: Discovery): Promise<void> {
   const loaded = await options.loader(file);
   found.errors.push(...loaded.problems);
+  if (loaded.hooks?.length) found.hooks.push({ file, origin, hooks: loaded.hooks });
   for (const problem of loaded.problems) if (problem.id) found.offeredIds.add(problem.id);
   for (const tool of loaded.tools) {
     found.offeredIds.add(tool.id);

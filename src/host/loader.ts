@@ -2,6 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { AnyTool } from "../tool/define.js";
 import { checkExtensionTool } from "./extension-check.js";
+import { checkExtensionHooks, type ExtensionHook } from "./hooks/extension.js";
 import { guardProcessExit, watchStalls } from "./extension-guards.js";
 import { loadExtensionZod } from "./extension-zod.js";
 import { createEsbuildTransform } from "./transform.js";
@@ -19,6 +20,8 @@ export interface LoadedFile {
   file: string;
   /** The file's valid tools, in export order. */
   tools: AnyTool[];
+  /** Its in-process hooks (the `hooks` export), checked; absent when it exports none. */
+  hooks?: ExtensionHook[];
   problems: LoadProblem[];
 }
 
@@ -84,7 +87,7 @@ function describeImportError(err: unknown): string {
     .join("\n");
 }
 
-/** The values a module exports as tools: `default` (a tool or a list) and `tools` (a list). */
+/** The values a module exports as tools: `default` (a tool or a list) and `tools` (a list); a file may export only `hooks`. */
 function exportedTools(mod: Record<string, unknown>): { values: unknown[]; problems: string[] } {
   const values: unknown[] = [];
   const problems: string[] = [];
@@ -95,7 +98,7 @@ function exportedTools(mod: Record<string, unknown>): { values: unknown[]; probl
   }
   // CommonJS: module.exports = defineTool({...})
   if (!values.length && typeof mod.execute === "function" && typeof mod.id === "string") values.push(mod);
-  if (!values.length && !problems.length) {
+  if (!values.length && !problems.length && mod.hooks === undefined) {
     problems.push("the file exports no tool: use `export default defineTool({...})` or `export const tools = [...]`");
   }
   return { values: [...new Set(values)], problems };
@@ -173,6 +176,11 @@ export function createExtensionLoader(options: LoaderOptions): LoadFile {
     }
     const { values, problems } = exportedTools(mod ?? {});
     for (const message of problems) loaded.problems.push({ file, message });
+    if (mod?.hooks !== undefined) {
+      const checked = checkExtensionHooks(mod.hooks);
+      loaded.hooks = checked.hooks;
+      for (const message of checked.problems) loaded.problems.push({ file, message });
+    }
     const seen = new Set<string>();
     values.forEach((value, index) => {
       const checked = checkExtensionTool(value);

@@ -6,6 +6,7 @@ import { READ_ONLY_KINDS, TOOL_KINDS, type ToolKind } from "../tool/kinds.js";
 import { RequirementSetSchema, type RequirementSet } from "../tool/requirements.js";
 import { PermissionRuleSchema, type PermissionRule } from "../policy/rules.js";
 import { packageRoot, toolhostHome } from "../config/paths.js";
+import { BudgetSchema, type BudgetLimits } from "../config/budget.js";
 import { requirementProblems } from "./extension-check.js";
 import type { LoadProblem } from "./loader.js";
 
@@ -34,6 +35,10 @@ export const ProfileFileSchema = z
     requires: RequirementSetSchema.optional(),
     /** The manifest's permission rules (policy/ruleset.ts): a deny here can never be overridden. */
     permissions: z.array(PermissionRuleSchema).optional(),
+    /** The profile's hooks, as written: host/hooks/ checks each entry on its own, so a bad one never costs the profile. */
+    hooks: z.unknown().optional(),
+    /** The session's caps (config/budget.ts): replace the user config's; a trusted project may only lower them. */
+    budget: BudgetSchema.optional(),
   })
   .strict();
 
@@ -46,6 +51,10 @@ export interface Profile {
   requires: RequirementSet;
   /** The manifest's permission rules (policy/ruleset.ts): a deny here can never be overridden. */
   permissions: PermissionRule[];
+  /** Its `hooks`, as written (host/hooks/config.ts reads them). */
+  hooks?: unknown;
+  /** The profile's budget (config/budget.ts), over the user config's. */
+  budget?: BudgetLimits;
   /** Where its profile.json is; null for the fallback used when a profile cannot be loaded. */
   dir: string | null;
   origin: "user" | "shipped" | "fallback";
@@ -126,6 +135,8 @@ async function readProfileFolder(dir: string, name: string, origin: "user" | "sh
       tools: { enable: data.tools?.enable, disable: data.tools?.disable ?? [], kinds: data.tools?.kinds },
       requires: data.requires ?? {},
       permissions: data.permissions ?? [],
+      ...(data.hooks !== undefined ? { hooks: data.hooks } : {}),
+      ...(data.budget ? { budget: data.budget } : {}),
       dir,
       origin,
       toolDirs: [path.join(dir, "tools")],

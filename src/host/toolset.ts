@@ -19,6 +19,7 @@ import { checkTrust } from "./trust.js";
 import type { ContentChange, ContentSnapshot } from "./trust-contents.js";
 import { loadProfileWatchdog } from "./watchdog-module.js";
 import type { Watchdog } from "../policy/watchdog.js";
+import { Hooks } from "./hooks/engine.js";
 
 export interface ToolsetOptions {
   /** The session's workspace (resolved at its start; a folder is resolved here): its `.toolhost/tools/` are the project's tools. */
@@ -58,6 +59,8 @@ export interface Toolset {
   configFile: ConfigFile;
   /** …and its keys, validated. */
   config: LoadedConfig;
+  /** The session's lifecycle hooks (user → profile → a trusted project's; host/hooks/). */
+  hooks: Hooks;
 }
 
 /** Why the profile leaves a tool out (`enable` is an allowlist, then `disable`, then `kinds`), or null. */
@@ -197,6 +200,17 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const { registry, disabled } = applyProfile(profile, found.placed.values());
   errors.push(...unknownProfileIds(profile, found.offeredIds));
 
+  const levels = { config: "user", profile: "profile", project: "project" } as const;
+  const hooks = Hooks.load(workspace, {
+    config,
+    configFile,
+    profile: { hooks: profile.hooks, ...(profile.dir ? { file: path.join(profile.dir, "profile.json") } : {}) },
+    trusted,
+    userHome: options.userHome,
+    extensions: found.hooks.map((h) => ({ file: h.file, level: levels[h.origin], hooks: h.hooks })),
+  });
+  errors.push(...hooks.problems);
+
   const skills = await discoverSkills({ cwd: workspace, profileDirs: profile.skillDirs, home, userHome: options.userHome, trusted });
 
   const head = {
@@ -218,5 +232,6 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
     contents,
     configFile,
     config,
+    hooks,
   };
 }

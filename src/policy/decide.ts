@@ -1,7 +1,7 @@
 import { isInsideAny, displayPath } from "../tool/paths.js";
 import type { Decision, PolicyCall, ToolCallRequest } from "./call.js";
 import { commandFacts, type CommandFacts } from "./command-facts.js";
-import { modeAction, type ModeId, type PolicyAction } from "./modes.js";
+import { modeAction, readsOnly, type ModeId, type PolicyAction } from "./modes.js";
 import { describeRule, explainRules, type SourcedRule, type TargetExplanation } from "./ruleset.js";
 import { alwaysScope, type AlwaysScope, type SessionRules } from "./session-rules.js";
 import type { Watchdog, WatchdogManifest, WatchdogVerdict } from "./watchdog.js";
@@ -43,8 +43,8 @@ export interface SandboxState {
   reason?: string;
 }
 
-/** Which layer decided (the hooks of a later issue add theirs). */
-export type PolicyLayerId = "rule" | "watchdog" | "sandbox" | "mode" | "guard";
+/** Which layer decided. */
+export type PolicyLayerId = "rule" | "watchdog" | "sandbox" | "mode" | "guard" | "hook";
 
 /** What one layer says when it speaks: the first layer that speaks decides. */
 export interface LayerVerdict {
@@ -146,9 +146,10 @@ function commandGuard(rules: readonly SourcedRule[], call: PolicyCall): SourcedR
   return rules.find((r) => r.action === "deny" && speaks(r)) ?? rules.find((r) => r.action === "ask" && speaks(r));
 }
 
-/** Whether the call runs commands: it names command lines, or its tool declares shell access. */
+/** Whether the call runs commands: it names command lines, or its tool declares shell access (and the call does more than read). */
 export function runsCommands(call: ToolCallRequest): boolean {
-  return call.targets.commands.length > 0 || (call.tool.requires?.shell?.length ?? 0) > 0;
+  if (call.targets.commands.length > 0) return true;
+  return (call.tool.requires?.shell?.length ?? 0) > 0 && !(call.targets.readOnly === true && readsOnly(call));
 }
 
 /** The sandbox as it concerns the call: whether it makes the call ask in every mode, and why. */
@@ -256,21 +257,40 @@ const modeDecides: PolicyLayer = async ({ mode, call, roots, rules, facts }) => 
   return modeRefusal(mode, call);
 };
 
+/** A hook's verdict on a call as layers, each put in its place by `layersWithHook`. */
+export interface HookLayers {
+  deny?: PolicyLayer;
+  ask?: PolicyLayer;
+  allow?: PolicyLayer;
+}
+
 /**
  * The layers in order; the first that speaks decides. Refusals first (rules, watchdog, mode),
  * then what asks in every mode (sandbox, watchdog, the guard), then the rules' allow or ask, then
- * the mode. A hook is one more entry.
+ * the mode. A hook's verdict sits where it cannot loosen anything but the mode: its deny right
+ * after the rules' (a deny rule keeps its own reason); its ask after the sandbox's and the
+ * watchdog's (it holds in every mode, a remembered "always" included); its allow after the rules'
+ * allow or ask, so it skips only the mode's question (an ask rule still asks, as in Claude Code).
  */
-export const POLICY_LAYERS: readonly PolicyLayer[] = [
-  ruleDenies,
-  watchdogDenies,
-  modeDenies,
-  sandboxAsks,
-  watchdogAsks,
-  guardAsks,
-  ruleDecides,
-  modeDecides,
-];
+export function layersWithHook(hook: HookLayers = {}): readonly PolicyLayer[] {
+  const some = (layer: PolicyLayer | undefined) => (layer ? [layer] : []);
+  return [
+    ruleDenies,
+    ...some(hook.deny),
+    watchdogDenies,
+    modeDenies,
+    sandboxAsks,
+    watchdogAsks,
+    ...some(hook.ask),
+    guardAsks,
+    ruleDecides,
+    ...some(hook.allow),
+    modeDecides,
+  ];
+}
+
+/** The layers without a hook. */
+export const POLICY_LAYERS: readonly PolicyLayer[] = layersWithHook();
 
 /** What the rules say, with the guard: the parser loads (wasm) only when there are rules. */
 async function readRules(call: ToolCallRequest, options: DecideOptions, facts: () => Promise<CommandFacts>, parsed: boolean) {

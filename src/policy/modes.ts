@@ -38,13 +38,22 @@ export function isKindVisible(mode: ModeId, kind: ToolKind, id?: string): boolea
   return mode !== "read-only" || isReadOnlyKind(kind) || (id !== undefined && USER_FACING_TOOLS.has(id));
 }
 
+/**
+ * Whether the call only reads: a tool of a read-only kind, or a call whose targets say so (the
+ * `process` tool's list, get and output), unless it names command lines or leaves the sandbox.
+ */
+export function readsOnly(call: PolicyCall): boolean {
+  if (isReadOnlyKind(call.tool.kind)) return true;
+  return call.targets.readOnly === true && call.targets.commands.length === 0 && call.targets.unsandboxed !== true;
+}
+
 /** The session mode's verdict on a call, before remembered answers are consulted. */
 export function modeAction(mode: ModeId, call: PolicyCall, roots: readonly string[]): PolicyAction {
   if (USER_FACING_TOOLS.has(call.tool.id)) return "allow";
   // A read-only call that reaches a host (web_fetch) changes nothing here, but its URL can carry
   // data out: every mode but full asks (an allow rule or an "always" answer for the host covers it).
-  if (isReadOnlyKind(call.tool.kind) && call.targets.hosts.length > 0) return mode === "full" ? "allow" : "ask";
-  if (isReadOnlyKind(call.tool.kind)) return "allow";
+  if (readsOnly(call) && call.targets.hosts.length > 0) return mode === "full" ? "allow" : "ask";
+  if (readsOnly(call)) return "allow";
   switch (mode) {
     case "read-only":
       return "deny";

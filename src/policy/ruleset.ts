@@ -6,8 +6,8 @@ import { projectConfigPath } from "../config/project-permissions.js";
 import { readConfigTextSync } from "../config/safe-read.js";
 import { loadUserConfig, type LoadedConfig } from "../config/schema.js";
 import { asWorkspace, type Workspace } from "../config/workspace.js";
-import { isReadOnlyKind } from "../tool/kinds.js";
 import type { PolicyCall } from "./call.js";
+import { readsOnly } from "./modes.js";
 import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
 
 // The permission ruleset (issue 11 §1). A rule is (permission, pattern, action):
@@ -22,7 +22,8 @@ import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
 //    the tool id, `*` or a capability the call exercises (its targets' or its tool's declared
 //    `shell`/`net`); any other pattern covers the targets it matches, when its permission is the
 //    tool id, `*` or that target's capability (a path is fs.write for edit/delete/move tools,
-//    fs.read otherwise; a command is shell.run; a host is net.fetch).
+//    fs.read otherwise; a command is shell.run; a host is net.fetch). Rules naming `bash` also
+//    speak for the command lines of `process` (COMMANDS_AS).
 // 1. A covering `deny` from the manifest (the profile) decides, whatever else matches: no other
 //    source can turn it into an allow.
 // 2. Otherwise the most specific covering rule decides that target: a tool id beats a capability,
@@ -96,7 +97,7 @@ interface Target {
 
 /** What the call touches, each with the capability it exercises. */
 function targetsOf(call: PolicyCall, ctx: RulesetContext): Target[] {
-  const writes = !isReadOnlyKind(call.tool.kind) && call.tool.kind !== "execute";
+  const writes = !readsOnly(call) && call.tool.kind !== "execute";
   const runs = call.targets.commands.length > 0;
   const out: Target[] = [];
   for (const p of call.targets.paths) {
@@ -169,12 +170,22 @@ function patternMatches(rule: SourcedRule, target: Target, ctx: RulesetContext):
 }
 
 /**
+ * Tools whose command lines are judged as another tool's too: a `process` start runs its line as
+ * bash does, so rules naming `bash` speak for it (a deny for `bash "git push*"` is not walked
+ * around by starting the push in the background); rules naming `process` speak for it alone.
+ */
+const COMMANDS_AS: Readonly<Record<string, string>> = { process: "bash" };
+
+/**
  * Whether a rule speaks about a target. A `*` pattern covers the whole call (every primary
  * target) when its permission is the tool, `*` or one of the call's capabilities; any other
  * pattern covers a target it matches, when its permission is the tool, `*` or that target's capability.
  */
 function covers(rule: SourcedRule, call: PolicyCall, capabilities: Set<string>, target: Target, ctx: RulesetContext): boolean {
-  const forTool = rule.permission === "*" || rule.permission === call.tool.id;
+  const forTool =
+    rule.permission === "*" ||
+    rule.permission === call.tool.id ||
+    (target.kind === "command" && COMMANDS_AS[call.tool.id] === rule.permission);
   if (rule.pattern === "*") return target.primary && (forTool || capabilities.has(rule.permission));
   return (forTool || rule.permission === target.capability) && patternMatches(rule, target, ctx);
 }

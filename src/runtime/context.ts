@@ -6,6 +6,7 @@ import { ScopedFs } from "./fs/scoped.js";
 import { ScopedNet } from "./net.js";
 import { ScopedSearch } from "./search/scoped.js";
 import type { RuntimeSession } from "./session.js";
+import { ScopedProcesses } from "./shell/scoped-processes.js";
 import { ScopedShell, type CallGrant } from "./shell/scoped.js";
 
 export interface ToolContextOptions {
@@ -28,6 +29,21 @@ export function createToolContext(options: ToolContextOptions): ToolContext {
   const scope = session.scope(options.requires);
   const fs = new ScopedFs({ scope, workspace: session.workspace, route: session.route, unlistedRoots: [session.sidecars.dir] });
   const emit = options.emit ?? (() => {});
+  const shell = new ScopedShell({
+    scope,
+    backend: session.shell,
+    fs,
+    workspace: session.workspace,
+    roots: session.roots,
+    sidecarDir: session.sidecars.dir,
+    signal,
+    sidecars: session.sidecars,
+    toolId,
+    emit,
+    transform: session.spawnTransform,
+    grant: options.grant,
+    processes: session.processes,
+  });
   return {
     toolId,
     callId,
@@ -37,20 +53,8 @@ export function createToolContext(options: ToolContextOptions): ToolContext {
     session,
     signal,
     fs,
-    shell: new ScopedShell({
-      scope,
-      backend: session.shell,
-      fs,
-      workspace: session.workspace,
-      roots: session.roots,
-      sidecarDir: session.sidecars.dir,
-      signal,
-      sidecars: session.sidecars,
-      toolId,
-      emit,
-      transform: session.spawnTransform,
-      grant: options.grant,
-    }),
+    shell,
+    processes: new ScopedProcesses({ scope, table: session.processes, shell, signal, toolId }),
     search: new ScopedSearch(fs, session.route, session.workspace, signal),
     net: new ScopedNet(scope, signal, session.net),
     sidecars: session.sidecars,

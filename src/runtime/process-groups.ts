@@ -1,7 +1,8 @@
 import * as fsp from "node:fs/promises";
+import treeKill from "tree-kill";
 
-// Process groups as the shell backend and the MCP stdio servers use them: each child leads a
-// group of its own, so a whole tree can be signalled and waited for at once.
+// Process groups as the shell backends (a command, a background process) and the MCP stdio servers
+// use them: each child leads a group of its own, so a whole tree can be signalled and waited for at once.
 
 /** Whether any process of the group exists (zombies included). */
 export function groupExists(pgid: number): boolean {
@@ -30,4 +31,48 @@ export async function groupHasLiveMembers(pgid: number): Promise<boolean> {
     if (Number(fields[2]) === pgid && fields[0] !== "Z") return true;
   }
   return false;
+}
+
+/** Sends `signal` to every process of the group; a group that is gone is not an error. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+/**
+ * SIGTERM to the group of a live leader and, through tree-kill, to descendants that left it. The
+ * group is frozen first: while tree-kill walks the tree from the leader nobody can exit or reap,
+ * so descendants that left the group are still linked to it; then the whole group gets SIGTERM at
+ * once, before the leader can see its children die and exit 0.
+ */
+export function terminateTree(pgid: number): void {
+  signalGroup(pgid, "SIGSTOP");
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    clearTimeout(fallback);
+    signalGroup(pgid, "SIGTERM");
+    signalGroup(pgid, "SIGCONT");
+  };
+  // If the walk (ps) hangs, the group must not stay frozen.
+  const fallback = setTimeout(release, 1000);
+  treeKill(pgid, "SIGTERM", release);
+}
+
+/** SIGKILL to the group and, while its leader lives, to descendants that left it. */
+export function killTree(pgid: number, leaderAlive: boolean): void {
+  signalGroup(pgid, "SIGKILL");
+  if (leaderAlive) treeKill(pgid, "SIGKILL", () => undefined);
+}
+
+/** Resolves once the group has no live member, or after `limitMs`. */
+export async function waitForGroupExit(pgid: number, limitMs: number): Promise<void> {
+  const deadline = performance.now() + limitMs;
+  while ((await groupHasLiveMembers(pgid)) && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }

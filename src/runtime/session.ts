@@ -12,6 +12,7 @@ import { compileScope, type CompiledScope, type ScopeVariables } from "./scope.j
 import { LocalShell } from "./shell/local.js";
 import type { ShellBackend } from "./shell/backend.js";
 import type { SpawnTransform } from "./shell/scoped.js";
+import { SessionProcesses } from "./shell/processes.js";
 import { SessionSidecars, sidecarRoot } from "./sidecars.js";
 
 export interface RuntimeSessionOptions {
@@ -67,6 +68,8 @@ export class RuntimeSession implements SessionState {
   readonly spawnTransform?: SpawnTransform;
   /** Every tool's fetch goes through it: no private address unless a rule names the host. */
   readonly net: NetGuard;
+  /** The session's background processes (the `process` tool's), their output in the sidecar folder. */
+  readonly processes: SessionProcesses;
   private readonly vars: ScopeVariables;
   private readonly router: (abs: string, fallback: FsBackend) => FsBackend;
   private readonly scopes = new Map<string, CompiledScope>();
@@ -92,6 +95,7 @@ export class RuntimeSession implements SessionState {
     this.sidecars = options.sidecarDir
       ? new SessionSidecars(path.resolve(options.sidecarDir))
       : new SessionSidecars(path.join(root, this.id.replace(/[^a-zA-Z0-9_-]/g, "_")), {}, root);
+    this.processes = new SessionProcesses(() => this.sidecars.folder());
     // On disk a root may sit behind a symlink (/tmp → /private/tmp): allow both spellings (a
     // Workspace resolved them already).
     const onDisk = this.fs.kind === "node";
@@ -157,10 +161,12 @@ export class RuntimeSession implements SessionState {
   }
 
   /**
-   * Removes the session's sidecar files (unless their folder was handed in) and ends what its
-   * spawn transform keeps (a sandbox's proxies) and its fetch connections.
+   * Stops the background processes (their trees, then their output rings go), then ends what the
+   * spawn transform keeps (a sandbox's proxies, which a process with allowed hosts used until
+   * now) and the fetch connections, and removes the sidecar files (unless their folder was handed in).
    */
   async close(): Promise<void> {
+    await this.processes.close();
     await this.spawnTransform?.close?.();
     await this.net.close();
     if (!this.keepSidecars) await this.sidecars.remove();

@@ -266,6 +266,12 @@ export class SessionSidecars implements Sidecars {
     this.budget.take(sizes.reduce((a, b) => a + b, 0));
   }
 
+  /** The folder, made (and its root checked) on first use: for files a tool keeps itself (a background process's output rings). */
+  async folder(): Promise<string> {
+    await this.ensureDir();
+    return this.dir;
+  }
+
   private nextPath(toolId: string): string {
     this.seq += 1;
     return path.join(this.dir, `${toolId}-${String(this.seq).padStart(4, "0")}.txt`);

@@ -91,6 +91,86 @@ export interface ToolShell {
   exec(cmd: string, args: string[], options?: ShellRunOptions): Promise<ShellResult>;
 }
 
+export type ProcessStream = "stdout" | "stderr";
+
+/** A background process of the session (started through `ctx.processes.start`), as it is now. */
+export interface ProcessInfo {
+  /** The session's id for it (`p1`, `p2`…). */
+  id: string;
+  /** The name given at start, if any: calls may use it in place of the id. */
+  name?: string;
+  /** The command line as asked. */
+  command: string;
+  cwd: string;
+  /** The process toolhost started (the leader of its process group; the sandbox's, when sandboxed). */
+  pid: number;
+  /** `stopped`: ended by `stop` or the session's end; `exited`: ended on its own. */
+  status: "running" | "exited" | "stopped";
+  exit_code: number | null;
+  signal: string | null;
+  started_at: string;
+  ended_at?: string;
+  /** Bytes written so far to each stream (the rings keep the last of them). */
+  stdout_bytes: number;
+  stderr_bytes: number;
+  /** Set when it runs inside the OS sandbox. */
+  sandboxed?: boolean;
+  /** What the sandbox had to say once it ended (a protected path moved to quarantine). */
+  notice?: string;
+}
+
+/** A stretch of one stream's output. */
+export interface ProcessOutput {
+  text: string;
+  /** The offset (bytes since the process started) of the first byte read. */
+  offset: number;
+  /** Where reading goes on from: the next call's `offset`. A character cut by the bounds is left for it. */
+  next_offset: number;
+  /** Bytes before `offset` that were asked for but are gone from the ring (it keeps the last ones only). */
+  dropped?: number;
+  /** Bytes already written after `next_offset` (more than one read returns). */
+  more?: number;
+}
+
+export interface ProcessStartOptions {
+  /** Directory to run in (default: the workspace root); checked against the read scope. */
+  cwd?: string;
+  /** A name to refer to it by; unique among the running processes. */
+  name?: string;
+  env?: Record<string, string>;
+}
+
+export interface ProcessWaitOptions {
+  streams: readonly ProcessStream[];
+  /** Wait until this matches output past `offsets` (default: what the rings hold); without it, until the process ends. */
+  pattern?: RegExp;
+  offsets?: Partial<Record<ProcessStream, number>>;
+  timeoutMs: number;
+  /** New output while waiting, as it comes (live output for the editor). */
+  onOutput?: (chunk: string, stream: ProcessStream) => void;
+}
+
+/**
+ * The session's background processes: each in a process group of its own (sandboxed like any
+ * command), stdin a pipe, each stream's output kept in a bounded ring file; at most a few run at
+ * once, and all end with the session. `ref` is an id or a name (the newest process of that name).
+ */
+export interface ToolProcesses {
+  /** Starts a command line (`bash -c`) in the background, checked like `shell.run`; returns once it runs. */
+  start(command: string, options?: ProcessStartOptions): Promise<ProcessInfo>;
+  list(): ProcessInfo[];
+  /** Throws `not_found` for an unknown ref. */
+  get(ref: string): ProcessInfo;
+  /** From `offset`, or the last `tail` bytes (default: from the oldest byte held), at most `maxBytes`. */
+  read(ref: string, stream: ProcessStream, range: { offset?: number; tail?: number; maxBytes: number }): ProcessOutput;
+  /** Waits (bounded, cancelled with the call) for the pattern or the process's end. */
+  wait(ref: string, options: ProcessWaitOptions): Promise<"matched" | "ended" | "timeout">;
+  /** Writes to its stdin (`end`: then closes it); returns the bytes written. */
+  write(ref: string, data: string, options?: { end?: boolean }): Promise<number>;
+  /** SIGTERM to its whole tree, SIGKILL after `graceMs` (default 2 s); returns once it has ended. */
+  stop(ref: string, options?: { graceMs?: number }): Promise<ProcessInfo>;
+}
+
 export interface GrepQuery {
   pattern: string;
   /** Directory or file to search, already accepted by `fs.resolve(…, "read")` or relative to the workspace. */
@@ -217,6 +297,8 @@ export interface ToolContext {
   readonly signal: AbortSignal;
   readonly fs: ToolFs;
   readonly shell: ToolShell;
+  /** The session's background processes (needs the same shell access as running a command line). */
+  readonly processes: ToolProcesses;
   readonly search: ToolSearch;
   readonly net: ToolNet;
   readonly sidecars: Sidecars;

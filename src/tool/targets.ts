@@ -18,6 +18,12 @@ export interface CallTargets {
    * policy then always asks, and only an approved call is granted it.
    */
   unsandboxed?: boolean;
+  /**
+   * This call of a tool of a changing kind only reads: the `process` tool's list, get and output
+   * look at toolhost's own processes. The policy then treats it as a read-only kind (no mode asks,
+   * it runs no commands). Ignored on a call that names command lines or leaves the sandbox.
+   */
+  readOnly?: boolean;
 }
 
 export const NO_TARGETS: CallTargets = Object.freeze({ paths: [], commands: [], hosts: [] }) as CallTargets;
@@ -29,6 +35,7 @@ export function completeTargets(partial: Partial<CallTargets> | undefined): Call
     commands: [...(partial?.commands ?? [])],
     hosts: [...(partial?.hosts ?? [])],
     ...(partial?.unsandboxed === true ? { unsandboxed: true } : {}),
+    ...(partial?.readOnly === true ? { readOnly: true } : {}),
   };
 }
 

@@ -2,13 +2,13 @@ import * as z from "zod";
 import type { ShellResult, ToolContext } from "../tool/context.js";
 import { defineTool } from "../tool/define.js";
 import { selfTruncated } from "../tool/envelope.js";
+import { bashTitle, commandTargets } from "./command-line.js";
 
 export const BASH_DEFAULT_TIMEOUT_MS = 120_000;
 export const BASH_MAX_TIMEOUT_MS = 600_000;
 export const BASH_OUTPUT_BYTES = 200 * 1024;
 /** Live output forwarded to the editor per call; the result keeps head + tail, the sidecar all of it. */
 export const BASH_LIVE_OUTPUT_CHARS = 1024 * 1024;
-const TITLE_CHARS = 120;
 
 const parameters = z
   .object({
@@ -34,15 +34,6 @@ const parameters = z
   });
 
 export type BashResult = ShellResult & { notice?: string };
-
-/** The command's first line, trimmed and shortened: the editor shows what really runs. */
-export function bashTitle(command: string): string {
-  const lines = command.trim().split("\n");
-  const first = (lines[0] ?? "").trim();
-  const more = lines.length > 1;
-  if (first.length > TITLE_CHARS) return `${first.slice(0, TITLE_CHARS - 1)}…`;
-  return more ? `${first} …` : first;
-}
 
 /** Failures that look like the sandbox's walls: a read-only file system, no network, a hidden secret. */
 const SANDBOX_FAILURE =
@@ -92,13 +83,7 @@ export default defineTool({
   shorthand: (text) => ({ command: text }),
   shorthandHint: "a command line",
   // The command line, and the directory it runs in, resolved as the shell will resolve it.
-  async targets(args, ctx) {
-    return {
-      commands: [args.command],
-      paths: [await ctx.fs.resolve(args.workdir ?? ctx.workspace, "read")],
-      ...(args.sandbox === "off" ? { unsandboxed: true } : {}),
-    };
-  },
+  targets: (args, ctx) => commandTargets(args.command, args.workdir, ctx, args.sandbox),
   async execute(args, ctx) {
     const timeoutMs = args.timeout_ms ?? BASH_DEFAULT_TIMEOUT_MS;
     const { sandboxed, notice, ...ran } = await ctx.shell.run(args.command, {

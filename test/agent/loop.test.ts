@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { History } from "../../src/agent/turn/history.js";
 import { batches, resultText, runModelTurn } from "../../src/agent/turn/loop.js";
-import type { TurnObserver, TurnOptions, UsageReport } from "../../src/agent/turn/turn-types.js";
+import { newMeter, type TurnBudget, type TurnObserver, type TurnOptions, type UsageReport } from "../../src/agent/turn/turn-types.js";
 import { modelInfo } from "../../src/agent/model/models.js";
 import type { Authorize } from "../../src/policy/call.js";
 import { builtinRegistry } from "../../src/host/builtins.js";
@@ -149,8 +149,8 @@ describe("the model turn loop", () => {
     expect(opts.history.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     const request = model.doStreamCalls[0]!;
     expect(request.prompt[0]).toEqual({ role: "system", content: "You are a test." });
-    // Every locked tool, in the RFC's order.
-    expect(request.tools?.map((t) => t.name)).toEqual([...LOCKED_TOOL_IDS]);
+    // Every locked tool, in the RFC's order, then the builtin outside the locked set.
+    expect(request.tools?.map((t) => t.name)).toEqual([...LOCKED_TOOL_IDS, "process"]);
     expect(request.tools?.[0]).toMatchObject({
       type: "function",
       inputSchema: { type: "object", properties: { path: { type: "string" } } },
@@ -381,7 +381,7 @@ describe("the model turn loop", () => {
       [...call("m1", "glob", { pattern: "*" }), finish("tool-calls", 1_000_000, 0)],
       [...text("ok"), finish("stop", 1_000_000, 100_000)],
     ]);
-    const meter = { amount: 0 };
+    const meter = newMeter();
     const observer = recorder();
     const info = modelInfo({ id: "anthropic/claude-sonnet-4-5", provider: "anthropic", model: "claude-sonnet-4-5" });
     await runModelTurn(options(model, { info, meter }), observer);
@@ -390,6 +390,64 @@ describe("the model turn loop", () => {
       [200_000, 7.5],
     ]);
     expect(meter.amount).toBeCloseTo(7.5);
+    // What a budget reads: the requests, calls and tokens (input + output) of the turn.
+    expect(meter).toMatchObject({ requests: 2, toolCalls: 1, tokens: 2_100_000 });
+  });
+});
+
+describe("a budget (TurnOptions.budget)", () => {
+  it("is asked before each call: from the first it stops, the step's calls are answered not run, and the turn ends max_turn_requests", async () => {
+    // Three read-only calls in one step: one parallel batch, each checked in the model's order before it starts.
+    const model = scripted([
+      [
+        ...call("m1", "glob", { pattern: "*" }),
+        ...call("m2", "glob", { pattern: "src/*" }),
+        ...call("m3", "glob", { pattern: "*.md" }),
+        finish("tool-calls", 100, 20),
+      ],
+      [...text("never sent"), finish("stop")],
+    ]);
+    const meter = newMeter();
+    const asked: string[] = [];
+    const budget: TurnBudget = {
+      beforeRequest: async () => (asked.push(`request ${meter.requests}`), null),
+      beforeCall: async () => (asked.push(`call ${meter.toolCalls}`), meter.toolCalls >= 2 ? { message: "The cap." } : null),
+      afterRequest: async () => void asked.push("after"),
+    };
+    const observer = recorder();
+    const history = new History();
+    expect(await runModelTurn(options(model, { meter, budget, history }), observer)).toEqual({
+      stopReason: "max_turn_requests",
+      notice: "The cap.",
+    });
+    expect(asked).toEqual(["request 0", "after", "call 0", "call 1", "call 2"]);
+    expect(model.doStreamCalls).toHaveLength(1);
+    expect(meter).toEqual({ amount: 0, requests: 1, toolCalls: 2, tokens: 120 });
+    const third = observer.envelopes.get("call_3")!;
+    expect(third.type === "error" && [third.metadata.error_code, third.error_text]).toEqual(["aborted", "Not run: budget. The cap."]);
+    expect(["call_1", "call_2"].map((id) => observer.envelopes.get(id)!.type)).toEqual(["output", "output"]);
+    // Every call has its result in the history, so the next turn can be sent.
+    const results = history.messages.filter((m) => m.role === "tool").flatMap((m) => m.content);
+    expect(results).toHaveLength(3);
+  });
+
+  it("is asked before each request: a stop there sends nothing more", async () => {
+    const model = scripted([
+      [...call("m1", "glob", { pattern: "*" }), finish("tool-calls")],
+      [...text("never sent"), finish("stop")],
+    ]);
+    const meter = newMeter();
+    const budget: TurnBudget = {
+      beforeRequest: async () => (meter.requests >= 1 ? { message: "One request only." } : null),
+      beforeCall: async () => null,
+      afterRequest: async () => {},
+    };
+    expect(await runModelTurn(options(model, { meter, budget }), recorder())).toEqual({
+      stopReason: "max_turn_requests",
+      notice: "One request only.",
+    });
+    expect(model.doStreamCalls).toHaveLength(1);
+    expect(meter).toMatchObject({ requests: 1, toolCalls: 1 });
   });
 });
 

@@ -195,6 +195,7 @@ describe("what the model is offered", () => {
       "glob",
       "grep",
       "lister",
+      "process",
       "question",
       "read",
       "skill",

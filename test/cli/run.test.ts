@@ -191,6 +191,42 @@ describe("toolhost run", () => {
     expect(cut.stderr).toContain("max_tokens");
   });
 
+  it("stops at --max-tool-calls: the call past it is not run, the turn ends max_turn_requests, exit 1 with the message", async () => {
+    const model = await withModel(
+      ...Array.from({ length: 50 }, (_, i): FakeReply => ({
+        toolCalls: [{ id: `g${i + 1}`, name: "glob", arguments: { pattern: `*${i}` } }],
+      })),
+    );
+    const { code, stdout } = await toolhost(["run", "--json", "--max-tool-calls", "3", "look everywhere"]);
+    expect(code).toBe(1);
+    const all = events(stdout);
+    const message =
+      "Stopped: the session reached its budget of 3 tool calls (--max-tool-calls). The session has made 3 tool calls. Run it again with a higher --max-tool-calls to go on.";
+    expect(all.filter((e) => e.type === "tool_call_end").map((e) => (e.type === "tool_call_end" ? [e.status, e.error ?? ""] : []))).toEqual(
+      [
+        ["completed", ""],
+        ["completed", ""],
+        ["completed", ""],
+        ["failed", `Not run: budget. ${message}`],
+      ],
+    );
+    expect(all).toContainEqual({ type: "message", text: message });
+    expect(all.at(-1)).toEqual({
+      type: "stop",
+      stop_reason: "max_turn_requests",
+      exit_code: 1,
+      session_id: expect.stringMatching(/^cli-/),
+    });
+    expect(model.requests).toHaveLength(4);
+
+    // Text mode: the message and the stop reason on stderr.
+    const text = await toolhost(["run", "--max-turns", "1", "look again"]);
+    expect(text.code).toBe(1);
+    expect(text.stderr).toContain("Stopped: the session reached its budget of 1 model request (--max-turns).");
+    expect(text.stderr).toContain("toolhost: the turn ended: max_turn_requests");
+    expect(model.requests).toHaveLength(5);
+  });
+
   it("exits 2 on bad usage", async () => {
     for (const args of [
       ["run"],
@@ -198,6 +234,9 @@ describe("toolhost run", () => {
       ["run", "a", "b"],
       ["run", "--nope", "x"],
       ["run", "--model", "nope", "x"],
+      ["run", "--max-tool-calls", "0", "x"],
+      ["run", "--max-turns", "2.5", "x"],
+      ["run", "--max-cost-usd", "cheap", "x"],
     ]) {
       const { code, stderr } = await toolhost(args, { model: false });
       expect(code, args.join(" ")).toBe(2);

@@ -42,6 +42,7 @@ describe("toolhost tools", () => {
       ["web_fetch", "fetch"],
       ["skill", "read"],
       ["tool_search", "search"],
+      ["process", "execute"],
     ]);
     for (const t of tools) {
       expect(t.parameters.type).toBe("object");

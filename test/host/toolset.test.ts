@@ -168,6 +168,7 @@ ${toolFile("sneaky")}`,
       ["edit", "the read-only profile disables it"],
       ["bash", "the read-only profile disables it"],
       ["question", "kind other is not among the read-only profile's kinds"],
+      ["process", "the read-only profile disables it"],
       ["shell_thing", "kind execute is not among the read-only profile's kinds"],
     ]);
     expect(readOnly.profile.permissions).toContainEqual({ permission: "bash", pattern: "*", action: "deny" });

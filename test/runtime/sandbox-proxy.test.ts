@@ -400,6 +400,25 @@ describe.skipIf(skipSandbox)("a sandboxed command's network through the proxy", 
     expect(seen).toEqual([`allowed.test:${port}`, `allowed.test:${port}`]);
   });
 
+  it("a background process with allowed hosts reaches them through its proxy for as long as it lives", async () => {
+    const transform = bubblewrapSandbox({ resolveHost, allowedHosts: () => ["allowed.test"], privateHosts: ["allowed.test"] });
+    const session = new RuntimeSession({ workspace: ws, spawnTransform: transform });
+    sessions.push(session);
+    const requires: RequirementSet = { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } };
+    const ctx = createToolContext({ session, toolId: "process", callId: "c", requires, signal: new AbortController().signal });
+    await ctx.processes.start(`while read -r p; do ${curl} http://allowed.test:${port}/$p; echo; done`);
+    await ctx.processes.write("p1", "first\n");
+    expect(await ctx.processes.wait("p1", { streams: ["stdout"], pattern: /GET \/first/, timeoutMs: 15_000 })).toBe("matched");
+    // Other calls come and go (each with its own sandbox); the process's proxy is still there.
+    const other = createToolContext({ session, toolId: "t", callId: "d", requires, signal: new AbortController().signal });
+    expect((await other.shell.run("echo between")).stdout).toBe("between\n");
+    await ctx.processes.write("p1", "second\n");
+    expect(await ctx.processes.wait("p1", { streams: ["stdout"], pattern: /GET \/second/, timeoutMs: 15_000 })).toBe("matched");
+    expect(seen).toEqual([`allowed.test:${port}`, `allowed.test:${port}`]);
+    await session.close();
+    expect(ctx.processes.list().map((p) => p.status)).toEqual(["stopped"]);
+  });
+
   it("refuses the host's loopback through the proxy unless that host is allowed to be private", async () => {
     const { shell: sh } = shell({ allowedHosts: () => ["allowed.test", "127.0.0.1"] });
     const named = await sh.run(`${curl} http://allowed.test:${port}/`);

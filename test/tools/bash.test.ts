@@ -1,7 +1,8 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import bash, { BASH_LIVE_OUTPUT_CHARS, bashTitle, type BashResult } from "../../src/tools/bash.js";
+import bash, { BASH_LIVE_OUTPUT_CHARS, type BashResult } from "../../src/tools/bash.js";
+import { bashTitle } from "../../src/tools/command-line.js";
 import type { ToolEvent } from "../../src/tool/context.js";
 import { call, diskWorkspace, errorOf, output, sleepMarker, survivors, useWorkspace } from "../helpers.js";
 

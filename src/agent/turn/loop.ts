@@ -8,7 +8,7 @@ import { stepCost } from "../model/models.js";
 import { classifyProviderError, providerErrorMessage } from "../model/provider-errors.js";
 import { declareTools, requestStep, type Step, type StepCall } from "./step.js";
 import { runToolCall } from "./tool-runner.js";
-import type { ToolOffer, TurnObserver, TurnOptions, TurnResult, TurnStopReason, UsageReport } from "./turn-types.js";
+import type { BudgetStop, ToolOffer, TurnObserver, TurnOptions, TurnResult, TurnStopReason, UsageReport } from "./turn-types.js";
 
 // The model turn: one model request at a time, tools declared without `execute`, every call
 // run by us through runToolCall → invoke, so approvals, ordering and reporting stay ours.
@@ -70,12 +70,33 @@ function resultPart(call: StepCall, envelope: Envelope, takesImages: boolean): T
   return { ...base, output: envelope.type === "error" ? { type: "error-text", value } : { type: "text", value } };
 }
 
-/** Runs a step's calls: read-only batches in parallel, the rest in the model's order. */
-async function runCalls(opts: TurnOptions, observer: TurnObserver, calls: StepCall[], offer?: ToolOffer): Promise<ToolResultPart[]> {
+/**
+ * Runs a step's calls: read-only batches in parallel, the rest in the model's order. The budget is
+ * asked before each call; from the first it stops, the step's calls are answered "not run".
+ */
+async function runCalls(
+  opts: TurnOptions,
+  observer: TurnObserver,
+  calls: StepCall[],
+  offer?: ToolOffer,
+): Promise<{ results: ToolResultPart[]; stop: BudgetStop | null }> {
   const envelopes = new Map<StepCall, Envelope>();
+  let stop: BudgetStop | null = null;
   for (const batch of batches(calls, (c) => isReadOnlyKind(c.info.kind))) {
+    const allowed: StepCall[] = [];
+    for (const call of batch) {
+      stop ??= (await opts.budget?.beforeCall(opts.tools.signal)) ?? null;
+      if (stop) {
+        const envelope = errorEnvelope("aborted", `Not run: budget. ${stop.message}`, 0);
+        await observer.done(call.info.callId, envelope, call.info);
+        envelopes.set(call, envelope);
+        continue;
+      }
+      allowed.push(call);
+      if (opts.meter) opts.meter.toolCalls += 1;
+    }
     await Promise.all(
-      batch.map(async (call) => {
+      allowed.map(async (call) => {
         const envelope = await runToolCall(
           opts.tools,
           { callId: call.info.callId, toolId: call.toolName, args: call.input, announced: true, inputError: call.inputError },
@@ -85,7 +106,7 @@ async function runCalls(opts: TurnOptions, observer: TurnObserver, calls: StepCa
       }),
     );
   }
-  return calls.map((call) => resultPart(call, envelopes.get(call) as Envelope, takesResultImages(opts)));
+  return { results: calls.map((call) => resultPart(call, envelopes.get(call) as Envelope, takesResultImages(opts))), stop };
 }
 
 /** Closes calls that will not run (the request failed, was cancelled or cut off); returns results for the complete ones. */
@@ -162,6 +183,7 @@ async function reportUsage(opts: TurnOptions, observer: TurnObserver, usage: Lan
   const write = usage?.inputTokenDetails?.cacheWriteTokens ?? 0;
   if (read || write) report.cache = { read, write };
   const cost = input !== undefined ? stepCost(opts.info, { input, output, cachedInput: read, cacheWrite: write }) : undefined;
+  if (opts.meter) opts.meter.tokens += used;
   if (cost !== undefined && opts.meter) {
     opts.meter.amount += cost;
     report.cost = { amount: Math.round(opts.meter.amount * 1e6) / 1e6, currency: "USD" };
@@ -188,6 +210,12 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
   let used = opts.contextUsed;
   let overflowCompacted = false;
   for (let request = 1; ; request++) {
+    // The session's caps (agent/budget.ts), before anything of this request is spent; it may ask the user.
+    if (opts.budget) {
+      const budgetStop = await opts.budget.beforeRequest({ modelId: opts.modelId, priced: opts.info.price !== undefined }, signal);
+      if (signal.aborted) return { stopReason: "cancelled" };
+      if (budgetStop) return { stopReason: "max_turn_requests", notice: budgetStop.message };
+    }
     // Decided per request: tools wired by tool_search (or added by an MCP server) count from the next one.
     const offer = opts.offer?.();
     const tools = fixed ?? declareTools(offer?.declarations ?? []);
@@ -197,6 +225,7 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
     // (The usage of the next response replaces `used`, so it need not be reset here.)
     if (opts.compaction !== false && inContext > COMPACT_AT * opts.info.contextWindow)
       await compactTurnHistory(opts, observer, signal, false);
+    if (opts.meter) opts.meter.requests += 1;
     const step = await requestStep(requestOpts, observer, tools);
     // A provider that says the context is too long: compact once and ask again, instead of ending the turn.
     if (step.outcome === "error" && !step.emitted && !overflowCompacted && opts.compaction !== false && isContextOverflow(step.error)) {
@@ -223,6 +252,7 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
     }
     opts.history.addAssistant(step.messages ?? []);
     used = await reportUsage(opts, observer, step.usage);
+    await opts.budget?.afterRequest();
     const stop = stopReasonOf(step.finishReason);
     if (step.calls.length === 0 || stop !== "end_turn") {
       // A response cut off by the token limit or a refusal: its calls are not run, but answered.
@@ -232,8 +262,10 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
       return { stopReason: stop };
     }
     await closeUnfinished(step, observer);
-    opts.history.addToolResults(await runCalls(opts, observer, step.calls, offer));
+    const ran = await runCalls(opts, observer, step.calls, offer);
+    opts.history.addToolResults(ran.results);
     if (signal.aborted) return { stopReason: "cancelled" };
+    if (ran.stop) return { stopReason: "max_turn_requests", notice: ran.stop.message };
     if (request >= maxRequests) return { stopReason: "max_turn_requests" };
   }
 }

@@ -43,9 +43,41 @@ export interface TurnObserver extends ToolCallObserver {
   compaction?(event: CompactionEvent): void | Promise<void>;
 }
 
-/** The session's running cost, carried from turn to turn. */
+/**
+ * What the session has used, carried from turn to turn; a subagent adds to its parent's (shared).
+ * The loop counts; a budget (agent/budget.ts) reads it.
+ */
 export interface CostMeter {
+  /** Cost in USD, of the requests whose model has a known price. */
   amount: number;
+  /** Model requests made (agent turns; a compaction's summary is not one). */
+  requests: number;
+  /** Tool calls run. */
+  toolCalls: number;
+  /** Tokens used (input + output of each request; the estimate when a provider reports none). */
+  tokens: number;
+}
+
+/** A new meter, at zero. */
+export function newMeter(): CostMeter {
+  return { amount: 0, requests: 0, toolCalls: 0, tokens: 0 };
+}
+
+/** Why a budget stops the turn: said to the user, and in the result of each call it leaves unrun. */
+export interface BudgetStop {
+  message: string;
+}
+
+/**
+ * The session's caps as the loop sees them (agent/budget.ts implements it): asked before each model
+ * request and each tool call; null lets it go on. It may ask the user first, so it takes the turn's
+ * signal. The loop counts on the meter; this decides.
+ */
+export interface TurnBudget {
+  beforeRequest(model: { modelId: string; priced: boolean }, signal: AbortSignal): Promise<BudgetStop | null>;
+  beforeCall(signal: AbortSignal): Promise<BudgetStop | null>;
+  /** After a request's usage is on the meter (the warning line). */
+  afterRequest(): Promise<void>;
 }
 
 /** A tool as the model is offered it this turn. */
@@ -84,6 +116,8 @@ export interface TurnRequest {
   nextCallId(): string;
   maxRequests?: number;
   meter?: CostMeter;
+  /** The session's caps (shared with its subagents); absent: none. */
+  budget?: TurnBudget;
   /** Tokens in the context at the session's last request (its last usage report), for compaction. */
   contextUsed?: number;
 }
@@ -117,6 +151,8 @@ export interface TurnResult {
   stopReason: TurnStopReason;
   /** A provider failure, stated for the user; the turn then ends with `end_turn`. */
   error?: string;
+  /** Why the turn stopped, for the user (a budget's cap; stop reason `max_turn_requests`). */
+  notice?: string;
 }
 
 export interface RetryPolicy {

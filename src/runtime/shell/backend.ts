@@ -1,4 +1,5 @@
 import type { ShellResult, SidecarWriter, ToolEvent } from "../../tool/context.js";
+import type { ProcessFeed } from "./processes.js";
 
 export interface ShellSpawnOptions {
   cwd: string;
@@ -24,4 +25,11 @@ export interface ShellBackend {
    * asked, what an editor terminal shows (see SpawnRequest.commandAt).
    */
   spawn(file: string, args: string[], options: ShellSpawnOptions & { shellLine?: string; commandAt?: number }): Promise<ShellResult>;
+  /**
+   * Shows a background process the session started (it runs on this machine whatever the backend):
+   * an editor terminal following its output, announced with `emit` as the starting call's
+   * terminal. Subscribes before it first awaits, so the view misses none of the output; resolves
+   * once it is shown. Optional: the local backend shows nothing.
+   */
+  show?(process: ProcessFeed, options: { emit?: (event: ToolEvent) => void }): Promise<void>;
 }

@@ -3,12 +3,11 @@ import * as fsp from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import type { Readable } from "node:stream";
 import type { ResultPromise } from "execa";
-import treeKill from "tree-kill";
 import type { ShellResult, SidecarWriter } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
 import { utf8HeadEnd, utf8TailStart } from "../../tool/truncate.js";
 import type { ShellBackend, ShellSpawnOptions } from "./backend.js";
-import { groupExists, groupHasLiveMembers } from "../process-groups.js";
+import { groupExists, killTree, signalGroup, terminateTree, waitForGroupExit } from "../process-groups.js";
 
 export interface LocalShellOptions {
   /** How long a killed tree gets between SIGTERM and SIGKILL (default 2 s). */
@@ -307,29 +306,11 @@ class Run {
     if (this.killing) return;
     this.killing = true;
     const { pid } = this;
-    if (this.exit !== null) {
-      signalGroup(pid, "SIGTERM");
-    } else {
-      // Freeze the group first: while tree-kill walks the tree from the leader nobody can exit
-      // or reap, so descendants that left the group are still linked to it; then the whole
-      // group gets SIGTERM at once, before the leader can see its children die and exit 0.
-      signalGroup(pid, "SIGSTOP");
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        clearTimeout(fallback);
-        signalGroup(pid, "SIGTERM");
-        signalGroup(pid, "SIGCONT");
-      };
-      // If the walk (ps) hangs, the group must not stay frozen.
-      const fallback = setTimeout(release, 1000);
-      treeKill(pid, "SIGTERM", release);
-    }
+    if (this.exit !== null) signalGroup(pid, "SIGTERM");
+    else terminateTree(pid);
     this.escalateTimer = setTimeout(() => {
       if (!groupExists(pid) && this.exit !== null) return;
-      signalGroup(pid, "SIGKILL");
-      if (this.exit === null) treeKill(pid, "SIGKILL", () => undefined);
+      killTree(pid, this.exit === null);
     }, this.config.killGraceMs);
     // Bounded and self-ending: it outlives the result only while the group is still there.
     this.escalateTimer.unref();
@@ -383,14 +364,6 @@ class Run {
   }
 }
 
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // ESRCH: the group is already gone.
-  }
-}
-
 /** Whether the process itself has exited (a zombie not yet reaped), where /proc can tell. */
 function leaderExited(pid: number): boolean {
   if (process.platform !== "linux") return false;
@@ -399,14 +372,6 @@ function leaderExited(pid: number): boolean {
     return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
   } catch {
     return true;
-  }
-}
-
-/** Resolves once the group has no live member, or after `limitMs`. */
-async function waitForGroupExit(pgid: number, limitMs: number): Promise<void> {
-  const deadline = performance.now() + limitMs;
-  while ((await groupHasLiveMembers(pgid)) && performance.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
 

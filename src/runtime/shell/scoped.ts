@@ -1,8 +1,18 @@
 import { existsSync } from "node:fs";
-import type { ShellResult, ShellRunOptions, ToolShell, ToolFs, Sidecars, ToolEvent } from "../../tool/context.js";
+import type {
+  ProcessInfo,
+  ProcessStartOptions,
+  ShellResult,
+  ShellRunOptions,
+  ToolShell,
+  ToolFs,
+  Sidecars,
+  ToolEvent,
+} from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
 import { shellAllowed, type CompiledScope } from "../scope.js";
 import type { ShellBackend } from "./backend.js";
+import type { SessionProcesses } from "./processes.js";
 
 export const DEFAULT_SHELL_TIMEOUT_MS = 120_000;
 export const DEFAULT_SHELL_OUTPUT_BYTES = 200 * 1024;
@@ -89,6 +99,8 @@ export interface ScopedShellOptions {
   transform?: SpawnTransform;
   /** The call's grant (default: nothing granted). */
   grant?: CallGrant;
+  /** The session's background processes (`start`). */
+  processes?: SessionProcesses;
 }
 
 /** The shell a tool sees: argv checked against the scope's shell requirements, cwd inside the read scope. */
@@ -103,8 +115,34 @@ export class ScopedShell implements ToolShell {
     return this.spawn(cmd, args, options);
   }
 
-  private async spawn(file: string, args: string[], options: ShellRunOptions, shellLine?: string): Promise<ShellResult> {
-    const { scope, backend, fs, workspace, signal, sidecars, toolId, emit, transform } = this.options;
+  /**
+   * A command line started in the background (the session's `processes`): the same checks and
+   * transform as `run` (the sandbox as the local backend runs it: background processes always run
+   * here, whatever the session's backend), then the backend may show it (an editor terminal).
+   */
+  async start(command: string, options: ProcessStartOptions = {}): Promise<ProcessInfo> {
+    const { processes, backend, emit } = this.options;
+    if (!processes) throw new ToolError("unavailable", "This session runs no background processes");
+    processes.checkRoom(options.name);
+    const run = await this.prepare(shellPath(), ["-c", command], options, command, "local");
+    const started = await processes.start({
+      file: run.file,
+      args: run.args,
+      cwd: run.cwd,
+      env: run.env,
+      command,
+      name: options.name,
+      sandboxed: run.sandboxed,
+      settle: run.settle,
+    });
+    // Before anything else can run: the viewer sees the process's output from its first byte.
+    await backend.show?.(started, { emit }).catch(() => undefined);
+    return started.info();
+  }
+
+  /** The scope check (argv, cwd), then the session's transform. */
+  private async prepare(file: string, args: string[], options: ShellRunOptions, shellLine: string | undefined, backendKind: string) {
+    const { scope, fs, workspace, transform } = this.options;
     // A command line is checked as `bash -c <line>` whichever shell runs it.
     const checked = shellLine !== undefined ? "bash" : file;
     if (!shellAllowed(scope, checked, args)) {
@@ -113,7 +151,12 @@ export class ScopedShell implements ToolShell {
     }
     const cwd = await fs.resolve(options.cwd ?? workspace, "read");
     const request: SpawnRequest = { file, args, cwd, env: options.env, shellLine };
-    const run = transform ? await transform(request, this.spawnContext()) : request;
+    return transform ? await transform(request, this.spawnContext(backendKind)) : request;
+  }
+
+  private async spawn(file: string, args: string[], options: ShellRunOptions, shellLine?: string): Promise<ShellResult> {
+    const { backend, signal, sidecars, toolId, emit } = this.options;
+    const run = await this.prepare(file, args, options, shellLine, backend.kind);
     let result: ShellResult;
     try {
       result = await backend.spawn(run.file, run.args, {
@@ -136,8 +179,8 @@ export class ScopedShell implements ToolShell {
     return { ...result, ...(run.sandboxed ? { sandboxed: true } : {}), ...(notice ? { notice } : {}) };
   }
 
-  private spawnContext(): SpawnContext {
-    const { scope, roots, sidecarDir, toolId, backend, grant } = this.options;
-    return { scope, roots, sidecarDir, toolId, backend: backend.kind, unsandboxed: grant?.unsandboxed === true };
+  private spawnContext(backend: string): SpawnContext {
+    const { scope, roots, sidecarDir, toolId, grant } = this.options;
+    return { scope, roots, sidecarDir, toolId, backend, unsandboxed: grant?.unsandboxed === true };
   }
 }

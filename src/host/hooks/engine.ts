@@ -1,0 +1,314 @@
+import os from "node:os";
+import { peekConfig, type ConfigFile } from "../../config/file.js";
+import type { LoadedConfig } from "../../config/schema.js";
+import { asWorkspace, type Workspace } from "../../config/workspace.js";
+import { childEnvironment } from "../../runtime/child-env.js";
+import { readCommandRun, runHookCommand, type HookReply, type HookResult, type SentCall } from "./command.js";
+import { hookFiles, HOOK_LEVELS, parseHooksValue, readHooksFile, type HookProblem, type HookSpec, type ParsedHooks } from "./config.js";
+import {
+  commandPayload,
+  HOOK_EVENTS,
+  matchSubject,
+  type HookEventName,
+  type HookInput,
+  type HookOutcome,
+  type HookOutcomes,
+  type OutcomeBase,
+} from "./events.js";
+import { extensionSpecs, readFunctionReply, type ExtensionHooks } from "./extension.js";
+
+// A session's hooks: every source read once (user → profile → project), and each event's hooks
+// run together, their verdicts resolved in that order: the first block wins.
+
+export interface HooksOptions {
+  /** The user's config as the session read it (its `hooks`, and `sandbox.env` for the commands' environment). */
+  config: LoadedConfig;
+  configFile?: ConfigFile;
+  /** The profile's `hooks` and its profile.json. */
+  profile?: { hooks?: unknown; file?: string };
+  /** Whether the project's hook files may run: a trusted project's only. */
+  trusted: boolean;
+  /** The user's home folder, for `~/.claude/settings.json` (default: os.homedir()). */
+  userHome?: string;
+  /** In-process hooks of the session's extension files, in discovery order. */
+  extensions?: readonly ExtensionHooks[];
+  /** The environment the commands' is filtered from (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A project hook file that was not read: the project is not trusted. */
+export interface WaitingHooks {
+  file: string;
+  count: number;
+}
+
+/**
+ * Where `failClosed` means something: a failed hook refuses the call, blocks the prompt, or keeps
+ * the result from the model (a redacting hook that fails must not let the secret through). At the
+ * other events a failure is only reported: a stop hook that fails does not keep the turn going.
+ */
+const FAILS_CLOSED: ReadonlySet<HookEventName> = new Set(["tool_call", "prompt", "tool_result"]);
+
+const emptyBase = (): OutcomeBase => ({ problems: [], messages: [] });
+
+export class Hooks {
+  /** Each event's hooks in order (user → profile → project). */
+  private readonly byEvent = new Map<HookEventName, HookSpec[]>();
+  /** Failures reported already (hook label and kind): each is said once per session. */
+  private readonly reported = new Set<string>();
+
+  private constructor(
+    /** Every hook, in the order they run. */
+    readonly list: readonly HookSpec[],
+    /** Bad entries, left out. */
+    readonly problems: readonly HookProblem[],
+    /** Entries toolhost does not run (Claude Code events or handler types it lacks). */
+    readonly skipped: readonly HookProblem[],
+    /** Project hook files not read because the project is not trusted. */
+    readonly waiting: readonly WaitingHooks[],
+    private readonly env: Record<string, string>,
+  ) {
+    for (const event of HOOK_EVENTS) {
+      const hooks = list.filter((h) => h.event === event);
+      if (hooks.length) this.byEvent.set(event, hooks);
+    }
+  }
+
+  /** No hooks at all (a toolset built without them). */
+  static none(): Hooks {
+    return new Hooks([], [], [], [], {});
+  }
+
+  /**
+   * Reads every source: the user's `~/.toolhost/config.json` and `~/.claude/settings.json`, the
+   * profile's profile.json, then a trusted project's `.toolhost/config.json` and
+   * `.claude/settings.json`; each level's extension files' hooks after its files.
+   */
+  static load(workspace: string | Workspace, options: HooksOptions): Hooks {
+    const ws = asWorkspace(workspace);
+    const userHome = options.userHome ?? os.homedir();
+    const files = hookFiles({ home: userHome, userHome, project: ws.cwd });
+    const levels: Record<(typeof HOOK_LEVELS)[number], ParsedHooks[]> = {
+      user: [
+        parseHooksValue(options.config.config.hooks, { file: options.config.path, level: "user", claudeFile: false }),
+        readHooksFile(files.user.claude, files.user.roots, "user", true),
+      ],
+      profile: options.profile?.file
+        ? [parseHooksValue(options.profile.hooks, { file: options.profile.file, level: "profile", claudeFile: false })]
+        : [],
+      project: [],
+    };
+    const project = [
+      readHooksFile(files.project.toolhost, files.project.roots, "project", false),
+      readHooksFile(files.project.claude, files.project.roots, "project", true),
+    ];
+    const waiting: WaitingHooks[] = [];
+    if (options.trusted) levels.project.push(...project);
+    else {
+      for (const [i, parsed] of project.entries()) {
+        if (parsed.hooks.length)
+          waiting.push({ file: i === 0 ? files.project.toolhost : files.project.claude, count: parsed.hooks.length });
+      }
+    }
+    const list: HookSpec[] = [];
+    const problems: HookProblem[] = [];
+    const skipped: HookProblem[] = [];
+    for (const level of HOOK_LEVELS) {
+      for (const parsed of levels[level]) {
+        list.push(...parsed.hooks);
+        problems.push(...parsed.problems);
+        skipped.push(...parsed.skipped);
+      }
+      for (const ext of options.extensions ?? []) if (ext.level === level) list.push(...extensionSpecs(ext));
+    }
+    const peek = options.configFile ? peekConfig(options.configFile) : undefined;
+    const env = {
+      ...childEnvironment(options.env ?? process.env, peek?.sandboxEnv ?? []),
+      // bash reads ~/.bashrc when its stdin is a socket (Node's pipes are) and SHLVL says it is a
+      // top-level shell, as if sshd had started it: a hook would pay for (and print) the user's
+      // bashrc on every call. A shell-started parent always has SHLVL; the filter drops it.
+      SHLVL: "1",
+      TOOLHOST_PROJECT_DIR: ws.cwd,
+      CLAUDE_PROJECT_DIR: ws.cwd,
+    };
+    return new Hooks(list, problems, skipped, waiting, env);
+  }
+
+  /** Whether any hook listens to the event (skip building its input when none does). */
+  has(event: HookEventName): boolean {
+    return this.byEvent.has(event);
+  }
+
+  /**
+   * Runs the event's hooks whose matcher fits, all at once, and resolves their answers in order
+   * (user → profile → project): the first block wins. A hook that fails, hangs or answers garbage
+   * is reported once and has no opinion, unless its entry says `failClosed` (then it blocks).
+   */
+  async run<E extends HookEventName>(event: E, input: HookInput<E>, options: { signal?: AbortSignal } = {}): Promise<HookOutcome<E>> {
+    const subject = matchSubject(event, input);
+    // Claude Code runs PostToolUse only after a call that succeeded; toolhost's tool_result hooks see every call.
+    const failed = event === "tool_result" && (input as HookInput<"tool_result">).result.type === "error";
+    const hooks = (this.byEvent.get(event) ?? []).filter((h) => (!subject || h.match(subject)) && !(failed && h.dialect === "claude"));
+    if (!hooks.length) return emptyBase() as HookOutcome<E>;
+    const signal = options.signal ?? new AbortController().signal;
+    const results = await Promise.all(hooks.map((hook) => this.runOne(hook, event, input, signal)));
+    return this.resolve(event, input, hooks, results);
+  }
+
+  private async runOne<E extends HookEventName>(hook: HookSpec, event: E, input: HookInput<E>, signal: AbortSignal): Promise<HookResult> {
+    if (hook.handler.type === "function") return runFunction(hook, event, input, signal);
+    const payload = commandPayload(event, input, hook.dialect);
+    const sent: SentCall | undefined =
+      event === "tool_call"
+        ? { toolId: (input as HookInput<"tool_call">).tool.id, toolInput: payload.tool_input as Record<string, unknown> }
+        : undefined;
+    const run = await runHookCommand(hook.handler.command, JSON.stringify(payload), {
+      cwd: input.cwd,
+      env: this.env,
+      timeoutMs: hook.timeoutMs,
+      signal,
+    });
+    return readCommandRun(run, event, hook.dialect, sent);
+  }
+
+  /** A failure as a reply: a block when the entry fails closed (and the event can block), else none; said once. */
+  private failed(hook: HookSpec, event: HookEventName, failure: string, kind: string, out: OutcomeBase): HookReply | null {
+    const key = `${hook.label}\0${kind}`;
+    const closed = hook.failClosed && FAILS_CLOSED.has(event);
+    if (!this.reported.has(key)) {
+      this.reported.add(key);
+      out.problems.push(
+        `The hook ${hook.label} ${failure}; ${closed ? "its entry says failClosed, so it blocks" : "it counts as no opinion"}.`,
+      );
+    }
+    if (!closed) return null;
+    const reason = `the hook ${hook.label} failed (${failure}) and fails closed`;
+    if (event === "tool_result") return { replace: { value: `The result is withheld: ${reason}.`, withheld: true } };
+    return { decision: "block", reason };
+  }
+
+  private resolve<E extends HookEventName>(event: E, input: HookInput<E>, hooks: HookSpec[], results: HookResult[]): HookOutcome<E> {
+    const base = emptyBase();
+    const replies: [HookSpec, HookReply][] = [];
+    hooks.forEach((hook, i) => {
+      const result = results[i] as HookResult;
+      if ("aborted" in result) return;
+      const reply = "failure" in result ? this.failed(hook, event, result.failure, result.kind, base) : result.reply;
+      if (!reply) return;
+      if (reply.message) base.messages.push(reply.message);
+      if (reply.halt !== undefined) base.halt ??= { reason: reply.halt, source: hook.label };
+      replies.push([hook, reply]);
+    });
+    const context = replies.flatMap(([, r]) => r.context ?? []);
+    const first = (test: (r: HookReply) => boolean) => replies.find(([, r]) => test(r));
+    const blocks = (r: HookReply) => r.decision === "block" || r.decision === "deny";
+    const why = (r: HookReply, fallback: string) => r.reason?.trim() || fallback;
+    const outcomes: { [K in HookEventName]: () => HookOutcomes[K] } = {
+      tool_call: () => {
+        const denied = first(blocks);
+        const asked = first((r) => r.decision === "ask");
+        const allowed = first((r) => r.decision === "allow");
+        const decided = denied ?? asked ?? allowed;
+        const out: HookOutcomes["tool_call"] = { ...base, ...(context.length ? { addContext: context } : {}) };
+        // A hook that ends the turn refuses the call it was asked about, whatever another allowed.
+        if (!denied && base.halt) Object.assign(out, { decision: "deny", reason: base.halt.reason, source: base.halt.source });
+        else if (decided) {
+          out.decision = decided === denied ? "deny" : decided === asked ? "ask" : "allow";
+          out.source = decided[0].label;
+          const reason = decided[1].reason?.trim();
+          if (reason || out.decision === "deny") out.reason = why(decided[1], "the hook refused the call");
+        }
+        const rewrite = out.decision === "deny" ? undefined : first((r) => r.changes !== undefined && !blocks(r));
+        if (rewrite) {
+          const args = { ...(input as HookInput<"tool_call">).args };
+          for (const [key, value] of Object.entries(rewrite[1].changes ?? {})) {
+            if (value === null) delete args[key];
+            else args[key] = value;
+          }
+          out.updatedArgs = args;
+          out.updatedBy = rewrite[0].label;
+        }
+        return out;
+      },
+      prompt: () => {
+        const blocked = first(blocks);
+        const out: HookOutcomes["prompt"] = { ...base, ...(context.length ? { addContext: context } : {}) };
+        if (blocked) return { ...out, block: true, reason: why(blocked[1], "a hook blocked the prompt"), source: blocked[0].label };
+        if (base.halt) return { ...out, block: true, reason: base.halt.reason, source: base.halt.source };
+        return out;
+      },
+      tool_result: () => {
+        const notes = [...replies.filter(([, r]) => blocks(r)).map(([, r]) => why(r, "")), ...context].filter(Boolean);
+        // A hook that failed closed withholds the result whatever another put in its place.
+        const replaced = first((r) => r.replace?.withheld === true) ?? first((r) => r.replace !== undefined);
+        return {
+          ...base,
+          ...(notes.length ? { annotation: notes.join("\n\n") } : {}),
+          ...(replaced ? { replaceModelResult: replaced[1].replace?.value, source: replaced[0].label } : {}),
+        };
+      },
+      stop: () => this.stopOutcome(base, first(blocks)),
+      subagent_stop: () => this.stopOutcome(base, first(blocks)),
+      session_start: () => this.informational(base, replies, context),
+      compact: () => this.informational(base, replies, []),
+      session_end: () => this.informational(base, replies, []),
+    };
+    return outcomes[event]() as HookOutcome<E>;
+  }
+
+  private stopOutcome(base: OutcomeBase, blocked: [HookSpec, HookReply] | undefined): HookOutcomes["stop"] {
+    // A halt ends the turn whatever another hook asked.
+    if (!blocked || base.halt) return base;
+    return { ...base, continue: blocked[1].reason?.trim() || "A stop hook asked you to continue.", source: blocked[0].label };
+  }
+
+  /** Events that cannot block: a block's reason is shown to the user. */
+  private informational(base: OutcomeBase, replies: [HookSpec, HookReply][], context: string[]): OutcomeBase & { addContext?: string[] } {
+    for (const [hook, r] of replies) if (r.decision === "block") base.messages.push(`${hook.label}: ${r.reason ?? "blocked"}`);
+    return context.length ? { ...base, addContext: context } : base;
+  }
+}
+
+/** Calls an in-process handler with the event in toolhost's names, bounded by its timeout. */
+async function runFunction<E extends HookEventName>(
+  hook: HookSpec,
+  event: E,
+  input: HookInput<E>,
+  signal: AbortSignal,
+): Promise<HookResult> {
+  if (hook.handler.type !== "function") throw new Error("not a function hook");
+  const run = hook.handler.run;
+  let timer: NodeJS.Timeout | undefined;
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(signal.reason);
+  if (signal.aborted) return { aborted: true };
+  signal.addEventListener("abort", onAbort, { once: true });
+  // The handler gets its own copy of the arguments (and result): it changes them only by its answer.
+  const seen: Record<string, unknown> = { ...input };
+  if ("args" in input) seen.args = structuredClone((input as HookInput<"tool_call">).args);
+  if ("result" in input) seen.result = structuredClone((input as HookInput<"tool_result">).result);
+  try {
+    const value = await Promise.race([
+      Promise.resolve().then(() => run({ event, ...seen }, { signal: controller.signal })),
+      new Promise<typeof TIMED_OUT>((resolve) => {
+        timer = setTimeout(() => resolve(TIMED_OUT), hook.timeoutMs);
+        controller.signal.addEventListener("abort", () => resolve(TIMED_OUT), { once: true });
+      }),
+    ]);
+    if (signal.aborted) return { aborted: true };
+    if (value === TIMED_OUT) {
+      controller.abort(new Error("the hook timed out"));
+      return { failure: `did not answer within ${hook.timeoutMs / 1000} s`, kind: "timeout" };
+    }
+    const reply = readFunctionReply(value, event);
+    return typeof reply === "string" ? { failure: reply, kind: "garbage" } : { reply };
+  } catch (err) {
+    if (signal.aborted) return { aborted: true };
+    return { failure: `threw: ${err instanceof Error ? err.message : String(err)}`, kind: "error" };
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
+const TIMED_OUT = Symbol("timed out");
