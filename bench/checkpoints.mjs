@@ -4,10 +4,14 @@
 // restores the snapshot before the change; medians over the rounds. Beside them, the baseline: the
 // same change committed by plain git in a copy of the workspace (`git add -A && git commit`, the
 // user's own repository would pay that), and the floor: one `git --version`.
-// Run after `npm run build`: node bench/checkpoints.mjs  (BENCH_ROUNDS, BENCH_FILES)
+// Then the rewind of issue 23 §3 on the same workspace: a recorded session (its real file, its
+// checkpoint entries, 20 history messages a turn) of three prompts that change 10 files each, then
+// `SessionRewind.rewind(prompt 2, "both")` (files restored, the branch entry appended, the history
+// rebuilt from the file), checked to leave the workspace as it was before prompt 2; medians.
+// Run after `npm run build`: node bench/checkpoints.mjs  (BENCH_ROUNDS, BENCH_FILES, BENCH_REWINDS)
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -16,6 +20,10 @@ import { median, timed } from "./lib.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const { openCheckpoints } = await import(path.join(root, "dist", "runtime", "checkpoints", "checkpoints.js"));
+const { SessionRewind } = await import(path.join(root, "dist", "agent", "session-rewind.js"));
+const { SessionRecorder } = await import(path.join(root, "dist", "agent", "record", "session-recorder.js"));
+const { SessionStore } = await import(path.join(root, "dist", "agent", "record", "session-store.js"));
+const REWINDS = Number(process.env.BENCH_REWINDS ?? 7);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const FILES = Number(process.env.BENCH_FILES ?? 2000);
 
@@ -127,6 +135,44 @@ const loose = await ck.diskBytes();
 const packStart = performance.now();
 const packed = await ck.pack();
 const packMs = performance.now() - packStart;
+
+// The rewind of both: three turns of 10 changed files each, recorded as a session records them, then back to before the second.
+const store = new SessionStore(home);
+const recorder = new SessionRecorder(store.writer({ id: "bench-session", cwd: ws }));
+const rewinder = new SessionRewind({ recorder, checkpoints: async () => ({ checkpoints: ck }), moved: () => {} });
+const rewindMs = [];
+const rewindDryMs = [];
+const rewoundFiles = [];
+let turnCount = 0;
+for (let round = 0; round < REWINDS; round++) {
+  const points = [];
+  for (let turn = 0; turn < 3; turn++) {
+    const n = ++turnCount;
+    const { promptId } = recorder.turnStarted(`turn ${n}: change ten files`);
+    points.push(promptId);
+    const before = await ck.snapshot(`before ${n}`);
+    recorder.append({ type: "checkpoint", promptId, before: before.id });
+    const pick = (k) => names[(n * 131 + k * 173) % names.length];
+    for (let k = 0; k < 6; k++) put(pick(k), text(2000));
+    for (let k = 0; k < 2; k++) put(`turn${n}/created${k}.ts`, text(1500));
+    for (let k = 6; k < 8; k++) rmSync(path.join(ws, pick(k)), { force: true });
+    for (let m = 0; m < 10; m++) {
+      recorder.message({ role: "assistant", content: [{ type: "text", text: text(400) }] });
+      recorder.message({ role: "user", content: [{ type: "text", text: text(200) }] });
+    }
+    const after = await ck.snapshot(`after ${n}`);
+    recorder.append({ type: "checkpoint", promptId, before: before.id, after: after.id, files: await ck.changes(before.id, after.id) });
+    recorder.turnEnded("end_turn");
+  }
+  const target = points[1];
+  rewindDryMs.push(await timed(() => rewinder.rewind(target, "both", { dryRun: true })));
+  let outcome;
+  rewindMs.push(await timed(async () => (outcome = await rewinder.rewind(target, "both"))));
+  if (!outcome.applied || outcome.conflicts.length || outcome.failed.length) throw new Error(`rewind ${round}: ${JSON.stringify(outcome)}`);
+  rewoundFiles.push(outcome.files.length);
+}
+const sessionFileBytes = statSync(recorder.file).size;
+recorder.close();
 await ck.close();
 
 const r = (n) => Math.round(n * 10) / 10;
@@ -142,6 +188,9 @@ const result = {
   planMs: r(median(planMs)),
   restore10FilesMs: { median: r(median(restoreMs)), max: r(Math.max(...restoreMs)), target: 1000 },
   gitSpawnFloorMs: r(median(gitFloorMs)),
+  rewindBothMs: { median: r(median(rewindMs)), max: r(Math.max(...rewindMs)), target: 1000, filesPerRewind: median(rewoundFiles) },
+  rewindDryRunMs: r(median(rewindDryMs)),
+  sessionFileBytesAfterRewinds: sessionFileBytes,
   disk: {
     workspaceBytes,
     firstSnapshotBytes: firstDisk,

@@ -31,6 +31,11 @@ Usage:
   toolhost sessions show|delete ID [--json]      one saved session's summary; delete it
   toolhost sessions export ID [--format md|jsonl]
                                                  a readable transcript (md, default) or the raw file
+  toolhost sessions tree ID [--json]             its prompts (numbered), labels and the branches rewinds left
+  toolhost sessions rewind ID --to N|MESSAGE_ID [--files|--conversation] [--dry-run] [--force]
+                                                 put back the files and the conversation (default: both)
+                                                 as they were before prompt N
+  toolhost sessions fork ID [--at N]             a new session from this one (at the end of prompt N's turn)
   toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
   toolhost --version | --help
 
@@ -234,11 +239,18 @@ async function main(argv: string[]): Promise<number> {
       const args = first === undefined || first.startsWith("-") ? rest : more;
       const parsed = parse(
         args,
-        { cwd: { type: "string" }, json: { type: "boolean" }, format: { type: "string" }, limit: { type: "string" } },
+        {
+          ...{ cwd: { type: "string" }, json: { type: "boolean" }, format: { type: "string" }, limit: { type: "string" } },
+          // rewind and fork (commands/session-tree.ts)
+          ...{ to: { type: "string" }, at: { type: "string" }, files: { type: "boolean" }, conversation: { type: "boolean" } },
+          ...{ "dry-run": { type: "boolean" }, force: { type: "boolean" } },
+        },
         action === "list" ? 0 : 1,
       );
       const limit = parsed.values.limit === undefined ? undefined : Number(parsed.values.limit);
       if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) fail("--limit takes a positive whole number");
+      const { files, conversation } = parsed.values;
+      if (files && conversation) fail("sessions rewind takes --files or --conversation (neither: both), not the two");
       const out = guardStdout();
       const { runSessions } = await import("./commands/sessions.js");
       return thenExit(
@@ -249,6 +261,11 @@ async function main(argv: string[]): Promise<number> {
           json: parsed.values.json ?? false,
           format: parsed.values.format,
           limit,
+          to: parsed.values.to,
+          at: parsed.values.at,
+          mode: files ? "files" : conversation ? "conversation" : "both",
+          dryRun: parsed.values["dry-run"] ?? false,
+          force: parsed.values.force ?? false,
           out,
         }),
         out,

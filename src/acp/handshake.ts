@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import path from "node:path";
-import type { InitializeResponse, NewSessionResponse } from "@agentclientprotocol/sdk";
+import type { InitializeResponse, NewSessionResponse, SessionCapabilities } from "@agentclientprotocol/sdk";
 import { modelOptionState } from "../agent/model/model-config.js";
 import { peekConfig, type ConfigFile } from "../config/file.js";
 import { version } from "../config/paths.js";
@@ -22,7 +22,11 @@ export function initializeResponse(): InitializeResponse {
       // session/new's MCP servers: stdio always, streamable HTTP and SSE through the MCP SDK's transports.
       mcpCapabilities: { http: true, sse: true },
       // additionalDirectories: extra workspace roots of a session (new, load, resume), checked like cwd.
-      sessionCapabilities: { close: {}, list: {}, resume: {}, delete: {}, additionalDirectories: {} },
+      // fork: session/fork (unstable ACP; a client whose schema does not know it ignores it: clients
+      // signal nothing for it, acp/rewind.ts).
+      sessionCapabilities: { close: {}, list: {}, resume: {}, delete: {}, additionalDirectories: {}, fork: {} } as SessionCapabilities,
+      // Extension methods (acp/rewind.ts): _session/rewind_points and _session/rewind.
+      _meta: { toolhost: { rewind: { version: 1 } } },
     },
     authMethods: [],
     agentInfo: { name: "toolhost", title: "toolhost", version },

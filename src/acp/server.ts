@@ -16,6 +16,7 @@ import { configOptionRow, modeRefusal, modeState, type ConfigRefusal } from "./m
 import { concat, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { sessionModules } from "./session-modules.js";
 import { withSubagents } from "./subagents.js";
+import { withRewind, type RewindRoutes } from "./rewind.js";
 import type { AcpSession } from "./session.js";
 import type { SessionStore, StoredSession } from "../agent/record/session-store.js";
 import type { SessionHold } from "../agent/record/session-hold.js";
@@ -138,110 +139,133 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
     if (refusal) throw RequestError.invalidParams(refusal.data, refusal.message);
   };
 
-  const app = agent({ name: "toolhost" })
-    .onRequest("initialize", ({ params }): InitializeResponse => {
-      // The stable binding strips unstable capabilities (`subagents`, `plan`): they come from the raw
-      // initialize line the early reader kept.
-      const plan = (early.clientCapabilities as { plan?: unknown } | undefined)?.plan;
-      clientCapabilities = { ...withSubagents(early.clientCapabilities), ...params.clientCapabilities, ...(plan != null ? { plan } : {}) };
-      return initializeResponse();
-    })
-    .onRequest("session/new", ({ params, client }) => {
-      const workspace = sessionWorkspace(params);
-      const id = randomUUID();
-      // Read once: the answer's options and the session's tools, rules, sandbox and MCP servers.
-      const config = readConfigFile();
-      // Loaded after the response goes out, so the answer does not wait for the tools.
-      open(id, workspace, params.mcpServers ?? [], client, config);
-      return newSessionResponse(id, config);
-    })
-    .onRequest("session/set_mode", async ({ params }) => {
-      const h = handle(params.sessionId);
-      refuse(modeRefusal(params.modeId));
-      const session = await h.ready;
-      session.agent.setMode(params.modeId);
-      await session.update({ sessionUpdate: "config_option_update", configOptions: session.configOptions() });
-      return {};
-    })
-    // Each option's check and set are a row of acp/modes.ts's table, as is what the editor is sent.
-    .onRequest("session/set_config_option", async ({ params }) => {
-      const h = handle(params.sessionId);
-      const option = configOptionRow(params.configId);
-      if (!option || typeof params.value !== "string") {
-        throw RequestError.invalidParams({ configId: params.configId }, `Unknown config option ${params.configId}`);
-      }
-      refuse(option.check?.(params.value) ?? null);
-      const session = await h.ready;
-      refuse(await option.set(session, params.value));
-      return { configOptions: session.configOptions() };
-    })
-    .onRequest("session/prompt", async ({ params }) => (await handle(params.sessionId).ready).prompt(params.prompt))
-    .onNotification("session/cancel", async ({ params }) => {
-      const own = sessions.get(params.sessionId);
-      if (own) return (await own.ready).cancel();
-      // Not a session of session/new: a subagent's child session (ACP subagent sessions) cancels that child alone.
-      for (const h of sessions.values()) if ((await h.ready.catch(() => null))?.cancelChild(params.sessionId)) return;
-    })
-    .onRequest("session/close", async ({ params }) => {
-      const h = handle(params.sessionId);
-      sessions.delete(params.sessionId);
-      await (await h.ready).close();
-      return {};
-    })
-    .onRequest("session/load", async ({ params, client }) => {
-      const session = await restoreSession(params.sessionId, sessionWorkspace(params), params.mcpServers ?? [], client, true);
-      return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
-    })
-    .onRequest("session/resume", async ({ params, client }) => {
-      const session = await restoreSession(params.sessionId, sessionWorkspace(params), params.mcpServers ?? [], client, false);
-      return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
-    })
-    .onRequest("session/list", async ({ params }) => {
+  // _session/rewind_points, _session/rewind and session/fork (acp/rewind.ts).
+  const rewindRoutes: RewindRoutes = {
+    session: (sessionId) => handle(sessionId).ready,
+    forkFile: async (sessionId) => {
+      const live = sessions.get(sessionId);
+      if (live) return (await live.ready).agent.fork();
       const store = await sessionStore();
-      let page;
-      try {
-        page = await store.list({ cwd: params.cwd ?? undefined, cursor: params.cursor ?? undefined });
-      } catch (err) {
-        throw RequestError.invalidParams({ cursor: params.cursor }, (err as Error).message);
-      }
-      // Files that cannot be opened stay out of the editor's list (a row it could not load); stderr names them.
-      const broken = page.sessions.filter((s) => s.problem);
-      if (broken.length) {
-        process.stderr.write(
-          `toolhost: session/list leaves out ${broken.length} session file(s) it cannot open (toolhost sessions list shows them):\n` +
-            broken.map((s) => `  ${s.file}: ${s.problem}\n`).join(""),
-        );
-      }
-      return {
-        sessions: page.sessions
-          .filter((s) => !s.problem)
-          .map((s) => ({
-            sessionId: s.id,
-            cwd: s.cwd,
-            ...(s.additionalDirectories?.length ? { additionalDirectories: s.additionalDirectories } : {}),
-            title: s.title ?? null,
-            updatedAt: s.updatedAt,
-          })),
-        ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
-      };
-    })
-    .onRequest("session/delete", async ({ params }) => {
-      const open = sessions.get(params.sessionId);
-      if (open) {
+      const stored = await store.read(sessionId);
+      if (!stored) throw RequestError.sessionNotFound(sessionId);
+      return (await import("../agent/session-rewind.js")).forkStoredSession(store, stored);
+    },
+    resume: (sessionId, params, client) => restoreSession(sessionId, sessionWorkspace(params), params.mcpServers, client, false),
+  };
+
+  // The rewind methods go last: each handler before `initialize` delays its answer (the SDK asks them
+  // in turn), and a request right behind a replayed initialize must find it answered.
+  const app = withRewind(
+    agent({ name: "toolhost" })
+      .onRequest("initialize", ({ params }): InitializeResponse => {
+        // The stable binding strips unstable capabilities (`subagents`, `plan`): they come from the raw
+        // initialize line the early reader kept.
+        const plan = (early.clientCapabilities as { plan?: unknown } | undefined)?.plan;
+        clientCapabilities = {
+          ...withSubagents(early.clientCapabilities),
+          ...params.clientCapabilities,
+          ...(plan != null ? { plan } : {}),
+        };
+        return initializeResponse();
+      })
+      .onRequest("session/new", ({ params, client }) => {
+        const workspace = sessionWorkspace(params);
+        const id = randomUUID();
+        // Read once: the answer's options and the session's tools, rules, sandbox and MCP servers.
+        const config = readConfigFile();
+        // Loaded after the response goes out, so the answer does not wait for the tools.
+        open(id, workspace, params.mcpServers ?? [], client, config);
+        return newSessionResponse(id, config);
+      })
+      .onRequest("session/set_mode", async ({ params }) => {
+        const h = handle(params.sessionId);
+        refuse(modeRefusal(params.modeId));
+        const session = await h.ready;
+        session.agent.setMode(params.modeId);
+        await session.update({ sessionUpdate: "config_option_update", configOptions: session.configOptions() });
+        return {};
+      })
+      // Each option's check and set are a row of acp/modes.ts's table, as is what the editor is sent.
+      .onRequest("session/set_config_option", async ({ params }) => {
+        const h = handle(params.sessionId);
+        const option = configOptionRow(params.configId);
+        if (!option || typeof params.value !== "string") {
+          throw RequestError.invalidParams({ configId: params.configId }, `Unknown config option ${params.configId}`);
+        }
+        refuse(option.check?.(params.value) ?? null);
+        const session = await h.ready;
+        refuse(await option.set(session, params.value));
+        return { configOptions: session.configOptions() };
+      })
+      .onRequest("session/prompt", async ({ params }) => (await handle(params.sessionId).ready).prompt(params.prompt))
+      .onNotification("session/cancel", async ({ params }) => {
+        const own = sessions.get(params.sessionId);
+        if (own) return (await own.ready).cancel();
+        // Not a session of session/new: a subagent's child session (ACP subagent sessions) cancels that child alone.
+        for (const h of sessions.values()) if ((await h.ready.catch(() => null))?.cancelChild(params.sessionId)) return;
+      })
+      .onRequest("session/close", async ({ params }) => {
+        const h = handle(params.sessionId);
         sessions.delete(params.sessionId);
-        await (await open.ready).close();
-      }
-      // Deleting what is not there leaves it not there: an unknown id succeeds too (idempotent, as clients retry).
-      const { SessionHeldError } = await import("../agent/record/session-hold.js");
-      try {
-        await (await sessionStore()).delete(params.sessionId);
-      } catch (err) {
-        if (err instanceof SessionHeldError)
-          throw RequestError.invalidRequest({ sessionId: params.sessionId, heldBy: err.pid }, err.message);
-        throw err;
-      }
-      return {};
-    });
+        await (await h.ready).close();
+        return {};
+      })
+      .onRequest("session/load", async ({ params, client }) => {
+        const session = await restoreSession(params.sessionId, sessionWorkspace(params), params.mcpServers ?? [], client, true);
+        return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
+      })
+      .onRequest("session/resume", async ({ params, client }) => {
+        const session = await restoreSession(params.sessionId, sessionWorkspace(params), params.mcpServers ?? [], client, false);
+        return { modes: modeState(session.agent.mode), configOptions: session.configOptions() };
+      })
+      .onRequest("session/list", async ({ params }) => {
+        const store = await sessionStore();
+        let page;
+        try {
+          page = await store.list({ cwd: params.cwd ?? undefined, cursor: params.cursor ?? undefined });
+        } catch (err) {
+          throw RequestError.invalidParams({ cursor: params.cursor }, (err as Error).message);
+        }
+        // Files that cannot be opened stay out of the editor's list (a row it could not load); stderr names them.
+        const broken = page.sessions.filter((s) => s.problem);
+        if (broken.length) {
+          process.stderr.write(
+            `toolhost: session/list leaves out ${broken.length} session file(s) it cannot open (toolhost sessions list shows them):\n` +
+              broken.map((s) => `  ${s.file}: ${s.problem}\n`).join(""),
+          );
+        }
+        return {
+          sessions: page.sessions
+            .filter((s) => !s.problem)
+            .map((s) => ({
+              sessionId: s.id,
+              cwd: s.cwd,
+              ...(s.additionalDirectories?.length ? { additionalDirectories: s.additionalDirectories } : {}),
+              title: s.title ?? null,
+              updatedAt: s.updatedAt,
+            })),
+          ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+        };
+      })
+      .onRequest("session/delete", async ({ params }) => {
+        const open = sessions.get(params.sessionId);
+        if (open) {
+          sessions.delete(params.sessionId);
+          await (await open.ready).close();
+        }
+        // Deleting what is not there leaves it not there: an unknown id succeeds too (idempotent, as clients retry).
+        const { SessionHeldError } = await import("../agent/record/session-hold.js");
+        try {
+          await (await sessionStore()).delete(params.sessionId);
+        } catch (err) {
+          if (err instanceof SessionHeldError)
+            throw RequestError.invalidRequest({ sessionId: params.sessionId, heldBy: err.pid }, err.message);
+          throw err;
+        }
+        return {};
+      }),
+    rewindRoutes,
+  );
 
   /**
    * session/load and session/resume: the stored session starts again under its own id (a live

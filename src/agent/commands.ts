@@ -23,7 +23,23 @@ export const BUILTIN_COMMANDS: readonly { name: string; description: string; hin
     description: "Load this project's own tools (.toolhost/tools/) for this session; `always` trusts the project",
     hint: "nothing, or always",
   },
+  // The session's control commands (agent/rewind-commands.ts): not prompts, never recorded as one.
+  {
+    name: "rewind",
+    description: "List the prompts to rewind to; `/rewind N` puts back the files and/or the conversation as they were before prompt N",
+    hint: "nothing, or N [both|conversation|files] [dry-run] [force]",
+  },
+  {
+    name: "undo",
+    description: "Put back the files as they were before the last prompt that changed files",
+    hint: "nothing, or dry-run / force",
+  },
+  { name: "fork", description: "Start a new session from here; this one stays as it is" },
+  { name: "label", description: "Name this point of the session (toolhost sessions tree shows it)", hint: "a name" },
 ];
+
+/** The control commands: a recorded session runs them before anything else (agent/session-record.ts). */
+const CONTROL = new Set(["rewind", "undo", "fork", "label"]);
 
 /**
  * `/trust` or `/trust <arg>`: the argument (empty for none), or null for any other text. Read
@@ -74,6 +90,8 @@ export function parseSlash(text: string, registry: ToolRegistry, skills: readonl
   if (name === "reload") return { type: "reload" };
   if (name === "compact") return { type: "compact" };
   if (name === "processes") return { type: "processes" };
+  if (CONTROL.has(name))
+    return { type: "invalid", message: `/${name} needs a recorded session, and this one is not recorded (TOOLHOST_SESSIONS=off).` };
   const tool = registry.get(name);
   if (!tool && skills.includes(name)) return { type: "skill", name, args: rest };
   if (!tool) return { type: "invalid", message: `Unknown command /${name}. ${helpText(registry)}` };
@@ -112,6 +130,7 @@ export function helpText(registry: ToolRegistry): string {
     "- `/tools` — the tools of this session; `/reload` — re-scan and re-import tool files; `/help` — this text",
     "- `/processes` — the session's background processes (`/process start <command line>` starts one)",
     "- `/trust` — load this project's own tools for this session (`/trust always`: in every session)",
+    "- `/rewind` — the prompts so far; `/rewind N` puts back the files and/or the conversation as they were before prompt N; `/undo` — the files of the last prompt that changed files; `/fork` — a new session from here; `/label NAME` — name this point",
     "- `/<skill> [text]` — a model turn with an Agent Skill loaded (`toolhost skills` lists them)",
     "",
     `Tools: ${registry.ids().join(", ")}`,

@@ -43,6 +43,8 @@ export interface ParentSession {
   /** A child thinks as hard as its parent. */
   readonly thoughtLevel: ThoughtLevel;
   nextCallId(): string;
+  /** The parent's checkpoint before a change: a child's calls take the parent's turn's. */
+  beforeChange(): Promise<void>;
 }
 
 export interface AgentSessionOptions {

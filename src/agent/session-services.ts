@@ -24,6 +24,8 @@ export interface SessionServicesHost {
   /** The task tool's subagents; undefined past the depth limit. */
   subagents(): Subagents | undefined;
   recorder: SessionRecorder | undefined;
+  /** Awaited before a call that may change files runs: the turn's checkpoint (agent/session-checkpoints.ts). */
+  beforeChange(): Promise<void>;
 }
 
 /**
@@ -107,6 +109,7 @@ export class SessionServices {
       host: this.services(),
       signal,
       authorize: policy.authorizer(frontEnd.approve),
+      beforeChange: () => this.host.beforeChange(),
     };
   }
 

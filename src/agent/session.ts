@@ -1,6 +1,5 @@
 import type { Envelope } from "../tool/envelope.js";
 import type { HostServices } from "../tool/services.js";
-import { parseBash } from "../policy/bash-parse.js";
 import type { AskUser, PermissionOptions } from "../policy/authorizer.js";
 import { DEFAULT_MODE, isModeId, type ModeId } from "../policy/modes.js";
 import type { SourcedRule } from "../policy/ruleset.js";
@@ -16,15 +15,16 @@ import { SlashCommands } from "./commands.js";
 import { History } from "./turn/history.js";
 import { isThoughtLevel, type ThoughtLevel } from "./model/thinking.js";
 import type { SessionRecorder } from "./record/session-recorder.js";
-import { withNote, type RestoredState } from "./record/session-restore.js";
-import { isModelSpec, NO_MODEL, parseModelId, turnModel } from "./model/model-config.js";
-import { modelInfo } from "./model/models.js";
+import { recordOf, SessionRecord } from "./session-record.js";
+import type { RewindMode, RewindOptions, RewindOutcome, RewindPoint } from "./session-rewind.js";
+import type { RestoredState } from "./record/session-restore.js";
+import { NO_MODEL, sessionModelId } from "./model/model-config.js";
+import { askModel } from "./session-model-turn.js";
 import type { SessionTools } from "./session-tools.js";
 import { SessionMcp } from "./session-mcp.js";
 import { SessionPolicy } from "./session-policy.js";
 import type { AgentSessionOptions } from "./session-options.js";
 import { SessionServices } from "./session-services.js";
-import { DEFAULT_PROMPT } from "./turn/system-prompt.js";
 import { runToolCall } from "./turn/tool-runner.js";
 import type { CompactionEvent, CostMeter, ToolDeclaration, TurnObserver, TurnStopReason, UsageReport } from "./turn/turn-types.js";
 import { newMeter, type TurnResult } from "./turn/turn-types.js";
@@ -73,6 +73,8 @@ export class AgentSession {
   readonly mcp: SessionMcp;
   /** `/trust`, MCP prompts, built-in commands, skills and tools typed as slash commands (agent/commands.ts). */
   private readonly slash: SlashCommands;
+  /** A recorded session's turns, checkpoints, rewind, fork and labels (agent/session-record.ts); not a subagent's. */
+  private readonly record: SessionRecord | undefined;
 
   constructor(options: AgentSessionOptions) {
     const parent = options.parent?.session;
@@ -119,10 +121,13 @@ export class AgentSession {
       });
     this.id = this.runtime.id;
     const { tools, runtime, recorder } = this;
+    const [config, unrecorded] = [tools.toolset.configFile, options.frontEnd];
+    const moved = (state: RestoredState) => ((this.lastUsage = undefined), this.restore(state));
+    if (recorder && !parent) this.record = new SessionRecord({ id: this.id, workspace, recorder, config, frontEnd, unrecorded, moved });
     const { cwd } = workspace;
     this.mcp = new SessionMcp({ cwd, tools, say: (text) => frontEnd.say(text), commandsChanged: () => frontEnd.commandsChanged?.() });
     const services = (this.sessionServices = new SessionServices(
-      { tools, runtime, frontEnd, policy, recorder, subagents: () => this.subagents },
+      { tools, runtime, frontEnd, policy, recorder, subagents: () => this.subagents, beforeChange: () => this.beforeChange() },
       options.wired,
     ));
     this.slash = new SlashCommands({
@@ -169,19 +174,17 @@ export class AgentSession {
   }
 
   /**
-   * Puts back a stored session (session/load, session/resume): its history, mode, model and call
-   * numbering. Not its "always" answers: those were for that run.
+   * Puts back a stored session (session/load, session/resume, a rewind): its history, mode, model and
+   * call numbering. Not its "always" answers: those were for that run.
    */
   restore(state: RestoredState): void {
-    this.history.restore(state.messages);
+    this.history.replace(state.messages);
     for (const id of state.wired ?? []) this.sessionServices.wired.add(id);
     this.interruptedNote = state.interruptedNote;
     if (state.thoughtLevel && isThoughtLevel(state.thoughtLevel)) this.ownThoughtLevel = state.thoughtLevel;
     if (state.mode && isModeId(state.mode)) this.ownMode = state.mode;
-    if (state.model) {
-      const spec = state.model === NO_MODEL ? undefined : parseModelId(state.model);
-      this.modelId = spec && isModelSpec(spec) ? spec.id : undefined;
-    }
+    const model = state.model ? sessionModelId(state.model) : undefined;
+    if (model) this.modelId = "id" in model ? model.id : undefined;
     this.callSeq = Math.max(this.callSeq, state.lastCallNumber);
   }
 
@@ -204,15 +207,10 @@ export class AgentSession {
 
   /** Picks the session's model; an error message for an id that is not `provider/model`. */
   setModel(value: string): string | null {
-    if (value === NO_MODEL) {
-      this.modelId = undefined;
-      this.recorder?.setting("model", NO_MODEL);
-      return null;
-    }
-    const spec = parseModelId(value);
-    if (!isModelSpec(spec)) return spec.error;
-    this.modelId = spec.id;
-    this.recorder?.setting("model", spec.id);
+    const model = sessionModelId(value);
+    if ("error" in model) return model.error;
+    this.modelId = model.id;
+    this.recorder?.setting("model", model.id ?? NO_MODEL);
     return null;
   }
 
@@ -245,9 +243,39 @@ export class AgentSession {
 
   /** Runs one prompt: a slash command or a model turn. Turns of one session run one after another. */
   prompt(input: PromptInput): Promise<TurnStopReason> {
-    const run = this.turnDone.then(() => this.recordedTurn(input));
+    return this.queued(() => (this.record ? this.record.turn(input, () => this.runTurn(input)) : this.runTurn(input)));
+  }
+
+  /** Runs after the turns and rewinds before it. */
+  private queued<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.turnDone.then(fn);
     this.turnDone = run.catch(() => {});
     return run;
+  }
+
+  /** Before a call that may change files: the checkpoint of the turn's workspace (a subagent's is its parent's). */
+  beforeChange(): Promise<void> {
+    return this.parent ? this.parent.session.beforeChange() : (this.record?.checkpoints.beforeChange() ?? Promise.resolve());
+  }
+
+  /** The prompts one can rewind to, oldest first (a recorded session's: agent/session-record.ts). */
+  rewindPoints(): Promise<RewindPoint[]> {
+    return recordOf(this.record).rewinder.points();
+  }
+
+  /** Rewinds the files, the conversation or both to just before a prompt, after the running turn. */
+  rewind(messageId: string, mode: RewindMode, options: RewindOptions = {}): Promise<RewindOutcome> {
+    return this.queued(() => recordOf(this.record).rewind(messageId, mode, options));
+  }
+
+  /** A new session that starts from `atEntryId` (default: now); its id. */
+  fork(atEntryId?: string): Promise<string> {
+    return this.queued(() => recordOf(this.record).rewinder.fork(atEntryId));
+  }
+
+  /** Names the current position. */
+  label(name: string): string {
+    return recordOf(this.record).rewinder.label(name);
   }
 
   /** Aborts the running turn (tools, pending approvals); it ends `cancelled`. */
@@ -262,6 +290,7 @@ export class AgentSession {
   async close(): Promise<void> {
     this.cancel();
     await Promise.all([this.turnDone, this.mcp.close()]);
+    await this.record?.close();
     this.recorder?.close();
     if (!this.parent) await this.runtime.close();
   }
@@ -281,27 +310,14 @@ export class AgentSession {
     return this.sessionServices.services();
   }
 
-  /** A turn, with its start (and the session's title) and its end in the session's record. */
-  private async recordedTurn(input: PromptInput): Promise<TurnStopReason> {
-    const recorder = this.recorder;
-    if (!recorder) return this.runTurn(input);
-    const { title } = recorder.turnStarted(input.text, input.blocks);
-    if (title) await this.frontEnd.titleChanged?.(title);
-    let stopReason: TurnStopReason | "failed" = "failed";
-    try {
-      stopReason = await this.runTurn(input);
-      return stopReason;
-    } finally {
-      recorder.turnEnded(stopReason);
-    }
-  }
-
   private async runTurn(input: PromptInput): Promise<TurnStopReason> {
     const controller = new AbortController();
     this.turn = controller;
     const { signal } = controller;
     const stop = (reason: TurnStopReason): TurnStopReason => (signal.aborted ? "cancelled" : reason);
     try {
+      const control = this.record?.control(input);
+      if (control) return stop((await this.record?.runControl(control, signal), "end_turn"));
       // /trust, the trust question, an MCP prompt or a slash command (agent/commands.ts); else the model.
       const slash = await this.slash.handle(input, signal);
       return stop(slash ?? (await this.modelTurn(input, signal)));
@@ -330,7 +346,7 @@ export class AgentSession {
     else if (event.status === "failed") await shown.say(`Compacting the conversation failed: ${event.error ?? "unknown error"}.`);
   }
 
-  /** A prompt for the model: streamed answer, tool calls, usage. The AI SDK loads on the first one. */
+  /** A prompt for the model: streamed answer, tool calls, usage (agent/session-model-turn.ts). */
   private async modelTurn(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason> {
     const observer = turnObserver(this.frontEnd, {
       compaction: (event) => this.compacted(event),
@@ -346,41 +362,25 @@ export class AgentSession {
     return result.stopReason;
   }
 
-  private async askModel(input: PromptInput, signal: AbortSignal, observer: TurnObserver): Promise<TurnResult> {
-    const choice = turnModel(this.modelId, (error) => `The configured model is not usable: ${error}`);
-    if ("help" in choice) return { stopReason: "end_turn", error: choice.help };
-    // The policy parses every command line (rules, watchdog): load the parser while the model thinks.
-    if (this.registry.has("bash")) void parseBash(":").catch(() => {});
-    // The first request waits (bounded) for MCP servers still connecting; the offer names any still starting.
-    const [{ runPromptTurn }] = await Promise.all([import("./turn/turn.js"), this.mcp.settled(signal)]);
-    const info = modelInfo(choice.spec);
-    const declarations = this.sessionServices.declarations();
-    return runPromptTurn(
+  private askModel(input: PromptInput, signal: AbortSignal, observer: TurnObserver): Promise<TurnResult> {
+    const { workspace, history, registry, mcp, tools, meter, budget, thoughtLevel, instructions } = this;
+    const turn = { workspace, history, registry, mcp, tools, meter, budget, thoughtLevel, instructions, services: this.sessionServices };
+    return askModel(
       {
-        ...choice,
-        cwd: this.workspace.cwd,
-        history: this.history,
-        prompt: withNote(this.takeInterruptedNote(), input.content({ images: info.images, modelId: choice.spec.id })),
-        tools: this.sessionServices.toolContext(signal),
-        declarations,
-        offer: () => this.mcp.withStartingNote(this.sessionServices.offer(info.contextWindow)),
-        afterCall: (toolId, envelope, offer) => this.sessionServices.afterCall(toolId, envelope, offer),
-        nextCallId: () => this.nextCallId(),
-        meter: this.meter,
-        budget: this.budget,
+        ...turn,
+        modelId: this.modelId,
         contextUsed: this.lastUsage?.used,
-        thoughtLevel: this.thoughtLevel,
-        profilePrompt: this.instructions
-          ? `${this.tools.toolset.profile.prompt || DEFAULT_PROMPT}\n\n${this.instructions}`
-          : this.tools.toolset.profile.prompt || undefined,
-        skills: declarations.some((d) => d.id === "skill") ? this.tools.toolset.skills.skills : undefined,
+        note: () => this.takeNote(),
+        nextCallId: () => this.nextCallId(),
       },
+      input,
+      signal,
       observer,
     );
   }
 
   /** The note about the loaded session's interrupted turn, said once (with the next prompt). */
-  private takeInterruptedNote(): string | undefined {
+  private takeNote(): string | undefined {
     const note = this.interruptedNote;
     this.interruptedNote = undefined;
     return note;

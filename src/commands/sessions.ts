@@ -3,6 +3,7 @@ import path from "node:path";
 import { SessionTree, type EntryOf } from "../agent/record/session-format.js";
 import { SessionStore, sessionFileText, type SessionSummary } from "../agent/record/session-store.js";
 import { SessionHeldError } from "../agent/record/session-hold.js";
+import type { RewindMode } from "../agent/rewind.js";
 import { transcriptMarkdown } from "../agent/record/session-transcript.js";
 
 export interface SessionsOptions {
@@ -13,6 +14,12 @@ export interface SessionsOptions {
   json: boolean;
   format?: string;
   limit?: number;
+  /** rewind: the prompt (its number or its message id); fork: the prompt whose turn the fork ends with. */
+  to?: string;
+  at?: string;
+  mode?: RewindMode;
+  dryRun?: boolean;
+  force?: boolean;
   /** The real stdout. */
   out: (text: string) => Promise<void>;
 }
@@ -92,6 +99,12 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
       }
       return 0;
     }
+    case "tree":
+      return (await import("./session-tree.js")).runTree(stored, options);
+    case "rewind":
+      return (await import("./session-tree.js")).runRewind(store, stored, options);
+    case "fork":
+      return (await import("./session-tree.js")).runFork(store, stored, options);
     case "delete":
       try {
         await store.delete(stored.header.id);
@@ -104,7 +117,9 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
       await out(`Deleted session ${stored.header.id}.\n`);
       return 0;
     default:
-      process.stderr.write(`toolhost: sessions takes list, show ID, export ID or delete ID, not ${JSON.stringify(action)}\n`);
+      process.stderr.write(
+        `toolhost: sessions takes list, show ID, export ID, tree ID, rewind ID, fork ID or delete ID, not ${JSON.stringify(action)}\n`,
+      );
       return 2;
   }
 }

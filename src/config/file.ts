@@ -44,6 +44,8 @@ export interface ConfigPeek {
   sandboxDenyRead: string[];
   /** Why the `sandbox` entry was not taken as written (it then fails closed: on, nothing extra passed). */
   sandboxError?: string;
+  /** `false` when the file switches checkpoints off (anything else leaves them on). */
+  checkpoints?: false;
   path: string;
   error?: string;
 }
@@ -62,6 +64,7 @@ export function peekConfig(raw: ConfigFile): ConfigPeek {
     profile?: unknown;
     providers?: Record<string, { apiKey?: unknown } | undefined>;
     sandbox?: unknown;
+    checkpoints?: unknown;
   };
   const providers = json.providers && typeof json.providers === "object" ? json.providers : {};
   return {
@@ -71,6 +74,7 @@ export function peekConfig(raw: ConfigFile): ConfigPeek {
       .filter(([, p]) => typeof p?.apiKey === "string" && p.apiKey !== "")
       .map(([name]) => name),
     ...peekSandbox(json.sandbox),
+    ...(json.checkpoints === false ? { checkpoints: false as const } : {}),
     path: raw.path,
   };
 }

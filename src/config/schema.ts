@@ -49,7 +49,7 @@ export const WebSearchConfigSchema = z
   .strict();
 
 /**
- * `~/.toolhost/config.json` (file.ts peeks at `model`, `profile`, `providers` and `sandbox` without zod:
+ * `~/.toolhost/config.json` (file.ts peeks at `model`, `profile`, `providers`, `sandbox` and `checkpoints` without zod:
  * keep the two in step). Every field is optional; the most specific source wins elsewhere
  * (ACP config option, then environment, then this file).
  */
@@ -94,6 +94,11 @@ export const UserConfigSchema = z
     /** The web_search tool's providers and bounds; without it the tool is not offered. */
     webSearch: WebSearchConfigSchema.optional(),
     /**
+     * `false` takes no checkpoints of the workspace (default on: a snapshot before each prompt's first
+     * change, in a shadow git repository under `~/.toolhost/checkpoints/`, for rewind).
+     */
+    checkpoints: z.boolean().optional(),
+    /**
      * MCP servers by name, as Claude Code, Cursor and Zed users write them: `{ command, args?, env?, cwd? }`
      * or `{ url, headers?, type?: "http" | "sse" }`. Each entry is validated by mcp/servers.ts, so one
      * broken server is reported by name and the others (and the rest of the file) stay.
@@ -137,6 +142,7 @@ const FALLBACK: Partial<Record<keyof UserConfig, string>> = {
   providers: "no provider settings from the file",
   toolDirs: "no extra tool folders",
   mcpServers: "no MCP servers from the file",
+  checkpoints: "checkpoints stay on",
   budget: "no budget from the file",
 };
 

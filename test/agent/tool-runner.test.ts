@@ -118,4 +118,38 @@ describe("runToolCall", () => {
     expect(diffs.map((d) => d.oldText)).toEqual(["one\ntwo\n", "zero\none\ntwo\n"]);
     expect(await ws.text("a.txt")).toBe("new\n");
   });
+
+  it("awaits beforeChange before a call that may change files runs, never for a read-only one or a refused one", async () => {
+    const log: string[] = [];
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered: () => void = () => {};
+    const waiting = new Promise<void>((resolve) => (entered = resolve));
+    const ctx = (authorize: Authorize = allowAll): ToolRunContext => ({
+      ...context(authorize),
+      beforeChange: async () => {
+        log.push("beforeChange");
+        entered();
+        await gate;
+        log.push("snapshot taken");
+      },
+    });
+    const { o } = observer();
+    // A read-only call: no snapshot.
+    expect((await runToolCall(ctx(), { callId: "r", toolId: "read", args: { path: "a.txt" } }, o)).type).toBe("output");
+    expect(log).toEqual([]);
+    // A refused write: nothing runs, so no snapshot.
+    const deny: Authorize = async () => ({ outcome: "deny", reason: "no" });
+    expect((await runToolCall(ctx(deny), { callId: "d", toolId: "write", args: { path: "a.txt", content: "x" } }, o)).type).toBe("error");
+    expect(log).toEqual([]);
+    // An allowed write waits for the snapshot: the file is unchanged until it is taken.
+    const running = runToolCall(ctx(), { callId: "w", toolId: "write", args: { path: "a.txt", content: "written\n" } }, o);
+    await waiting;
+    expect(log).toEqual(["beforeChange"]);
+    expect(await ws.text("a.txt")).toBe("one\ntwo\n");
+    release();
+    expect((await running).type).toBe("output");
+    expect(log).toEqual(["beforeChange", "snapshot taken"]);
+    expect(await ws.text("a.txt")).toBe("written\n");
+  });
 });

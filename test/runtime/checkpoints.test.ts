@@ -3,7 +3,13 @@ import { createHash, randomBytes } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openCheckpoints, type Checkpoints, type CheckpointsOptions } from "../../src/runtime/checkpoints/checkpoints.js";
+import {
+  checkpointSessions,
+  discardSessionCheckpoints,
+  openCheckpoints,
+  type Checkpoints,
+  type CheckpointsOptions,
+} from "../../src/runtime/checkpoints/checkpoints.js";
 import { tempDir } from "../helpers.js";
 
 // Issue 23 §2: the workspace checkpoints, with real git on real files. Every restore is judged by
@@ -154,6 +160,17 @@ describe("snapshot and restore", () => {
     expect(await ck.changes(after.id, "workspace")).toEqual([]);
   });
 
+  it("warm brings the index up to date without recording a snapshot", async () => {
+    const root = await folder({ "a.txt": "a\n", "b/c.txt": "c\n" });
+    const ck = await open(root);
+    await ck.warm();
+    expect(await ck.list()).toEqual([]);
+    await fsp.writeFile(path.join(root, "a.txt"), "changed\n");
+    const first = await ck.snapshot();
+    expect(snapshotPaths(ck, first.id).sort()).toEqual(["a.txt", "b/c.txt"]);
+    expect((await ck.list()).map((c) => c.id)).toEqual([first.id]);
+  });
+
   it("returns the previous id when nothing changed", async () => {
     const root = await folder({ "a.txt": "a\n" });
     const ck = await open(root);
@@ -211,6 +228,41 @@ describe("snapshot and restore", () => {
     expect(plan.files).toHaveLength(3);
     expect(await ck.plan(id)).toMatchObject({ files: plan.files, conflicts: [] });
     expect(await picture(root)).toEqual(before);
+  });
+
+  it("with paths, restores only those paths and leaves every other change as it is", async () => {
+    const root = await folder({ "a.txt": "a\n", "b.txt": "b\n", "gone.txt": "gone\n", "kept-gone.txt": "kept\n" });
+    const ck = await open(root);
+    const id = (await ck.snapshot()).id;
+    const original = await picture(root);
+    await fsp.writeFile(path.join(root, "a.txt"), "changed a\n");
+    await fsp.writeFile(path.join(root, "b.txt"), "changed b\n");
+    await fsp.rm(path.join(root, "gone.txt"));
+    await fsp.rm(path.join(root, "kept-gone.txt"));
+    await write(root, "new/one.txt", "one\n");
+    await write(root, "new/two.txt", "two\n");
+    const paths = ["a.txt", "gone.txt", "new/one.txt", "not-changed-at-all.txt"];
+    const planned = await ck.plan(id, { paths });
+    expect(planned.files).toEqual(
+      expect.arrayContaining([
+        { path: "a.txt", action: "restore" },
+        { path: "gone.txt", action: "create" },
+        { path: "new/one.txt", action: "delete" },
+      ]),
+    );
+    expect(planned.files).toHaveLength(3);
+    const result = await ck.restore(id, { paths });
+    expect(result.failed).toEqual([]);
+    const now = await picture(root);
+    for (const rel of ["a.txt", "gone.txt"]) expect(now[rel]).toBe(original[rel]);
+    expect(now["new/one.txt"]).toBeUndefined();
+    // The paths not named keep their changes.
+    expect(await fsp.readFile(path.join(root, "b.txt"), "utf8")).toBe("changed b\n");
+    expect(now["kept-gone.txt"]).toBeUndefined();
+    expect(await fsp.readFile(path.join(root, "new/two.txt"), "utf8")).toBe("two\n");
+    // Control: without paths the same restore brings back all of it.
+    await ck.restore(id);
+    expect(await picture(root)).toEqual(original);
   });
 });
 
@@ -454,6 +506,66 @@ describe("sessions side by side, and disk", () => {
     expect((await fsp.stat(path.join(root, "big2.bin"))).size).toBe(2_000_000);
     await ck.discard();
     await expect(ck.snapshot()).rejects.toThrow(/closed/);
+  });
+
+  it("a deleted session's checkpoints are found and discarded without its workspace, and the disk is given back", async () => {
+    const root = await folder({ "a.txt": "a\n" });
+    const home = await folder();
+    const gone = await open(root, { home, project: "proj", session: "gone" });
+    await write(root, "big.bin", randomBytes(1_000_000));
+    await gone.snapshot();
+    await fsp.rm(path.join(root, "big.bin"));
+    const kept = await open(root, { home, project: "proj", session: "kept" });
+    const keptId = (await kept.snapshot()).id;
+    await gone.close();
+    await kept.pack();
+    const before = await kept.diskBytes();
+    expect((await checkpointSessions(home)).map((s) => s.session).sort()).toEqual(["gone", "kept"]);
+    // The workspace is gone too: nothing of it is needed.
+    await fsp.rm(root, { recursive: true });
+    expect(await discardSessionCheckpoints({ project: "proj", sessions: ["gone"], home })).toBe(true);
+    expect(await discardSessionCheckpoints({ project: "nothing-here", sessions: ["gone"], home })).toBe(false);
+    expect((await checkpointSessions(home)).map((s) => s.session)).toEqual(["kept"]);
+    expect(await kept.diskBytes()).toBeLessThan(before - 500_000);
+    const refs = execFileSync("git", ["--git-dir", kept.gitDir, "for-each-ref", "--format=%(objectname)", "refs/toolhost/"], {
+      encoding: "utf8",
+    });
+    expect(refs.trim().split("\n")).toEqual([keptId]);
+  });
+
+  it("an overlay is one snapshot with some paths taken from another (absent there: absent)", async () => {
+    const root = await folder({ "a.txt": "a1\n", "b.txt": "b1\n", "c.txt": "c1\n" });
+    const ck = await open(root);
+    const first = (await ck.snapshot()).id;
+    await fsp.writeFile(path.join(root, "a.txt"), "a2\n");
+    await fsp.writeFile(path.join(root, "b.txt"), "b2\n");
+    await fsp.rm(path.join(root, "c.txt"));
+    await write(root, "d/new.txt", "new\n");
+    const second = (await ck.snapshot()).id;
+    const mixed = await ck.overlay(second, first, ["a.txt", "c.txt", "d/new.txt"]);
+    expect(await ck.overlay(second, first, [])).toBe(second);
+    expect((await ck.changes(first, mixed)).sort((x, y) => (x.path < y.path ? -1 : 1))).toEqual([{ path: "b.txt", action: "modify" }]);
+    await ck.restore(mixed);
+    expect(await picture(root)).toEqual({ "a.txt": expect.any(String), "b.txt": expect.any(String), "c.txt": expect.any(String) });
+    expect(await fsp.readFile(path.join(root, "a.txt"), "utf8")).toBe("a1\n");
+    expect(await fsp.readFile(path.join(root, "b.txt"), "utf8")).toBe("b2\n");
+    expect(await fsp.readFile(path.join(root, "c.txt"), "utf8")).toBe("c1\n");
+  });
+
+  it("a session adopts another's snapshots (a fork): they outlive the first session's discard and pack", async () => {
+    const root = await folder({ "a.txt": "a\n" });
+    const home = await folder();
+    const first = await open(root, { home });
+    const id = (await first.snapshot()).id;
+    const fork = await open(root, { home });
+    const blob = execFileSync("git", ["--git-dir", first.gitDir, "rev-parse", `${id}:a.txt`], { encoding: "utf8" }).trim();
+    expect(await fork.adopt([id, blob, "0".repeat(40), "not an id"])).toEqual([id]);
+    expect((await fork.list()).map((c) => c.id)).toEqual([id]);
+    await first.discard();
+    await fork.pack();
+    await fsp.writeFile(path.join(root, "a.txt"), "changed\n");
+    await fork.restore(id);
+    expect(await fsp.readFile(path.join(root, "a.txt"), "utf8")).toBe("a\n");
   });
 
   it("a small change costs disk in proportion to the change, not the workspace", async () => {

@@ -36,6 +36,13 @@ export function isModelSpec(value: ModelSpec | { error: string }): value is Mode
   return !("error" in value);
 }
 
+/** A session's model setting: `none` is no model; else the id, or why it is not `provider/model`. */
+export function sessionModelId(value: string): { id: string | undefined } | { error: string } {
+  if (value === NO_MODEL) return { id: undefined };
+  const spec = parseModelId(value);
+  return isModelSpec(spec) ? { id: spec.id } : spec;
+}
+
 type Env = Record<string, string | undefined>;
 
 /** The model without a session override: env TOOLHOST_MODEL, then the config file. */

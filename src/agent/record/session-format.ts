@@ -104,9 +104,10 @@ export type EntryData =
   /**
    * A checkpoint of the workspace for the turn of `promptId` (a user entry's id): written when the
    * snapshot before its first change is taken, and again at the turn's end with the snapshot after
-   * it and the files it changed. The last one of a promptId wins.
+   * it and the files it changed. The last one of a promptId wins. A rewind that moves the files
+   * writes one too (`rewind`: the point rewound to; `promptId`: the entry it was appended under).
    */
-  | { type: "checkpoint"; promptId: string; before: string; after?: string; files?: FileChange[]; skipped?: SkippedFile[] }
+  | { type: "checkpoint"; promptId: string; before: string; after?: string; files?: FileChange[]; skipped?: SkippedFile[]; rewind?: string }
   /**
    * A rewind: its parentId is the position rewound to, and the position is now this entry.
    * `fromId` is the position it left (the tip of the branch left), `summary` a short account of that branch.

@@ -3,6 +3,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { toolhostHome, version } from "../../config/paths.js";
 import { asWorkspace, projectFolderName, type Workspace } from "../../config/workspace.js";
+import { checkpointSessions, discardSessionCheckpoints } from "../../runtime/checkpoints/checkpoints.js";
 import { AI_MAJOR, type SessionHeader, type TreeEntry } from "./session-format.js";
 import { migrateV1, type V1Entry, type V1Header } from "./session-migrate.js";
 import { takeHold, type SessionHold } from "./session-hold.js";
@@ -174,7 +175,7 @@ function endsWithNewline(file: string, size: number): boolean {
 export class SessionStore {
   readonly root: string;
 
-  constructor(home = toolhostHome()) {
+  constructor(private readonly home = toolhostHome()) {
     this.root = sessionsRoot(home);
   }
 
@@ -295,6 +296,8 @@ export class SessionStore {
     try {
       await fsp.rm(file, { force: true });
       await fsp.rm(sessionDataDir(file), { recursive: true, force: true });
+      // Its checkpoints of the workspace go too, and the project's repository is packed.
+      await discardSessionCheckpoints({ project: path.basename(path.dirname(file)), sessions: [id], home: this.home });
     } finally {
       hold.release();
     }
@@ -302,8 +305,8 @@ export class SessionStore {
   }
 
   /**
-   * The retention sweep: removes the data folders (sidecar files) whose session file is gone (a
-   * delete cut short, a file removed by hand), once untouched for `graceMs`. Returns how many.
+   * The retention sweep: removes the data folders (sidecar files) and the checkpoints whose session
+   * file is gone (a delete cut short, a file removed by hand), once untouched for `graceMs`. Returns how many.
    */
   async sweepOrphans(graceMs = ORPHAN_GRACE_MS): Promise<number> {
     const now = Date.now();
@@ -321,6 +324,15 @@ export class SessionStore {
         await fsp.rm(folder, { recursive: true, force: true });
         removed++;
       }
+    }
+    // Checkpoints (runtime/checkpoints/) of sessions whose file is gone, untouched for as long.
+    const orphans = new Map<string, string[]>();
+    for (const { project, session, touchedMs } of await checkpointSessions(this.home)) {
+      if (now - touchedMs < graceMs || (await exists(path.join(this.root, project, `${session}.jsonl`)))) continue;
+      orphans.set(project, [...(orphans.get(project) ?? []), session]);
+    }
+    for (const [project, sessions] of orphans) {
+      if (await discardSessionCheckpoints({ project, sessions, home: this.home })) removed += sessions.length;
     }
     return removed;
   }

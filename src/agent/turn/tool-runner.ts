@@ -34,6 +34,11 @@ export interface ToolRunContext {
   host?: HostServices;
   authorize: Authorize;
   signal: AbortSignal;
+  /**
+   * Awaited before a call that may change something runs (approved, and its tool not read-only:
+   * `sideEffect !== false`): the session's checkpoint of the workspace before the turn's first change.
+   */
+  beforeChange?: () => Promise<void>;
 }
 
 /**
@@ -131,7 +136,11 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
       held = null;
       if (decision?.outcome === "allow") for (const event of preview) void queue(() => observer.event(call.callId, event));
     }
-    if (decision.outcome === "allow") await queue(() => observer.running(call.callId));
+    if (decision.outcome === "allow") {
+      // After the approval, before execute (and its timeout): the workspace as the call finds it.
+      if (info.sideEffect !== false && ctx.beforeChange && !signal.aborted) await ctx.beforeChange();
+      await queue(() => observer.running(call.callId));
+    }
     return decision;
   });
   const { tool, args } = prepared.call;

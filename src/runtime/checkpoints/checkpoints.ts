@@ -28,7 +28,8 @@ import { WorkspaceScanner, type SkippedFile } from "./workspace-tree.js";
 //   removed, deleted ones brought back, folders the removals emptied removed. Ignored files, and
 //   files the snapshot left out, stay as they are. With `knownId` (the last state toolhost knew),
 //   a file that differs from it was changed outside toolhost: a conflict, left alone unless
-//   `force`. Nothing is written through a symlink or outside the root (never overridden).
+//   `force`. Nothing is written through a symlink or outside the root (never overridden). With
+//   `paths`, only those paths are restored (a rewind restores the files its turns changed).
 // - No git on the machine: `openCheckpoints` says so with the reason, and the session goes on
 //   without checkpoints.
 
@@ -76,6 +77,17 @@ export interface RestoreResult extends RestorePlan {
   applied: boolean;
   /** Files the restore could not write or remove, and why. */
   failed: PathNote[];
+}
+
+export interface RestoreOptions {
+  /** The last state toolhost knew: a file that differs from it was changed outside toolhost (a conflict). */
+  knownId?: string;
+  /** Overwrite conflicts too (not the ones a symlink or a bad path makes). */
+  force?: boolean;
+  /** Only say what would be done. */
+  dryRun?: boolean;
+  /** Restore only these paths (workspace-relative, with `/`); the rest of the workspace stays as it is. */
+  paths?: readonly string[];
 }
 
 export interface CheckpointInfo {
@@ -138,6 +150,53 @@ export async function openCheckpoints(options: CheckpointsOptions): Promise<Open
   } catch (error) {
     return { available: false, reason: `checkpoints: ${error instanceof Error ? error.message : String(error)}` };
   }
+}
+
+/** The shadow repository of a project, without a work tree (for what needs none: refs, packing); undefined when there is none. */
+async function bareHandle(project: string, session: string, home = toolhostHome()): Promise<Checkpoints | undefined> {
+  if (!validName(project) || !validName(session)) return undefined;
+  const gitDir = path.join(path.resolve(home), "checkpoints", project);
+  if (!(await lstat(path.join(gitDir, "HEAD")).catch(() => undefined)) || !(await probeGit()).ok) return undefined;
+  const own = path.join(gitDir, "toolhost");
+  const shadow = new ShadowGit(gitDir, gitDir, path.join(own, "index", session), path.join(own, "home"));
+  return new Checkpoints(shadow, session, DEFAULT_MAX_FILE_BYTES, new RepoLock(path.join(own, "locks")));
+}
+
+/**
+ * Forgets sessions' checkpoints and packs their project's repository, without a workspace (the
+ * sessions were deleted; their folder may be gone). False when there is no repository (or no git).
+ */
+export async function discardSessionCheckpoints(options: {
+  project: string;
+  sessions: readonly string[];
+  home?: string;
+}): Promise<boolean> {
+  const handles: Checkpoints[] = [];
+  for (const session of options.sessions) {
+    const handle = await bareHandle(options.project, session, options.home);
+    if (handle) handles.push(handle);
+  }
+  for (const [i, handle] of handles.entries()) await handle.discard({ pack: i === handles.length - 1 });
+  return handles.length > 0;
+}
+
+/** Every session that has checkpoints (refs or an index) in each project's repository, with when its index last changed (0: none). */
+export async function checkpointSessions(home = toolhostHome()): Promise<{ project: string; session: string; touchedMs: number }[]> {
+  const root = path.join(path.resolve(home), "checkpoints");
+  const out: { project: string; session: string; touchedMs: number }[] = [];
+  for (const project of (await readdir(root).catch(() => [] as string[])).filter(validName)) {
+    const handle = await bareHandle(project, "list", home);
+    if (!handle) continue;
+    const indexDir = path.join(handle.gitDir, "toolhost", "index");
+    const sessions = new Set((await readdir(indexDir).catch(() => [] as string[])).filter(validName));
+    const refs = await handle.refSessions().catch(() => [] as string[]);
+    for (const session of refs) sessions.add(session);
+    for (const session of sessions) {
+      const stat = await lstat(path.join(indexDir, session)).catch(() => undefined);
+      out.push({ project, session, touchedMs: stat?.mtimeMs ?? 0 });
+    }
+  }
+  return out;
 }
 
 /** One session's view of a workspace's checkpoints. Calls run one after another. */
@@ -212,6 +271,13 @@ export class Checkpoints {
     return { id, skipped, unchanged: false };
   }
 
+  /** Brings the session's index up to date with the workspace (what changed is hashed) without recording a snapshot: the next one lists only what changes after. */
+  warm(): Promise<void> {
+    return this.serial(async () => {
+      await this.scanner.scan();
+    });
+  }
+
   /** The snapshot's tree, label and left-out files. */
   private async record(id: string): Promise<SnapshotRecord> {
     return (await this.loadRecords(id)).get(id) as SnapshotRecord;
@@ -244,19 +310,53 @@ export class Checkpoints {
     });
   }
 
+  /**
+   * A snapshot equal to `baseId` but for `paths`, which are as `fromId` has them (absent there:
+   * absent): what toolhost knows of the workspace after a restore that left some files alone.
+   */
+  overlay(baseId: string, fromId: string, paths: readonly string[], label = "overlay"): Promise<string> {
+    return this.serial(async () => {
+      if (!paths.length) return baseId;
+      const records = await this.loadRecords(baseId, fromId);
+      const base = records.get(baseId) as SnapshotRecord;
+      const from = records.get(fromId) as SnapshotRecord;
+      const index = path.join(path.dirname(path.dirname(this.git.index)), `overlay-${this.session}-${process.pid}`);
+      try {
+        await this.git.run(["read-tree", base.tree], { index });
+        // `<mode> <type> <id>\t<path>` for each path `from` has; the others are removed.
+        const listed = (await this.git.run(["ls-tree", "-r", "-z", from.tree, "--", ...paths])).toString("utf8").split("\0");
+        const entries = new Map(listed.filter(Boolean).map((line) => [line.slice(line.indexOf("\t") + 1), line]));
+        const zero = "0".repeat(base.tree.length);
+        const input = paths.map((p) => entries.get(p) ?? `0 ${zero}\t${p}`).join("\0");
+        await this.git.run(["update-index", "-z", "--index-info"], { index, input: `${input}\0` });
+        const tree = await this.git.text(["write-tree"], { index });
+        const createdAt = Date.now();
+        const body = `${label}\n\n${TRAILER}${JSON.stringify({ v: 1, session: this.session, createdAt, skipped: base.skipped })}\n`;
+        const id = await this.git.text(["commit-tree", tree], { input: body });
+        await this.git.run(["update-ref", this.ref(id), id]);
+        this.records.set(id, { tree, label, createdAt, skipped: base.skipped });
+        return id;
+      } finally {
+        await rm(index, { force: true });
+      }
+    });
+  }
+
   /** What `restore` would do, without doing it. */
-  plan(targetId: string, options: { knownId?: string; force?: boolean } = {}): Promise<RestorePlan> {
+  plan(targetId: string, options: Omit<RestoreOptions, "dryRun"> = {}): Promise<RestorePlan> {
     return this.restore(targetId, { ...options, dryRun: true });
   }
 
   /** Makes the workspace equal to a snapshot (see the top of this file). */
-  restore(targetId: string, options: { knownId?: string; force?: boolean; dryRun?: boolean } = {}): Promise<RestoreResult> {
+  restore(targetId: string, options: RestoreOptions = {}): Promise<RestoreResult> {
     return this.serial(async () => {
       const force = options.force ?? false;
       const target = await this.record(targetId);
       const known = options.knownId ? await this.record(options.knownId) : undefined;
       const workspace = await this.scanner.scan();
-      const plan = await planRestore({ git: this.git, root: this.root, maxFileBytes: this.maxFileBytes, target, workspace, known, force });
+      const paths = options.paths ? new Set(options.paths) : undefined;
+      const { git, root, maxFileBytes } = this;
+      const plan = await planRestore({ git, root, maxFileBytes, target, workspace, known, force, paths });
       const carried = plan.steps.filter((s) => proceeds(s, force));
       const result: RestoreResult = {
         applied: !options.dryRun,
@@ -284,6 +384,13 @@ export class Checkpoints {
     });
   }
 
+  /** The sessions with snapshots in this repository (refs under `refs/toolhost/`). */
+  async refSessions(): Promise<string[]> {
+    const out = await this.git.text(["for-each-ref", "--format=%(refname)", "refs/toolhost/"]);
+    const names = out ? out.split("\n").map((ref) => ref.split("/")[2] ?? "") : [];
+    return [...new Set(names)].filter(validName);
+  }
+
   private async refIds(): Promise<string[]> {
     const out = await this.git.text(["for-each-ref", "--format=%(objectname)", `refs/toolhost/${this.session}/`]);
     return out ? out.split("\n") : [];
@@ -303,6 +410,31 @@ export class Checkpoints {
     });
   }
 
+  /**
+   * Makes snapshots of another session of this project this session's own too (a fork keeps the
+   * checkpoints it copied when the session it came from is deleted). Ids that name no checkpoint are
+   * left out; returns the ids kept.
+   */
+  adopt(ids: readonly string[]): Promise<string[]> {
+    return this.serial(async () => {
+      const candidates = [...new Set(ids)].filter((id) => ID.test(id));
+      const objects = await readObjects(this.git, candidates);
+      const kept = candidates.filter((id) => {
+        const raw = objects.get(id);
+        if (!raw) return false;
+        try {
+          this.records.set(id, parseCommit(id, raw.toString("utf8")));
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      if (kept.length)
+        await this.git.run(["update-ref", "--stdin"], { input: kept.map((id) => `update ${this.ref(id)} ${id}\n`).join("") });
+      return kept;
+    });
+  }
+
   /** Forgets every snapshot of this session but these. */
   prune(keep: readonly string[]): Promise<void> {
     return this.serial(async () => {
@@ -311,13 +443,14 @@ export class Checkpoints {
     });
   }
 
-  /** Forgets every snapshot of this session and its index, and closes the handle. */
-  async discard(): Promise<void> {
+  /** Forgets every snapshot of this session and its index (then, with `pack`, packs), and closes the handle. */
+  async discard(options: { pack?: boolean } = {}): Promise<void> {
     await this.serial(async () => {
       await this.deleteRefs(await this.refIds());
       await this.git.run(["update-ref", "-d", `${INDEX_REFS}${this.session}`]);
       await rm(this.git.index, { force: true });
     });
+    if (options.pack) await this.pack();
     this.closed = true;
   }
 

@@ -77,6 +77,8 @@ export interface PlanInput {
   workspace: TreeState;
   known?: TreeState;
   force: boolean;
+  /** Only these paths (workspace-relative, with `/`) are restored; default every path. */
+  paths?: ReadonlySet<string>;
 }
 
 export interface Plan {
@@ -161,6 +163,7 @@ export async function planRestore(input: PlanInput): Promise<Plan> {
   const targetSkipped = tooLarge(target.skipped);
   const steps: Step[] = [];
   for (const entry of await diffTrees(git, target.tree, workspace.tree)) {
+    if (input.paths && !input.paths.has(entry.path)) continue;
     if (entry.src?.mode === GITLINK || entry.dst?.mode === GITLINK) continue;
     if (!entry.src) {
       // Only in the workspace: created since, unless the snapshot left it out for its size.

@@ -1,0 +1,252 @@
+import type { Checkpoints, FileChange, RestoreResult } from "../runtime/checkpoints/checkpoints.js";
+import type { EntryOf, SessionTree, TreeEntry } from "./record/session-format.js";
+import type { CheckpointRecord } from "./session-checkpoints.js";
+
+// Rewind (issue 23 §3) over a session's tree: the points (the prompts on the current path), and
+// the files of a rewind to a point.
+//
+// The files of a rewind to point k are the paths the checkpointed turns changed between the
+// current position and k: on the current path, the turns after the last entry it shares with k
+// (k and later, for a point on the current path); for a point on another branch, also that
+// branch's turns before k. They are restored to the workspace as it was just before k: the
+// `before` snapshot of the first checkpointed turn at or after k (on k's branch), or else the
+// `after` of the last one before it. A path that differs from the session's last known state (the
+// latest snapshot on the current path) was changed outside toolhost: a conflict, not written
+// unless `force`. Only paths inside the workspace root are ever written (the engine's restore).
+//
+// A rewind that restores files records what it did as a checkpoint entry of its own (`rewind`:
+// the point), so the next rewind knows the workspace's state; so does a rewind of the conversation
+// alone, whose new position then carries the files of the turns it left.
+
+export type RewindMode = "files" | "conversation" | "both";
+
+/** A prompt one can rewind to: its user entry, oldest first. */
+export interface RewindPoint {
+  messageId: string;
+  /** The prompt's first line, at most 80 characters. */
+  preview: string;
+  /** When it was sent (ISO). */
+  createdAt: string;
+  /** How many files its turn changed (0: none, or no checkpoint). */
+  filesChanged: number;
+}
+
+type CheckpointEntry = EntryOf<"checkpoint">;
+
+/** One turn's checkpoints on a path: the last entry of its promptId wins; `index` is where its first entry stands. */
+interface TurnCheckpoint {
+  index: number;
+  entry: CheckpointEntry;
+}
+
+/** The turns' checkpoints along a path, in order. */
+function turnCheckpoints(path: readonly TreeEntry[]): TurnCheckpoint[] {
+  const byPrompt = new Map<string, TurnCheckpoint>();
+  for (let index = 0; index < path.length; index++) {
+    const entry = path[index]!;
+    if (entry.type !== "checkpoint") continue;
+    const turn = byPrompt.get(entry.promptId);
+    if (turn) turn.entry = entry;
+    else byPrompt.set(entry.promptId, { index, entry });
+  }
+  return [...byPrompt.values()];
+}
+
+const PREVIEW_CHARS = 80;
+
+/** A prompt's first line, cut to 80 characters. */
+export function promptPreview(text: string): string {
+  const line = text.trim().split("\n")[0]?.trim() ?? "";
+  const chars = [...line];
+  return chars.length > PREVIEW_CHARS ? `${chars.slice(0, PREVIEW_CHARS - 1).join("")}…` : line;
+}
+
+/** The prompts on the current path, oldest first. */
+export function rewindPoints(tree: SessionTree): RewindPoint[] {
+  const path = tree.pathTo();
+  const changed = new Map(turnCheckpoints(path).map(({ entry }) => [entry.promptId, entry.files?.length ?? 0]));
+  return path
+    .filter((e): e is EntryOf<"user"> => e.type === "user")
+    .map((e) => ({ messageId: e.id, preview: promptPreview(e.text), createdAt: e.at, filesChanged: changed.get(e.id) ?? 0 }));
+}
+
+/** The point a 1-based number (the points' order) or an entry id names; a problem to tell otherwise. */
+export function findPoint(tree: SessionTree, to: string): { point: EntryOf<"user"> } | { problem: string } {
+  // An entry id first: one may be all digits.
+  if (/^\d+$/.test(to) && !tree.get(to)) {
+    const points = rewindPoints(tree);
+    const point = points[Number(to) - 1];
+    if (!point)
+      return {
+        problem: points.length
+          ? `There is no prompt ${to}: the prompts are 1 to ${points.length}.`
+          : "There is no prompt to rewind to yet.",
+      };
+    return { point: tree.get(point.messageId) as EntryOf<"user"> };
+  }
+  const entry = tree.get(to);
+  if (!entry) return { problem: `This session has no message ${to}.` };
+  if (entry.type !== "user") return { problem: `${to} is not a prompt: a rewind goes back to a prompt.` };
+  return { point: entry };
+}
+
+/** The last entry, in file order, whose path goes through `id` (the tip of its latest branch). */
+function latestThrough(tree: SessionTree, id: string): string {
+  // A parent comes before its children in the file: one pass finds every entry below `id`.
+  const below = new Set([id]);
+  let last = id;
+  for (const entry of tree.entries) {
+    if (entry.type === "leaf" || entry.parentId === null || !below.has(entry.parentId)) continue;
+    below.add(entry.id);
+    last = entry.id;
+  }
+  return last;
+}
+
+/** What a rewind of the files to a point does, before git is asked. */
+export interface FilesRewindPlan {
+  /** The snapshot the files go back to; undefined when no checkpoint knows the workspace before the point. */
+  targetId?: string;
+  /** The session's last known state of the workspace (conflicts are measured against it). */
+  knownId?: string;
+  /** The paths the turns in between recorded as changed. */
+  paths: Set<string>;
+  /** Turns whose files were not recorded (cut short): their paths are what differs between these snapshots. */
+  unlisted: Array<{ from: string; to: string | "workspace" }>;
+}
+
+/** The files of a rewind to `pointId` (see the top of this file). */
+export function planFilesRewind(tree: SessionTree, pointId: string): FilesRewindPlan {
+  const current = tree.pathTo();
+  const toPoint = tree.pathTo(pointId);
+  const depth = toPoint.length - 1;
+  let common = 0;
+  while (common < current.length && common < toPoint.length && current[common]!.id === toPoint[common]!.id) common++;
+  const onCurrent = common === toPoint.length;
+  const targetTurns = turnCheckpoints(onCurrent ? current : tree.pathTo(latestThrough(tree, pointId)));
+  const first = targetTurns.find((t) => t.index > depth);
+  const lastBefore = targetTurns.filter((t) => t.index < depth && t.entry.after).at(-1);
+  const targetId = first?.entry.before ?? lastBefore?.entry.after;
+  const currentTurns = turnCheckpoints(current);
+  const latest = currentTurns.at(-1)?.entry;
+  const plan: FilesRewindPlan = { targetId, knownId: latest?.after ?? latest?.before, paths: new Set(), unlisted: [] };
+  const add = (turns: TurnCheckpoint[], from: number, to: number, end: string | "workspace" | undefined) => {
+    const chosen = turns.filter((t) => t.index >= from && t.index < to);
+    chosen.forEach(({ entry }, i) => {
+      if (entry.files) for (const file of entry.files) plan.paths.add(file.path);
+      else {
+        const next = chosen[i + 1]?.entry.before ?? end;
+        if (next) plan.unlisted.push({ from: entry.before, to: next });
+      }
+    });
+  };
+  add(currentTurns, common, Infinity, "workspace");
+  if (!onCurrent) add(turnCheckpoints(toPoint), common, depth, targetId);
+  return plan;
+}
+
+type CheckpointData = Omit<CheckpointRecord, "promptId">;
+
+/** The outcome of a rewind of the files. */
+export interface FilesRewound extends RestoreResult {
+  /** Why no file could be rewound (no checkpoint before the point, checkpoints off), when so. */
+  problem?: string;
+  /**
+   * For an applied restore, the checkpoint entry to record: where the conversation stays, what the
+   * restore changed (`before`: the workspace before it); under a rewind of the conversation too
+   * (`moving`), what the files are at the new position against the point's state (`before`: that
+   * state). Its `after` is what toolhost now knows of the workspace: as restored, but the files left
+   * alone (conflicts, failures) as it knew them, so the next rewind still finds them changed outside.
+   */
+  record?: CheckpointData;
+}
+
+/** Rewinds (or, `dryRun`, plans) the files to a point with the session's checkpoints. */
+export async function rewindFiles(
+  tree: SessionTree,
+  pointId: string,
+  checkpoints: Checkpoints,
+  options: { dryRun?: boolean; force?: boolean; moving?: boolean } = {},
+): Promise<FilesRewound> {
+  const plan = planFilesRewind(tree, pointId);
+  const none: FilesRewound = { applied: false, files: [], conflicts: [], skipped: [], failed: [] };
+  const { targetId, knownId } = plan;
+  if (!targetId) {
+    // Nothing was checkpointed from the point on: there is no file to put back.
+    return plan.paths.size || plan.unlisted.length ? { ...none, problem: "no checkpoint knows the files before that prompt" } : none;
+  }
+  const paths = await changedPaths(plan, checkpoints);
+  if (!paths.length) return { ...none, applied: !options.dryRun };
+  const restore = { knownId, force: options.force, paths };
+  if (options.dryRun) return checkpoints.restore(targetId, { ...restore, dryRun: true });
+  // Where the conversation stays, the record says what the restore changed: the workspace before it is needed.
+  const pre = options.moving ? undefined : await checkpoints.snapshot(`before rewind to ${pointId}`);
+  const result: FilesRewound = await checkpoints.restore(targetId, restore);
+  const post = await checkpoints.snapshot(`after rewind to ${pointId}`);
+  const left = [...result.conflicts, ...result.failed].map((c) => c.path);
+  const after = knownId && left.length ? await checkpoints.overlay(post.id, knownId, left, `known after rewind to ${pointId}`) : post.id;
+  const before = pre?.id ?? targetId;
+  const changed = before === after ? [] : await checkpoints.changes(before, after);
+  const inPaths = new Set(paths);
+  result.record = { rewind: pointId, before, after, files: pre ? changed : changed.filter((f) => inPaths.has(f.path)) };
+  return result;
+}
+
+/** The paths of a plan, those of turns cut short included. */
+async function changedPaths(plan: FilesRewindPlan, checkpoints: Checkpoints): Promise<string[]> {
+  const paths = new Set(plan.paths);
+  for (const range of plan.unlisted) for (const change of await checkpoints.changes(range.from, range.to)) paths.add(change.path);
+  return [...paths].sort();
+}
+
+/**
+ * What the files are at a new position that a rewind of the conversation alone moves to: the point's
+ * state (`before`), the state they are really in (`after`), and the paths that differ, so the next
+ * rewind of the files knows them. Undefined when no checkpoint is involved.
+ */
+export async function conversationRewindRecord(
+  tree: SessionTree,
+  pointId: string,
+  checkpoints: Checkpoints,
+): Promise<CheckpointData | undefined> {
+  const plan = planFilesRewind(tree, pointId);
+  if (!plan.targetId || !plan.knownId) return undefined;
+  const paths = new Set(await changedPaths(plan, checkpoints));
+  const files: FileChange[] = (await checkpoints.changes(plan.targetId, plan.knownId)).filter((f) => paths.has(f.path));
+  return files.length ? { rewind: pointId, before: plan.targetId, after: plan.knownId, files } : undefined;
+}
+
+/** The point /undo rewinds the files to: the last prompt on the current path whose changes no rewind undid yet. */
+export function undoPoint(tree: SessionTree): EntryOf<"user"> | undefined {
+  const path = tree.pathTo();
+  const changed = new Map(turnCheckpoints(path).map(({ entry }) => [entry.promptId, entry.files?.length ?? 0]));
+  // Walking back: a rewind's record hides the prompts from its point on, the point too.
+  let hiddenTo: number | undefined;
+  const place = new Map(path.map((e, i) => [e.id, i]));
+  for (let i = path.length - 1; i >= 0; i--) {
+    const entry = path[i]!;
+    if (entry.type === "checkpoint" && entry.rewind !== undefined) {
+      const to = place.get(entry.rewind);
+      if (to !== undefined) hiddenTo = Math.min(hiddenTo ?? to, to);
+      continue;
+    }
+    if (hiddenTo !== undefined && i >= hiddenTo) continue;
+    if (entry.type === "user" && (changed.get(entry.id) ?? 0) > 0) return entry;
+  }
+  return undefined;
+}
+
+/** A short account of the branch a rewind leaves (from the new position's parent to the old leaf): its prompts and the files they changed. */
+export function branchSummary(tree: SessionTree, newParentId: string | null): string {
+  const current = tree.pathTo();
+  const start = newParentId === null ? 0 : current.findIndex((e) => e.id === newParentId) + 1;
+  const left = current.slice(start);
+  const prompts = left.filter((e): e is EntryOf<"user"> => e.type === "user").map((e) => JSON.stringify(promptPreview(e.text)));
+  const files = new Set<string>();
+  for (const { entry } of turnCheckpoints(left)) for (const file of entry.files ?? []) files.add(file.path);
+  const listed = [...files].sort();
+  const fileText = listed.length
+    ? `; files changed: ${listed.slice(0, 10).join(", ")}${listed.length > 10 ? ` and ${listed.length - 10} more` : ""}`
+    : "";
+  return `${prompts.length} prompt${prompts.length === 1 ? "" : "s"} left${prompts.length ? `: ${prompts.join(", ")}` : ""}${fileText}`;
+}

@@ -1,0 +1,98 @@
+import type { ConfigFile } from "../config/file.js";
+import type { Workspace } from "../config/workspace.js";
+import type { PromptInput, SessionFrontEnd } from "./front-end.js";
+import type { SessionRecorder } from "./record/session-recorder.js";
+import type { RestoredState } from "./record/session-restore.js";
+import { parseControl, runControl, type ControlCommand } from "./rewind-commands.js";
+import { SessionCheckpoints } from "./session-checkpoints.js";
+import { RewindError, SessionRewind, type RewindMode, type RewindOptions, type RewindOutcome } from "./session-rewind.js";
+import type { TurnStopReason } from "./turn/turn-types.js";
+
+// A recorded session's record beyond the recorder (issue 23): each turn's start and end with the
+// checkpoints of the workspace taken around it, and the session's rewind, fork and labels, reached
+// through AgentSession and the control commands (/rewind, /undo, /fork, /label), which are not
+// recorded as prompts.
+
+export interface SessionRecordHost {
+  id: string;
+  workspace: Workspace;
+  recorder: SessionRecorder;
+  /** The session's config file as read at its start (`checkpoints: false`). */
+  config: ConfigFile;
+  /** The front end as the record sees it (what is said through it is recorded). */
+  frontEnd: SessionFrontEnd;
+  /** The front end itself (what a control command says is not recorded). */
+  unrecorded: SessionFrontEnd;
+  /** The conversation moved (a rewind): the history at the new position. */
+  moved(state: RestoredState): void;
+}
+
+export class SessionRecord {
+  readonly checkpoints: SessionCheckpoints;
+  readonly rewinder: SessionRewind;
+
+  constructor(private readonly host: SessionRecordHost) {
+    const { recorder, frontEnd } = host;
+    this.checkpoints = new SessionCheckpoints({
+      workspace: host.workspace,
+      session: host.id,
+      config: host.config,
+      record: (entry) => recorder.append({ type: "checkpoint", ...entry }),
+      say: (text) => frontEnd.say(text),
+    });
+    this.rewinder = new SessionRewind({ recorder, checkpoints: () => this.checkpoints.handle(), moved: (state) => host.moved(state) });
+  }
+
+  /** A control command (not recorded as a prompt), or null. */
+  control(input: PromptInput): ControlCommand | null {
+    return input.moreText ? null : parseControl(input.text);
+  }
+
+  /** A turn with its start (and the session's title), its checkpoints and its end in the record; a control command runs unrecorded. */
+  async turn(input: PromptInput, run: () => Promise<TurnStopReason>): Promise<TurnStopReason> {
+    if (this.control(input)) return run();
+    const { recorder, frontEnd } = this.host;
+    const { title, promptId } = recorder.turnStarted(input.text, input.blocks);
+    this.checkpoints.turnStarted(promptId);
+    if (title) await frontEnd.titleChanged?.(title);
+    let stopReason: TurnStopReason | "failed" = "failed";
+    try {
+      stopReason = await run();
+      return stopReason;
+    } finally {
+      // The snapshot after the turn, and the files it changed, before its end.
+      await this.checkpoints.turnEnded().catch(() => undefined);
+      recorder.turnEnded(stopReason);
+    }
+  }
+
+  /** Runs a control command in a turn's place. */
+  runControl(command: ControlCommand, signal: AbortSignal): Promise<void> {
+    const { unrecorded, frontEnd } = this.host;
+    return runControl(command, {
+      rewind: this.rewinder,
+      say: (text) => unrecorded.say(text),
+      sayRecorded: (text) => frontEnd.say(text),
+      frontEnd: unrecorded,
+      questions: unrecorded.questions,
+      signal,
+    });
+  }
+
+  /** A rewind asked for from outside a turn (ACP, an embedder): an applied rewind of the conversation is said (and recorded). */
+  async rewind(messageId: string, mode: RewindMode, options: RewindOptions): Promise<RewindOutcome> {
+    const outcome = await this.rewinder.rewind(messageId, mode, options);
+    if (outcome.applied && !options.dryRun && mode !== "files") await this.host.frontEnd.say(outcome.message);
+    return outcome;
+  }
+
+  async close(): Promise<void> {
+    await this.checkpoints.close();
+  }
+}
+
+/** A session's record, or the error that says it has none (rewind, fork and labels need its file). */
+export function recordOf(record: SessionRecord | undefined): SessionRecord {
+  if (!record) throw new RewindError("This session is not recorded (TOOLHOST_SESSIONS=off): rewind, fork and labels need its file.");
+  return record;
+}

@@ -1,0 +1,273 @@
+import { randomUUID } from "node:crypto";
+import * as fsp from "node:fs/promises";
+import path from "node:path";
+import { openCheckpoints, type Checkpoints } from "../runtime/checkpoints/checkpoints.js";
+import type { PathNote, RestoreFile } from "../runtime/checkpoints/restore.js";
+import { SessionTree, type SessionHeader } from "./record/session-format.js";
+import { loadedSessionRecorder, type SessionRecorder } from "./record/session-recorder.js";
+import { restoredState, type RestoredState } from "./record/session-restore.js";
+import { readSessionFile, sessionFileText, type SessionStore, type StoredSession } from "./record/session-store.js";
+import {
+  branchSummary,
+  conversationRewindRecord,
+  promptPreview,
+  rewindFiles,
+  rewindPoints,
+  undoPoint,
+  type FilesRewound,
+  type RewindMode,
+  type RewindPoint,
+} from "./rewind.js";
+
+// A recorded session's rewind, fork and labels (issue 23 §3), over its file: AgentSession hands
+// its calls here, and `toolhost sessions rewind|fork` use it on a stored session. The tree is read
+// from the file (the recorder writes each entry as it happens), so what a rewind sees is what a
+// load would. A rewind of the conversation appends a `branch` entry under the point's parent (the
+// branch left stays in the file) and the session's history is rebuilt from the path to it; a
+// rewind of the files restores them with the session's checkpoints (agent/rewind.ts).
+
+export type { RewindMode, RewindPoint };
+
+export interface RewindOptions {
+  /** Only say what would change. */
+  dryRun?: boolean;
+  /** Overwrite files changed outside toolhost too. */
+  force?: boolean;
+}
+
+/** What a rewind did (or, dry, would do). */
+export interface RewindOutcome {
+  /** Something was changed (false for a dry run, and when nothing could be done). */
+  applied: boolean;
+  files: RestoreFile[];
+  /** Files changed outside toolhost since the last checkpoint (kept unless `force`), or that cannot be written safely. */
+  conflicts: PathNote[];
+  /** Files the restore could not write or remove. */
+  failed: PathNote[];
+  /** What happened, for the person. */
+  message: string;
+}
+
+export type CheckpointsHandle = { checkpoints: Checkpoints } | { checkpoints?: undefined; reason: string };
+
+export interface SessionRewindHost {
+  recorder: SessionRecorder;
+  /** The session's checkpoints, or why there are none. */
+  checkpoints(): Promise<CheckpointsHandle>;
+  /** toolhost's home (for a fork's checkpoints; default: `toolhostHome()`). */
+  home?: string;
+  /** The conversation moved: a live session takes the state at the new position (its history; its settings, which stay as they were). */
+  moved?(state: RestoredState): void;
+}
+
+const MODES: readonly RewindMode[] = ["files", "conversation", "both"];
+
+export const isRewindMode = (value: string): value is RewindMode => (MODES as readonly string[]).includes(value);
+
+export class SessionRewind {
+  constructor(private readonly host: SessionRewindHost) {}
+
+  /** The session's tree as its file holds it now. */
+  async tree(): Promise<SessionTree> {
+    const { recorder } = this.host;
+    recorder.flush();
+    const stored = await readSessionFile(recorder.file);
+    return new SessionTree(stored?.entries ?? []);
+  }
+
+  /** The prompts one can rewind to, oldest first. */
+  async points(): Promise<RewindPoint[]> {
+    return rewindPoints(await this.tree());
+  }
+
+  /** Rewinds the files, the conversation or both to just before the prompt `messageId`. */
+  async rewind(messageId: string, mode: RewindMode, options: RewindOptions = {}): Promise<RewindOutcome> {
+    const tree = await this.tree();
+    const point = tree.get(messageId);
+    if (point?.type !== "user") throw new RewindError(`${messageId} is not a prompt of this session: a rewind goes back to a prompt.`);
+    const withFiles = mode !== "conversation";
+    const withConversation = mode !== "files";
+    let files: FilesRewound = { applied: false, files: [], conflicts: [], skipped: [], failed: [] };
+    let filesNote = "";
+    let handle: CheckpointsHandle | undefined;
+    if (withFiles) {
+      handle = await this.host.checkpoints();
+      if (handle.checkpoints) {
+        files = await rewindFiles(tree, messageId, handle.checkpoints, { ...options, moving: withConversation });
+        if (files.problem) filesNote = `The files were not rewound: ${files.problem}.`;
+      } else filesNote = `The files were not rewound: ${handle.reason}.`;
+    }
+    const which = `prompt ${pointNumber(tree, messageId)} (${JSON.stringify(promptPreview(point.text))})`;
+    if (options.dryRun) {
+      return {
+        ...outcome(files, false),
+        message: [`A rewind to ${which} would:`, describeFiles(files, true, withFiles), filesNote].filter(Boolean).join(" "),
+      };
+    }
+    const { recorder } = this.host;
+    let leftNote = "";
+    if (withConversation) {
+      const summary = branchSummary(tree, point.parentId);
+      // A conversation-only rewind leaves the files as they are: the new position carries what they are.
+      let carried = files.record;
+      if (!withFiles) {
+        handle = await this.host.checkpoints();
+        if (handle.checkpoints) carried = await conversationRewindRecord(tree, messageId, handle.checkpoints).catch(() => undefined);
+      }
+      const branchId = recorder.append({ type: "branch", fromId: tree.leafId ?? messageId, summary }, point.parentId);
+      if (carried) recorder.append({ type: "checkpoint", promptId: branchId, ...carried });
+      await this.moved(tree.leafId);
+      leftNote = `The conversation is back to before ${which}; what came after stays in the session file as a branch (${summary}).`;
+    } else if (files.record) recorder.append({ type: "checkpoint", promptId: recorder.leafId ?? messageId, ...files.record });
+    const filesText = withFiles ? describeFiles(files, false, true) : "";
+    const message = [leftNote || `Rewound to before ${which}.`, filesText, filesNote].filter(Boolean).join(" ");
+    return { ...outcome(files, withConversation || (files.applied && !files.problem)), message };
+  }
+
+  /** `/undo`: the files of the last prompt whose changes no rewind undid yet. */
+  async undo(options: RewindOptions = {}): Promise<RewindOutcome> {
+    const point = undoPoint(await this.tree());
+    if (!point)
+      return { applied: false, files: [], conflicts: [], failed: [], message: "No prompt of this session changed files: nothing to undo." };
+    return this.rewind(point.id, "files", options);
+  }
+
+  /** Names the current position (an empty name removes the name); returns the entry named. */
+  label(name: string, targetId?: string): string {
+    const { recorder } = this.host;
+    recorder.flush();
+    const target = targetId ?? recorder.leafId;
+    if (!target) throw new RewindError("There is nothing to name yet: send a prompt first.");
+    recorder.append({ type: "label", targetId: target, label: name.trim() });
+    return target;
+  }
+
+  /**
+   * A new session that starts where this one is at `atEntryId` (default: now): a file whose header
+   * names this session and entry, holding the entries on the path to it (their ids kept), and the
+   * checkpoints they name kept for it too. Returns its id.
+   */
+  async fork(atEntryId?: string): Promise<string> {
+    const { recorder } = this.host;
+    recorder.flush();
+    const stored = await readSessionFile(recorder.file);
+    if (!stored) throw new RewindError("This session has nothing to fork yet: send a prompt first.");
+    const tree = new SessionTree(stored.entries);
+    const at = atEntryId ?? tree.leafId;
+    if (!at || !tree.get(at)) throw new RewindError(`This session has no entry ${atEntryId ?? ""} to fork at.`.replace("  ", " "));
+    const entries = tree.pathTo(at);
+    const id = randomUUID();
+    const header: SessionHeader = {
+      ...stored.header,
+      id,
+      created: new Date().toISOString(),
+      forkedFrom: { session: stored.header.id, entryId: at },
+    };
+    // Beside this session's file: the same project.
+    const file = path.join(path.dirname(recorder.file), `${id}.jsonl`);
+    await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    await fsp.writeFile(file, sessionFileText(header, entries), { mode: 0o600, flag: "wx" });
+    const ids = entries.flatMap((e) => (e.type === "checkpoint" ? [e.before, ...(e.after ? [e.after] : [])] : []));
+    if (ids.length) {
+      const opened = await openCheckpoints({
+        root: header.cwd,
+        project: path.basename(path.dirname(file)),
+        session: id,
+        home: this.host.home,
+      });
+      if (opened.available) {
+        await opened.checkpoints.adopt(ids).catch(() => []);
+        await opened.checkpoints.close();
+      }
+    }
+    return id;
+  }
+
+  /**
+   * After a rewind of the conversation: a setting the branch left had changed (mode, model, thought
+   * level, profile) is written again, so the session keeps it; then the history at the new position.
+   */
+  private async moved(leftLeaf: string | null): Promise<void> {
+    const { recorder } = this.host;
+    recorder.flush();
+    const stored = await readSessionFile(recorder.file);
+    if (!stored) return;
+    const values = (state: RestoredState): Record<SettingName, string | undefined> => ({
+      mode: state.mode,
+      model: state.model,
+      thought_level: state.thoughtLevel,
+      profile: state.profile,
+    });
+    const now = values(restoredState(stored));
+    const left = leftLeaf ? values(restoredState(stored, leftLeaf)) : now;
+    const kept = (Object.keys(left) as SettingName[]).filter((name) => left[name] !== undefined && left[name] !== now[name]);
+    for (const name of kept) recorder.append({ type: "setting", name, value: left[name]! });
+    const state = kept.length ? restoredState((await readSessionFile(recorder.file)) ?? stored) : restoredState(stored);
+    this.host.moved?.(state);
+  }
+}
+
+type SettingName = "mode" | "model" | "thought_level" | "profile";
+
+/** A problem a rewind, fork or label reports to the person (not a crash). */
+export class RewindError extends Error {}
+
+function pointNumber(tree: SessionTree, id: string): string {
+  const n = rewindPoints(tree).findIndex((p) => p.messageId === id);
+  return n >= 0 ? String(n + 1) : id;
+}
+
+function outcome(files: FilesRewound, applied: boolean): Omit<RewindOutcome, "message"> {
+  return { applied, files: files.files, conflicts: files.conflicts, failed: files.failed };
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/** The files part of a rewind's message. */
+function describeFiles(files: FilesRewound, dry: boolean, withFiles: boolean): string {
+  if (!withFiles || files.problem) return "";
+  const count = (action: RestoreFile["action"]) => files.files.filter((f) => f.action === action).length;
+  const parts = [
+    [count("restore"), "file", "restored"],
+    [count("create"), "deleted file", "brought back"],
+    [count("delete"), "created file", "removed"],
+  ]
+    .filter(([n]) => (n as number) > 0)
+    .map(([n, what, done]) => `${plural(n as number, what as string)} ${dry ? `to be ${done}` : done}`);
+  const text = parts.length ? `Files: ${parts.join(", ")}.` : "No file needs to change.";
+  // With force, a conflict is carried out too (it is among the files); the others are left as they are.
+  const carried = new Set(files.files.map((f) => f.path));
+  const kept = files.conflicts.filter((c) => !carried.has(c.path));
+  const forced = files.conflicts.filter((c) => carried.has(c.path));
+  const list = (notes: readonly PathNote[]) => notes.map((c) => `${c.path} (${c.reason})`).join(", ");
+  const conflicts =
+    (kept.length
+      ? ` ${plural(kept.length, "file")} changed outside toolhost ${dry ? "would be" : "were"} left as ${kept.length === 1 ? "it is" : "they are"}: ${list(kept)}; force overwrites them.`
+      : "") + (forced.length ? ` Overwritten although changed outside toolhost (force): ${list(forced)}.` : "");
+  const failed = files.failed.length ? ` Could not restore: ${files.failed.map((f) => `${f.path} (${f.reason})`).join(", ")}.` : "";
+  return `${text}${conflicts}${failed}`;
+}
+
+/** The points with their labels (a label on the prompt or on any entry of its turn), for a listing. */
+export function pointLabels(tree: SessionTree): Map<string, string[]> {
+  const labels = tree.labels();
+  const out = new Map<string, string[]>();
+  let current: string | undefined;
+  for (const entry of tree.pathTo()) {
+    if (entry.type === "user") current = entry.id;
+    const name = labels.get(entry.id);
+    if (name && current) out.set(current, [...(out.get(current) ?? []), name]);
+  }
+  return out;
+}
+
+/** Forks a stored session (not open in this process) at `atEntryId` (default: its current position); returns the new id. */
+export async function forkStoredSession(store: SessionStore, stored: StoredSession, atEntryId?: string): Promise<string> {
+  // Nothing is written to the stored session: its recorder only names its file.
+  const recorder = loadedSessionRecorder(store, stored);
+  try {
+    return await new SessionRewind({ recorder, checkpoints: async () => ({ reason: "not needed" }) }).fork(atEntryId);
+  } finally {
+    recorder.close();
+  }
+}
