@@ -7,7 +7,7 @@ import { History } from "../../src/agent/turn/history.js";
 
 function history(messages: ModelMessage[]): History {
   const h = new History();
-  h.restore(messages);
+  h.replace(messages);
   return h;
 }
 

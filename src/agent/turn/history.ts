@@ -14,12 +14,7 @@ export class History {
     this.listener = listener;
   }
 
-  /** Puts back a stored conversation (a loaded session); the listener is not told. */
-  restore(messages: readonly ModelMessage[]): void {
-    this.list.push(...messages);
-  }
-
-  /** Replaces the whole conversation (a compaction); the listener is not told, the compaction is recorded as such. */
+  /** Replaces the whole conversation (a loaded session, a compaction, a rewind); the listener is not told: each is recorded as what it is. */
   replace(messages: readonly ModelMessage[]): void {
     this.list.splice(0, this.list.length, ...messages);
   }
