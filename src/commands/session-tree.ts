@@ -19,6 +19,7 @@ export interface TreeCommandOptions {
   mode?: RewindMode;
   dryRun?: boolean;
   force?: boolean;
+  /** The real stdout. */
   out: (text: string) => Promise<void>;
 }
 

@@ -3,25 +3,17 @@ import path from "node:path";
 import { SessionTree, type EntryOf } from "../agent/record/session-format.js";
 import { SessionStore, sessionFileText, type SessionSummary } from "../agent/record/session-store.js";
 import { SessionHeldError } from "../agent/record/session-hold.js";
-import type { RewindMode } from "../agent/rewind.js";
 import { transcriptMarkdown } from "../agent/record/session-transcript.js";
+import type { TreeCommandOptions } from "./session-tree.js";
 
-export interface SessionsOptions {
-  /** list (default), show, export or delete. */
+/** The options of every action; tree, rewind and fork take theirs from `TreeCommandOptions`. */
+export interface SessionsOptions extends TreeCommandOptions {
+  /** list (default), show, export, delete, tree, rewind or fork. */
   action: string;
   id?: string;
   cwd?: string;
-  json: boolean;
   format?: string;
   limit?: number;
-  /** rewind: the prompt (its number or its message id); fork: the prompt whose turn the fork ends with. */
-  to?: string;
-  at?: string;
-  mode?: RewindMode;
-  dryRun?: boolean;
-  force?: boolean;
-  /** The real stdout. */
-  out: (text: string) => Promise<void>;
 }
 
 /** `toolhost sessions`: the saved sessions; show, export or delete one. Exit 1 for an unknown session. */
