@@ -2,6 +2,7 @@ import type { Hooks } from "../host/hooks/engine.js";
 import type { HookEventName, HookInputs, HookOutcome, HookSession } from "../host/hooks/events.js";
 import type { Envelope } from "../tool/envelope.js";
 import type { History } from "./turn/history.js";
+import type { CompactionEvent } from "./turn/turn-types.js";
 import type { CallHooks, HookedCall } from "./turn/tool-runner.js";
 
 // A session's lifecycle hooks at their sites (the engine is host/hooks/): what each event is told
@@ -23,6 +24,7 @@ export interface SessionHooksHost {
 
 export class SessionHooks implements CallHooks {
   private started = false;
+  private readonly compactions = new Set<string>();
 
   constructor(private readonly host: SessionHooksHost) {}
 
@@ -79,6 +81,13 @@ export class SessionHooks implements CallHooks {
     const input = { stopHookActive: continued, lastMessage: lastText(history) };
     const outcome = await this.run(this.subagent ? "subagent_stop" : "stop", input, signal);
     return outcome?.continue;
+  }
+
+  /** Before a compaction (its first event): the compact hooks, told whether the user asked for it. */
+  async compacting(event: CompactionEvent, trigger: "manual" | "auto"): Promise<void> {
+    if (event.status !== "in_progress" || this.compactions.has(event.id)) return;
+    this.compactions.add(event.id);
+    await this.run("compact", { trigger });
   }
 
   /** The session ends (closed). */

@@ -145,7 +145,7 @@ export class AgentSession {
       loadSkill: async (name) => this.services().skills?.load(name),
       callTool: (toolId, args, signal) => this.callTool(toolId, args, signal),
       modelTurn: (input, signal) => this.modelTurn(input, signal),
-      compacted: (event) => this.compacted(event),
+      compacted: (event) => this.compacted(event, "manual"),
     });
     const depth = options.parent?.depth ?? 0;
     const subagents: SubagentHost = {
@@ -340,7 +340,8 @@ export class AgentSession {
   }
 
   /** A compaction as the front end sees it; after it, the last usage no longer says what is in the context. */
-  private async compacted(event: CompactionEvent): Promise<void> {
+  private async compacted(event: CompactionEvent, trigger: "manual" | "auto" = "auto"): Promise<void> {
+    await this.hooks.compacting(event, trigger);
     if (event.status === "completed") this.lastUsage = undefined;
     this.recorder?.compaction(event);
     // Past the recorder: a replay shows the compaction itself, not this message too.
