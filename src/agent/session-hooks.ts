@@ -25,6 +25,8 @@ export interface SessionHooksHost {
 export class SessionHooks implements CallHooks {
   private started = false;
   private readonly compactions = new Set<string>();
+  /** A tool_call or tool_result hook's `"continue": false`, until the turn's loop takes it. */
+  private halt: string | undefined;
 
   constructor(private readonly host: SessionHooksHost) {}
 
@@ -45,6 +47,7 @@ export class SessionHooks implements CallHooks {
     };
     const outcome = await hooks.run(event, { ...input, ...session }, { signal });
     for (const text of [...outcome.problems, ...outcome.messages]) await host.frontEnd.say(text);
+    if (outcome.halt && (event === "tool_call" || event === "tool_result")) this.halt ??= outcome.halt.reason;
     return outcome;
   }
 
@@ -54,6 +57,12 @@ export class SessionHooks implements CallHooks {
 
   toolResult(call: HookedCall, result: Envelope, signal: AbortSignal): Promise<HookOutcome<"tool_result"> | undefined> {
     return this.run("tool_result", { ...call, result }, signal);
+  }
+
+  takeHalt(): string | undefined {
+    const halt = this.halt;
+    this.halt = undefined;
+    return halt;
   }
 
   /**

@@ -61,6 +61,7 @@ export async function askModel(
   const declarations = services.declarations();
   const profilePrompt = tools.toolset.profile.prompt;
   const { hooks } = ctx;
+  hooks?.takeHalt(); // one left by a slash command's call is not this turn's
   const started = await hooks?.start(ctx.history, signal);
   const gate = (await hooks?.prompt(input.text, signal)) ?? {};
   if ("block" in gate) return { stopReason: "end_turn", notice: gate.block };

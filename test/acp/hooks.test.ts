@@ -176,6 +176,15 @@ process.stdin.on("data", (d) => (s += d)).on("end", () => {
     expect((await fsp.readFile(log, "utf8")).trim().split("\n")).toEqual(["false", "true"]);
   });
 
+  it('a tool_result hook\'s "continue": false ends the turn after the call', async () => {
+    const halt = await script("halt.js", `process.stdout.write(JSON.stringify({ continue: false, stopReason: "enough for today" }));\n`);
+    await userConfig({ tool_result: [{ matcher: "bash", command: halt }] });
+    const sessionId = await start(bashOnce("echo once"));
+    expect((await prompt(sessionId, "Run it")).stopReason).toBe("end_turn");
+    expect(t.fake!.requests).toHaveLength(1);
+    expect(messageText(t.h!, sessionId)).toContain("A hook ended the turn: enough for today");
+  });
+
   it("a hook that hangs is timed out: no opinion, the call runs; with failClosed the call is refused", async () => {
     const hang = await script("hang.js", `setTimeout(() => {}, 60_000);\n`);
     await userConfig({ tool_call: [{ matcher: "bash", command: hang, timeout: 0.5 }] });

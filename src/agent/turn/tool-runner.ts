@@ -73,6 +73,8 @@ export interface HookedCall {
 export interface CallHooks {
   toolCall(call: HookedCall, signal: AbortSignal): Promise<HookOutcome<"tool_call"> | undefined>;
   toolResult(call: HookedCall, result: Envelope, signal: AbortSignal): Promise<HookOutcome<"tool_result"> | undefined>;
+  /** A call's hook said `"continue": false` since the last look: why (the turn ends after the step's calls). */
+  takeHalt(): string | undefined;
 }
 
 /**
