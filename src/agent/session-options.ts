@@ -57,7 +57,7 @@ export interface AgentSessionOptions {
   /** The session's model (`provider/model`), over env and config file. */
   model?: string;
   /** For a subagent: its parent, how deep it is, and its agent's mode, which narrows the parent's (never wider). */
-  parent?: { session: ParentSession; depth: number; agentMode?: ModeId };
+  parent?: { session: ParentSession; depth: number; agentMode?: ModeId; agentId?: string };
   /** Instructions added to the system prompt (a subagent's agent file body). */
   instructions?: string;
   /** Tool ids this session may use (a subagent's narrower set); default all. */

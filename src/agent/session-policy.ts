@@ -1,7 +1,6 @@
 import path from "node:path";
 import type { ToolKind } from "../tool/kinds.js";
-import { sessionAuthorizer, type AskUser, type PermissionOptions } from "../policy/authorizer.js";
-import type { Authorize } from "../policy/call.js";
+import { sessionAuthorizer, type AskUser, type PermissionOptions, type SessionAuthorize } from "../policy/authorizer.js";
 import { isKindVisible, type ModeId } from "../policy/modes.js";
 import { netFetchHosts } from "../policy/net-hosts.js";
 import type { PermissionRule } from "../policy/rules.js";
@@ -118,14 +117,14 @@ export class SessionPolicy {
    * The session's policy for one call: rules, mode, remembered answers, then `ask`. `toolhost
    * policy explain` passes an ask that only records.
    */
-  authorizer(ask: AskUser | undefined): Authorize {
+  authorizer(ask: AskUser | undefined): SessionAuthorize {
     const authorize = sessionAuthorizer(this.permissionOptions(ask));
     const allowed = this.host.allowedTools;
     // A subagent's narrower tool set is enforced here too, not only by what it is offered.
     if (!allowed) return authorize;
-    return async (call, s) =>
+    return async (call, s, extra) =>
       allowed.has(call.tool.id)
-        ? authorize(call, s)
+        ? authorize(call, s, extra)
         : { outcome: "deny", code: "permission_denied", reason: `The ${call.tool.id} tool is not available to this subagent.` };
   }
 

@@ -10,7 +10,7 @@ import type { SessionPolicy } from "./session-policy.js";
 import type { SessionRecorder } from "./record/session-recorder.js";
 import type { SessionTools } from "./session-tools.js";
 import { registryIndex } from "./tool-index.js";
-import type { ToolRunContext } from "./turn/tool-runner.js";
+import type { CallHooks, ToolRunContext } from "./turn/tool-runner.js";
 import type { ToolDeclaration, ToolOffer } from "./turn/turn-types.js";
 
 /** What a session's services need of their session. */
@@ -21,6 +21,8 @@ export interface SessionServicesHost {
   frontEnd: SessionFrontEnd;
   /** Which tools the session sees, and its authorizer. */
   policy: Pick<SessionPolicy, "isVisible" | "authorizer">;
+  /** The session's tool_call and tool_result hooks. */
+  hooks?: CallHooks;
   /** The task tool's subagents; undefined past the depth limit. */
   subagents(): Subagents | undefined;
   recorder: SessionRecorder | undefined;
@@ -109,6 +111,7 @@ export class SessionServices {
       host: this.services(),
       signal,
       authorize: policy.authorizer(frontEnd.approve),
+      hooks: this.host.hooks,
       beforeChange: () => this.host.beforeChange(),
     };
   }

@@ -23,6 +23,7 @@ import { askModel } from "./session-model-turn.js";
 import type { SessionTools } from "./session-tools.js";
 import { SessionMcp } from "./session-mcp.js";
 import { SessionPolicy } from "./session-policy.js";
+import { SessionHooks } from "./session-hooks.js";
 import type { AgentSessionOptions } from "./session-options.js";
 import { SessionServices } from "./session-services.js";
 import { runToolCall } from "./turn/tool-runner.js";
@@ -75,6 +76,8 @@ export class AgentSession {
   private readonly slash: SlashCommands;
   /** A recorded session's turns, checkpoints, rewind, fork and labels (agent/session-record.ts); not a subagent's. */
   private readonly record: SessionRecord | undefined;
+  /** The lifecycle hooks at their sites (agent/session-hooks.ts): a subagent runs its parent's, as its task. */
+  readonly hooks: SessionHooks;
 
   constructor(options: AgentSessionOptions) {
     const parent = options.parent?.session;
@@ -125,9 +128,10 @@ export class AgentSession {
     const moved = (state: RestoredState) => ((this.lastUsage = undefined), this.restore(state));
     if (recorder && !parent) this.record = new SessionRecord({ id: this.id, workspace, recorder, config, frontEnd, unrecorded, moved });
     const { cwd } = workspace;
+    const hooks = (this.hooks = new SessionHooks({ tools, session: this, cwd, frontEnd, agentId: options.parent?.agentId }));
     this.mcp = new SessionMcp({ cwd, tools, say: (text) => frontEnd.say(text), commandsChanged: () => frontEnd.commandsChanged?.() });
     const services = (this.sessionServices = new SessionServices(
-      { tools, runtime, frontEnd, policy, recorder, subagents: () => this.subagents, beforeChange: () => this.beforeChange() },
+      { tools, runtime, frontEnd, policy, recorder, hooks, subagents: () => this.subagents, beforeChange: () => this.beforeChange() },
       options.wired,
     ));
     this.slash = new SlashCommands({
@@ -141,7 +145,7 @@ export class AgentSession {
       loadSkill: async (name) => this.services().skills?.load(name),
       callTool: (toolId, args, signal) => this.callTool(toolId, args, signal),
       modelTurn: (input, signal) => this.modelTurn(input, signal),
-      compacted: (event) => this.compacted(event),
+      compacted: (event) => this.compacted(event, "manual"),
     });
     const depth = options.parent?.depth ?? 0;
     const subagents: SubagentHost = {
@@ -289,7 +293,7 @@ export class AgentSession {
    */
   async close(): Promise<void> {
     this.cancel();
-    await Promise.all([this.turnDone, this.mcp.close()]);
+    await Promise.all([this.turnDone, this.mcp.close(), this.hooks.end("close").catch(() => {})]);
     await this.record?.close();
     this.recorder?.close();
     if (!this.parent) await this.runtime.close();
@@ -336,7 +340,8 @@ export class AgentSession {
   }
 
   /** A compaction as the front end sees it; after it, the last usage no longer says what is in the context. */
-  private async compacted(event: CompactionEvent): Promise<void> {
+  private async compacted(event: CompactionEvent, trigger: "manual" | "auto" = "auto"): Promise<void> {
+    await this.hooks.compacting(event, trigger);
     if (event.status === "completed") this.lastUsage = undefined;
     this.recorder?.compaction(event);
     // Past the recorder: a replay shows the compaction itself, not this message too.
@@ -363,14 +368,15 @@ export class AgentSession {
   }
 
   private askModel(input: PromptInput, signal: AbortSignal, observer: TurnObserver): Promise<TurnResult> {
-    const { workspace, history, registry, mcp, tools, meter, budget, thoughtLevel, instructions } = this;
-    const turn = { workspace, history, registry, mcp, tools, meter, budget, thoughtLevel, instructions, services: this.sessionServices };
+    const { workspace, history, registry, mcp, tools, meter, budget, thoughtLevel, instructions, hooks, sessionServices: services } = this;
+    const turn = { workspace, history, registry, mcp, tools, meter, budget, thoughtLevel, instructions, hooks, services };
     return askModel(
       {
         ...turn,
         modelId: this.modelId,
         contextUsed: this.lastUsage?.used,
-        note: () => this.takeNote(),
+        // The note about the loaded session's interrupted turn: said once, with the next prompt.
+        note: () => [this.interruptedNote, (this.interruptedNote = undefined)][0],
         nextCallId: () => this.nextCallId(),
       },
       input,
@@ -379,21 +385,14 @@ export class AgentSession {
     );
   }
 
-  /** The note about the loaded session's interrupted turn, said once (with the next prompt). */
-  private takeNote(): string | undefined {
-    const note = this.interruptedNote;
-    this.interruptedNote = undefined;
-    return note;
-  }
-
   /** What the session's policy decides with: `toolhost policy explain` passes it to `decide()`. */
   permissionOptions(ask?: AskUser): PermissionOptions {
     return this.policy.permissionOptions(ask);
   }
 
   /** A child session (agent/subagents.ts runs it): this session's runtime, rules, sandbox, call ids and meter. */
-  private createChild({ depth, agentMode, ...spec }: ChildSpec): ChildSession {
-    const child = new AgentSession({ tools: this.tools, ...spec, parent: { session: this, depth, agentMode } });
+  private createChild({ depth, agentMode, agentId, ...spec }: ChildSpec): ChildSession {
+    const child = new AgentSession({ tools: this.tools, ...spec, parent: { session: this, depth, agentMode, agentId } });
     return { history: child.history, ask: (input, signal, observer) => child.askModel(input, signal, observer) };
   }
 }

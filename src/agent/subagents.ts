@@ -26,6 +26,8 @@ export interface ChildSpec {
   depth: number;
   /** The agent's mode: the child's mode is the parent's, narrowed by it. */
   agentMode: ModeId | undefined;
+  /** Its task id: the child's hooks are told it as `agentId`. */
+  agentId: string;
 }
 
 /** A child session as its parent runs it: its history and a model turn with its own front end. */
@@ -237,7 +239,9 @@ export class SessionSubagents implements Subagents {
     const frontEnd = view
       ? ownSessionFrontEnd(view.frontEnd, parentEnd, state, agentName, reportUsage)
       : nestedFrontEnd(parentEnd, state, agentName, reportUsage);
+    const taskId = `task_${randomUUID().slice(0, 8)}`;
     const child = host.createChild({
+      agentId: taskId,
       frontEnd,
       model: agent?.model ?? host.model(),
       allowedTools: allowed,
@@ -248,6 +252,6 @@ export class SessionSubagents implements Subagents {
       depth: this.depth + 1,
       agentMode: agent?.mode,
     });
-    return { taskId: `task_${randomUUID().slice(0, 8)}`, child, busy: false, state, frontEnd, ...(view ? { view } : {}) };
+    return { taskId, child, busy: false, state, frontEnd, ...(view ? { view } : {}) };
   }
 }

@@ -1,6 +1,8 @@
 import { headlessFrontEnd, type AgentSession } from "../agent/session.js";
 import type { Workspace } from "../config/workspace.js";
 import { discardPreparedCall, examine, prepareCall } from "../host/invoke.js";
+import type { HookOutcome } from "../host/hooks/events.js";
+import { hookPolicyLayers } from "../host/hooks/policy-layer.js";
 import { decide, type PolicyVerdict, type SandboxReading } from "../policy/decide.js";
 import { isModeId, type ModeId } from "../policy/modes.js";
 import { describeRule, type SourcedRule } from "../policy/ruleset.js";
@@ -58,7 +60,19 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
   if (options.mode !== undefined && !isModeId(options.mode)) throw new Error(`Unknown mode ${options.mode}`);
   const session = await openSession(options);
   const mode = session.mode as ModeId;
-  const prepared = prepareCall(session.registry, toolId, args, { session: session.runtime, manifest: session.tools.manifest });
+  const callOptions = { session: session.runtime, manifest: session.tools.manifest, callId: "explain" };
+  let prepared = prepareCall(session.registry, toolId, args, callOptions);
+  // The session's tool_call hooks are asked too (nothing runs but them): their verdict is a layer of the decision.
+  const hook = prepared.ok
+    ? await session.hooks.toolCall(
+        { callId: "explain", tool: { id: prepared.call.tool.id, kind: prepared.call.tool.kind }, args: prepared.call.args },
+        new AbortController().signal,
+      )
+    : undefined;
+  if (prepared.ok && hook?.updatedArgs && hook.decision !== "deny") {
+    discardPreparedCall(prepared.call);
+    prepared = prepareCall(session.registry, toolId, hook.updatedArgs, callOptions);
+  }
   if (!prepared.ok) {
     const text = prepared.envelope.type === "error" ? prepared.envelope.error_text : "";
     await options.out(options.json ? `${JSON.stringify({ tool: toolId, error: text }, null, 2)}\n` : `${text}\n`);
@@ -75,7 +89,8 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
     discardPreparedCall(call);
   }
   // The session's own policy as a value: nothing is asked, remembered or run.
-  const verdict = await decide(call, session.permissionOptions(), { explain: true });
+  const verdict = await decide(call, { ...session.permissionOptions(), layers: hookPolicyLayers(hook) }, { explain: true });
+  const hookLine = hookText(hook);
   const facts = verdict.facts;
   const decision = verdict.action;
   const why = decision === "ask" ? verdict.why : undefined;
@@ -95,6 +110,7 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
       unknown: facts?.unknown ?? [],
       unknownCode: facts?.unknownCode ?? [],
       sandbox: sandbox.json,
+      hook: hook && { decision: hook.decision ?? null, reason: hook.reason, source: hook.source, updatedArgs: hook.updatedArgs },
       targets,
       verdict: verdictJson(verdict),
     };
@@ -113,6 +129,7 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
       ? [`unknown spelling (asked about where a deny or ask rule is in force): ${facts.unknownCode.join("; ")}`]
       : []),
     `sandbox: ${sandbox.text}`,
+    ...(hookLine ? [hookLine] : []),
     "what the call touches:",
   ];
   for (const t of verdict.targets) {
@@ -122,6 +139,14 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
   }
   await options.out(`${lines.join("\n")}\n`);
   return 0;
+}
+
+/** What the tool_call hooks said, in words (none listening: nothing). */
+function hookText(hook: HookOutcome<"tool_call"> | undefined): string | undefined {
+  if (!hook) return undefined;
+  const rewritten = hook.updatedArgs ? `; arguments rewritten by ${hook.updatedBy ?? "a hook"}: ${JSON.stringify(hook.updatedArgs)}` : "";
+  if (!hook.decision) return `hooks: no opinion${rewritten}`;
+  return `hooks: ${hook.decision} (${hook.source ?? "a hook"})${hook.reason ? `: ${hook.reason}` : ""}${rewritten}`;
 }
 
 /** Which layer decided, in words. */

@@ -1,5 +1,5 @@
-import type { Authorize, Decision, ToolCallRequest } from "./call.js";
-import { decide, type DecideOptions, type PolicyVerdict } from "./decide.js";
+import type { Decision, ToolCallRequest } from "./call.js";
+import { decide, type DecideOptions, type PolicyLayer, type PolicyVerdict } from "./decide.js";
 import type { PermissionRule } from "./rules.js";
 
 export type { SandboxState } from "./decide.js";
@@ -33,6 +33,16 @@ export interface PermissionOptions extends DecideOptions {
   project?: { trusted: () => boolean; save: (rules: PermissionRule[]) => Promise<boolean> };
 }
 
+/**
+ * An authorise hook that takes, per call, the layers to decide with: a tool_call hook's verdict in
+ * its place (host/hooks/policy-layer.ts `hookPolicyLayers`). Without them, the policy's own.
+ */
+export type SessionAuthorize = (
+  call: ToolCallRequest,
+  signal: AbortSignal,
+  extra?: { layers?: readonly PolicyLayer[] },
+) => Promise<Decision>;
+
 /** The refusal of an ask nobody can answer (headless). */
 function unanswerable(verdict: PolicyVerdict, call: ToolCallRequest): Decision {
   const id = call.tool.id;
@@ -51,9 +61,9 @@ function unanswerable(verdict: PolicyVerdict, call: ToolCallRequest): Decision {
  * watchdog, the sandbox and the mode), then, when the verdict is an ask, the user; an "always"
  * answer is remembered as session (or project) rules. Errors and cancellations count as rejects.
  */
-export function sessionAuthorizer(options: PermissionOptions): Authorize {
-  return async (call, signal): Promise<Decision> => {
-    const verdict = await decide(call, options, { signal });
+export function sessionAuthorizer(options: PermissionOptions): SessionAuthorize {
+  return async (call, signal, extra): Promise<Decision> => {
+    const verdict = await decide(call, extra?.layers ? { ...options, layers: extra.layers } : options, { signal });
     if (verdict.action === "deny") return { outcome: "deny", code: verdict.code, reason: verdict.why };
     // Where no sandbox can run, an approved command runs unsandboxed: the grant says so.
     const allow: Decision = verdict.unsandboxed ? { outcome: "allow", unsandboxed: true } : { outcome: "allow" };

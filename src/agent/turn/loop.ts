@@ -266,6 +266,8 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
     opts.history.addToolResults(ran.results);
     if (signal.aborted) return { stopReason: "cancelled" };
     if (ran.stop) return { stopReason: "max_turn_requests", notice: ran.stop.message };
+    const halt = opts.tools.hooks?.takeHalt();
+    if (halt) return { stopReason: "end_turn", notice: `A hook ended the turn: ${halt}` };
     if (request >= maxRequests) return { stopReason: "max_turn_requests" };
   }
 }

@@ -5,8 +5,11 @@ import { errorEnvelope, type Envelope } from "../../tool/envelope.js";
 import type { ToolKind } from "../../tool/kinds.js";
 import type { RequirementSet } from "../../tool/requirements.js";
 import type { HostServices } from "../../tool/services.js";
-import type { Authorize, Decision } from "../../policy/call.js";
-import { discardPreparedCall, prepareCall, runPreparedCall, type ToolCallInfo } from "../../host/invoke.js";
+import type { SessionAuthorize } from "../../policy/authorizer.js";
+import type { Decision } from "../../policy/call.js";
+import { discardPreparedCall, prepareCall, runPreparedCall, type CallOptions, type ToolCallInfo } from "../../host/invoke.js";
+import type { HookOutcome, HookTool } from "../../host/hooks/events.js";
+import { hookPolicyLayers } from "../../host/hooks/policy-layer.js";
 import type { ToolRegistry } from "../../host/registry.js";
 import type { RuntimeSession } from "../../runtime/session.js";
 import { callTitle, shownTitle } from "./call-title.js";
@@ -32,8 +35,10 @@ export interface ToolRunContext {
   manifest?: RequirementSet;
   hostCapabilities?: ReadonlySet<string>;
   host?: HostServices;
-  authorize: Authorize;
+  authorize: SessionAuthorize;
   signal: AbortSignal;
+  /** The session's tool_call and tool_result hooks (agent/session-hooks.ts); none: no hooks run. */
+  hooks?: CallHooks;
   /**
    * Awaited before a call that may change something runs (approved, and its tool not read-only:
    * `sideEffect !== false`): the session's checkpoint of the workspace before the turn's first change.
@@ -55,6 +60,36 @@ export async function announceToolCall(
   const info: ToolCallInfo = { ...call, kind, ...callTitle(registry, call.toolId, call.args, workspace) };
   await observer.pending(info);
   return info;
+}
+
+/** A call as its hooks see it. */
+export interface HookedCall {
+  callId: string;
+  tool: HookTool;
+  args: Record<string, unknown>;
+}
+
+/** The hooks around each call: undefined when none listens. */
+export interface CallHooks {
+  toolCall(call: HookedCall, signal: AbortSignal): Promise<HookOutcome<"tool_call"> | undefined>;
+  toolResult(call: HookedCall, result: Envelope, signal: AbortSignal): Promise<HookOutcome<"tool_result"> | undefined>;
+  /** A call's hook said `"continue": false` since the last look: why (the turn ends after the step's calls). */
+  takeHalt(): string | undefined;
+}
+
+/**
+ * What the model sees of a result the tool_result hooks changed (the editor shows the real one):
+ * their replacement, and their notes (and the tool_call hooks' context) after it.
+ */
+function modelEnvelope(envelope: Envelope, replaced: HookOutcome<"tool_result"> | undefined, context: readonly string[]): Envelope {
+  const notes = [...context, ...(replaced?.annotation ? [replaced.annotation] : [])];
+  let out: Envelope = envelope;
+  if (replaced && "replaceModelResult" in replaced)
+    out = { type: "output", data: replaced.replaceModelResult ?? null, metadata: { duration_ms: envelope.metadata.duration_ms } };
+  if (!notes.length) return out;
+  const note = `[hook] ${notes.join("\n\n")}`;
+  if (out.type === "error") return { ...out, error_text: `${out.error_text}\n\n${note}` };
+  return { ...out, data: typeof out.data === "string" ? `${out.data}\n\n${note}` : { result: out.data, hook_note: note } };
 }
 
 export interface ToolCallInput {
@@ -107,7 +142,7 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
   // The preview's events (an edit's diff) wait for the policy: a call it refuses shows no preview,
   // an approval request carries the diff itself, and an allowed call shows it once, as it runs.
   let held: ToolEvent[] | null = [];
-  const prepared = prepareCall(ctx.registry, call.toolId, call.args, {
+  const options: CallOptions = {
     session: ctx.session,
     callId: call.callId,
     signal: ctx.signal,
@@ -115,7 +150,23 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
     hostCapabilities: ctx.hostCapabilities,
     host: ctx.host,
     emit: (event) => (held ? void held.push(event) : void queue(() => observer.event(call.callId, event))),
+  };
+  let prepared = prepareCall(ctx.registry, call.toolId, call.args, options);
+  // The tool_call hooks see the validated call; a rewrite is validated again (and not shown to them again).
+  const hooked = (c: { tool: HookTool; args: Record<string, unknown> }): HookedCall => ({
+    callId: call.callId,
+    tool: { id: c.tool.id, kind: c.tool.kind },
+    args: c.args,
   });
+  const verdict = prepared.ok && !ctx.signal.aborted ? await ctx.hooks?.toolCall(hooked(prepared.call), ctx.signal) : undefined;
+  if (prepared.ok && verdict?.updatedArgs && verdict.decision !== "deny") {
+    discardPreparedCall(prepared.call);
+    prepared = prepareCall(ctx.registry, call.toolId, verdict.updatedArgs, options);
+    if (!prepared.ok && prepared.envelope.type === "error") {
+      const text = `The hook ${verdict.updatedBy ?? ""} rewrote the call's arguments into ones that do not validate: ${prepared.envelope.error_text}`;
+      prepared = { ...prepared, envelope: errorEnvelope("invalid_arguments", text, 0) };
+    }
+  }
   if (!prepared.ok) {
     await report(prepared.info);
     return finish(prepared.envelope, prepared.info);
@@ -129,7 +180,7 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
   const envelope = await runPreparedCall(prepared.call, async (request, signal) => {
     let decision: Decision | undefined;
     try {
-      decision = await ctx.authorize(request, signal);
+      decision = await ctx.authorize(request, signal, verdict ? { layers: hookPolicyLayers(verdict) } : undefined);
     } finally {
       // From here on (execute's events) they go straight through; the preview only for a call that runs.
       const preview = held ?? [];
@@ -144,5 +195,7 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
     return decision;
   });
   const { tool, args } = prepared.call;
-  return finish(envelope, info, envelope.type === "output" ? displayResult(tool, envelope.data, args) : undefined);
+  const seen = ctx.hooks && !ctx.signal.aborted ? await ctx.hooks.toolResult(hooked(prepared.call), envelope, ctx.signal) : undefined;
+  await finish(envelope, info, envelope.type === "output" ? displayResult(tool, envelope.data, args) : undefined);
+  return modelEnvelope(envelope, seen, verdict?.addContext ?? []);
 }
