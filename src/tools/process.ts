@@ -190,10 +190,13 @@ export default defineTool({
       case "output":
         // Reads of toolhost's own processes: nothing runs, nothing changes.
         return { readOnly: true };
-      case "write":
+      case "write": {
         // What a process reads from stdin may be commands (a shell, a REPL): judged as a command line.
-        ctx.processes.get(refOf(args));
-        return args.input?.trim() ? { commands: [args.input] } : {};
+        const { pid } = ctx.processes.get(refOf(args));
+        if (args.input?.trim()) return { commands: [args.input] };
+        // Only closing stdin: still a command target, so an "always" answer covers this and not every process call.
+        return { commands: [`: close the stdin of process ${pid}`] };
+      }
       case "stop": {
         // Judged as the kill it amounts to.
         const { pid } = ctx.processes.get(refOf(args));

@@ -189,6 +189,9 @@ describe("process and the policy: a start is judged as bash; reads never ask; wr
     expect((await judge(ws, { action: "output", name: "s" }, { sandbox: MISSING, mode: "full" })).asked).toEqual([]);
     const write = await judge(ws, { action: "write", name: "s", input: "rs\n" });
     expect(write.asked.map((r) => r.call.targets.commands)).toEqual([["rs\n"]]);
+    // Closing stdin alone is a command target too, so an "always" answer cannot cover every process call.
+    const close = await judge(ws, { action: "write", name: "s", eof: true });
+    expect(close.asked.map((r) => r.call.targets.commands)).toEqual([[expect.stringMatching(/^: close the stdin of process \d+$/)]]);
     const stop = await judge(ws, { action: "stop", name: "s" });
     expect(stop.asked).toHaveLength(1);
     expect(stop.asked[0]!.call.targets.commands).toEqual([expect.stringMatching(/^kill -TERM -- -\d+$/)]);
