@@ -40,7 +40,8 @@ const FOLLOWER = [
   "    if (b.length < 5 + n) break;",
   "    const t = b[0], p = b.subarray(5, 5 + n);",
   "    b = b.subarray(5 + n);",
-  `    if (t === ${STDOUT}) process.stdout.write(p);`,
+  // The follower is its own program in the editor's terminal: its stdout is that terminal, not ACP.
+  `    if (t === ${STDOUT}) process.stdout.write(p);`, // stdout-ok
   `    else if (t === ${STDERR}) process.stderr.write(p);`,
   `    else if (t === ${EXIT}) { const x = JSON.parse(p); process.exitCode = x.code ?? (128 + (require("node:os").constants.signals[x.signal] ?? 0)); }`,
   "  }",
