@@ -41,6 +41,8 @@ export interface ModelTurnContext {
   nextCallId(): string;
   /** The session's hooks: session_start, prompt and stop run here (tool calls': through the tool context). */
   hooks?: SessionHooks;
+  /** Background tasks' answers that arrived since the last request. */
+  inbox?: () => string | undefined;
 }
 
 /** Runs a prompt on the session's model; a model that is not configured is the turn's error. The AI SDK loads on the first one. */
@@ -81,6 +83,7 @@ export async function askModel(
         meter: ctx.meter,
         budget: ctx.budget,
         contextUsed: ctx.contextUsed,
+        inbox: ctx.inbox,
         thoughtLevel: ctx.thoughtLevel,
         profilePrompt: ctx.instructions ? `${profilePrompt || DEFAULT_PROMPT}\n\n${ctx.instructions}` : profilePrompt || undefined,
         skills: declarations.some((d) => d.id === "skill") ? tools.toolset.skills.skills : undefined,

@@ -56,6 +56,8 @@ export class AgentSession {
   private modelId: string | undefined;
   private turn: AbortController | null = null;
   private turnDone: Promise<unknown> = Promise.resolve();
+  /** Set by close: no turn starts for a background task's answer after it. */
+  private closing = false;
   private callSeq = 0;
   /** Rules, the authorizer, the default sandbox, which tools are visible (agent/session-policy.ts). */
   private readonly policy: SessionPolicy;
@@ -158,6 +160,7 @@ export class AgentSession {
       usage: () => this.lastUsage,
       meter: this.meter,
       createChild: (spec) => this.createChild(spec),
+      backgroundFinished: () => this.deliverBackground(),
     };
     this.subagents = depth < MAX_SUBAGENT_DEPTH ? new SessionSubagents(subagents, depth) : undefined;
     policy.loadPermissionRules();
@@ -247,7 +250,36 @@ export class AgentSession {
 
   /** Runs one prompt: a slash command or a model turn. Turns of one session run one after another. */
   prompt(input: PromptInput): Promise<TurnStopReason> {
-    return this.queued(() => (this.record ? this.record.turn(input, () => this.runTurn(input)) : this.runTurn(input)));
+    return this.queued(() => this.recordedTurn(input));
+  }
+
+  private recordedTurn(input: PromptInput): Promise<TurnStopReason> {
+    return this.record ? this.record.turn(input, () => this.runTurn(input)) : this.runTurn(input);
+  }
+
+  /**
+   * A background task ended: its answer goes with the next model request of the running turn, or,
+   * queued after it, starts a turn of its own when nothing took it (a subagent's waits for its next request).
+   */
+  private deliverBackground(): void {
+    if (this.parent || this.closing) return;
+    void this.queued(async () => {
+      const finished = this.closing ? undefined : this.subagents?.takeFinished();
+      if (!finished) return;
+      const answers = finished.message;
+      // The person sees why the agent speaks up unasked; the model gets the answers as the turn's prompt.
+      await this.frontEnd.say(`${finished.summary}: the answer goes to the model.\n\n`);
+      await this.recordedTurn({ text: answers, content: () => answers });
+    });
+  }
+
+  /** Resolves when no background task runs and no turn is queued (`toolhost run` waits for it before closing). */
+  async settled(): Promise<void> {
+    for (;;) {
+      await this.subagents?.settled();
+      await this.turnDone;
+      if (!this.subagents?.running) return;
+    }
   }
 
   /** Runs after the turns and rewinds before it. */
@@ -292,8 +324,9 @@ export class AgentSession {
    * session's sidecar folder stays with its file; a subagent leaves its parent's runtime alone).
    */
   async close(): Promise<void> {
+    this.closing = true;
     this.cancel();
-    await Promise.all([this.turnDone, this.mcp.close(), this.hooks.end("close").catch(() => {})]);
+    await Promise.all([this.subagents?.close(), this.turnDone, this.mcp.close(), this.hooks.end("close").catch(() => {})]);
     await this.record?.close();
     this.recorder?.close();
     if (!this.parent) await this.runtime.close();
@@ -378,6 +411,7 @@ export class AgentSession {
         // The note about the loaded session's interrupted turn: said once, with the next prompt.
         note: () => [this.interruptedNote, (this.interruptedNote = undefined)][0],
         nextCallId: () => this.nextCallId(),
+        inbox: () => this.subagents?.takeFinished()?.message,
       },
       input,
       signal,

@@ -52,13 +52,33 @@ export interface SubagentHost {
   meter: CostMeter;
   /** A new child session sharing the parent's runtime and rules (an AgentSession: handed in, so no cycle). */
   createChild(spec: ChildSpec): ChildSession;
+  /** A background task ended with an answer for the model: the session delivers it (now, if it is idle). */
+  backgroundFinished(): void;
 }
+
+/** A task running (or run) in the background: its own abort, its end, its answer until delivered. */
+interface BackgroundRun {
+  controller: AbortController;
+  done: Promise<void>;
+  startedAt: number;
+  /** Tool calls the child made so far, and the last one's title. */
+  calls: number;
+  lastCall?: string;
+  result?: SubagentResult;
+  /** The answer reached the model (by delivery or by `status`), or the model cancelled it. */
+  delivered: boolean;
+}
+
+/** The most of a background answer delivered into the parent's conversation (the task tool's own cap). */
+const MAX_DELIVERED_CHARS = 50 * 1024;
 
 interface ChildState {
   text: string;
   description: string;
   parentCallId?: string;
   progress?: (lines: string[]) => void;
+  /** Each new call of the child, by its title (a background run counts them for `status`). */
+  called?: (title: string) => void;
 }
 
 interface SubagentEntry {
@@ -69,6 +89,8 @@ interface SubagentEntry {
   view?: SubagentView;
   state: ChildState;
   frontEnd: SessionFrontEnd;
+  /** The latest background run of this task (a synchronous run clears it). */
+  background?: BackgroundRun;
 }
 
 /** A subagent's approval request reaches the same person, saying which subagent asks. */
@@ -88,6 +110,10 @@ function ownSessionFrontEnd(
 ): SessionFrontEnd {
   return {
     ...own,
+    pending: (info) => {
+      state.called?.(info.title);
+      return own.pending(info);
+    },
     text: (delta) => {
       state.text += delta;
       return own.text(delta);
@@ -107,6 +133,7 @@ function nestedFrontEnd(
 ): SessionFrontEnd {
   const lines = new Map<string, string>();
   const show = (info: ToolCallInfo, status: string) => {
+    if (!lines.has(info.callId)) state.called?.(info.title);
     lines.set(info.callId, `${info.title} — ${status}`);
     state.progress?.([...lines.values()]);
   };
@@ -160,6 +187,119 @@ export class SessionSubagents implements Subagents {
   }
 
   async run(request: SubagentRequest, signal: AbortSignal): Promise<SubagentResult> {
+    const entry = this.entryFor(request);
+    entry.background = undefined;
+    entry.state.progress = request.progress;
+    entry.state.called = undefined;
+    return this.runEntry(entry, request, signal);
+  }
+
+  start(request: SubagentRequest): { taskId: string } {
+    const entry = this.entryFor(request);
+    const controller = new AbortController();
+    const run: BackgroundRun = { controller, done: Promise.resolve(), startedAt: Date.now(), calls: 0, delivered: false };
+    entry.background = run;
+    // The calling call is over once this returns: the child's calls still nest under it, without progress lines.
+    entry.state.progress = undefined;
+    entry.state.called = (title) => {
+      run.calls += 1;
+      run.lastCall = title;
+    };
+    run.done = this.runEntry(entry, request, controller.signal).then(
+      (result) => this.backgroundEnded(run, result),
+      (err: unknown) =>
+        this.backgroundEnded(run, {
+          text: "",
+          stopReason: "end_turn",
+          error: err instanceof Error ? err.message : String(err),
+          taskId: entry.taskId,
+        }),
+    );
+    return { taskId: entry.taskId };
+  }
+
+  status(taskId: string): string {
+    const entry = this.known(taskId);
+    const run = entry.background;
+    if (entry.busy && run) {
+      const seconds = Math.round((Date.now() - run.startedAt) / 1000);
+      const last = run.lastCall ? `; the last: ${run.lastCall}` : "";
+      return `Task ${taskId} ("${entry.state.description}") is running in the background: ${seconds} s, ${run.calls} tool call${run.calls === 1 ? "" : "s"} so far${last}. Its answer comes to you as a message when it ends.`;
+    }
+    if (entry.busy) return `Task ${taskId} ("${entry.state.description}") is running (not in the background).`;
+    if (!run?.result)
+      return `Task ${taskId} ("${entry.state.description}") is idle: its last answer was returned by its task call. Give task_id with a new prompt to continue it.`;
+    run.delivered = true;
+    return backgroundReport(entry.state.description, run.result);
+  }
+
+  async cancel(taskId: string): Promise<string> {
+    const entry = this.known(taskId);
+    const run = entry.background;
+    if (!entry.busy || !run) return `Task ${taskId} is not running in the background: nothing to cancel.`;
+    run.delivered = true;
+    run.controller.abort(new Error("Cancelled by the model"));
+    await run.done;
+    return `Task ${taskId} ("${entry.state.description}") was cancelled. Give task_id with a new prompt to continue its conversation.`;
+  }
+
+  /**
+   * The answers of background tasks that ended and were not delivered yet, as one message for the
+   * model, and a line for the person (all marked delivered).
+   */
+  takeFinished(): { message: string; summary: string } | undefined {
+    const reports: string[] = [];
+    const ended: string[] = [];
+    for (const entry of this.children.values()) {
+      const run = entry.background;
+      if (!run?.result || run.delivered) continue;
+      run.delivered = true;
+      reports.push(backgroundReport(entry.state.description, run.result));
+      ended.push(`"${entry.state.description}" (${entry.taskId}) ${howItEnded(run.result)}`);
+    }
+    return reports.length ? { message: reports.join("\n\n"), summary: `Background task ${ended.join("; ")}` } : undefined;
+  }
+
+  /** Whether a background task is still running. */
+  get running(): boolean {
+    return [...this.children.values()].some((e) => e.busy && e.background);
+  }
+
+  /** Resolves once no background task runs (one that ends may have started another). */
+  async settled(): Promise<void> {
+    for (let runs = this.backgroundRuns(); runs.length; runs = this.backgroundRuns()) await Promise.all(runs.map((r) => r.done));
+  }
+
+  /** Ends every background task (the session closes). */
+  async close(): Promise<void> {
+    for (const run of this.backgroundRuns()) {
+      run.delivered = true;
+      run.controller.abort(new Error("The session closed"));
+    }
+    await this.settled();
+  }
+
+  private backgroundRuns(): BackgroundRun[] {
+    return [...this.children.values()].flatMap((e) => (e.busy && e.background ? [e.background] : []));
+  }
+
+  private backgroundEnded(run: BackgroundRun, result: SubagentResult): void {
+    run.result = result;
+    if (!run.delivered) this.host.backgroundFinished();
+  }
+
+  private known(taskId: string): SubagentEntry {
+    const entry = this.children.get(taskId);
+    if (!entry)
+      throw new ToolError(
+        "invalid_arguments",
+        `There is no task ${taskId} in this session${this.children.size ? ` (tasks: ${[...this.children.keys()].join(", ")})` : ""}.`,
+      );
+    return entry;
+  }
+
+  /** The child a request continues (by task id) or a new one; refused while it runs. */
+  private entryFor(request: SubagentRequest): SubagentEntry {
     let entry = request.taskId ? this.children.get(request.taskId) : undefined;
     if (request.taskId && !entry)
       throw new ToolError(
@@ -167,15 +307,21 @@ export class SessionSubagents implements Subagents {
         `There is no task ${request.taskId} in this session${this.children.size ? ` (tasks: ${[...this.children.keys()].join(", ")})` : ""}; leave task_id out to start a new one.`,
       );
     if (entry?.busy)
-      throw new ToolError("invalid_arguments", `Task ${request.taskId} is still running; wait for its answer before continuing it.`);
+      throw new ToolError(
+        "invalid_arguments",
+        `Task ${request.taskId} is still running; ${entry.background ? 'ask for its action "status", or wait for its answer,' : "wait for its answer"} before continuing it.`,
+      );
     if (!entry) {
       entry = this.newChild(request);
       this.children.set(entry.taskId, entry);
     }
+    return entry;
+  }
+
+  private async runEntry(entry: SubagentEntry, request: SubagentRequest, signal: AbortSignal): Promise<SubagentResult> {
     const { child, state } = entry;
     entry.busy = true;
     state.parentCallId = request.parentCallId;
-    state.progress = request.progress;
     state.text = "";
     state.description = request.description;
     const historyLength = child.history.length;
@@ -254,4 +400,19 @@ export class SessionSubagents implements Subagents {
     });
     return { taskId, child, busy: false, state, frontEnd, ...(view ? { view } : {}) };
   }
+}
+
+/** How a background run ended, in a few words. */
+function howItEnded(result: SubagentResult): string {
+  if (result.error) return `failed: ${result.error}`;
+  if (result.stopReason === "cancelled") return "was cancelled";
+  return result.stopReason === "end_turn" ? "finished" : `stopped early (${result.stopReason})`;
+}
+
+/** A background task's end, as the message the parent's model gets. */
+function backgroundReport(description: string, result: SubagentResult): string {
+  let answer = result.text || "(The subagent gave no answer.)";
+  if (answer.length > MAX_DELIVERED_CHARS)
+    answer = `${answer.slice(0, MAX_DELIVERED_CHARS)}\n[The answer was cut at ${MAX_DELIVERED_CHARS} characters.]`;
+  return `[Background task ${result.taskId} ("${description}") ${howItEnded(result)}. task_id: ${result.taskId}]\n\n${answer}`;
 }

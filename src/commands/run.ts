@@ -102,7 +102,7 @@ export async function runPrompt(options: RunOptions): Promise<number> {
       // Anything else the session says during a model turn is a note for the person at the terminal.
       if (options.json) await emit({ type: "message", text });
       else await endLine();
-      process.stderr.write(`${text}\n`);
+      process.stderr.write(`${text.trimEnd()}\n`);
     },
     failed: async (text) => {
       // No model, a provider error, a crash: the run failed, whatever the stop reason.
@@ -132,8 +132,11 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     }
   }
   let interrupted = false;
+  let onInterrupt = () => {};
+  const interruptedWait = new Promise<void>((resolve) => (onInterrupt = resolve));
   const onSignal = () => {
     interrupted = true;
+    onInterrupt();
     session.cancel(); // aborts the model request and the running tools (their processes are killed)
   };
   process.once("SIGINT", onSignal);
@@ -142,6 +145,8 @@ export async function runPrompt(options: RunOptions): Promise<number> {
   let stopReason: TurnStopReason;
   try {
     stopReason = await session.prompt({ text: options.prompt, content: () => options.prompt });
+    // Background tasks run to their end, their answers to the model; an interrupt stops waiting (close ends them).
+    if (!interrupted) await Promise.race([session.settled(), interruptedWait]);
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);

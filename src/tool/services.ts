@@ -81,6 +81,16 @@ export interface AgentInfo {
 
 export interface Subagents {
   run(request: SubagentRequest, signal: AbortSignal): Promise<SubagentResult>;
+  /**
+   * Starts (or continues) a task in the background and returns its id at once; it runs on past the
+   * calling turn, and its answer reaches the model as a message at the session's next model request
+   * (or a new turn when the session is idle). Closing the session ends it.
+   */
+  start(request: SubagentRequest): { taskId: string };
+  /** What a task is doing, or its answer when it has one (which is then not delivered again). */
+  status(taskId: string): string;
+  /** Ends a running background task; what became of it. */
+  cancel(taskId: string): Promise<string>;
   /** The agents `run` knows, the default first. */
   agents(): AgentInfo[];
 }

@@ -295,6 +295,23 @@ describe("the model turn loop", () => {
     expect(opts.history.messages.at(-1)?.role).toBe("tool");
   });
 
+  it("adds what arrived in the inbox (a background task's answer) before the next request, once, after that request's tool results", async () => {
+    const model = scripted([
+      [...call("m1", "glob", { pattern: "**/*.ts" }), finish("tool-calls")],
+      [...text("ok"), finish("stop")],
+    ]);
+    const mail = ["", "[Background task task_1 finished]"];
+    const opts = options(model, { inbox: () => mail.shift() || undefined });
+    expect((await runModelTurn(opts, recorder())).stopReason).toBe("end_turn");
+    const [first, second] = model.doStreamCalls;
+    const users = (r: LanguageModelV3CallOptions | undefined) => JSON.stringify(r?.prompt.filter((m) => m.role === "user"));
+    expect(users(first)).not.toContain("Background task");
+    expect(users(second)).toContain("[Background task task_1 finished]");
+    // After the step's tool results: the model's call is answered before the news.
+    expect(second!.prompt.map((m) => m.role).slice(-3)).toEqual(["assistant", "tool", "user"]);
+    expect(JSON.stringify(opts.history.messages).split("Background task").length).toBe(2);
+  });
+
   it("maps the length stop to max_tokens and a content filter to refusal, answering calls it does not run", async () => {
     const cut = scripted([[...text("Here is a long"), ...call("m1", "glob", { pattern: "*" }), finish("length")]]);
     const observer = recorder();

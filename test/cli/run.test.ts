@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunEvent } from "../../src/commands/run.js";
-import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { NO_ONE_TO_ASK } from "../../src/tools/question.js";
 import { CLI_PATH, sleepMarker, survivors, useAgentEnv } from "../helpers.js";
 
@@ -225,6 +225,29 @@ describe("toolhost run", () => {
     expect(text.stderr).toContain("Stopped: the session reached its budget of 1 model request (--max-turns).");
     expect(text.stderr).toContain("toolhost: the turn ended: max_turn_requests");
     expect(model.requests).toHaveLength(5);
+  });
+
+  it("waits for a background task before it exits: its answer reaches the model in a turn of its own", async () => {
+    let parentGoesOn = () => {};
+    const parentWentOn = new Promise<void>((resolve) => (parentGoesOn = resolve));
+    const route = async (body: FakeBody): Promise<FakeReply> => {
+      const results = (body.messages ?? []).filter((m) => m.role === "tool");
+      if (firstUserText(body).includes("Child")) {
+        await parentWentOn; // answers only after the parent's turn has gone on to its end
+        return { text: "Child found 2 files." };
+      }
+      const last = (body.messages ?? []).filter((m) => m.role === "user").at(-1);
+      if (String(last?.content).startsWith("[Background task")) return { text: "Background answer seen." };
+      if (!results.length)
+        return { toolCalls: [{ name: "task", arguments: { description: "Count", prompt: "Child: count files", background: true } }] };
+      parentGoesOn();
+      return { text: "Going on." };
+    };
+    t.fake = await startFakeOpenAI({ fallback: route });
+    const { code, stdout } = await toolhost(["run", "count in the background"]);
+    expect(code).toBe(0);
+    expect(stdout).toBe("Going on.\nBackground answer seen.\n");
+    expect(JSON.stringify(t.fake.requests.at(-1)?.body.messages)).toContain("Child found 2 files.");
   });
 
   it("exits 2 on bad usage", async () => {

@@ -216,6 +216,9 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
       if (signal.aborted) return { stopReason: "cancelled" };
       if (budgetStop) return { stopReason: "max_turn_requests", notice: budgetStop.message };
     }
+    // A background task that ended since the last request: its answer goes with this one.
+    const mail = opts.inbox?.();
+    if (mail) opts.history.addUser(mail);
     // Decided per request: tools wired by tool_search (or added by an MCP server) count from the next one.
     const offer = opts.offer?.();
     const tools = fixed ?? declareTools(offer?.declarations ?? []);

@@ -120,6 +120,8 @@ export interface TurnRequest {
   budget?: TurnBudget;
   /** Tokens in the context at the session's last request (its last usage report), for compaction. */
   contextUsed?: number;
+  /** Messages that arrived since the last request (background tasks' answers), added before each request. */
+  inbox?: () => string | undefined;
 }
 
 /** The model a turn runs on, resolved from its spec. */
