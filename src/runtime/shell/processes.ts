@@ -51,6 +51,8 @@ export interface BackgroundRequest {
   sandboxed?: boolean;
   /** The sandbox's check of what the process left behind, once it has ended. */
   settle?: () => Promise<string | undefined>;
+  /** The same check while it runs (what it plants is moved as it appears); its notes join the notice. */
+  watch?: (said: (note: string) => void) => { close(): void };
 }
 
 export interface SessionProcessesOptions {
@@ -73,6 +75,9 @@ class BackgroundProcess implements ProcessFeed {
   /** Set by `stop`: the tree was sent SIGTERM and gets `graceMs` before SIGKILL. */
   private stopping: { graceMs: number } | null = null;
   private notice: string | undefined;
+  /** What the sandbox's live check moved while the process ran. */
+  private readonly notes: string[] = [];
+  private readonly watching: { close(): void } | undefined;
   private readonly listeners = new Set<ProcessListener>();
   private openStreams = 0;
   private pipesClosed!: () => void;
@@ -104,6 +109,7 @@ class BackgroundProcess implements ProcessFeed {
       pipe.on("error", onClosed);
     }
     if (this.openStreams === 0) this.pipesClosed();
+    this.watching = request.watch?.((note) => this.notes.push(note));
     if (child.exitCode !== null || child.signalCode !== null) this.onExit(child.exitCode, child.signalCode);
     else child.once("exit", (code, signal) => this.onExit(code, signal));
   }
@@ -132,7 +138,7 @@ class BackgroundProcess implements ProcessFeed {
       stdout_bytes: this.rings.stdout.total,
       stderr_bytes: this.rings.stderr.total,
       ...(request.sandboxed ? { sandboxed: true } : {}),
-      ...(this.notice ? { notice: this.notice } : {}),
+      ...(this.notice || this.notes.length ? { notice: this.notice ?? this.notes.join("\n") } : {}),
     };
   }
 
@@ -178,7 +184,9 @@ class BackgroundProcess implements ProcessFeed {
     for (const stream of STREAMS) this.child[stream]?.destroy();
     this.child.stdin?.destroy();
     groupEnded(this.pid);
-    this.notice = await this.request.settle?.().catch((err: unknown) => `The sandbox's check after the process failed: ${String(err)}`);
+    this.watching?.close();
+    const last = await this.request.settle?.().catch((err: unknown) => `The sandbox's check after the process failed: ${String(err)}`);
+    this.notice = [...this.notes, ...(last ? [last] : [])].join("\n") || undefined;
     this.endedAt = new Date();
     const info = this.info();
     for (const listener of this.listeners) {

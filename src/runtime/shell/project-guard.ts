@@ -1,4 +1,4 @@
-import { lstatSync, readFileSync, readlinkSync, symlinkSync } from "node:fs";
+import { lstatSync, readFileSync, readlinkSync, symlinkSync, watch, type FSWatcher } from "node:fs";
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -12,6 +12,10 @@ import { isInside } from "../../tool/paths.js";
 // (bwrap would create it on the host), so it is watched: should the command create it, it is
 // moved to a quarantine folder in the session's sidecar folder once the command has ended (its
 // pid namespace is gone with it, so nothing inside can still race), and the call says so.
+// A background process lives on, so for it the watch is live: what it creates is moved the moment
+// it appears (`watchProjectGuard`), not when it ends. And an entry bound read-only may vanish
+// before the command starts (another command's quarantine): the bind is then skipped
+// (`--ro-bind-try`), and a folder, watched by its inode, is moved if the command re-creates it.
 
 /** A path inside a writable root that did not exist (or was a symlink) before the command. */
 interface Watched {
@@ -20,12 +24,19 @@ interface Watched {
   root: string;
   /** A symlink's target before the command; undefined when the path did not exist. */
   link?: string;
+  /** A protected folder's identity before the command (inode and birth time: an inode number is reused): another after it was re-created. */
+  ino?: string;
 }
 
 export interface ProjectGuard {
   /** Real paths to bind read-only after the writable roots. */
   protect: string[];
   watched: Watched[];
+}
+
+/** Which file this is: the inode, and the birth time where the file system keeps one. */
+function identity(stat: { ino: number; birthtimeMs: number }): string {
+  return `${stat.ino}:${stat.birthtimeMs}`;
 }
 
 function lstatOrUndefined(p: string) {
@@ -77,7 +88,11 @@ export function projectGuard(roots: readonly string[], writable: readonly string
     }
     if (stat.isSymbolicLink()) watched.push({ path: p, root, link: readlinkSync(p) });
     const real = realOrUndefined(p);
-    if (real && inWritable(real)) protect.add(real);
+    if (real && inWritable(real)) {
+      protect.add(real);
+      // A folder: toolhost's own tools write inside it, never replace it; a file may be replaced by an approved write.
+      if (stat.isDirectory()) watched.push({ path: p, root, ino: identity(stat) });
+    }
   };
   for (const root of roots) {
     const gitConfigs: string[] = [];
@@ -113,6 +128,8 @@ export function projectGuard(roots: readonly string[], writable: readonly string
   return { protect: [...protect], watched };
 }
 
+let quarantined = 0;
+
 /**
  * After the command: every watched path that appeared (or a symlink that changed) is moved to
  * `quarantineDir`; a changed symlink is put back. Returns the note for the call's result.
@@ -122,9 +139,11 @@ export async function settleProjectGuard(watched: readonly Watched[], quarantine
   for (const w of watched) {
     const stat = lstatOrUndefined(w.path);
     if (!stat) continue;
+    if (w.ino !== undefined && identity(stat) === w.ino) continue;
     if (w.link !== undefined && stat.isSymbolicLink() && readlinkSync(w.path) === w.link) continue;
     const rel = path.relative(w.root, w.path);
-    const dest = path.join(quarantineDir, `${path.basename(w.root)}-${moved.length}`, rel);
+    // Unique per move: a live watch settles the same call more than once.
+    const dest = path.join(quarantineDir, `${path.basename(w.root)}-${++quarantined}`, rel);
     await fsp.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
     await fsp.rename(w.path, dest).catch(async (err: NodeJS.ErrnoException) => {
       if (err.code !== "EXDEV") throw err;
@@ -140,4 +159,43 @@ export async function settleProjectGuard(watched: readonly Watched[], quarantine
     `This command created or replaced ${moved.length === 1 ? "one" : "some"}, moved to quarantine: ${moved.join("; ")}.`,
     `To write there, run the command again with sandbox: "off" and a justification; the user is asked every time.`,
   ].join(" ");
+}
+
+/**
+ * While a background process runs: watches the folders of its watched paths and settles as soon
+ * as one of them appears or changes, so what it plants never waits in the workspace for its end.
+ * `settle` is the call's own (serialized here); what it says is passed to `said`.
+ */
+export function watchProjectGuard(
+  watched: readonly Watched[],
+  settle: () => Promise<string | undefined>,
+  said: (note: string) => void,
+): { close(): void } {
+  const byFolder = new Map<string, Set<string>>();
+  for (const w of watched) {
+    if (w.ino !== undefined) continue; // bound read-only while it runs
+    const names = byFolder.get(path.dirname(w.path)) ?? new Set<string>();
+    names.add(path.basename(w.path));
+    byFolder.set(path.dirname(w.path), names);
+  }
+  let chain: Promise<unknown> = Promise.resolve();
+  const check = () => {
+    chain = chain.then(settle).then(
+      (note) => note && said(note),
+      () => {},
+    );
+  };
+  const watchers: FSWatcher[] = [];
+  for (const [folder, names] of byFolder) {
+    try {
+      const watcher = watch(folder, { persistent: false }, (_event, name) => {
+        if (name === null || names.has(String(name))) check();
+      });
+      watcher.on("error", () => {});
+      watchers.push(watcher);
+    } catch {
+      // A folder that is gone cannot hold a plant; the check at the end still runs.
+    }
+  }
+  return { close: () => watchers.forEach((w) => w.close()) };
 }

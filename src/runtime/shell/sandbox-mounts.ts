@@ -139,7 +139,8 @@ export function mountArgs(input: MountPlanInput): string[] {
     if (!real || writable.some((w) => isInside(real, w))) continue;
     if (veiled.some((v) => real !== v && isInside(real, v))) ops.push({ path: real, args: ["--ro-bind", real, real], rank: RANK.reveal });
   }
-  for (const p of input.protect) ops.push({ path: p, args: ["--ro-bind", p, p], rank: RANK.protect });
+  // `-try`: another command's quarantine may have moved it since (project-guard.ts watches it then).
+  for (const p of input.protect) ops.push({ path: p, args: ["--ro-bind-try", p, p], rank: RANK.protect });
 
   const masks = [
     ...input.homes.flatMap((home) => SECRET_HOME_PATHS.map((rel) => path.join(home, rel))),

@@ -6,7 +6,7 @@ import path from "node:path";
 import { realOrUndefined } from "../../config/real-path.js";
 import { toolhostHome } from "../../config/paths.js";
 import { childEnvironment, ENV_NAME } from "../child-env.js";
-import { projectGuard, settleProjectGuard } from "./project-guard.js";
+import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-guard.js";
 import { agentSockets, mountArgs, runtimeDir } from "./sandbox-mounts.js";
 import { seccompFilterFile, seccompSupported } from "./seccomp.js";
 import { PROXY_PORT, proxyEnv, sandboxNetworkStatus, sandboxProxies, type SandboxNetworkStatus } from "./sandbox-proxy.js";
@@ -229,7 +229,13 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
       env,
       // What runs is no longer the line as typed: an editor terminal must run argv.
       shellLine: undefined,
-      ...(guard.watched.length ? { settle: () => settleProjectGuard(guard.watched, quarantine) } : {}),
+      ...(guard.watched.length
+        ? {
+            settle: () => settleProjectGuard(guard.watched, quarantine),
+            watch: (said: (note: string) => void) =>
+              watchProjectGuard(guard.watched, () => settleProjectGuard(guard.watched, quarantine), said),
+          }
+        : {}),
     };
   };
   // The session's proxies end with it. Should the transform be used again, new ones start.

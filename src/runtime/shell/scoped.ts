@@ -49,6 +49,11 @@ export interface SpawnRequest {
    * command left behind. What it returns is the result's `notice`.
    */
   settle?: () => Promise<string | undefined>;
+  /**
+   * For a command that lives on (a background process): checks what it leaves behind as it runs,
+   * not only at its end; `said` gets each note. Closed before the final `settle`.
+   */
+  watch?: (said: (note: string) => void) => { close(): void };
 }
 
 /** What a sandbox needs to know about the call, besides the command. */
@@ -134,6 +139,7 @@ export class ScopedShell implements ToolShell {
       name: options.name,
       sandboxed: run.sandboxed,
       settle: run.settle,
+      watch: run.watch,
     });
     // Before anything else can run: the viewer sees the process's output from its first byte.
     await backend.show?.(started, { emit }).catch(() => undefined);
