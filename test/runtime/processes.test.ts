@@ -41,6 +41,21 @@ async function gone(marker: string, limitMs = 5000): Promise<string[]> {
 }
 
 describe("background processes", () => {
+  it("removes the rings a crashed earlier run left in the sidecar folder, before its first start", async () => {
+    const ctx = await context();
+    const sidecars = path.join(dir!, ".sidecars");
+    await fsp.mkdir(sidecars, { recursive: true });
+    const stale = ["process-p1-abc123.stdout", "process-p1-abc123.stderr"];
+    for (const name of stale) await fsp.writeFile(path.join(sidecars, name), "left by a crash\n");
+    await fsp.writeFile(path.join(sidecars, "bash-output.txt"), "another tool's sidecar\n");
+    await ctx.processes.start("echo fresh", { name: "one" });
+    expect(await ctx.processes.wait("one", { streams: ["stdout"], timeoutMs: 10_000 })).toBe("ended");
+    const names = await fsp.readdir(sidecars);
+    expect(names.filter((n) => stale.includes(n))).toEqual([]);
+    expect(names).toContain("bash-output.txt");
+    expect(names.filter((n) => /^process-p1-[0-9a-f]{6}\.stdout$/.test(n))).toHaveLength(1);
+  });
+
   it("start returns at once; the output lands in ring files of the sidecar folder, read by offset", async () => {
     const ctx = await context();
     const m = sleepMarker();

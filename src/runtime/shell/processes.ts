@@ -1,3 +1,4 @@
+import * as fsp from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
@@ -296,6 +297,15 @@ class BackgroundProcess implements ProcessFeed {
   }
 }
 
+/** A process ring file's name (`process-<id>-<tag>.<stream>`). */
+const RING_FILE = /^process-p\d+-[0-9a-f]{6}\.(stdout|stderr)$/;
+
+/** Removes the ring files in `dir`: called before a table's first ring exists there. */
+async function sweepRings(dir: string): Promise<void> {
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  await Promise.all(names.filter((n) => RING_FILE.test(n)).map((n) => fsp.rm(path.join(dir, n), { force: true })));
+}
+
 /**
  * The background processes of one session. `folder` is the session's sidecar folder (made and
  * checked on first use), where the rings go. Closing it stops every process (tree kill) and removes
@@ -307,6 +317,8 @@ export class SessionProcesses {
   /** Starts under way: they count against the cap before their process exists, and a close waits for them. */
   private readonly starting = new Set<Promise<unknown>>();
   private closing: Promise<void> | undefined;
+  /** Set once the rings a crashed earlier run left in the folder are removed. */
+  private swept: Promise<void> | undefined;
   private readonly maxRunning: number;
   private readonly ringBytes: number;
 
@@ -352,6 +364,8 @@ export class SessionProcesses {
     let rings: Record<ProcessStream, OutputRing> | undefined;
     try {
       const dir = await this.folder();
+      // No process outlives toolhost, so rings found before this table's first are a crashed run's.
+      await (this.swept ??= sweepRings(dir));
       const id = `p${++this.seq}`;
       const tag = randomBytes(3).toString("hex");
       const ring = (stream: ProcessStream) => new OutputRing(path.join(dir, `process-${id}-${tag}.${stream}`), this.ringBytes);
