@@ -195,6 +195,12 @@ export class SessionSubagents implements Subagents {
   }
 
   start(request: SubagentRequest): { taskId: string } {
+    // A subagent's turn ends with its answer: nothing would take a background answer after it.
+    if (this.depth > 0)
+      throw new ToolError(
+        "invalid_arguments",
+        "A subagent cannot start background tasks: run the task without background (it waits for the answer).",
+      );
     const entry = this.entryFor(request);
     const controller = new AbortController();
     const run: BackgroundRun = { controller, done: Promise.resolve(), startedAt: Date.now(), calls: 0, delivered: false };

@@ -1,3 +1,5 @@
+import * as fsp from "node:fs/promises";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { Harness, lastUpdate, messageText, textOf, useAcpTest } from "./harness.js";
@@ -152,5 +154,34 @@ describe("background tasks in the editor", () => {
     await t.h.agent.request("session/close", { sessionId });
     expect(t.fake.requests[childRequests[1]!]!.aborted).toBe(true);
     expect(t.h.child.exitCode).toBeNull();
+  });
+
+  it("refuses a background task to a subagent (nothing would take its answer after the subagent's turn)", async () => {
+    await fsp.mkdir(path.join(t.home, "agents"), { recursive: true });
+    await fsp.writeFile(
+      path.join(t.home, "agents", "delegator.md"),
+      "---\nname: delegator\ndescription: Delegates further.\ntools: [task, glob]\n---\nDelegate.\n",
+    );
+    const route = (body: FakeBody): FakeReply => {
+      const results = toolResults(body);
+      if (firstUserText(body).includes("Child D")) {
+        if (!results.length)
+          return { toolCalls: [{ id: "g", name: "task", arguments: { description: "Deeper", prompt: "Grandchild", background: true } }] };
+        return { text: `child saw: ${results[0]}` };
+      }
+      if (!results.length)
+        return { toolCalls: [{ id: "t", name: "task", arguments: { description: "Delegate", prompt: "Child D", agent: "delegator" } }] };
+      return { text: "done" };
+    };
+    t.fake = await startFakeOpenAI({ fallback: route });
+    t.h = new Harness({ env: { ...env(t.fake.url), TOOLHOST_HOME: t.home } });
+    await t.h.initialize();
+    const sessionId = await t.h.newSession(t.ws);
+    const response = await t.h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Go" }] });
+    expect(response.stopReason).toBe("end_turn");
+    const childSaw = t.fake.requests.map((r) => JSON.stringify(r.body.messages)).find((m) => m.includes("child saw"));
+    expect(childSaw ?? JSON.stringify(t.fake.requests.at(-1)?.body.messages)).toContain("A subagent cannot start background tasks");
+    // No grandchild ever asked the model.
+    expect(t.fake.requests.filter((r) => firstUserText(r.body).includes("Grandchild"))).toEqual([]);
   });
 });
