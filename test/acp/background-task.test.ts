@@ -152,7 +152,7 @@ describe("background tasks in the editor", () => {
 
     // Closing the session ends the second child, with the agent still running.
     await t.h.agent.request("session/close", { sessionId });
-    expect(t.fake.requests[childRequests[1]!]!.aborted).toBe(true);
+    await t.h.waitFor(() => t.fake!.requests[childRequests[1]!]!.aborted);
     expect(t.h.child.exitCode).toBeNull();
   });
 
