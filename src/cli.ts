@@ -37,6 +37,10 @@ Usage:
                                                  as they were before prompt N
   toolhost sessions fork ID [--at N]             a new session from this one (at the end of prompt N's turn)
   toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
+  toolhost login                                 choose a model provider, its key or URL, and a model (asks in the terminal);
+                                                 stored in ~/.toolhost/credentials.json (0600) for every session after
+  toolhost login --status                        the stored login, what the environment sets (it wins), whether a model is ready
+  toolhost logout                                remove the stored login
   toolhost --version | --help
 
 tools, skills, hooks, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
@@ -297,6 +301,16 @@ async function main(argv: string[]): Promise<number> {
       const { values } = parse(rest, SESSION_OPTIONS);
       const { runDoctor } = await import("./commands/doctor.js");
       return thenExit(runDoctor({ cwd: values.cwd, profile: values.profile }));
+    }
+    case "login": {
+      const { values } = parse(rest, { status: { type: "boolean" } });
+      const { runLogin } = await import("./commands/login.js");
+      return runLogin({ status: values.status ?? false });
+    }
+    case "logout": {
+      parse(rest, {});
+      const { runLogout } = await import("./commands/login.js");
+      return runLogout();
     }
     case "--version":
     case "-v": {
