@@ -128,6 +128,26 @@ describe("toolhost install (user packages)", () => {
   });
 });
 
+describe("a package's hooks", () => {
+  it("run as the user's in-process hooks: a tool_call hook of an installed package refuses a call", async () => {
+    const pkg = await packed("toolhost-guard", {}, { toolhost: { hooks: ["hooks/guard.ts"] } });
+    await put(
+      path.join(pkg.dir, "hooks", "guard.ts"),
+      `export const hooks = { tool_call: { matcher: "read", handler: () => ({ decision: "deny", reason: "the guard package says no" }) } };\n`,
+    );
+    const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", pkg.dir], { cwd: pkg.dir });
+    const tarball = path.join(pkg.dir, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
+    expect((await toolhost("install", tarball)).code).toBe(0);
+    const listed = await toolhost("hooks", "list", "--json");
+    expect(listed.stdout).toContain(path.join("node_modules", "toolhost-guard", "hooks", "guard.ts"));
+    const refused = await toolhost("call", "read", '{"path":"notes.md"}');
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toContain("the guard package says no");
+    expect((await toolhost("packages", "disable", "toolhost-guard")).code).toBe(0);
+    expect((await toolhost("call", "read", '{"path":"notes.md"}')).code).toBe(0);
+  });
+});
+
 describe("discovery order: builtin → profile → user packages → user tool dir → project packages → project tool dir", () => {
   it("first found wins, locked ids stay the builtins', collisions are reported (doctor too), project packages need trust", async () => {
     const userPkg = await packed("toolhost-user", {
