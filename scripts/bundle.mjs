@@ -1,14 +1,20 @@
 // Bundles the CLI into a few files so start-up reads and links one module graph instead of
 // hundreds of small files (module loading was two thirds of start-up). The library entry
-// (dist/index.js) stays tsc's output for embedders; extension files loaded by the CLI get the
+// (dist/index.js) is bundled beside it, over tsc's output; extension files loaded by the CLI get the
 // bundle's own copy of the public entry (src/agent/extension-loader.ts hands it to the loader),
 // so there is one ToolError, and all of zod from dist/zod.js, built below.
+import { createHash } from "node:crypto";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { build } from "esbuild";
 
 const cli = await build({
   // web_fetch's extraction runs in a worker thread (src/tools/web-extract-pool.ts), which loads
   // this entry from beside the pool's own chunk.
-  entryPoints: { cli: "src/cli.ts", "chunks/web-extract-worker": "src/tools/web-extract-worker.ts" },
+  // The library entry (dist/index.js, for embedders) is bundled too, over tsc's output, sharing the
+  // CLI's chunks: the installed package then needs only the external dependencies below (and zod,
+  // which the AI SDK brings and the .d.ts name); tsc's other .js files are for the tests, not shipped.
+  entryPoints: { cli: "src/cli.ts", index: "src/index.ts", "chunks/web-extract-worker": "src/tools/web-extract-worker.ts" },
   outdir: "dist",
   bundle: true,
   splitting: true,
@@ -24,17 +30,10 @@ const cli = await build({
   // looks in dist/chunks and fails); the bash parser (src/policy/bash-wasm.ts) loads it lazily.
   // The AI SDK loads on the first model turn, from node_modules: bundled, its namespace use of zod
   // would keep all of zod (every locale) alive in the chunk that session/new loads.
-  // The MCP SDK loads only when a session has MCP servers, from node_modules like the AI SDK.
-  external: [
-    "@vscode/ripgrep",
-    "jiti",
-    "esbuild",
-    "ai",
-    "@ai-sdk/*",
-    "web-tree-sitter",
-    "@modelcontextprotocol/sdk",
-    "@modelcontextprotocol/sdk/*",
-  ],
+  // The MCP SDK is bundled: its client loads (a chunk of its own) only when a session has MCP
+  // servers, and the installed package does without its server-side dependencies (express, hono:
+  // 17 MB). zod stays in the shared chunk it was in.
+  external: ["@vscode/ripgrep", "jiti", "esbuild", "ai", "@ai-sdk/*", "web-tree-sitter"],
   // CommonJS dependencies (tree-kill, picomatch) call require() for node builtins.
   banner: { js: "import { createRequire as __thCreateRequire } from 'node:module'; const require = __thCreateRequire(import.meta.url);" },
   logLevel: "warning",
@@ -59,3 +58,31 @@ await build({
   minify: true,
   logLevel: "warning",
 });
+
+// The bash grammar (src/policy/bash-wasm.ts): its wasm alone, with its licence and where it came
+// from. tree-sitter-bash is a build-time dependency: its C sources, native prebuilds and install
+// script (20 MB) stay out of the installed package.
+const require = createRequire(import.meta.url);
+const grammarPkg = require.resolve("tree-sitter-bash/package.json");
+const grammarWasm = require.resolve("tree-sitter-bash/tree-sitter-bash.wasm");
+const grammars = new URL("../dist/grammars/", import.meta.url);
+mkdirSync(grammars, { recursive: true });
+copyFileSync(grammarWasm, new URL("tree-sitter-bash.wasm", grammars));
+copyFileSync(new URL("LICENSE", `file://${grammarPkg}`), new URL("tree-sitter-bash.LICENSE", grammars));
+const lock = JSON.parse(readFileSync(new URL("../package-lock.json", import.meta.url), "utf8"));
+const locked = lock.packages?.["node_modules/tree-sitter-bash"] ?? {};
+writeFileSync(
+  new URL("tree-sitter-bash.provenance.json", grammars),
+  `${JSON.stringify(
+    {
+      file: "tree-sitter-bash.wasm",
+      from: `tree-sitter-bash@${JSON.parse(readFileSync(grammarPkg, "utf8")).version} (npm), its tree-sitter-bash.wasm`,
+      resolved: locked.resolved,
+      integrity: locked.integrity,
+      sha256: createHash("sha256").update(readFileSync(grammarWasm)).digest("hex"),
+      license: "MIT (tree-sitter-bash.LICENSE)",
+    },
+    null,
+    2,
+  )}\n`,
+);

@@ -37,6 +37,17 @@ Usage:
                                                  as they were before prompt N
   toolhost sessions fork ID [--at N]             a new session from this one (at the end of prompt N's turn)
   toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
+  toolhost login                                 choose a model provider, its key or URL, and a model (asks in the terminal);
+                                                 stored in ~/.toolhost/credentials.json (0600) for every session after
+  toolhost login --status                        the stored login, what the environment sets (it wins), whether a model is ready
+  toolhost logout                                remove the stored login
+  toolhost install <npm-spec | path | tarball> [--project] [--cwd DIR]
+                                                 install a tool package (its install scripts never run) into
+                                                 ~/.toolhost/packages, or the project's .toolhost/packages
+  toolhost uninstall NAME [--project] [--cwd DIR]
+  toolhost packages [list] [--json] [--cwd DIR]  the user's and the project's tool packages, what they add, problems
+  toolhost packages enable|disable NAME[/ITEM] [--project] [--cwd DIR]
+                                                 switch a package, or one of its tools, skills or agents, on or off
   toolhost --version | --help
 
 tools, skills, hooks, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
@@ -52,6 +63,10 @@ The --max-* flags cap the run (model requests, tool calls, cost in USD, tokens) 
 budget; at a cap the turn stops with max_turn_requests.
 Exit codes of run: 0 the turn ended normally, 1 it did not (no model, a provider error, max tokens,
 a budget's cap, a refusal, a failed slash command), 2 bad usage, 130 interrupted.`;
+
+/** A line of a command's report, and of its error. */
+const say = (text: string) => process.stdout.write(`${text}\n`); // stdout-ok: the command's report
+const sayError = (text: string) => process.stderr.write(`${text}\n`);
 
 function fail(message: string): never {
   process.stderr.write(`toolhost: ${message}\n\n${USAGE}\n`);
@@ -297,6 +312,47 @@ async function main(argv: string[]): Promise<number> {
       const { values } = parse(rest, SESSION_OPTIONS);
       const { runDoctor } = await import("./commands/doctor.js");
       return thenExit(runDoctor({ cwd: values.cwd, profile: values.profile }));
+    }
+    case "login": {
+      const { values } = parse(rest, { status: { type: "boolean" } });
+      const { runLogin } = await import("./commands/login.js");
+      return runLogin({ status: values.status ?? false });
+    }
+    case "logout": {
+      parse(rest, {});
+      const { runLogout } = await import("./commands/login.js");
+      return runLogout();
+    }
+    case "install":
+    case "uninstall": {
+      const parsed = parse(rest, { project: { type: "boolean" }, cwd: { type: "string" } }, 1);
+      const target = parsed.positionals[0];
+      if (!target) fail(`${command} needs a ${command === "install" ? "package (an npm spec, a folder or a tarball)" : "package name"}`);
+      const { runInstall, runUninstall } = await import("./commands/packages.js");
+      const options = { cwd: parsed.values.cwd, project: parsed.values.project ?? false, out: say, err: sayError };
+      return command === "install" ? runInstall(target, options) : runUninstall(target, options);
+    }
+    case "packages": {
+      const [first, ...more] = rest;
+      const action = first === undefined || first.startsWith("-") ? "list" : first;
+      if (!["list", "enable", "disable"].includes(action)) fail(`packages takes list, enable or disable, got ${JSON.stringify(action)}`);
+      const parsed = parse(
+        action === "list" && first !== "list" ? rest : more,
+        { json: { type: "boolean" }, project: { type: "boolean" }, cwd: { type: "string" } },
+        action === "list" ? 0 : 1,
+      );
+      const { runPackagesList, runPackagesToggle } = await import("./commands/packages.js");
+      const options = {
+        cwd: parsed.values.cwd,
+        project: parsed.values.project ?? false,
+        json: parsed.values.json ?? false,
+        out: say,
+        err: sayError,
+      };
+      if (action === "list") return runPackagesList(options);
+      const target = parsed.positionals[0];
+      if (!target) fail(`packages ${action} needs NAME or NAME/ITEM`);
+      return runPackagesToggle(action as "enable" | "disable", target, options);
     }
     case "--version":
     case "-v": {

@@ -7,12 +7,14 @@ import { version } from "../config/paths.js";
 import { systemFolderProblem } from "../config/workspace.js";
 import { selectProfileName } from "../config/profile-name.js";
 import { DEFAULT_MODE } from "../policy/modes.js";
+import { authMethods } from "./auth.js";
 import { configOptions, listProfileNames, modeState } from "./modes.js";
 
 // The answers to `initialize` and `session/new`, light on purpose: the early reader (acp/stdio.ts)
 // gives them before the SDK has loaded, and the SDK's handlers give the same ones afterwards.
 
-export function initializeResponse(): InitializeResponse {
+/** The answer to `initialize`; the login methods offered depend on the client's capabilities (acp/auth.ts). */
+export function initializeResponse(clientCapabilities?: unknown): InitializeResponse {
   return {
     // A v1 agent answers 1 whatever the client asks (never echo an unknown version).
     protocolVersion: 1,
@@ -27,8 +29,10 @@ export function initializeResponse(): InitializeResponse {
       sessionCapabilities: { close: {}, list: {}, resume: {}, delete: {}, additionalDirectories: {}, fork: {} } as SessionCapabilities,
       // Extension methods (acp/rewind.ts): _session/rewind_points and _session/rewind.
       _meta: { toolhost: { rewind: { version: 1 } } },
+      // `logout` removes the stored login (acp/server.ts).
+      auth: { logout: {} },
     },
-    authMethods: [],
+    authMethods: authMethods(clientCapabilities),
     agentInfo: { name: "toolhost", title: "toolhost", version },
   };
 }

@@ -8,9 +8,12 @@ import {
   type InitializeResponse,
   type McpServer,
 } from "@agentclientprotocol/sdk";
+import { removeCredentials } from "../config/credentials.js";
 import { readConfigFile, type ConfigFile } from "../config/file.js";
 import { resolveWorkspace, type Workspace } from "../config/workspace.js";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
+import { modelReadiness } from "../agent/model/model-config.js";
+import { SAVED_LOGIN_ID, TERMINAL_LOGIN_ID } from "./auth.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { configOptionRow, modeRefusal, modeState, type ConfigRefusal } from "./modes.js";
 import { concat, MAX_MESSAGE_BYTES } from "./line-guard.js";
@@ -166,7 +169,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
           ...params.clientCapabilities,
           ...(plan != null ? { plan } : {}),
         };
-        return initializeResponse();
+        return initializeResponse(params.clientCapabilities);
       })
       .onRequest("session/new", ({ params, client }) => {
         const workspace = sessionWorkspace(params);
@@ -203,6 +206,26 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
         if (own) return (await own.ready).cancel();
         // Not a session of session/new: a subagent's child session (ACP subagent sessions) cancels that child alone.
         for (const h of sessions.values()) if ((await h.ready.catch(() => null))?.cancelChild(params.sessionId)) return;
+      })
+      // The login (acp/auth.ts): the agent method asks whether a model and its key are there; a
+      // terminal method is the client's to run, never passed here (the schema says so).
+      .onRequest("authenticate", ({ params }) => {
+        if (params.methodId === TERMINAL_LOGIN_ID)
+          throw RequestError.invalidParams(
+            { methodId: params.methodId },
+            "a terminal login is run by the client in a terminal, not passed to authenticate",
+          );
+        if (params.methodId !== SAVED_LOGIN_ID)
+          throw RequestError.invalidParams({ methodId: params.methodId }, `unknown auth method ${params.methodId}`);
+        const readiness = modelReadiness();
+        if (!readiness.ready)
+          throw RequestError.authRequired({ methodId: params.methodId }, `${readiness.reason}: run \`toolhost login\` in a terminal`);
+        return {};
+      })
+      // Removes the stored login; keys in the agent's environment stay (they are not the agent's to remove).
+      .onRequest("logout", () => {
+        removeCredentials();
+        return {};
       })
       .onRequest("session/close", async ({ params }) => {
         const h = handle(params.sessionId);

@@ -25,6 +25,7 @@ import type { CompactionEvent, UsageReport } from "../agent/turn/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
 import type { McpServerSpec } from "../mcp/servers.js";
 import { NodeFs } from "../runtime/fs/node.js";
+import { offersTerminalLogin, SAVED_LOGIN_ID, TERMINAL_LOGIN_ID } from "./auth.js";
 import { ToolCallViews } from "./calls.js";
 import { availableCommands } from "./commands.js";
 import { textContent } from "./content.js";
@@ -100,6 +101,10 @@ export class AcpSession implements SessionFrontEnd {
   /** A command update on its way (batched), and the menu last sent. */
   private commandsDue: Promise<void> | null = null;
   private commandsSent = "";
+  /** The client was offered the terminal login (acp/auth.ts): a prompt without a model answers `auth_required`. */
+  private readonly loginOffered: boolean;
+  /** The help of a prompt that found no model, when it becomes the prompt's `auth_required` error. */
+  private loginNeeded: string | null = null;
 
   constructor(options: AcpSessionOptions) {
     this.id = options.id;
@@ -112,6 +117,7 @@ export class AcpSession implements SessionFrontEnd {
     this.questions = acpQuestions(this.client, this.id, caps, () => this.agent.cancel());
     this.children = wantsSubagents(caps) ? new AcpSubagents(this.client, this.id, this.questions) : undefined;
     this.showsCompaction = caps.session?.compaction != null;
+    this.loginOffered = offersTerminalLogin(caps).terminal;
     const local = new NodeFs();
     const canRead = caps.fs?.readTextFile === true;
     const canWrite = caps.fs?.writeTextFile === true;
@@ -208,7 +214,24 @@ export class AcpSession implements SessionFrontEnd {
       blocks,
       content: (model) => promptContent(blocks, model),
     });
+    const login = this.loginNeeded;
+    this.loginNeeded = null;
+    // The spec's answer to a request that needs a login: the client shows its login methods.
+    if (login !== null && stopReason === "end_turn") {
+      const problem = login.split("\n")[0] ?? "";
+      throw RequestError.authRequired(
+        { authMethods: [TERMINAL_LOGIN_ID, SAVED_LOGIN_ID], help: login },
+        `${problem} Log in to choose a provider and model.`,
+      );
+    }
     return { stopReason };
+  }
+
+  /** A prompt found no model (or key): with the terminal login offered, the prompt's error says so. */
+  loginRequired(text: string): boolean {
+    if (!this.loginOffered) return false;
+    this.loginNeeded = text;
+    return true;
   }
 
   /** session/cancel: aborts the running turn (tools, pending approvals); the turn answers `cancelled`. */

@@ -105,7 +105,7 @@ export async function serveStdio(out: Out): Promise<void> {
       state.clientCapabilities = caps as ClientCapabilities;
       state.initializeParams = params;
       idle = setTimeout(loadServer, IDLE_LOAD_MS);
-      return JSON.stringify({ jsonrpc: "2.0", id, result: initializeResponse() });
+      return JSON.stringify({ jsonrpc: "2.0", id, result: initializeResponse(caps) });
     }
     const servers = params.mcpServers === undefined ? [] : plainServers(params.mcpServers);
     const dirs = params.additionalDirectories ?? [];

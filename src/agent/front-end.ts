@@ -17,6 +17,11 @@ export interface SessionFrontEnd extends TurnObserver {
   say(text: string): void | Promise<void>;
   /** The turn could not be answered (no model, a provider error, a crash); default: said like any message. */
   failed?(text: string): void | Promise<void>;
+  /**
+   * A prompt for the model found no model, or no key or URL for it: true when the front end takes
+   * it as a login to ask for (ACP: the prompt's `auth_required` error) instead of saying `text`.
+   */
+  loginRequired?(text: string): boolean;
   /** The slash commands changed (a reload, a profile, trusted project tools). */
   commandsChanged?(): void | Promise<void>;
   /** The session got its title (from its first prompt). */
@@ -146,6 +151,7 @@ export function recordedFrontEnd(frontEnd: SessionFrontEnd, recorder: SessionRec
     },
     usage: (report) => frontEnd.usage(report),
     compaction: frontEnd.compaction?.bind(frontEnd),
+    loginRequired: frontEnd.loginRequired?.bind(frontEnd),
     commandsChanged: frontEnd.commandsChanged?.bind(frontEnd),
     titleChanged: frontEnd.titleChanged?.bind(frontEnd),
     approve: frontEnd.approve?.bind(frontEnd),

@@ -53,7 +53,7 @@ export async function askModel(
   observer: TurnObserver,
 ): Promise<TurnResult> {
   const choice = turnModel(ctx.modelId, (error) => `The configured model is not usable: ${error}`);
-  if ("help" in choice) return { stopReason: "end_turn", error: choice.help };
+  if ("help" in choice) return { stopReason: "end_turn", error: choice.help, needsLogin: true };
   // The policy parses every command line (rules, watchdog): load the parser while the model thinks.
   if (ctx.registry.has("bash")) void parseBash(":").catch(() => {});
   // The first request waits (bounded) for MCP servers still connecting; the offer names any still starting.

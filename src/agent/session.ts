@@ -395,7 +395,9 @@ export class AgentSession {
     });
     this.budget.turnStarted();
     const result = await this.askModel(input, signal, observer);
-    if (result.error && !signal.aborted) await this.fail(result.error);
+    // A front end that can ask for a login (ACP's auth_required) takes a missing model or key as that.
+    const asked = result.needsLogin && result.error && !signal.aborted && this.frontEnd.loginRequired?.(result.error);
+    if (result.error && !signal.aborted && !asked) await this.fail(result.error);
     if (result.notice && !signal.aborted) await this.frontEnd.say(result.notice);
     return result.stopReason;
   }

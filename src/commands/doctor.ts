@@ -112,11 +112,11 @@ function modelProblem(home: string): string | null {
   const peek = peekUserConfig(home);
   const picked = defaultModelId(process.env, peek);
   if (!picked)
-    return `no model is configured, so prompts are not sent to one (slash commands still work): set TOOLHOST_MODEL=provider/model (e.g. anthropic/claude-sonnet-4-5 with ANTHROPIC_API_KEY) in the agent's environment, or "model" in ${peek.path}`;
+    return `no model is configured, so prompts are not sent to one (slash commands still work): run \`toolhost login\`, or set TOOLHOST_MODEL=provider/model (e.g. anthropic/claude-sonnet-4-5 with ANTHROPIC_API_KEY) in the agent's environment, or "model" in ${peek.path}`;
   const spec = parseModelId(picked.id);
   if (!isModelSpec(spec)) return `model ${picked.id} (${picked.source === "env" ? "TOOLHOST_MODEL" : peek.path}): ${spec.error}`;
   const env = KEY_ENV[spec.provider];
   if (env && !process.env[env] && !peek.keyed.includes(spec.provider))
-    return `model ${spec.id} needs an API key: set ${env} in the agent's environment, or "providers": {"${spec.provider}": {"apiKey": "…"}} in ${peek.path}`;
+    return `model ${spec.id} needs an API key: set ${env} in the agent's environment, run \`toolhost login\`, or "providers": {"${spec.provider}": {"apiKey": "…"}} in ${peek.path}`;
   return null;
 }

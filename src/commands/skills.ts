@@ -3,6 +3,7 @@ import { toolhostHome } from "../config/paths.js";
 import { selectProfileName } from "../config/profile-name.js";
 import { loadUserConfig } from "../config/schema.js";
 import { loadProfile } from "../host/profiles.js";
+import { sessionPackages } from "../host/packages.js";
 import { discoverSkills } from "../host/skills.js";
 import { checkTrust } from "../host/trust.js";
 
@@ -23,7 +24,9 @@ export async function runSkills(options: SkillsOptions): Promise<number> {
   // Trusted with its files as they are now (a project changed since it was trusted is not).
   const check = await checkTrust(cwd, home);
   const trusted = !check.error && check.trusted;
-  const found = await discoverSkills({ cwd, profileDirs: profile.skillDirs, home, trusted });
+  const packages = sessionPackages(home, cwd);
+  const enabled = [...packages.user, ...packages.project.filter(() => trusted)].filter((p) => p.enabled);
+  const found = await discoverSkills({ cwd, profileDirs: profile.skillDirs, home, trusted, packages: enabled });
   if (options.json) {
     const skills = found.skills.map(({ name, description, path: file, origin }) => ({ name, description, file, origin }));
     const out = { profile: profile.name, trusted, skills, shadowed: found.shadowed, problems: found.problems, folders: found.folders };

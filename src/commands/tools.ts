@@ -18,7 +18,7 @@ function reportSections(report: ToolsetReport): string[] {
     if (lines.length) sections.push(`\n${title}\n${lines.map((l) => `  ${l}`).join("\n")}`);
   };
   section(
-    "shadowed (discovery order: profile tools, then the project's, then config toolDirs; the first definition of an id wins):",
+    "shadowed (discovery order: profile tools, user packages, config toolDirs, project packages, the project's tools; the first definition of an id wins):",
     report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`),
   );
   section(

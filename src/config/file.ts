@@ -1,4 +1,5 @@
 import path from "node:path";
+import { mergeLogin, readCredentials, type CredentialsRead } from "./credentials.js";
 import { toolhostHome } from "./paths.js";
 import { readConfigTextSync, userRoots } from "./safe-read.js";
 
@@ -11,21 +12,28 @@ import { readConfigTextSync, userRoots } from "./safe-read.js";
  */
 export interface ConfigFile {
   path: string;
+  /** config.json's JSON with the stored login (credentials.ts) merged in. */
   json?: unknown;
   error?: string;
+  /** The stored login as read (`toolhost login`): absent, read, or refused with the reason. */
+  login?: CredentialsRead;
 }
 
-/** Reads the raw config file (one read: callers pass the value on rather than reading again). */
+/**
+ * Reads the raw config file and the stored login, merged (one read: callers pass the value on
+ * rather than reading again).
+ */
 export function readConfigFile(home = toolhostHome()): ConfigFile {
   const file = path.join(home, "config.json");
+  const login = readCredentials(home);
   // A regular file of the user's own only (config/safe-read.ts); a refused one is reported.
   const { text, error } = readConfigTextSync(file, [home, ...userRoots()]);
-  if (error) return { path: file, error };
-  if (text === null) return { path: file };
+  if (error) return { path: file, error, login };
+  if (text === null) return { path: file, json: mergeLogin(undefined, login.credentials), login };
   try {
-    return { path: file, json: JSON.parse(text) as unknown };
+    return { path: file, json: mergeLogin(JSON.parse(text) as unknown, login.credentials), login };
   } catch (err) {
-    return { path: file, error: `${file} is not valid JSON (${(err as Error).message})` };
+    return { path: file, error: `${file} is not valid JSON (${(err as Error).message})`, login };
   }
 }
 

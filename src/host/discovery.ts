@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -9,7 +10,8 @@ import type { ExtensionHook } from "./hooks/extension.js";
 import { listToolFiles, type LoadFile, type LoadProblem } from "./loader.js";
 import { isLockedId } from "./locked.js";
 import type { Profile } from "./profiles.js";
-import type { FolderOrigin, FolderReport, ShadowEntry, SkippedFile, ToolEntry } from "./toolset-report.js";
+import type { InstalledPackage } from "./packages.js";
+import type { DisabledTool, FolderOrigin, FolderReport, ShadowEntry, SkippedFile, ToolEntry } from "./toolset-report.js";
 
 /** Where a project keeps its own tools. */
 export function projectToolDir(cwd: string): string {
@@ -19,6 +21,20 @@ export function projectToolDir(cwd: string): string {
 export interface ToolFolder {
   dir: string;
   origin: FolderOrigin;
+  /** Only these files of the folder (a package that lists files, not a folder). */
+  files?: string[];
+  /** The package the folder belongs to: its tools switched off are not placed. */
+  package?: { name: string; disabled: ReadonlySet<string> };
+}
+
+/** A package's extension files and folders (`tools`, then `hooks`) as tool folders. */
+function packageFolders(pkg: InstalledPackage, origin: "user-package" | "project-package"): ToolFolder[] {
+  const own = { name: pkg.name, disabled: pkg.disabled };
+  return [...pkg.tools, ...pkg.hooks].map((entry) =>
+    statSync(entry).isDirectory()
+      ? { dir: entry, origin, package: own }
+      : { dir: path.dirname(entry), origin, files: [entry], package: own },
+  );
 }
 
 function expandHome(dir: string, base: string): string {
@@ -26,17 +42,29 @@ function expandHome(dir: string, base: string): string {
   return path.resolve(base, dir);
 }
 
-/** The folders to scan, in discovery order, each once (by real path). */
-export async function toolFolders(profile: Profile, cwd: string, config: LoadedConfig): Promise<ToolFolder[]> {
+/**
+ * The folders to scan, in discovery order, each once (by real path): the profile's, the user's
+ * packages, config `toolDirs` (the user's tool folders), the project's packages, the project's
+ * `.toolhost/tools/`. Builtins come before all of them (`discoverTools`); the first found wins.
+ */
+export async function toolFolders(
+  profile: Profile,
+  cwd: string,
+  config: LoadedConfig,
+  packages: { user: readonly InstalledPackage[]; project: readonly InstalledPackage[] } = { user: [], project: [] },
+): Promise<ToolFolder[]> {
   const candidates: ToolFolder[] = [
     ...profile.toolDirs.map((dir) => ({ dir, origin: "profile" as const })),
-    { dir: projectToolDir(cwd), origin: "project" },
+    ...packages.user.filter((p) => p.enabled).flatMap((p) => packageFolders(p, "user-package")),
     ...(config.config.toolDirs ?? []).map((dir) => ({ dir: expandHome(dir, path.dirname(config.path)), origin: "config" as const })),
+    ...packages.project.filter((p) => p.enabled).flatMap((p) => packageFolders(p, "project-package")),
+    { dir: projectToolDir(cwd), origin: "project" },
   ];
   const seen = new Set<string>();
   const folders: ToolFolder[] = [];
   for (const folder of candidates) {
-    const key = await fsp.realpath(folder.dir).catch(() => path.resolve(folder.dir));
+    const real = await fsp.realpath(folder.dir).catch(() => path.resolve(folder.dir));
+    const key = folder.files ? `${real}\0${folder.files.join("\0")}` : real;
     if (seen.has(key)) continue;
     seen.add(key);
     folders.push(folder);
@@ -99,6 +127,8 @@ export interface Discovery {
   errors: LoadProblem[];
   /** The in-process hooks of the files imported, in discovery order, with the folder each came from. */
   hooks: { file: string; origin: FolderOrigin; hooks: ExtensionHook[] }[];
+  /** Tools their package switches off. */
+  packageDisabled: DisabledTool[];
 }
 
 export interface DiscoveryOptions {
@@ -125,6 +155,7 @@ export async function discoverTools(folders: ToolFolder[], options: DiscoveryOpt
     folders: [],
     errors: [],
     hooks: [],
+    packageDisabled: [],
   };
   // A builtin may need what the user configures (web_search: a search provider).
   for (const tool of BUILTIN_TOOLS) {
@@ -137,7 +168,7 @@ export async function discoverTools(folders: ToolFolder[], options: DiscoveryOpt
   }
   for (const folder of folders) {
     const files = await scanFolder(folder, options, found);
-    for (const file of files) await placeFile(file, folder.origin, options, found);
+    for (const file of files) await placeFile(file, folder, options, found);
   }
   return found;
 }
@@ -150,10 +181,10 @@ async function scanFolder(
 ): Promise<string[]> {
   let files: string[];
   try {
-    files = await listToolFiles(folder.dir);
+    files = folder.files ?? (await listToolFiles(folder.dir));
   } catch (err) {
     found.errors.push({ file: folder.dir, message: `cannot list the folder: ${(err as Error).message}` });
-    found.folders.push({ ...folder, status: "unreadable", files: 0 });
+    found.folders.push({ dir: folder.dir, origin: folder.origin, status: "unreadable", files: 0 });
     return [];
   }
   const exists =
@@ -162,24 +193,29 @@ async function scanFolder(
       (s) => s.isDirectory(),
       () => false,
     ));
-  if (folder.origin === "project" && !trusted) {
+  if ((folder.origin === "project" || folder.origin === "project-package") && !trusted) {
     const reason = untrustedReason ?? "the project is not trusted (toolhost trust)";
     for (const file of files) found.skipped.push({ file, reason });
-    found.folders.push({ ...folder, status: exists ? "untrusted" : "missing", files: files.length });
+    found.folders.push({ dir: folder.dir, origin: folder.origin, status: exists ? "untrusted" : "missing", files: files.length });
     return [];
   }
-  found.folders.push({ ...folder, status: exists ? "loaded" : "missing", files: files.length });
+  found.folders.push({ dir: folder.dir, origin: folder.origin, status: exists ? "loaded" : "missing", files: files.length });
   return files;
 }
 
 /** Imports one file and gives each of its tools the id it asks for, unless it is taken, locked or unavailable. */
-async function placeFile(file: string, origin: FolderOrigin, options: DiscoveryOptions, found: Discovery): Promise<void> {
+async function placeFile(file: string, folder: ToolFolder, options: DiscoveryOptions, found: Discovery): Promise<void> {
   const loaded = await options.loader(file);
   found.errors.push(...loaded.problems);
-  if (loaded.hooks?.length) found.hooks.push({ file, origin, hooks: loaded.hooks });
+  if (loaded.hooks?.length) found.hooks.push({ file, origin: folder.origin, hooks: loaded.hooks });
   for (const problem of loaded.problems) if (problem.id) found.offeredIds.add(problem.id);
   for (const tool of loaded.tools) {
     found.offeredIds.add(tool.id);
+    // Switched off in its package (`toolhost packages disable NAME/ID`): it claims no id.
+    if (folder.package?.disabled.has(tool.id)) {
+      found.packageDisabled.push({ id: tool.id, kind: tool.kind, source: file, reason: `disabled in package ${folder.package.name}` });
+      continue;
+    }
     if (isLockedId(tool.id)) {
       found.errors.push({ file, id: tool.id, message: `"${tool.id}" is a locked tool id: an extension cannot take it` });
       continue;

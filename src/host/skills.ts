@@ -4,8 +4,10 @@ import path from "node:path";
 import { parseFrontMatter } from "../config/frontmatter.js";
 import { readConfinedFile, userRoots } from "../config/safe-read.js";
 import { asWorkspace, type Workspace } from "../config/workspace.js";
+import { isInside } from "../tool/paths.js";
 import type { LoadedSkill, SkillInfo } from "../tool/services.js";
 import type { LoadProblem } from "./loader.js";
+import type { InstalledPackage } from "./packages.js";
 
 // Agent Skills (agentskills.io): a folder with a SKILL.md whose YAML front matter has `name`
 // (1–64 of a-z, 0-9 and single hyphens, the folder's name) and `description` (1–1024 characters).
@@ -54,6 +56,8 @@ export interface SkillFolderOptions {
   home: string;
   /** The user's home folder (for `~/.claude/skills/`), default os.homedir(). */
   userHome?: string;
+  /** Enabled tool packages (host/packages.ts): their `skills` folders, the user's after the profile's, the project's before the project's own. */
+  packages?: readonly InstalledPackage[];
 }
 
 const NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
@@ -69,9 +73,13 @@ const MAX_DEPTH = 6;
 export function skillFolders(options: SkillFolderOptions): { dir: string; origin: SkillOrigin }[] {
   const cwd = asWorkspace(options.cwd).cwd;
   const userHome = options.userHome ?? os.homedir();
+  const fromPackages = (scope: "user" | "project") =>
+    (options.packages ?? []).filter((p) => p.scope === scope).flatMap((p) => p.skills.map((dir) => ({ dir, origin: scope })));
   const folders = [
     ...options.profileDirs.map((dir) => ({ dir, origin: "profile" as const })),
+    ...fromPackages("user"),
     { dir: path.join(options.home, "skills"), origin: "user" as const },
+    ...fromPackages("project"),
     { dir: path.join(cwd, ".toolhost", "skills"), origin: "project" as const },
     { dir: path.join(cwd, ".claude", "skills"), origin: "project" as const },
     { dir: path.join(userHome, ".claude", "skills"), origin: "user" as const },
@@ -180,6 +188,8 @@ export async function discoverSkills(options: SkillFolderOptions & { trusted: bo
     result.folders.push(report);
     result.problems.push(...problems);
     for (const skill of skills) {
+      // Switched off in its package (`toolhost packages disable NAME/SKILL`).
+      if (options.packages?.some((p) => p.disabled.has(skill.name) && isInside(skill.dir, p.root))) continue;
       const winner = byName.get(skill.name);
       if (winner) result.shadowed.push({ name: skill.name, file: skill.path, winner: winner.path });
       else byName.set(skill.name, skill);

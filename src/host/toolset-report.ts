@@ -27,7 +27,8 @@ export interface DisabledTool extends ToolEntry {
   reason: string;
 }
 
-export type FolderOrigin = "profile" | "project" | "config";
+/** Where a tool folder comes from: the profile, a user package, config `toolDirs`, a project package, the project. */
+export type FolderOrigin = "profile" | "user-package" | "config" | "project-package" | "project";
 
 export interface FolderReport {
   dir: string;

@@ -14,6 +14,7 @@ import { isLockedId } from "./locked.js";
 import { loadProfile, type Profile } from "./profiles.js";
 import { ToolRegistry } from "./registry.js";
 import type { DisabledTool, ToolsetReport } from "./toolset-report.js";
+import { sessionPackages } from "./packages.js";
 import { discoverSkills, type SkillDiscovery } from "./skills.js";
 import { checkTrust } from "./trust.js";
 import type { ContentChange, ContentSnapshot } from "./trust-contents.js";
@@ -168,8 +169,9 @@ function noteAbsentTools(registry: ToolRegistry, report: ToolsetReport): void {
 }
 
 /**
- * Builds a session's tools: builtins → the profile's tools/ → the project's .toolhost/tools/
- * (trusted projects only; otherwise listed as skipped, never imported) → config `toolDirs`.
+ * Builds a session's tools: builtins → the profile's tools/ → the user's packages → config
+ * `toolDirs` → the project's packages → the project's .toolhost/tools/ (the project's: trusted
+ * projects only; otherwise listed as skipped, never imported).
  * First found wins by id (host/discovery.ts), then the profile keeps what it wants; every
  * problem is reported with its file, and nothing here throws for a bad file.
  */
@@ -190,7 +192,10 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
 
   const webSearch = resolveWebSearch(config.config.webSearch);
   errors.push(...webSearch.problems.map((message) => ({ file: config.path, message })));
-  const found = await discoverTools(await toolFolders(profile, cwd, config), {
+  // Tool packages (host/packages.ts): a broken one is a problem, and skipped.
+  const packages = sessionPackages(home, cwd);
+  errors.push(...packages.problems);
+  const found = await discoverTools(await toolFolders(profile, cwd, config, packages), {
     trusted,
     untrustedReason: changes.length ? "the project's trusted files changed since it was trusted (toolhost trust)" : undefined,
     loader: options.loader,
@@ -198,9 +203,10 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   });
   errors.push(...found.errors);
   const { registry, disabled } = applyProfile(profile, found.placed.values());
+  disabled.push(...found.packageDisabled);
   errors.push(...unknownProfileIds(profile, found.offeredIds));
 
-  const levels = { config: "user", profile: "profile", project: "project" } as const;
+  const levels = { config: "user", "user-package": "user", profile: "profile", project: "project", "project-package": "project" } as const;
   const hooks = Hooks.load(workspace, {
     config,
     configFile,
@@ -211,7 +217,14 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   });
   errors.push(...hooks.problems);
 
-  const skills = await discoverSkills({ cwd: workspace, profileDirs: profile.skillDirs, home, userHome: options.userHome, trusted });
+  const skills = await discoverSkills({
+    cwd: workspace,
+    profileDirs: profile.skillDirs,
+    home,
+    userHome: options.userHome,
+    trusted,
+    packages: [...packages.user, ...packages.project].filter((p) => p.enabled),
+  });
 
   const head = {
     cwd,

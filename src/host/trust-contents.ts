@@ -11,6 +11,7 @@ import path from "node:path";
 /** Paths, relative to the project, whose contents a trusted project loads. */
 export const TRUSTED_CONTENT_PATHS: readonly string[] = [
   ".toolhost/tools", // imported: runs code
+  ".toolhost/packages", // tool packages: their lock (versions, integrity), tarballs, manifests
   ".toolhost/agents",
   ".toolhost/skills",
   ".toolhost/config.json", // MCP servers (programs that run), permission rules

@@ -1,13 +1,15 @@
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
+import path from "node:path";
 import v8 from "node:v8";
 import type { Parser } from "web-tree-sitter";
+import { packageInfo } from "../config/paths.js";
 
 let loading: Promise<Parser> | undefined;
 
 /**
  * The bash parser, made on the first call and shared afterwards. web-tree-sitter and the grammar's
- * wasm (shipped inside the tree-sitter-bash package, no native build) are loaded here and nowhere
- * else, so nothing of them is on the start-up or session/new path. A failed load is not cached:
+ * wasm are loaded here and nowhere else, so nothing of them is on the start-up or session/new path. A failed load is not cached:
  * the next call tries again.
  */
 export function bashParser(): Promise<Parser> {
@@ -28,13 +30,23 @@ async function load(): Promise<Parser> {
   try {
     const { Parser, Language } = await import("web-tree-sitter");
     await Parser.init();
-    const require = createRequire(import.meta.url);
-    const wasm = require.resolve("tree-sitter-bash/tree-sitter-bash.wasm");
-    const bash = await Language.load(wasm);
+    const bash = await Language.load(grammarFile());
     const parser = new Parser();
     parser.setLanguage(bash);
     return parser;
   } finally {
     v8.setFlagsFromString("--no-liftoff-only");
   }
+}
+
+/**
+ * The bash grammar's wasm: the copy the package ships (dist/grammars/, made by scripts/bundle.mjs
+ * from the tree-sitter-bash package, a build-time dependency: its C sources and native builds
+ * stay out of the installed package); from a checkout not built yet, the package's own.
+ */
+function grammarFile(): string {
+  const root = packageInfo()?.dir;
+  const shipped = root ? path.join(root, "dist", "grammars", "tree-sitter-bash.wasm") : undefined;
+  if (shipped && existsSync(shipped)) return shipped;
+  return createRequire(import.meta.url).resolve("tree-sitter-bash/tree-sitter-bash.wasm");
 }

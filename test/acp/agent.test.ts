@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 
@@ -22,8 +23,10 @@ describe("initialize and sessions", () => {
     t.h = new Harness();
     const response = await t.h.agent.request("initialize", { protocolVersion: 7, clientCapabilities: {} });
     expect(response.protocolVersion).toBe(1);
-    expect(response.authMethods).toEqual([]);
-    expect(response.agentInfo).toMatchObject({ name: "toolhost" });
+    // No terminal login for a client that cannot run one (test/acp/auth.test.ts): the agent method alone.
+    expect(response.authMethods?.map((m) => m.id)).toEqual(["saved-login"]);
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(response.agentInfo).toEqual({ name: "toolhost", title: "toolhost", version });
     expect(response.agentCapabilities?.promptCapabilities).toMatchObject({ image: true, embeddedContext: true });
   });
 

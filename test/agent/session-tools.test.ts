@@ -47,7 +47,8 @@ describe("SessionTools", () => {
 
     expect(await tools.decideTrust("session")).toMatch(/Added: local/);
     expect(tools.registry.has("local")).toBe(true);
-    expect(seen.files).toEqual(["hello.ts", "hello.ts", "local.ts", "hello.ts"]);
+    // The user's tool folders (config toolDirs) load before the project's (issue 26 §4's order).
+    expect(seen.files).toEqual(["hello.ts", "hello.ts", "hello.ts", "local.ts"]);
     expect(seen.apiLoads).toBe(1);
   });
 });

@@ -54,7 +54,7 @@ describe("the issue's walkthrough: hello.ts in the profile and in a trusted proj
     const table = (await toolhost("tools")).stdout;
     expect(table).toMatch(new RegExp(`^hello\\s+read\\s+Says which file it came from\\.\\s+\\[${mine}\\]$`, "m"));
     expect(table).toContain(
-      `shadowed (discovery order: profile tools, then the project's, then config toolDirs; the first definition of an id wins):\n  hello: ${theirs} lost to ${mine}`,
+      `shadowed (discovery order: profile tools, user packages, config toolDirs, project packages, the project's tools; the first definition of an id wins):\n  hello: ${theirs} lost to ${mine}`,
     );
 
     const called = await toolhost("call", "hello", '{"name":"Ada"}');

@@ -44,7 +44,7 @@ describe("buildToolset", () => {
     expect(formatLoadProblems(report)).toBeNull();
   });
 
-  it("first found wins across profile, project and config folders; every loser is reported with both paths", async () => {
+  it("first found wins across profile, config and project folders (the user's before the project's); every loser is reported with both paths", async () => {
     const inProfile = await write(path.join(profileTools(), "hello.ts"), toolFile("hello", "profile"));
     const inProject = await write(path.join(projectToolDir(project), "hello.ts"), toolFile("hello", "project"));
     const projectOnly = await write(path.join(projectToolDir(project), "greet.ts"), toolFile("greet", "project"));
@@ -56,19 +56,20 @@ describe("buildToolset", () => {
     expect(registry.ids()).toEqual([...BUILTIN_IDS, "hello", "greet"]);
     expect(registry.entry("hello")!.source).toBe(inProfile);
     expect(await registry.get("hello")!.execute({ name: "x" }, {} as never)).toEqual({ tag: "profile", hello: "x" });
-    expect(registry.entry("greet")!.source).toBe(projectOnly);
+    // The user's tool folders (config toolDirs) come before the project's (issue 26 §4's order).
+    expect(registry.entry("greet")!.source).toBe(greetExtra);
     expect(report.shadowed).toEqual([
-      { id: "hello", file: inProject, winner: inProfile },
       // files load in name order within a folder
-      { id: "greet", file: greetExtra, winner: projectOnly },
       { id: "hello", file: inExtra, winner: inProfile },
+      { id: "greet", file: projectOnly, winner: greetExtra },
+      { id: "hello", file: inProject, winner: inProfile },
     ]);
     expect(report.tools.find((t) => t.id === "hello")).toEqual({ id: "hello", kind: "read", source: inProfile });
     expect(report.folders.map((f) => [f.origin, f.status, f.files])).toEqual([
       ["profile", "loaded", 1],
       ["profile", "missing", 0], // the shipped default profile has no tools/
-      ["project", "loaded", 2],
       ["config", "loaded", 2],
+      ["project", "loaded", 2],
     ]);
     expect(formatLoadProblems(report)).toContain(`- hello: ${inProject} is shadowed by ${inProfile}`);
   });

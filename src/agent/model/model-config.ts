@@ -85,6 +85,43 @@ export function turnModel(
   return { spec: choice.spec, config };
 }
 
+/**
+ * Whether a prompt could reach a model now (without a session's choice): one is configured, and its
+ * provider has the key or URL it needs, from the environment or the config file (with the stored
+ * login merged in). What `authenticate` and `toolhost login --status` ask; `source` says where
+ * the model id came from.
+ */
+export function modelReadiness(
+  env: Env = process.env,
+  config: ConfigFile = readConfigFile(),
+): { ready: true; id: string; source: ModelSource | "login" } | { ready: false; reason: string } {
+  const peek = peekConfig(config);
+  const picked = defaultModelId(env, peek);
+  if (!picked) return { ready: false, reason: "no model is configured" };
+  const spec = parseModelId(picked.id);
+  if (!isModelSpec(spec)) return { ready: false, reason: spec.error };
+  const source = picked.source === "config" && config.login?.credentials?.model === picked.id ? "login" : picked.source;
+  const json = config.json as { providers?: Record<string, { apiKey?: unknown; baseURL?: unknown } | undefined> } | undefined;
+  const saved = json?.providers?.[spec.provider];
+  const has = (value: unknown) => typeof value === "string" && value.trim() !== "";
+  const needs = (what: string) => ({ ready: false as const, reason: `${spec.id} needs ${what}` });
+  switch (spec.provider) {
+    case "anthropic":
+    case "openai": {
+      const variable = KEY_ENV[spec.provider] as string;
+      return has(env[variable]) || has(saved?.apiKey) ? { ready: true, id: spec.id, source } : needs(`an API key (${variable})`);
+    }
+    case "ollama":
+      return { ready: true, id: spec.id, source };
+    case "openai-compatible":
+      return has(env.TOOLHOST_BASE_URL) || has(saved?.baseURL)
+        ? { ready: true, id: spec.id, source }
+        : needs("the server's URL (TOOLHOST_BASE_URL)");
+    default:
+      return has(saved?.baseURL) ? { ready: true, id: spec.id, source } : needs(`a base URL for the provider "${spec.provider}"`);
+  }
+}
+
 /** Well-known models offered in the editor's picker when their provider has a key. */
 const SUGGESTIONS: Record<string, string[]> = {
   anthropic: ["anthropic/claude-sonnet-4-5", "anthropic/claude-opus-4-5", "anthropic/claude-haiku-4-5"],
@@ -119,7 +156,9 @@ export function noModelHelp(peek: ConfigPeek = peekUserConfig(), problem?: strin
   const lines = [
     problem ?? "No model is configured, so this prompt was not sent to one.",
     "",
-    "Configure a model in one of these ways (the first one found wins):",
+    "Run `toolhost login` in a terminal (or your editor's login for toolhost): it asks for a provider, its key or URL, and a model, and every session after uses them.",
+    "",
+    "Or configure a model in one of these ways (the first one found wins):",
     "1. This session's **Model** option (ACP config option `model`): any `provider/model` id.",
     "2. The environment of the agent process (in Zed: `env` of the agent server in settings.json):",
     "   - `TOOLHOST_MODEL=anthropic/claude-sonnet-4-5` with `ANTHROPIC_API_KEY`",

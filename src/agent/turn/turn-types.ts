@@ -153,6 +153,8 @@ export interface TurnResult {
   stopReason: TurnStopReason;
   /** A provider failure, stated for the user; the turn then ends with `end_turn`. */
   error?: string;
+  /** The error is a missing model, key or server URL: what `toolhost login` sets. */
+  needsLogin?: true;
   /** Why the turn stopped, for the user (a budget's cap; stop reason `max_turn_requests`). */
   notice?: string;
 }

@@ -31,7 +31,7 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
     model = await createLanguageModel(spec, loaded.config, loaded.path);
   } catch (err) {
     if (!(err instanceof ModelSetupError)) throw err;
-    return { stopReason: "end_turn", error: loaded.error ? `${err.message}\n(${loaded.error})` : err.message };
+    return { stopReason: "end_turn", error: loaded.error ? `${err.message}\n(${loaded.error})` : err.message, needsLogin: true };
   }
   const system = await buildSystemPrompt({ cwd, profilePrompt, skills });
   return runModelTurn(

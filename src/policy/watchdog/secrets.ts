@@ -1,4 +1,5 @@
 import path from "node:path";
+import { credentialsPath } from "../../config/credentials.js";
 import { isInside, isInsideAny } from "../../tool/paths.js";
 import type { Word } from "../bash-parse.js";
 import { wordPaths } from "./expand.js";
@@ -21,6 +22,7 @@ const HOME_SECRETS = [
   ".config/gcloud",
   ".azure",
   ".pgpass",
+  ".toolhost/credentials.json",
 ];
 
 /** `.env`, `.env.local`, `.envrc`; not the templates checked in beside them. */
@@ -28,6 +30,8 @@ const ENV_FILE = /^\.env(?!.*\.(?:example|sample|template|dist)$)/;
 
 /** Why a path is a secret the call may not touch, or null. */
 export function secretPath(abs: string, home: string, roots: readonly string[]): string | null {
+  // The stored login (`toolhost login`), wherever TOOLHOST_HOME puts it.
+  if (abs === credentialsPath()) return `${abs} is toolhost's stored login, which holds credentials`;
   for (const rel of HOME_SECRETS) {
     const secret = path.join(home, rel);
     // A workspace inside the secret folder (working on ~/.config/gh itself) may touch its own files.

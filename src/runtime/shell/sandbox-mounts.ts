@@ -29,6 +29,9 @@ export const SECRET_HOME_PATHS = [
   ".cargo/credentials.toml",
   ".terraform.d/credentials.tfrc.json",
   ".vault-token",
+  // toolhost's own stored login (`toolhost login`); the whole ~/.toolhost is hidden too, this holds
+  // when a call may read in it (a sidecar) or TOOLHOST_HOME points elsewhere.
+  ".toolhost/credentials.json",
   ".pgpass",
   ".my.cnf",
   // Credential stores under ~/.config.

@@ -4,6 +4,7 @@ import { mkdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { realOrUndefined } from "../../config/real-path.js";
+import { credentialsPath } from "../../config/credentials.js";
 import { toolhostHome } from "../../config/paths.js";
 import { childEnvironment, ENV_NAME } from "../child-env.js";
 import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-guard.js";
@@ -128,7 +129,8 @@ export function bubblewrapArgs(
       readable: [...context.scope.read.roots, request.cwd],
       homes: [...homes],
       hidden: [...(options.hiddenDirs ?? [toolhostHome()]), ...(xdg ? [xdg] : [])],
-      maskPaths: [...(options.maskPaths ?? []), ...agentSockets({ ...process.env, ...request.env })],
+      // The stored login wherever TOOLHOST_HOME puts it (a call may read in that folder: its sidecars).
+      maskPaths: [...(options.maskPaths ?? []), credentialsPath(), ...agentSockets({ ...process.env, ...request.env })],
       protect,
       proxy,
     }),
