@@ -12,6 +12,7 @@ import {
   StreamMessageWriter,
   type ClientCapabilities,
   type Diagnostic,
+  type DiagnosticSeverity,
   type ProtocolConnection,
 } from "vscode-languageserver-protocol/node";
 import { groupExists, killTree, signalGroup, terminateTree, waitForGroupExit } from "../process-groups.js";
@@ -118,8 +119,10 @@ export class LspClient {
     ])
       this.connection.onRequest(method, () => null);
     this.connection.onRequest("workspace/applyEdit", () => ({ applied: false }));
-    this.connection.onError(([err]) => this.fail(`protocol error: ${err.message}`));
-    this.connection.onClose(() => this.fail("closed its connection"));
+    // The stream's end comes before the exit: a moment for the exit to say how, then the end itself.
+    const later = (reason: string) => setTimeout(() => this.fail(reason), 200).unref();
+    this.connection.onError(([err]) => later(`broke the protocol (${err.message})`));
+    this.connection.onClose(() => later("closed its connection"));
     this.child.stdin?.on("error", () => this.fail("closed its input"));
     this.connection.listen();
   }
@@ -223,6 +226,24 @@ export class LspClient {
     }
   }
 
+  /**
+   * A document's diagnostics asked of typescript-language-server's tsserver directly (syntactic and
+   * semantic, as tsserver checks them now): it publishes nothing for a file that stays clean, so a
+   * wait for a publish could not tell "no problems" from "not checked yet".
+   */
+  async pullTsserver(uri: string, timeoutMs: number): Promise<Diagnostic[]> {
+    const ask = async (command: string) => {
+      const response = await this.request<{ body?: TsDiagnostic[] } | undefined>(
+        "workspace/executeCommand",
+        { command: "typescript.tsserverRequest", arguments: [command, { file: uri }] },
+        timeoutMs,
+      );
+      return (response?.body ?? []).map(fromTsserver);
+    };
+    const [syntactic, semantic] = await Promise.all([ask("syntacticDiagnosticsSync"), ask("semanticDiagnosticsSync")]);
+    return [...syntactic, ...semantic];
+  }
+
   /** Asks the server to shut down (bounded), then ends its whole process tree. */
   async stop(graceMs = 1000): Promise<void> {
     const pid = this.child.pid;
@@ -251,6 +272,30 @@ export class LspClient {
     this.child.stdout?.destroy();
     this.child.stderr?.destroy();
   }
+}
+
+/** A diagnostic as tsserver's protocol gives it (1-based lines and offsets). */
+interface TsDiagnostic {
+  start: { line: number; offset: number };
+  end: { line: number; offset: number };
+  text: string;
+  code?: number;
+  category?: string;
+}
+
+const TS_SEVERITY: Record<string, DiagnosticSeverity> = { error: 1, warning: 2, message: 3, suggestion: 4 };
+
+function fromTsserver(d: TsDiagnostic): Diagnostic {
+  return {
+    range: {
+      start: { line: d.start.line - 1, character: d.start.offset - 1 },
+      end: { line: d.end.line - 1, character: d.end.offset - 1 },
+    },
+    message: d.text,
+    severity: TS_SEVERITY[d.category ?? "error"] ?? 1,
+    ...(d.code !== undefined ? { code: d.code } : {}),
+    source: "typescript",
+  };
 }
 
 function lastLines(text: string): string {

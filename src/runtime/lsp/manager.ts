@@ -22,6 +22,8 @@ export const LSP_WAIT_MS = 3000;
 export const LSP_QUIET_MS = 150;
 const START_MS = 20_000;
 const REQUEST_MS = 10_000;
+/** Other open documents whose diagnostics an edit compares too (the most recently opened). */
+const OTHER_DOCS = 9;
 /** Settles that time out in a row before a server counts as hung. */
 const HANG_STRIKES = 2;
 
@@ -47,6 +49,8 @@ interface Running {
   root: string;
   client: LspClient;
   strikes: number;
+  /** false once the TypeScript server refused a tsserver request: its publishes are waited for instead. */
+  pull?: boolean;
 }
 
 interface Baseline {
@@ -200,12 +204,42 @@ export class LspManager implements LanguageServers {
     if (!running) return undefined;
     const uri = fileUri(abs);
     const since = text === undefined ? undefined : await this.sync(running, abs, text);
-    const settled = since === undefined || (await running.client.settle(uri, since, deadline, this.quietMs));
-    // An open document with no publish yet has no baseline either.
-    const known = settled && (since !== undefined || running.client.diagnostics(uri) !== undefined || !running.client.isOpen(uri));
-    if (!known) return { running, uri, before: undefined };
-    const before = new Map(running.client.openDocuments().map((doc) => [doc, running.client.diagnostics(doc)?.items ?? []]));
-    return { running, uri, before };
+    // An open document with no publish yet is waited for like a change.
+    const from = since ?? (running.client.isOpen(uri) && !running.client.diagnostics(uri) ? 0 : undefined);
+    return { running, uri, before: await this.current(running, uri, from, deadline) };
+  }
+
+  /**
+   * The diagnostics of the document and the server's other open ones (the most recent few) once
+   * the server has caught up with a change (`since`: the publish counter before it; undefined: no
+   * change to wait for); undefined when it did not within the deadline.
+   */
+  private async current(
+    running: Running,
+    uri: string,
+    since: number | undefined,
+    deadline: number,
+  ): Promise<Map<string, Diagnostic[]> | undefined> {
+    const { client } = running;
+    const docs = [
+      uri,
+      ...client
+        .openDocuments()
+        .filter((doc) => doc !== uri)
+        .slice(-OTHER_DOCS),
+    ];
+    if (running.def.typescript && running.pull !== false) {
+      try {
+        const pulled = await Promise.all(docs.map((doc) => client.pullTsserver(doc, Math.max(1, deadline - performance.now()))));
+        return new Map(docs.map((doc, i) => [doc, pulled[i]!]));
+      } catch {
+        if (client.failure) return undefined;
+        // A server that does not take tsserver requests (another one configured as "typescript"): its publishes.
+        running.pull = false;
+      }
+    }
+    if (since !== undefined && !(await client.settle(uri, since, deadline, this.quietMs))) return undefined;
+    return new Map(client.openDocuments().map((doc) => [doc, client.diagnostics(doc)?.items ?? []]));
   }
 
   /**
@@ -232,20 +266,18 @@ export class LspManager implements LanguageServers {
         if (!base?.before) return;
         const { running, uri, before } = base;
         const since = await this.sync(running, abs);
-        if (since !== undefined) {
-          const settled = await running.client.settle(uri, since, deadline, this.quietMs);
-          if (running.client.failure) return void this.server(abs);
-          running.strikes = settled ? 0 : running.strikes + 1;
-          if (running.strikes >= HANG_STRIKES) {
-            const key = `${running.def.name}\u0000${running.root}`;
-            return void this.dropped(running, key, `did not publish diagnostics within ${this.waitMs} ms twice in a row`);
-          }
+        const after = await this.current(running, uri, since, deadline);
+        if (running.client.failure) return void this.server(abs);
+        running.strikes = after ? 0 : running.strikes + 1;
+        if (running.strikes >= HANG_STRIKES) {
+          const key = `${running.def.name}\u0000${running.root}`;
+          return void this.dropped(running, key, `did not give diagnostics within ${this.waitMs} ms twice in a row`);
         }
-        for (const doc of running.client.openDocuments()) {
+        for (const [doc, items] of after ?? []) {
           const old = before.get(doc) ?? (doc === uri ? [] : undefined);
           const docPath = uriPath(doc);
           if (!old || !docPath) continue;
-          const fresh = newErrors(old, running.client.diagnostics(doc)?.items ?? []);
+          const fresh = newErrors(old, items);
           if (fresh.length) found.set(docPath, [...(found.get(docPath) ?? []), ...fresh]);
         }
       }),
@@ -269,12 +301,13 @@ export class LspManager implements LanguageServers {
     if (!running) throw new ToolError("unavailable", note ?? `The ${def.name} language server is not available in this session.`);
     const since = await this.sync(running, query.path);
     const uri = fileUri(query.path);
-    if (query.action === "diagnostics" || since !== undefined) {
-      const waitFrom = since ?? (running.client.diagnostics(uri) ? undefined : 0);
-      if (waitFrom !== undefined) await running.client.settle(uri, waitFrom, performance.now() + REQUEST_MS, this.quietMs);
+    let diagnostics: Diagnostic[] | undefined;
+    if (query.action === "diagnostics") {
+      const from = since ?? (running.client.diagnostics(uri) ? undefined : 0);
+      diagnostics = (await this.current(running, uri, from, performance.now() + REQUEST_MS))?.get(uri);
     }
     if (signal.aborted) throw new ToolError("aborted", "The call was cancelled.");
-    const answer = await answerQuery(running.client, query, REQUEST_MS);
+    const answer = await answerQuery(running.client, query, REQUEST_MS, diagnostics);
     return { server: def.name, ...answer, ...(note ? { note } : {}) };
   }
 

@@ -128,11 +128,17 @@ function diagnostics(list: readonly Diagnostic[], file: string): LspItem[] {
 }
 
 /** One action's answer from a server that has the file open and current. */
-export async function answerQuery(client: LspClient, query: LspQuery, timeoutMs: number): Promise<{ items: LspItem[]; text?: string }> {
+export async function answerQuery(
+  client: LspClient,
+  query: LspQuery,
+  timeoutMs: number,
+  /** diagnostics: the file's, as the manager got them (else the last published). */
+  current?: readonly Diagnostic[],
+): Promise<{ items: LspItem[]; text?: string }> {
   const textDocument = { uri: fileUri(query.path) };
   switch (query.action) {
     case "diagnostics":
-      return { items: diagnostics(client.diagnostics(textDocument.uri)?.items ?? [], query.path) };
+      return { items: diagnostics(current ?? client.diagnostics(textDocument.uri)?.items ?? [], query.path) };
     case "definition":
       return { items: places(await client.request("textDocument/definition", { textDocument, position: needPosition(query) }, timeoutMs)) };
     case "references":

@@ -18,7 +18,10 @@ export interface LspServerDef {
   /** Files or folders whose presence makes a folder the server's root. */
   rootMarkers: string[];
   initializationOptions?: unknown;
-  /** The built-in TypeScript server: it gets the project's own `typescript` when there is one. */
+  /**
+   * The built-in TypeScript server: it gets the project's own `typescript` when there is one, and
+   * its diagnostics are asked of tsserver (it publishes nothing for a file that stays clean).
+   */
   typescript?: boolean;
 }
 
