@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { trust } from "../../src/host/trust.js";
+import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
 import { Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js";
 
 // Issue 25's done-when over the real ACP wire: in a trusted project, the model reads a TypeScript
@@ -29,6 +30,28 @@ const t = useAcpTest({
   "b.ts": 'import { add } from "./a.js";\n\nexport const total = add(1, 2);\n',
 });
 
+const sandbox = await sandboxAvailable();
+if (!sandbox.available) console.warn(`acp/lsp.test.ts: the sandboxed case is skipped: ${sandbox.reason}`);
+
+async function start(script: FakeReply[]): Promise<{ h: Harness; sessionId: string; prompt: (text: string) => Promise<unknown> }> {
+  t.fake = await startFakeOpenAI({ script });
+  const h = (t.h = new Harness({
+    permission: () => selected("allow_once"),
+    env: {
+      TOOLHOST_HOME: t.home,
+      TOOLHOST_MODEL: "openai-compatible/fake",
+      TOOLHOST_BASE_URL: t.fake.url,
+      PATH: `${BIN}${path.delimiter}${process.env.PATH ?? ""}`,
+      // A loaded machine may take long to start the servers; a settled server ends the wait long before.
+      TOOLHOST_LSP_WAIT_MS: "30000",
+    },
+  }));
+  await h.initialize();
+  const sessionId = await h.newSession(t.ws);
+  const prompt = (text: string) => h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+  return { h, sessionId, prompt };
+}
+
 const call = (id: string, name: string, args: unknown) => ({ id, name, arguments: args });
 
 describe("diagnostics after an edit, over the wire", () => {
@@ -45,28 +68,15 @@ describe("diagnostics after an edit, over the wire", () => {
       { toolCalls: [call("l1", "lsp", { action: "definition", path: "b.ts", line: 3, character: 22 })] },
       { text: "Both edited." },
     ];
-    t.fake = await startFakeOpenAI({ script });
-    t.h = new Harness({
-      permission: () => selected("allow_once"),
-      env: {
-        TOOLHOST_HOME: t.home,
-        TOOLHOST_MODEL: "openai-compatible/fake",
-        TOOLHOST_BASE_URL: t.fake.url,
-        PATH: `${BIN}${path.delimiter}${process.env.PATH ?? ""}`,
-        // A loaded machine may take long to start the servers; a settled server ends the wait long before.
-        TOOLHOST_LSP_WAIT_MS: "30000",
-      },
-    });
-    await t.h.initialize();
-    const sessionId = await t.h.newSession(t.ws);
-    const result = await t.h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Make add return a string." }] });
+    const { h, sessionId, prompt } = await start(script);
+    const result = (await prompt("Make add return a string.")) as { stopReason: string };
     expect(result.stopReason).toBe("end_turn");
 
     const tsBlock = "New problems after this edit:\na.ts:2:3 Type 'string' is not assignable to type 'number'.";
     const pyBlock = /^New problems after this edit:\nm\.py:2:12 Type "Literal\['sum'\]" is not assignable to return type "int"[^\n]*$/;
 
     // What the model got back: the block, and nothing of the errors that were there before.
-    const results = (t.fake.requests[2]?.body.messages ?? [])
+    const results = (t.fake!.requests[2]?.body.messages ?? [])
       .filter((m) => m.role === "tool")
       .map((m) => String(m.content))
       .slice(2);
@@ -79,8 +89,8 @@ describe("diagnostics after an edit, over the wire", () => {
     expect(problems(results[1]!).split("\n")).toHaveLength(2);
 
     // What the editor shows: the diff, and the same block as text.
-    const [e1, e2] = t.h.updatesOf(sessionId, "tool_call").slice(2);
-    const tsUpdate = lastUpdate(t.h, sessionId, e1!.toolCallId);
+    const [e1, e2] = h.updatesOf(sessionId, "tool_call").slice(2);
+    const tsUpdate = lastUpdate(h, sessionId, e1!.toolCallId);
     expect(tsUpdate.status).toBe("completed");
     expect(
       textOf(tsUpdate)
@@ -88,7 +98,7 @@ describe("diagnostics after an edit, over the wire", () => {
         .filter((line) => line.startsWith("a.ts:")),
     ).toEqual(["a.ts:2:3 Type 'string' is not assignable to type 'number'."]);
     expect(textOf(tsUpdate)).toContain(tsBlock);
-    const pyUpdate = lastUpdate(t.h, sessionId, e2!.toolCallId);
+    const pyUpdate = lastUpdate(h, sessionId, e2!.toolCallId);
     expect(pyUpdate.status).toBe("completed");
     expect(
       textOf(pyUpdate)
@@ -98,9 +108,24 @@ describe("diagnostics after an edit, over the wire", () => {
     expect(textOf(pyUpdate).trim()).toMatch(pyBlock);
 
     // The lsp tool: the definition as path:line:col, and as a location the editor follows.
-    const lookup = lastUpdate(t.h, sessionId, t.h.updatesOf(sessionId, "tool_call")[4]!.toolCallId);
+    const lookup = lastUpdate(h, sessionId, h.updatesOf(sessionId, "tool_call")[4]!.toolCallId);
     expect(lookup.status).toBe("completed");
     expect(textOf(lookup)).toContain("a.ts:1:17 export function add(a: number, b: number): number {");
     expect(lookup.locations).toEqual([{ path: path.join(t.ws, "a.ts"), line: 1 }]);
   });
+
+  it.skipIf(!sandbox.available)(
+    "an untrusted project's server runs inside the sandbox, and the edit still gets its new error",
+    async () => {
+      const { h, sessionId, prompt } = await start([
+        { toolCalls: [call("r1", "read", { path: "a.ts" })] },
+        { toolCalls: [call("e1", "edit", { path: "a.ts", old_string: "return a + b;", new_string: "return a + c;" })] },
+        { text: "Edited." },
+      ]);
+      expect(((await prompt("Edit it.")) as { stopReason: string }).stopReason).toBe("end_turn");
+      const edited = lastUpdate(h, sessionId, h.updatesOf(sessionId, "tool_call")[1]!.toolCallId);
+      expect(edited.status).toBe("completed");
+      expect(textOf(edited).trim()).toBe("New problems after this edit:\na.ts:2:14 Cannot find name 'c'.");
+    },
+  );
 });

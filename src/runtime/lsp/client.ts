@@ -33,6 +33,8 @@ export interface LspLaunch {
   /** The project root the server is started for. */
   root: string;
   initializationOptions?: unknown;
+  /** Runs in the sandbox's own pid namespace: toolhost's pid means nothing there (a server watching it would exit). */
+  sandboxed?: boolean;
 }
 
 /** What one publish left for a document: its diagnostics, and when (the client's publish counter). */
@@ -141,7 +143,7 @@ export class LspClient {
   async initialize(timeoutMs: number): Promise<void> {
     const root = fileUri(this.launch.root);
     const handshake = this.connection.sendRequest(InitializeRequest.type, {
-      processId: process.pid,
+      processId: this.launch.sandboxed ? null : process.pid,
       rootUri: root,
       rootPath: this.launch.root,
       workspaceFolders: [{ uri: root, name: this.launch.root }],

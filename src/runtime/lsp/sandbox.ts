@@ -1,3 +1,5 @@
+import { realpathSync } from "node:fs";
+import path from "node:path";
 import type { RuntimeSession } from "../session.js";
 import type { LspLaunch } from "./client.js";
 
@@ -10,11 +12,26 @@ import type { LspLaunch } from "./client.js";
 export async function sandboxedLaunch(runtime: RuntimeSession, launch: LspLaunch): Promise<LspLaunch | undefined> {
   const transform = runtime.spawnTransform;
   if (!transform) return undefined;
-  const scope = runtime.scope({ fs: { read: ["{workspace}/**", `${launch.root}/**`] }, shell: [{ cmd: "*" }] });
+  // The server's own files too: the node_modules folder it is installed in (its typescript beside it).
+  const read = ["{workspace}/**", `${launch.root}/**`, ...installFolder(launch.file).map((dir) => `${dir}/**`)];
+  const scope = runtime.scope({ fs: { read }, shell: [{ cmd: "*" }] });
   const wrapped = await transform(
     { file: launch.file, args: launch.args, cwd: launch.cwd, env: launch.env as Record<string, string> },
     { scope, roots: runtime.roots, sidecarDir: runtime.sidecars.dir, toolId: "lsp", backend: "local", unsandboxed: false },
   );
   if (!wrapped.sandboxed) return undefined;
-  return { ...launch, file: wrapped.file, args: wrapped.args, cwd: wrapped.cwd, env: { ...process.env, ...wrapped.env } };
+  return { ...launch, file: wrapped.file, args: wrapped.args, cwd: wrapped.cwd, env: { ...process.env, ...wrapped.env }, sandboxed: true };
+}
+
+/** The outermost node_modules folder above the command's real file, else its folder. */
+function installFolder(file: string): string[] {
+  let real: string;
+  try {
+    real = realpathSync(file);
+  } catch {
+    return [];
+  }
+  const parts = real.split(path.sep);
+  const at = parts.indexOf("node_modules");
+  return [at > 0 ? parts.slice(0, at + 1).join(path.sep) : path.dirname(real)];
 }
