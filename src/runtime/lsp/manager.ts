@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { Diagnostic } from "vscode-languageserver-protocol/node";
+import { ResponseError, type Diagnostic } from "vscode-languageserver-protocol/node";
 import type { LspConfig } from "../../config/schema.js";
 import { ToolError } from "../../tool/errors.js";
 import type { LanguageServers, LspAnswer, LspQuery } from "../../tool/services.js";
@@ -232,9 +232,9 @@ export class LspManager implements LanguageServers {
       try {
         const pulled = await Promise.all(docs.map((doc) => client.pullTsserver(doc, Math.max(1, deadline - performance.now()))));
         return new Map(docs.map((doc, i) => [doc, pulled[i]!]));
-      } catch {
-        if (client.failure) return undefined;
+      } catch (err) {
         // A server that does not take tsserver requests (another one configured as "typescript"): its publishes.
+        if (client.failure || !(err instanceof ResponseError)) return undefined;
         running.pull = false;
       }
     }
