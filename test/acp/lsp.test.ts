@@ -1,10 +1,11 @@
+import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { trust } from "../../src/host/trust.js";
 import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
-import { Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js";
+import { closeAndCheck, Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js";
 
 // Issue 25's done-when over the real ACP wire: in a trusted project, the model reads a TypeScript
 // and a Python file (their servers start: typescript-language-server and pyright from the dev
@@ -33,7 +34,21 @@ const t = useAcpTest({
 const sandbox = await sandboxAvailable();
 if (!sandbox.available) console.warn(`acp/lsp.test.ts: the sandboxed case is skipped: ${sandbox.reason}`);
 
-async function start(script: FakeReply[]): Promise<{ h: Harness; sessionId: string; prompt: (text: string) => Promise<unknown> }> {
+/** Live processes whose environment holds `marker` (the servers get it: the config's sandbox.env passes it). */
+async function withMarker(marker: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const pid of await fsp.readdir("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    const environ = await fsp.readFile(`/proc/${pid}/environ`, "utf8").catch(() => "");
+    if (environ.split("\0").includes(`LSP_TEST_MARKER=${marker}`)) found.push(pid);
+  }
+  return found;
+}
+
+async function start(
+  script: FakeReply[],
+  env: Record<string, string> = {},
+): Promise<{ h: Harness; sessionId: string; prompt: (text: string) => Promise<unknown> }> {
   t.fake = await startFakeOpenAI({ script });
   const h = (t.h = new Harness({
     permission: () => selected("allow_once"),
@@ -44,6 +59,7 @@ async function start(script: FakeReply[]): Promise<{ h: Harness; sessionId: stri
       PATH: `${BIN}${path.delimiter}${process.env.PATH ?? ""}`,
       // A loaded machine may take long to start the servers; a settled server ends the wait long before.
       TOOLHOST_LSP_WAIT_MS: "30000",
+      ...env,
     },
   }));
   await h.initialize();
@@ -68,7 +84,9 @@ describe("diagnostics after an edit, over the wire", () => {
       { toolCalls: [call("l1", "lsp", { action: "definition", path: "b.ts", line: 3, character: 22 })] },
       { text: "Both edited." },
     ];
-    const { h, sessionId, prompt } = await start(script);
+    const marker = String(Math.random()).slice(2);
+    await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ sandbox: { env: ["LSP_TEST_MARKER"] } }));
+    const { h, sessionId, prompt } = await start(script, { LSP_TEST_MARKER: marker });
     const result = (await prompt("Make add return a string.")) as { stopReason: string };
     expect(result.stopReason).toBe("end_turn");
 
@@ -112,6 +130,14 @@ describe("diagnostics after an edit, over the wire", () => {
     expect(lookup.status).toBe("completed");
     expect(textOf(lookup)).toContain("a.ts:1:17 export function add(a: number, b: number): number {");
     expect(lookup.locations).toEqual([{ path: path.join(t.ws, "a.ts"), line: 1 }]);
+
+    // The servers (typescript-language-server, its tsserver, pyright) end with the agent.
+    expect((await withMarker(marker)).length).toBeGreaterThanOrEqual(3);
+    t.h = undefined;
+    await closeAndCheck(h);
+    const deadline = Date.now() + 5000;
+    while ((await withMarker(marker)).length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await withMarker(marker)).toEqual([]);
   });
 
   it.skipIf(!sandbox.available)(
