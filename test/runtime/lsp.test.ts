@@ -148,6 +148,39 @@ describe("a server that crashes", () => {
   });
 });
 
+describe("a server that hangs", () => {
+  it("gives nothing twice in a row: said once, then skipped; an edit waits no longer than the bound", async () => {
+    const hung = new LspManager({
+      workspace: ws,
+      config: { silent: { command: process.execPath, args: [CRASHY, "--silent"], extensions: [".crash"] } },
+      trusted: () => true,
+      read,
+      env,
+      lookupEnv: env,
+      waitMs: 1000,
+      requestMs: 300,
+    });
+    // Started and open (the read's touch), so the edits find it running.
+    await hung.query({ action: "symbols", path: path.join(ws, "note.crash") }, new AbortController().signal).catch(() => undefined);
+    const timed = async (text: string) => {
+      const started = performance.now();
+      const block = await edit("note.crash", text, hung);
+      return { block, ms: performance.now() - started };
+    };
+    const first = await timed("one\n");
+    expect(first.block).toBeUndefined();
+    const second = await timed("two\n");
+    expect(second.block).toBe(
+      "The silent language server did not give diagnostics within 1000 ms twice in a row; it is skipped for the rest of the session.",
+    );
+    for (const { ms } of [first, second]) expect(ms).toBeLessThan(1000 + 1500);
+    const third = await timed("three\n");
+    expect(third.block).toBeUndefined();
+    expect(third.ms).toBeLessThan(500);
+    await hung.close();
+  });
+});
+
 describe("trust", () => {
   it("an untrusted project without a sandbox starts no server, and says why once", async () => {
     const untrusted = new LspManager({ workspace: ws, config: undefined, trusted: () => false, read, env, lookupEnv: env });

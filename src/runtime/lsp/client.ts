@@ -209,7 +209,7 @@ export class LspClient {
    */
   async settle(uri: string, since: number, deadline: number, quietMs: number): Promise<boolean> {
     for (;;) {
-      if (this.failure) return false;
+      if (this.failure || this.stopping) return false;
       const now = performance.now();
       const fresh = (this.published.get(uri)?.seq ?? 0) > since;
       const quietFor = now - this.lastPublish;
@@ -251,6 +251,7 @@ export class LspClient {
     const pid = this.child.pid;
     const alive = !this.failure && this.child.exitCode === null && this.child.signalCode === null;
     this.stopping = true;
+    for (const wake of [...this.waiters]) wake();
     if (alive) {
       try {
         await bounded(this.connection.sendRequest(ShutdownRequest.type), Math.min(500, graceMs), this.exited, "shutdown");

@@ -42,6 +42,8 @@ export interface LspManagerOptions {
   lookupEnv?: NodeJS.ProcessEnv;
   waitMs?: number;
   quietMs?: number;
+  /** The bound on one of the lsp tool's requests (default 10 s). */
+  requestMs?: number;
 }
 
 interface Running {
@@ -77,6 +79,7 @@ export class LspManager implements LanguageServers {
   private closed = false;
   readonly waitMs: number;
   readonly quietMs: number;
+  private readonly requestMs: number;
 
   constructor(private readonly options: LspManagerOptions) {
     const { servers, problems } = serverDefinitions(options.config);
@@ -84,6 +87,7 @@ export class LspManager implements LanguageServers {
     for (const problem of problems) this.note(problem, problem);
     this.waitMs = options.waitMs ?? LSP_WAIT_MS;
     this.quietMs = options.quietMs ?? LSP_QUIET_MS;
+    this.requestMs = options.requestMs ?? REQUEST_MS;
   }
 
   /** Whether some server serves the file. */
@@ -199,9 +203,15 @@ export class LspManager implements LanguageServers {
   }
 
   /** The file's diagnostics for `text` (what it holds before an edit; undefined: it does not exist yet). */
-  private async baseline(abs: string, text: string | undefined, deadline: number): Promise<Baseline | undefined> {
+  private async baseline(
+    abs: string,
+    text: string | undefined,
+    deadline: number,
+    started?: { running?: Running },
+  ): Promise<Baseline | undefined> {
     const running = await this.server(abs);
     if (!running) return undefined;
+    if (started) started.running = running;
     const uri = fileUri(abs);
     const since = text === undefined ? undefined : await this.sync(running, abs, text);
     // An open document with no publish yet is waited for like a change.
@@ -251,28 +261,28 @@ export class LspManager implements LanguageServers {
     if (!targets.length) return undefined;
     const texts = await Promise.all(targets.map((abs) => this.read(abs)));
     const baselines = targets.map((abs, i) => {
-      const baseline = this.baseline(abs, texts[i], performance.now() + START_MS).catch(() => undefined);
-      return { abs, baseline };
+      const started: { running?: Running } = {};
+      const baseline = this.baseline(abs, texts[i], performance.now() + START_MS, started).catch(() => undefined);
+      return { abs, baseline, started };
     });
     return { after: () => this.afterEdit(baselines) };
   }
 
-  private async afterEdit(baselines: { abs: string; baseline: Promise<Baseline | undefined> }[]): Promise<string | undefined> {
+  private async afterEdit(
+    baselines: { abs: string; baseline: Promise<Baseline | undefined>; started: { running?: Running } }[],
+  ): Promise<string | undefined> {
     const deadline = performance.now() + this.waitMs;
     const found = new Map<string, Diagnostic[]>();
     await Promise.all(
-      baselines.map(async ({ abs, baseline }) => {
+      baselines.map(async ({ abs, baseline, started }) => {
         const base = await Promise.race([baseline, sleep(deadline - performance.now()).then(() => undefined)]);
-        if (!base?.before) return;
+        // A server still starting is not waited for; one that runs and gave nothing in time is a strike.
+        if (!base?.before) return void (started.running && this.strike(started.running, false));
         const { running, uri, before } = base;
         const since = await this.sync(running, abs);
         const after = await this.current(running, uri, since, deadline);
         if (running.client.failure) return void this.server(abs);
-        running.strikes = after ? 0 : running.strikes + 1;
-        if (running.strikes >= HANG_STRIKES) {
-          const key = `${running.def.name}\u0000${running.root}`;
-          return void this.dropped(running, key, `did not give diagnostics within ${this.waitMs} ms twice in a row`);
-        }
+        if (!this.strike(running, after !== undefined)) return;
         for (const [doc, items] of after ?? []) {
           const old = before.get(doc) ?? (doc === uri ? [] : undefined);
           const docPath = uriPath(doc);
@@ -292,6 +302,14 @@ export class LspManager implements LanguageServers {
     return text || undefined;
   }
 
+  /** Counts a server's timeouts in a row; the second drops it (said once). False when it is dropped. */
+  private strike(running: Running, answered: boolean): boolean {
+    running.strikes = answered ? 0 : running.strikes + 1;
+    if (running.strikes < HANG_STRIKES) return true;
+    this.dropped(running, `${running.def.name}\u0000${running.root}`, `did not give diagnostics within ${this.waitMs} ms twice in a row`);
+    return false;
+  }
+
   /** The lsp tool's question. */
   async query(query: LspQuery, signal: AbortSignal): Promise<LspAnswer> {
     const def = serverFor(this.servers, query.path);
@@ -304,10 +322,10 @@ export class LspManager implements LanguageServers {
     let diagnostics: Diagnostic[] | undefined;
     if (query.action === "diagnostics") {
       const from = since ?? (running.client.diagnostics(uri) ? undefined : 0);
-      diagnostics = (await this.current(running, uri, from, performance.now() + REQUEST_MS))?.get(uri);
+      diagnostics = (await this.current(running, uri, from, performance.now() + this.requestMs))?.get(uri);
     }
     if (signal.aborted) throw new ToolError("aborted", "The call was cancelled.");
-    const answer = await answerQuery(running.client, query, REQUEST_MS, diagnostics);
+    const answer = await answerQuery(running.client, query, this.requestMs, diagnostics);
     return { server: def.name, ...answer, ...(note ? { note } : {}) };
   }
 
