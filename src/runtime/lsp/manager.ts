@@ -154,7 +154,8 @@ export class LspManager implements LanguageServers {
     if (!this.options.trusted()) {
       launch = await this.options.sandbox?.(launch).catch(() => undefined);
       if (!launch) {
-        this.failed.add(key);
+        // Asked again next time: the project may be trusted by then (/trust).
+        this.clients.delete(key);
         this.note(
           "untrusted",
           "Language servers run project code (its tsserver plugins, its pyright config): they start only in a trusted project (/trust) or inside the sandbox, so none ran.",
