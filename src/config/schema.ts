@@ -59,6 +59,8 @@ export const LspServerSchema = z
     /** Files whose folder is the server's root (the nearest one above the file). */
     rootMarkers: z.array(z.string().min(1)).optional(),
     initializationOptions: z.unknown().optional(),
+    /** Report new warnings after an edit too (default: errors only). */
+    warnings: z.boolean().optional(),
     disabled: z.boolean().optional(),
   })
   .strict();
@@ -66,7 +68,7 @@ export type LspServerConfig = z.infer<typeof LspServerSchema>;
 
 /** `lsp`: `false` turns language servers off; else servers by name (runtime/lsp/servers.ts merges them with the built-ins). */
 export const LspConfigSchema = z.union([z.literal(false), z.record(z.string(), LspServerSchema)], {
-  error: "must be false or { name: { command, args, extensions, rootMarkers, initializationOptions, disabled } }",
+  error: "must be false or { name: { command, args, extensions, rootMarkers, initializationOptions, warnings, disabled } }",
 });
 export type LspConfig = z.infer<typeof LspConfigSchema>;
 

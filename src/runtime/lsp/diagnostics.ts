@@ -12,14 +12,15 @@ export const MAX_FILES = 5;
 /** A diagnostic's message as plain text (LSP 3.18 allows markup). */
 export const messageOf = (d: Diagnostic): string => (typeof d.message === "string" ? d.message : d.message.value);
 
-const isError = (d: Diagnostic) => d.severity === undefined || d.severity === 1;
+/** Errors, and with `warnings` warnings too (a diagnostic without a severity counts as an error). */
+const counts = (warnings: boolean) => (d: Diagnostic) => (d.severity ?? 1) <= (warnings ? 2 : 1);
 const keyOf = (d: Diagnostic) => `${d.severity ?? 1}\u0000${String(d.code ?? "")}\u0000${messageOf(d)}`;
 
-/** The errors of `after` the file did not have `before`. */
-export function newErrors(before: readonly Diagnostic[], after: readonly Diagnostic[]): Diagnostic[] {
+/** The errors (and with `warnings`, warnings) of `after` the file did not have `before`. */
+export function newErrors(before: readonly Diagnostic[], after: readonly Diagnostic[], warnings = false): Diagnostic[] {
   const pool = new Map<string, Diagnostic[]>();
-  for (const d of before.filter(isError)) pool.set(keyOf(d), [...(pool.get(keyOf(d)) ?? []), d]);
-  const candidates = after.filter(isError);
+  for (const d of before.filter(counts(warnings))) pool.set(keyOf(d), [...(pool.get(keyOf(d)) ?? []), d]);
+  const candidates = after.filter(counts(warnings));
   const unmatched: Diagnostic[] = [];
   const take = (d: Diagnostic, sameLine: boolean) => {
     const olds = pool.get(keyOf(d));
@@ -44,7 +45,7 @@ export function problemLine(display: string, d: Diagnostic): string {
   const message = messageOf(d)
     .replace(/\s*\n\s*/g, " ")
     .slice(0, 400);
-  return `${display}:${d.range.start.line + 1}:${d.range.start.character + 1} ${message}`;
+  return `${display}:${d.range.start.line + 1}:${d.range.start.character + 1} ${d.severity === 2 ? "warning: " : ""}${message}`;
 }
 
 /** The block for the result: "New problems after this edit:" and a line each, within the caps; undefined for none. */

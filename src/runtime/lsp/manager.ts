@@ -288,7 +288,7 @@ export class LspManager implements LanguageServers {
           const old = before.get(doc) ?? (doc === uri ? [] : undefined);
           const docPath = uriPath(doc);
           if (!old || !docPath) continue;
-          const fresh = newErrors(old, items);
+          const fresh = newErrors(old, items, running.def.warnings);
           if (fresh.length) found.set(docPath, [...(found.get(docPath) ?? []), ...fresh]);
         }
       }),

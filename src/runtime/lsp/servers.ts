@@ -18,6 +18,8 @@ export interface LspServerDef {
   /** Files or folders whose presence makes a folder the server's root. */
   rootMarkers: string[];
   initializationOptions?: unknown;
+  /** New warnings count after an edit too. */
+  warnings?: boolean;
   /**
    * The built-in TypeScript server: it gets the project's own `typescript` when there is one, and
    * its diagnostics are asked of tsserver (it publishes nothing for a file that stays clean).
@@ -103,6 +105,7 @@ function merge(base: LspServerDef, entry: LspServerConfig): LspServerDef {
     extensions: (entry.extensions ?? base.extensions).map(dotted),
     rootMarkers: entry.rootMarkers ?? base.rootMarkers,
     initializationOptions: entry.initializationOptions ?? base.initializationOptions,
+    warnings: entry.warnings ?? base.warnings,
   };
 }
 
