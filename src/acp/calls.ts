@@ -76,6 +76,8 @@ export class ToolCallViews {
     const content = [...(view?.diffs ?? []), ...(view?.terminal ? [view.terminal] : [])];
     // A terminal already shows the output; a diff already shows the change.
     if (!view?.terminal && !(view?.diffs.length && envelope.type === "output")) content.push(...resultContent(envelope, display));
+    // What the host adds (the new problems after an edit) shows under the diff or the terminal too.
+    else if (envelope.type === "output") content.push(...(display?.notes ?? []).map(textContent));
     const locations = display?.locations?.map((l) => ({ path: l.path, line: l.line ?? null }));
     // Only the diffs, already shown: left out (unchanged), so a preview is sent once.
     const unchanged = view !== undefined && view.diffs.length > 0 && content.length === view.diffs.length && !view.terminal;

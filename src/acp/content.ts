@@ -53,6 +53,7 @@ export function resultContent(envelope: Envelope, display: ToolDisplay = {}): To
   for (const image of display.images ?? []) {
     content.push({ type: "content", content: { type: "image", data: image.data, mimeType: image.mimeType } });
   }
+  for (const note of display.notes ?? []) content.push(textContent(note));
   return content;
 }
 

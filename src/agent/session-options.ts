@@ -1,3 +1,4 @@
+import type { LspManager } from "../runtime/lsp/manager.js";
 import type { ModeId } from "../policy/modes.js";
 import type { SessionRules } from "../policy/session-rules.js";
 import type { FsBackend } from "../runtime/fs/backend.js";
@@ -35,6 +36,8 @@ export interface ParentSession {
   /** Its remembered answers: an "always" given to a child holds for the parent, and the other way round. */
   readonly rules: SessionRules;
   readonly sandbox: SessionSandbox | undefined;
+  /** Its language servers: a child's edits and lsp calls use them. */
+  readonly lsp: LspManager | undefined;
   /** A child's cost, requests, calls and tokens count in the parent's. */
   readonly meter: CostMeter;
   /** The parent's caps hold for the child (agent/budget.ts). */

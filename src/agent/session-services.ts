@@ -10,6 +10,8 @@ import type { SessionPolicy } from "./session-policy.js";
 import type { SessionRecorder } from "./record/session-recorder.js";
 import type { SessionTools } from "./session-tools.js";
 import { registryIndex } from "./tool-index.js";
+import type { LspManager } from "../runtime/lsp/manager.js";
+import { editDiagnostics } from "./session-lsp.js";
 import type { CallHooks, ToolRunContext } from "./turn/tool-runner.js";
 import type { ToolDeclaration, ToolOffer } from "./turn/turn-types.js";
 
@@ -26,6 +28,8 @@ export interface SessionServicesHost {
   /** The task tool's subagents; undefined past the depth limit. */
   subagents(): Subagents | undefined;
   recorder: SessionRecorder | undefined;
+  /** The session's language servers: the lsp tool's, and the diagnostics after an edit. */
+  lsp?: LspManager;
   /** Awaited before a call that may change files runs: the turn's checkpoint (agent/session-checkpoints.ts). */
   beforeChange(): Promise<void>;
 }
@@ -56,6 +60,7 @@ export class SessionServices {
       subagents: this.host.subagents(),
       skills: this.skillIndex(),
       webSearch: tools.toolset.webSearch,
+      lsp: this.host.lsp,
     };
   }
 
@@ -68,6 +73,8 @@ export class SessionServices {
         .filter(({ tool }) => this.host.policy.isVisible(tool))
         // No task where no subagent can start (the depth limit).
         .filter(({ tool }) => tool.id !== "task" || host.subagents !== undefined)
+        // No lsp where language servers are off (`"lsp": false`).
+        .filter(({ tool }) => tool.id !== "lsp" || host.lsp !== undefined)
         .map(({ tool }) => {
           let description = tool.description;
           try {
@@ -113,6 +120,7 @@ export class SessionServices {
       authorize: policy.authorizer(frontEnd.approve),
       hooks: this.host.hooks,
       beforeChange: () => this.host.beforeChange(),
+      diagnostics: this.host.lsp ? editDiagnostics(this.host.lsp) : undefined,
     };
   }
 

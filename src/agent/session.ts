@@ -26,6 +26,8 @@ import { SessionPolicy } from "./session-policy.js";
 import { SessionHooks } from "./session-hooks.js";
 import type { AgentSessionOptions } from "./session-options.js";
 import { SessionServices } from "./session-services.js";
+import { sessionLsp } from "./session-lsp.js";
+import type { LspManager } from "../runtime/lsp/manager.js";
 import { runToolCall } from "./turn/tool-runner.js";
 import type { CompactionEvent, CostMeter, ToolDeclaration, TurnObserver, TurnStopReason, UsageReport } from "./turn/turn-types.js";
 import { newMeter, type TurnResult } from "./turn/turn-types.js";
@@ -80,6 +82,8 @@ export class AgentSession {
   private readonly record: SessionRecord | undefined;
   /** The lifecycle hooks at their sites (agent/session-hooks.ts): a subagent runs its parent's, as its task. */
   readonly hooks: SessionHooks;
+  /** The language servers (agent/session-lsp.ts): a subagent uses its parent's; undefined with `lsp: false`. */
+  readonly lsp: LspManager | undefined;
 
   constructor(options: AgentSessionOptions) {
     const parent = options.parent?.session;
@@ -132,8 +136,9 @@ export class AgentSession {
     const { cwd } = workspace;
     const hooks = (this.hooks = new SessionHooks({ tools, session: this, cwd, frontEnd, agentId: options.parent?.agentId }));
     this.mcp = new SessionMcp({ cwd, tools, say: (text) => frontEnd.say(text), commandsChanged: () => frontEnd.commandsChanged?.() });
+    const lsp = (this.lsp = parent ? parent.lsp : sessionLsp(tools, runtime));
     const services = (this.sessionServices = new SessionServices(
-      { tools, runtime, frontEnd, policy, recorder, hooks, subagents: () => this.subagents, beforeChange: () => this.beforeChange() },
+      { tools, runtime, frontEnd, policy, recorder, hooks, lsp, subagents: () => this.subagents, beforeChange: () => this.beforeChange() },
       options.wired,
     ));
     this.slash = new SlashCommands({
@@ -329,7 +334,7 @@ export class AgentSession {
     await Promise.all([this.subagents?.close(), this.turnDone, this.mcp.close(), this.hooks.end("close").catch(() => {})]);
     await this.record?.close();
     this.recorder?.close();
-    if (!this.parent) await this.runtime.close();
+    if (!this.parent) await Promise.all([this.lsp?.close(), this.runtime.close()]);
   }
 
   /** One tool call with its whole life reported to the front end. */

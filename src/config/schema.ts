@@ -48,6 +48,30 @@ export const WebSearchConfigSchema = z
   })
   .strict();
 
+/** One language server of `lsp` (a built-in's name changes that one; any other name adds a server). */
+export const LspServerSchema = z
+  .object({
+    /** The executable: a name looked up in node_modules/.bin and on PATH, or a path. */
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).optional(),
+    /** File extensions it serves (`.ts` or `ts`). */
+    extensions: z.array(z.string().min(1)).optional(),
+    /** Files whose folder is the server's root (the nearest one above the file). */
+    rootMarkers: z.array(z.string().min(1)).optional(),
+    initializationOptions: z.unknown().optional(),
+    /** Report new warnings after an edit too (default: errors only). */
+    warnings: z.boolean().optional(),
+    disabled: z.boolean().optional(),
+  })
+  .strict();
+export type LspServerConfig = z.infer<typeof LspServerSchema>;
+
+/** `lsp`: `false` turns language servers off; else servers by name (runtime/lsp/servers.ts merges them with the built-ins). */
+export const LspConfigSchema = z.union([z.literal(false), z.record(z.string(), LspServerSchema)], {
+  error: "must be false or { name: { command, args, extensions, rootMarkers, initializationOptions, warnings, disabled } }",
+});
+export type LspConfig = z.infer<typeof LspConfigSchema>;
+
 /**
  * `~/.toolhost/config.json` (file.ts peeks at `model`, `profile`, `providers`, `sandbox` and `checkpoints` without zod:
  * keep the two in step). Every field is optional; the most specific source wins elsewhere
@@ -111,6 +135,8 @@ export const UserConfigSchema = z
     hooks: z.unknown().optional(),
     /** The caps of an editor session (config/budget.ts; a profile may replace them, a trusted project only lower them). */
     budget: BudgetSchema.optional(),
+    /** Language servers for diagnostics after edits and the lsp tool (runtime/lsp/); `false`: none. */
+    lsp: LspConfigSchema.optional(),
   })
   .strict();
 
@@ -144,6 +170,7 @@ const FALLBACK: Partial<Record<keyof UserConfig, string>> = {
   mcpServers: "no MCP servers from the file",
   checkpoints: "checkpoints stay on",
   budget: "no budget from the file",
+  lsp: "the built-in language servers",
 };
 
 /**

@@ -3,6 +3,7 @@ import bash from "../tools/bash.js";
 import edit from "../tools/edit.js";
 import glob from "../tools/glob.js";
 import grep from "../tools/grep.js";
+import lsp from "../tools/lsp.js";
 import processTool from "../tools/process.js";
 import question from "../tools/question.js";
 import read from "../tools/read.js";
@@ -15,7 +16,7 @@ import webSearch from "../tools/web_search.js";
 import write from "../tools/write.js";
 import { ToolRegistry } from "./registry.js";
 
-/** The locked tools this build implements, in the RFC's order, then the builtins outside the locked set (`process`). */
+/** The locked tools this build implements, in the RFC's order, then the builtins outside the locked set (`process`, `lsp`). */
 export const BUILTIN_TOOLS: readonly AnyTool[] = [
   read,
   write,
@@ -31,6 +32,7 @@ export const BUILTIN_TOOLS: readonly AnyTool[] = [
   skill,
   toolSearch,
   processTool,
+  lsp,
 ];
 
 export function builtinRegistry(): ToolRegistry {

@@ -71,6 +71,8 @@ export interface ToolDisplay {
    * gets the data as a normal result.
    */
   failed?: boolean;
+  /** Plain text shown after the result, each its own block: what the host adds (the new problems after an edit). */
+  notes?: string[];
 }
 
 /** What `isAvailable` sees when a session's tools are assembled. */

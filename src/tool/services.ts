@@ -165,6 +165,47 @@ export interface WebSearchSettings {
   timeoutMs: number;
 }
 
+/** What the lsp tool asks a language server. */
+export type LspAction = "diagnostics" | "definition" | "references" | "hover" | "symbols";
+
+export interface LspQuery {
+  action: LspAction;
+  /** The file, absolute. */
+  path: string;
+  /** 1-based; definition, references and hover need it. */
+  line?: number;
+  /** 1-based column (UTF-16 units, as LSP counts). */
+  character?: number;
+  /** symbols: a name to look up across the project (without it: the file's symbols). */
+  query?: string;
+}
+
+/** One place an answer points at: 1-based line and column, with a short text (the message, the line, the symbol). */
+export interface LspItem {
+  path: string;
+  line: number;
+  column: number;
+  text: string;
+}
+
+export interface LspAnswer {
+  /** The server that answered. */
+  server: string;
+  items: LspItem[];
+  /** hover's text. */
+  text?: string;
+  /** A problem of the session's language servers not said before (one crashed). */
+  note?: string;
+}
+
+/**
+ * The session's language servers (runtime/lsp/): absent when none may run (`lsp: false`). `query`
+ * throws a ToolError saying why when no server serves the file or it failed.
+ */
+export interface LanguageServers {
+  query(query: LspQuery, signal: AbortSignal): Promise<LspAnswer>;
+}
+
 export interface HostServices {
   readonly questions?: UserQuestions;
   readonly subagents?: Subagents;
@@ -172,6 +213,8 @@ export interface HostServices {
   readonly skills?: SkillIndex;
   /** The configured search providers; absent when none is usable. */
   readonly webSearch?: WebSearchSettings;
+  /** The session's language servers, for the lsp tool. */
+  readonly lsp?: LanguageServers;
 }
 
 /** What a tool's `describe` hook sees: the session's services, to list agents, skills or tools. */

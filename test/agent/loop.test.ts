@@ -150,7 +150,7 @@ describe("the model turn loop", () => {
     const request = model.doStreamCalls[0]!;
     expect(request.prompt[0]).toEqual({ role: "system", content: "You are a test." });
     // Every locked tool, in the RFC's order, then the builtin outside the locked set.
-    expect(request.tools?.map((t) => t.name)).toEqual([...LOCKED_TOOL_IDS, "process"]);
+    expect(request.tools?.map((t) => t.name)).toEqual([...LOCKED_TOOL_IDS, "process", "lsp"]);
     expect(request.tools?.[0]).toMatchObject({
       type: "function",
       inputSchema: { type: "object", properties: { path: { type: "string" } } },

@@ -183,9 +183,20 @@ describe("what the model is offered", () => {
     );
     await s.prompt({ text: "hi", content: () => "hi" });
     // Read-only mode offers what changes nothing: reads, searches, fetches (each asked about), plans, skills and questions to the user.
-    expect(toolNames(model.requests[0])).toEqual(["glob", "grep", "lister", "question", "read", "skill", "task", "todo", "web_fetch"]);
+    expect(toolNames(model.requests[0])).toEqual([
+      "glob",
+      "grep",
+      "lister",
+      "lsp",
+      "question",
+      "read",
+      "skill",
+      "task",
+      "todo",
+      "web_fetch",
+    ]);
     const lister = model.requests[0]?.body.tools?.find((t) => t.function.name === "lister");
-    expect(lister?.function.description).toBe("Knows: read, glob, grep, todo, task, question, web_fetch, skill, tool_search, lister");
+    expect(lister?.function.description).toBe("Knows: read, glob, grep, todo, task, question, web_fetch, skill, tool_search, lsp, lister");
 
     s.setMode("ask");
     await s.prompt({ text: "again", content: () => "again" });
@@ -195,6 +206,7 @@ describe("what the model is offered", () => {
       "glob",
       "grep",
       "lister",
+      "lsp",
       "process",
       "question",
       "read",
@@ -242,7 +254,7 @@ describe("host services", () => {
     expect(await s.prompt({ text: "Where is the TODO?", content: () => "Where is the TODO?" })).toBe("end_turn");
     expect(model.requests).toHaveLength(4);
     // The child is offered the parent's read-only tools only, and starts from its own prompt.
-    expect(toolNames(model.requests[1])).toEqual(["glob", "grep", "read", "skill", "todo", "web_fetch"]);
+    expect(toolNames(model.requests[1])).toEqual(["glob", "grep", "lsp", "read", "skill", "todo", "web_fetch"]);
     expect(model.requests[1]?.body.messages?.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["Find the TODO"]);
     // The child's call shows in the parent's view, and its answer is the delegate call's result.
     expect(fe.log.pending).toEqual(["call_1 delegate", "call_2 grep"]);

@@ -43,6 +43,7 @@ describe("toolhost tools", () => {
       ["skill", "read"],
       ["tool_search", "search"],
       ["process", "execute"],
+      ["lsp", "read"],
     ]);
     for (const t of tools) {
       expect(t.parameters.type).toBe("object");

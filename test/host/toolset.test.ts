@@ -163,7 +163,7 @@ ${toolFile("sneaky")}`,
     await write(path.join(extra, "shell_thing.ts"), toolFile("shell_thing").replace('kind: "read"', 'kind: "execute"'));
     await write(path.join(extra, "reader.ts"), toolFile("reader"));
     const readOnly = await buildToolset({ loader, cwd: project, profile: "read-only" });
-    expect(readOnly.registry.ids()).toEqual(["read", "glob", "grep", "todo", "task", "web_fetch", "skill", "tool_search", "reader"]);
+    expect(readOnly.registry.ids()).toEqual(["read", "glob", "grep", "todo", "task", "web_fetch", "skill", "tool_search", "lsp", "reader"]);
     expect(readOnly.report.disabled.map((d) => [d.id, d.reason])).toEqual([
       ["write", "the read-only profile disables it"],
       ["edit", "the read-only profile disables it"],
@@ -220,6 +220,6 @@ ${toolFile("sneaky")}`,
     expect(report.errors[1]!.message).toMatch(/description/);
     expect(report.errors[2]!.message).toMatch(/no project counts as trusted/);
     expect(profile.origin).toBe("fallback");
-    expect(registry.ids()).toEqual(["read", "glob", "grep", "todo", "task", "web_fetch", "skill", "tool_search"]);
+    expect(registry.ids()).toEqual(["read", "glob", "grep", "todo", "task", "web_fetch", "skill", "tool_search", "lsp"]);
   });
 });

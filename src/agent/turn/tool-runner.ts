@@ -44,6 +44,28 @@ export interface ToolRunContext {
    * `sideEffect !== false`): the session's checkpoint of the workspace before the turn's first change.
    */
   beforeChange?: () => Promise<void>;
+  /** The session's language servers around file changes (agent/session-lsp.ts); none: no diagnostics. */
+  diagnostics?: EditDiagnostics;
+}
+
+/** Diagnostics around the calls that change files: what an edit broke, said in its result. */
+export interface EditDiagnostics {
+  /** Files a call read: their language servers start and open them in the background. */
+  touched(paths: readonly string[]): void;
+  /** Before a call changes `paths` (their text read now); `after` resolves, bounded, to the block of new problems. */
+  beginEdit(paths: readonly string[]): Promise<{ after(): Promise<string | undefined> } | undefined>;
+}
+
+/** The kinds whose file targets a call changes. */
+const CHANGING_KINDS: ReadonlySet<ToolKind> = new Set(["edit", "delete", "move"]);
+
+/** A result with the new problems after it: a string's text gets them as a block, an object a `problems` field. */
+function withProblems(envelope: Envelope, block: string): Envelope {
+  if (envelope.type !== "output") return envelope;
+  const { data } = envelope;
+  if (typeof data === "string") return { ...envelope, data: `${data}\n\n${block}` };
+  if (typeof data === "object" && data !== null && !Array.isArray(data)) return { ...envelope, data: { ...data, problems: block } };
+  return { ...envelope, data: { result: data, problems: block } };
 }
 
 /**
@@ -177,7 +199,8 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
     discardPreparedCall(prepared.call);
     return finish(errorEnvelope("aborted", "The call was cancelled before it started", 0), info);
   }
-  const envelope = await runPreparedCall(prepared.call, async (request, signal) => {
+  let edit: Awaited<ReturnType<EditDiagnostics["beginEdit"]>>;
+  let envelope = await runPreparedCall(prepared.call, async (request, signal) => {
     let decision: Decision | undefined;
     try {
       decision = await ctx.authorize(request, signal, verdict ? { layers: hookPolicyLayers(verdict) } : undefined);
@@ -190,12 +213,23 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
     if (decision.outcome === "allow") {
       // After the approval, before execute (and its timeout): the workspace as the call finds it.
       if (info.sideEffect !== false && ctx.beforeChange && !signal.aborted) await ctx.beforeChange();
+      if (ctx.diagnostics && CHANGING_KINDS.has(info.kind) && request.targets.paths.length && !signal.aborted)
+        edit = await ctx.diagnostics.beginEdit(request.targets.paths).catch(() => undefined);
       await queue(() => observer.running(call.callId));
     }
     return decision;
   });
-  const { tool, args } = prepared.call;
+  const { tool, args, targets } = prepared.call;
+  let problems: string | undefined;
+  if (envelope.type === "output") {
+    if (edit) problems = await edit.after().catch(() => undefined);
+    else if (!CHANGING_KINDS.has(info.kind) && targets.paths.length) ctx.diagnostics?.touched(targets.paths);
+  }
+  // The editor's view of the result as the tool shows it, with the problems as a note after it.
+  const display = envelope.type === "output" ? displayResult(tool, envelope.data, args) : undefined;
+  if (display && problems) display.notes = [...(display.notes ?? []), problems];
+  if (problems) envelope = withProblems(envelope, problems);
   const seen = ctx.hooks && !ctx.signal.aborted ? await ctx.hooks.toolResult(hooked(prepared.call), envelope, ctx.signal) : undefined;
-  await finish(envelope, info, envelope.type === "output" ? displayResult(tool, envelope.data, args) : undefined);
+  await finish(envelope, info, display);
   return modelEnvelope(envelope, seen, verdict?.addContext ?? []);
 }
