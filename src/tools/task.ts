@@ -3,32 +3,16 @@ import { defineTool } from "../tool/define.js";
 import { ToolError } from "../tool/errors.js";
 
 const parameters = z.object({
-  description: z
-    .string()
-    .min(1)
-    .optional()
-    .describe("A short (3-7 words) label for the task, shown to the user (needed to start or continue a task)"),
+  description: z.string().min(1).optional().describe("A short (3-7 words) label for the task, shown to the user"),
   prompt: z
     .string()
     .min(1)
     .optional()
-    .describe(
-      "The whole task for the subagent (needed to start or continue a task): it sees nothing of this conversation, so say what to do, where, and what to report back",
-    ),
+    .describe("The whole task for the subagent: it sees nothing of this conversation, so say what to do, where, and what to report back"),
   agent: z.string().min(1).optional().describe("Which agent runs it (default general-purpose)"),
-  task_id: z
-    .string()
-    .min(1)
-    .optional()
-    .describe("An earlier task's task_id: continues that subagent's conversation, or names the task of an action"),
-  background: z
-    .boolean()
-    .optional()
-    .describe("Run it in the background: the call returns the task_id at once and the answer comes as a message when the task ends"),
-  action: z
-    .enum(["status", "cancel"])
-    .optional()
-    .describe("With task_id alone: a background task's progress (or its answer, once it has one), or ending it"),
+  task_id: z.string().min(1).optional().describe("An earlier task's task_id: continues that subagent's conversation"),
+  background: z.boolean().optional().describe("Return the task_id at once; the answer comes later"),
+  action: z.enum(["status", "cancel"]).optional().describe("With task_id: check on or end a background task"),
 });
 
 const DESCRIPTION = [
@@ -37,8 +21,7 @@ const DESCRIPTION = [
   "Use it for broad searches, research or independent pieces of work that would fill your context;",
   "start several in one step to run them in parallel. Give a complete prompt: the subagent does not",
   "see this conversation. Do not use it for a single file read or search you can do yourself.",
-  "With background: true the task runs on while you go on; its answer arrives as a message when it",
-  'ends (task_id with action "status" or "cancel" checks on it or ends it).',
+  "With background: true it runs while you go on.",
 ].join(" ");
 
 /** task: runs a subagent (a child session) and returns its final answer and its task id. */
