@@ -14,6 +14,8 @@ Usage:
   toolhost                                       serve the Agent Client Protocol on stdin/stdout
   toolhost serve [--listen HOST:PORT | --socket PATH]
                                                  serve it over the network: WebSocket and HTTP on /acp (serve --help)
+  toolhost connect URL                           stdin/stdout to a toolhost serve at URL (ws://…/acp, http://…/acp),
+                                                 with TOOLHOST_SERVE_TOKEN: for an editor that starts agents as commands
   toolhost tools [--json] [--cwd DIR]            list a session's tools, where each came from, load problems
   toolhost call <tool> '<json args>' [--cwd DIR] [--mode MODE] [--allow-home]
                                                  run one tool call through the session's policy, print its envelope
@@ -366,6 +368,16 @@ async function main(argv: string[]): Promise<number> {
       const { serveRemote } = await import("./acp/serve.js");
       await serveRemote(options);
       return 0;
+    }
+    case "connect": {
+      const { positionals } = parse(rest, {}, 1);
+      const url = positionals[0];
+      if (!url || !/^(wss?|ws\+unix|https?):\/\//.test(url)) fail("connect needs the URL of a toolhost serve, as ws://127.0.0.1:7700/acp");
+      const token = process.env.TOOLHOST_SERVE_TOKEN;
+      if (!token) fail("connect sends TOOLHOST_SERVE_TOKEN as its bearer token: set it to the token toolhost serve printed");
+      const out = guardStdout();
+      const { connectRemote } = await import("./acp/connect.js");
+      return thenExit(connectRemote(url, token, out), out);
     }
     case "doctor": {
       const { values } = parse(rest, SESSION_OPTIONS);

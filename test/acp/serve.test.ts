@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { sleepMarker, survivors, useAgentEnv } from "../helpers.js";
+import { closeAndCheck, Harness, lastUpdate, messageText } from "./harness.js";
 import { RemoteClient, ServeProcess, until } from "./remote.js";
 
 // `toolhost serve` over the network, as issue 27 §2 asks: the SDK's WebSocket and HTTP clients
@@ -269,5 +270,37 @@ describe("toolhost serve", () => {
       ws.on("error", () => {});
     });
     expect(refused).toBe(503);
+  });
+
+  it("toolhost connect: an editor's stdio reaches the server, over WebSocket and HTTP", async () => {
+    const s = await serve((body) =>
+      toolResults(body).length === 0 ? { toolCalls: [{ name: "read", arguments: { path: "a.txt" } }] } : { text: "read a.txt" },
+    );
+    for (const kind of ["ws", "http"] as const) {
+      // An editor that offers its files and terminals: across the network they are not used.
+      const h = new Harness({
+        args: ["connect", s.server.url(kind)],
+        env: { TOOLHOST_SERVE_TOKEN: TOKEN },
+        capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+      });
+      try {
+        await h.initialize();
+        const sessionId = await h.newSession(t.ws);
+        const answer = await h.agent.request("session/prompt", { sessionId, prompt: text("read it") });
+        expect(answer.stopReason).toBe("end_turn");
+        expect(lastUpdate(h, sessionId, h.updatesOf(sessionId, "tool_call")[0]!.toolCallId).status).toBe("completed");
+        expect(messageText(h, sessionId)).toBe("read a.txt");
+        expect(h.clientCalls).toEqual([]);
+      } finally {
+        // stdin's end ends the bridge (exit 0) and its connection; every line on its stdio is ACP v1.
+        await closeAndCheck(h);
+      }
+    }
+    await until(() => (s.server.stderr.join("").match(/a client left \(0 connected\)/g) ?? []).length === 2);
+    // Without the token the bridge cannot start.
+    const h = new Harness({ args: ["connect", s.server.url("ws")], env: { TOOLHOST_SERVE_TOKEN: "wrong-token-0123456789abcdef" } });
+    await expect(h.initialize()).rejects.toThrow();
+    expect(await h.close()).toBe(1);
+    expect(h.stderr.join("")).toMatch(/toolhost connect: ws:\/\/.*401/);
   });
 });
