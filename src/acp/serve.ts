@@ -153,9 +153,11 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
   setTimeout(() => void sweepStaleSidecars().catch(() => {}), 2000).unref();
 
   await new Promise<void>((resolve) => {
+    // `on`, not `once`: execa's signal-exit re-raises a signal that no other listener is left to
+    // handle, which would kill the process before its sessions are closed.
     const stop = () => resolve();
-    process.once("SIGTERM", stop);
-    process.once("SIGINT", stop);
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
   });
   log("stopping: closing every session");
   server.close();

@@ -289,7 +289,7 @@ export function createAgent(
     replay: boolean,
   ): Promise<AcpSession> => {
     // Another connection's session (toolhost serve): taken over live, or closed to start from its file.
-    const taken = await keeper?.takeOver(sessionId, client, clientCapabilities, replay);
+    const taken = await keeper?.takeOver(sessionId, client, clientCapabilities, replay, workspace);
     if (taken) {
       sessions.set(sessionId, { id: sessionId, ready: Promise.resolve(taken) });
       await taken.sendCommands(true);

@@ -1,4 +1,5 @@
 import { RequestError, type AgentContext, type ClientCapabilities } from "@agentclientprotocol/sdk";
+import type { Workspace } from "../config/workspace.js";
 import type { AcpSession } from "./session.js";
 
 // `toolhost serve` runs one agent per connection in one process (acp/serve.ts). The keeper is what
@@ -18,10 +19,16 @@ export interface ConnectionKeeper {
   /**
    * session/load or session/resume of a session another connection of this process has: a
    * dropped connection's session within its grace period is taken over live (a resume by a
-   * client of the same capabilities), or closed so the load starts it from its file (undefined);
-   * one that a live connection has is refused.
+   * client of the same capabilities and roots), or closed so the load starts it from its file
+   * (undefined); one that a live connection has is refused.
    */
-  takeOver(sessionId: string, client: AgentContext, caps: ClientCapabilities, replay: boolean): Promise<AcpSession | undefined>;
+  takeOver(
+    sessionId: string,
+    client: AgentContext,
+    caps: ClientCapabilities,
+    replay: boolean,
+    workspace: Workspace,
+  ): Promise<AcpSession | undefined>;
 }
 
 /** One session's client as a relay: `target` changes when another connection takes the session over. */
@@ -98,7 +105,7 @@ export class SessionKeeper {
             `This connection has ${open} sessions open, the most toolhost serve allows (--max-sessions); close one first.`,
           );
       },
-      takeOver: async (sessionId, client, caps, replay) => {
+      takeOver: async (sessionId, client, caps, replay, workspace) => {
         const from = [...this.connections].find((c) => c !== conn && c.sessions.has(sessionId));
         if (!from) return undefined;
         if (!from.dropped)
@@ -107,8 +114,10 @@ export class SessionKeeper {
         from.sessions.delete(sessionId);
         const session = await handle.ready;
         const relay = this.relays.get(sessionId);
-        // A load replays from the file, and a client of other capabilities needs sessions built for them: start again from the file.
-        if (replay || !relay || canonical(relay.caps) !== canonical(caps)) {
+        // A load replays from the file; a client of other capabilities, or other roots, needs a session
+        // built for them: each starts again from the file.
+        const sameRoots = canonical(session.agent.workspace.realRoots) === canonical(workspace.realRoots);
+        if (replay || !relay || !sameRoots || canonical(relay.caps) !== canonical(caps)) {
           await session.close();
           this.relays.delete(sessionId);
           return undefined;

@@ -63,7 +63,12 @@ export class ServeProcess {
   /** SIGTERM, then its exit code. */
   async stop(): Promise<number | null> {
     if (this.child.exitCode !== null) return this.child.exitCode;
-    const exited = new Promise<number | null>((resolve) => this.child.once("exit", (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) =>
+      this.child.once("exit", (code, signal) => {
+        if (process.env.DEBUG_SERVE) process.stderr.write(`serve exit ${code} ${signal}\n${this.stderr.join("")}\n`);
+        resolve(code);
+      }),
+    );
     this.child.kill("SIGTERM");
     const timer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
     const code = await exited;

@@ -214,6 +214,19 @@ describe("toolhost serve", () => {
     }
     // Both times the live session was taken over, not started again from its file.
     expect(s.server.stderr.join("").match(/session \S+ resumed on a new connection/g)).toHaveLength(2);
+    // Other roots: the kept session closes, and the resume starts it again from its file with them.
+    const other = await t.dir({ "c.txt": "c\n" });
+    const elsewhere = connect(s, "ws");
+    await elsewhere.initialize();
+    await elsewhere.agent.request("session/resume", { sessionId, cwd: other, mcpServers: [] });
+    await elsewhere.agent.request("session/prompt", { sessionId, prompt: text("from elsewhere") });
+    const said = elsewhere.updates
+      .map((u) => u.update)
+      .filter((u) => u.sessionUpdate === "agent_message_chunk")
+      .map((u) => (u.content.type === "text" ? u.content.text : ""))
+      .join("");
+    expect(said).toMatch(/I have seen 4 prompt\(s\): .*kumquat.*from elsewhere/);
+    expect(s.server.stderr.join("").match(/session \S+ resumed on a new connection/g)).toHaveLength(2);
   });
 
   it("an HTTP client whose streams close and stay closed is gone too: its command is killed", async () => {
