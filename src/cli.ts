@@ -12,6 +12,10 @@ const USAGE = `toolhost — an ACP agent and tool-plugin host
 
 Usage:
   toolhost                                       serve the Agent Client Protocol on stdin/stdout
+  toolhost serve [--listen HOST:PORT | --socket PATH]
+                                                 serve it over the network: WebSocket and HTTP on /acp (serve --help)
+  toolhost connect URL                           stdin/stdout to a toolhost serve at URL (ws://…/acp, http://…/acp),
+                                                 with TOOLHOST_SERVE_TOKEN: for an editor that starts agents as commands
   toolhost tools [--json] [--cwd DIR]            list a session's tools, where each came from, load problems
   toolhost call <tool> '<json args>' [--cwd DIR] [--mode MODE] [--allow-home]
                                                  run one tool call through the session's policy, print its envelope
@@ -157,6 +161,67 @@ function guardStdout(): StdoutWriter {
   const toStderr = (...args: unknown[]) => (process.stderr.write as (...a: unknown[]) => boolean)(...args);
   stdout.write = toStderr as typeof stdout.write;
   return (chunk) => new Promise<void>((resolve, reject) => void real(chunk, (err) => (err ? reject(err) : resolve())));
+}
+
+const SERVE_USAGE = `toolhost serve — the Agent Client Protocol over the network
+
+Usage:
+  toolhost serve [--listen HOST:PORT | --socket PATH] [--allow-origin ORIGIN]...
+                 [--max-connections N] [--max-sessions N] [--grace SECONDS]
+
+Serves ACP on the endpoint /acp, over WebSocket and over Streamable HTTP (POST and SSE), as the
+ACP Remote Transports RFD describes. Each client gets its own sessions; one process serves them all.
+
+  --listen HOST:PORT   where to listen (default 127.0.0.1:7700; port 0 picks a free one). Anything
+                       but loopback sends the token in clear text: put TLS in front, or use SSH.
+  --socket PATH        a unix socket instead (made 0600)
+  --allow-origin O     a browser Origin let in (exact, as https://app.example:8443); repeatable.
+                       A request with any other Origin header is refused.
+  --max-connections N  clients connected at once (default 8)
+  --max-sessions N     sessions open on one connection (default 16)
+  --grace SECONDS      how long a disconnected client's sessions wait for session/resume on a new
+                       connection (default 60; 0: they close at once). Their running turns are
+                       cancelled at the disconnect, and the commands those turns started killed.
+
+Every request needs "Authorization: Bearer <token>". The token is TOOLHOST_SERVE_TOKEN, or one made at
+start and printed once on stderr. On a loopback address the Host header must name loopback too (no
+DNS rebinding). Messages are limited to 32 MiB. Logs go to stderr; stdout is not used. SIGTERM or
+SIGINT closes every session and exits 0. The model and config are the same as for stdio (TOOLHOST_MODEL, ~/.toolhost).`;
+
+/** serve's flags, checked, as acp/serve.ts takes them. */
+async function serveOptions(args: string[]) {
+  const { values } = parse(args, {
+    listen: { type: "string" },
+    socket: { type: "string" },
+    "allow-origin": { type: "string", multiple: true },
+    "max-connections": { type: "string" },
+    "max-sessions": { type: "string" },
+    grace: { type: "string" },
+  } as const);
+  if (values.listen !== undefined && values.socket !== undefined) fail("serve takes --listen or --socket, not both");
+  const whole = (flag: string, text: string | undefined, byDefault: number, least: number): number => {
+    if (text === undefined) return byDefault;
+    const n = Number(text);
+    if (text.trim() === "" || !Number.isInteger(n) || n < least)
+      fail(`--${flag} takes a whole number of at least ${least}, not ${JSON.stringify(text)}`);
+    return n;
+  };
+  const { parseListen, newToken } = await import("./acp/serve-guard.js");
+  const listen = values.socket === undefined ? parseListen(values.listen ?? "127.0.0.1:7700") : undefined;
+  if (typeof listen === "string") fail(listen);
+  const envToken = process.env.TOOLHOST_SERVE_TOKEN;
+  if (envToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(envToken))
+    fail("TOOLHOST_SERVE_TOKEN must be at least 16 printable characters without spaces");
+  return {
+    listen,
+    socket: values.socket,
+    token: envToken ?? newToken(),
+    tokenFromEnv: envToken !== undefined,
+    allowOrigins: values["allow-origin"] ?? [],
+    maxConnections: whole("max-connections", values["max-connections"], 8, 1),
+    maxSessions: whole("max-sessions", values["max-sessions"], 16, 1),
+    graceMs: whole("grace", values.grace, 60, 0) * 1000,
+  };
 }
 
 /** A tool call's JSON arguments from the command line (none: `{}`). */
@@ -307,6 +372,27 @@ async function main(argv: string[]): Promise<number> {
       const out = guardStdout();
       const { runHooksList } = await import("./commands/hooks.js");
       return thenExit(runHooksList({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
+    }
+    case "serve": {
+      if (rest.includes("--help") || rest.includes("-h")) {
+        process.stdout.write(`${SERVE_USAGE}\n`); // stdout-ok
+        return 0;
+      }
+      const options = await serveOptions(rest);
+      guardStdout();
+      const { serveRemote } = await import("./acp/serve.js");
+      await serveRemote(options);
+      return 0;
+    }
+    case "connect": {
+      const { positionals } = parse(rest, {}, 1);
+      const url = positionals[0];
+      if (!url || !/^(wss?|ws\+unix|https?):\/\//.test(url)) fail("connect needs the URL of a toolhost serve, as ws://127.0.0.1:7700/acp");
+      const token = process.env.TOOLHOST_SERVE_TOKEN;
+      if (!token) fail("connect sends TOOLHOST_SERVE_TOKEN as its bearer token: set it to the token toolhost serve printed");
+      const out = guardStdout();
+      const { connectRemote } = await import("./acp/connect.js");
+      return thenExit(connectRemote(url, token, out), out);
     }
     case "doctor": {
       const { values } = parse(rest, SESSION_OPTIONS);

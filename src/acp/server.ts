@@ -21,6 +21,7 @@ import { sessionModules } from "./session-modules.js";
 import { withSubagents } from "./subagents.js";
 import { withRewind, type RewindRoutes } from "./rewind.js";
 import type { AcpSession } from "./session.js";
+import type { ConnectionKeeper } from "./session-keeper.js";
 import type { SessionStore, StoredSession } from "../agent/record/session-store.js";
 import type { SessionHold } from "../agent/record/session-hold.js";
 
@@ -110,8 +111,15 @@ export interface EarlyState {
   sessions: { id: string; workspace: Workspace; mcpServers: McpServer[]; config: ConfigFile }[];
 }
 
-/** The toolhost ACP agent: one instance per connection. */
-export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (lines: string) => Promise<void>) {
+/**
+ * The toolhost ACP agent: one instance per connection. `keeper` is `toolhost serve`'s, shared by
+ * its connections (acp/session-keeper.ts): relayed clients, a limit of sessions, take-overs.
+ */
+export function createAgent(
+  early: EarlyState = { sessions: [] },
+  writeLines?: (lines: string) => Promise<void>,
+  keeper?: ConnectionKeeper,
+) {
   const sessions = new Map<string, SessionHandle>();
   let clientCapabilities: ClientCapabilities = early.clientCapabilities ?? {};
   /** The connection's one SessionStore: every session's recorder, list, load, delete and the sweep use it (loaded on first use). */
@@ -121,10 +129,11 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
   /** Registers a session whose tools and runtime load right after its answer went out. */
   const open = (id: string, workspace: Workspace, mcpServers: McpServer[], client: AgentContext, config: ConfigFile): void => {
     const caps = clientCapabilities;
+    const relayed = keeper?.relay(id, client, caps) ?? client;
     const h: SessionHandle = {
       id,
       ready: new Promise<void>((resolve) => setImmediate(resolve)).then(async () =>
-        loadSession(id, workspace, mcpServers, client, caps, config, await sessionStore()),
+        loadSession(id, workspace, mcpServers, relayed, caps, config, await sessionStore()),
       ),
     };
     h.ready.catch((err: unknown) => process.stderr.write(`toolhost: session ${h.id} failed to start: ${String(err)}\n`));
@@ -172,6 +181,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
         return initializeResponse(params.clientCapabilities);
       })
       .onRequest("session/new", ({ params, client }) => {
+        keeper?.admit(sessions.size);
         const workspace = sessionWorkspace(params);
         const id = randomUUID();
         // Read once: the answer's options and the session's tools, rules, sandbox and MCP servers.
@@ -301,6 +311,13 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
     client: AgentContext,
     replay: boolean,
   ): Promise<AcpSession> => {
+    // Another connection's session (toolhost serve): taken over live, or closed to start from its file.
+    const taken = await keeper?.takeOver(sessionId, client, clientCapabilities, replay, workspace);
+    if (taken) {
+      sessions.set(sessionId, { id: sessionId, ready: Promise.resolve(taken) });
+      await taken.sendCommands(true);
+      return taken;
+    }
     const store = await sessionStore();
     const stored = await store.read(sessionId);
     const live = sessions.get(sessionId);
@@ -333,7 +350,7 @@ export function createAgent(early: EarlyState = { sessions: [] }, writeLines?: (
       sessionId,
       workspace,
       mcpServers,
-      client,
+      keeper?.relay(sessionId, client, clientCapabilities) ?? client,
       clientCapabilities,
       readConfigFile(),
       store,

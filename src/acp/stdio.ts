@@ -107,7 +107,8 @@ export async function serveStdio(out: Out): Promise<void> {
       idle = setTimeout(loadServer, IDLE_LOAD_MS);
       return JSON.stringify({ jsonrpc: "2.0", id, result: initializeResponse(caps) });
     }
-    const servers = params.mcpServers === undefined ? [] : plainServers(params.mcpServers);
+    // v1 requires mcpServers: without them the SDK answers (-32602), as it does after any other request.
+    const servers = plainServers(params.mcpServers);
     const dirs = params.additionalDirectories ?? [];
     const plainDirs = Array.isArray(dirs) && dirs.every((d) => typeof d === "string") ? dirs : null;
     if (method === "session/new" && state.clientCapabilities !== undefined && typeof params.cwd === "string" && servers && plainDirs) {

@@ -37,6 +37,29 @@ describe("the early handshake", () => {
   });
 });
 
+describe("one answer per request, whatever came before (JSONRPC-005)", () => {
+  // v1's session/new requires mcpServers. The early reader once took a session/new without them as a
+  // connection's first request, while the SDK refused the same request after anything it had handled.
+  for (const before of ["nothing", "an unknown method"]) {
+    it(`session/new without mcpServers after ${before}: -32602`, async () => {
+      t.h = new Harness();
+      await t.h.initialize();
+      if (before !== "nothing") {
+        t.h.sendRaw(JSON.stringify({ jsonrpc: "2.0", id: 900, method: "no/such_method", params: {} }));
+        await t.h.waitFor(() => answers(t.h!).some((m) => m.json.id === 900));
+        expect(answers(t.h).find((m) => m.json.id === 900)?.json).toMatchObject({ error: { code: -32601 } });
+      }
+      t.h.sendRaw(JSON.stringify({ jsonrpc: "2.0", id: 901, method: "session/new", params: { cwd: t.ws } }));
+      await t.h.waitFor(() => answers(t.h!).some((m) => m.json.id === 901));
+      expect(answers(t.h).find((m) => m.json.id === 901)?.json).toMatchObject({ error: { code: -32602 } });
+      // The connection goes on: the same request with its servers is answered.
+      t.h.sendRaw(JSON.stringify({ jsonrpc: "2.0", id: 902, method: "session/new", params: { cwd: t.ws, mcpServers: [] } }));
+      await t.h.waitFor(() => answers(t.h!).some((m) => m.json.id === 902));
+      expect(answers(t.h).find((m) => m.json.id === 902)?.json).toMatchObject({ result: { sessionId: expect.any(String) } });
+    });
+  }
+});
+
 describe("a client that goes away during the handshake", () => {
   it("ends the agent quietly with exit 0", async () => {
     const { spawn } = await import("node:child_process");

@@ -42,6 +42,8 @@ export interface HarnessOptions {
   elicitation?: ElicitationHandler;
   /** Unsaved editor buffers by absolute path, seen through fs/read_text_file. */
   buffers?: Map<string, string>;
+  /** The CLI's arguments (default: none, the ACP agent on stdio); `connect URL` drives a toolhost serve. */
+  args?: string[];
 }
 
 interface TestTerminal {
@@ -76,7 +78,7 @@ export class Harness {
     this.permission = options.permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
     this.elicitation = options.elicitation ?? (() => ({ action: "decline" }));
     this.home = options.env?.TOOLHOST_HOME ? null : mkdtempSync(path.join(os.tmpdir(), "toolhost-home-"));
-    this.child = spawn(process.execPath, [CLI_PATH], {
+    this.child = spawn(process.execPath, [CLI_PATH, ...(options.args ?? [])], {
       stdio: ["pipe", "pipe", "pipe"],
       env: { ...cleanEnv(), ...(this.home ? { TOOLHOST_HOME: this.home } : {}), ...options.env },
     });

@@ -1,0 +1,170 @@
+import { chmodSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
+import type { AgentConnection, AgentConnectOptions, AgentConnector } from "@agentclientprotocol/sdk";
+import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
+import { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } from "@agentclientprotocol/sdk/experimental/node";
+import { WebSocketServer } from "ws";
+import { sweepStaleSidecars } from "../runtime/sidecars.js";
+import { MAX_MESSAGE_BYTES } from "./line-guard.js";
+import { ACP_PATH, isLoopback, refusal, type Refusal } from "./serve-guard.js";
+import { createAgent } from "./server.js";
+import { SessionKeeper } from "./session-keeper.js";
+
+// `toolhost serve`: ACP over the network, per the Remote Transports RFD — Streamable HTTP (POST,
+// SSE) and WebSocket on one `/acp` endpoint, through the SDK's server transport (AcpServer and its
+// node adapter; `ws` for the upgrade). Each connection gets its own agent (createAgent, as stdio's
+// one connection), so clients have their own sessions; the SessionKeeper is what they share.
+
+export interface ServeOptions {
+  /** TCP: where to listen. */
+  listen?: { host: string; port: number };
+  /** Or a unix socket (made 0600). */
+  socket?: string;
+  token: string;
+  /** The token came from TOOLHOST_SERVE_TOKEN (it is not printed then). */
+  tokenFromEnv: boolean;
+  allowOrigins: string[];
+  maxConnections: number;
+  maxSessions: number;
+  graceMs: number;
+}
+
+/** An HTTP connection whose client has no stream open this long is taken as gone (the SDK's client keeps one open). */
+const HTTP_ABSENCE_MS = 5000;
+
+const log = (line: string) => void process.stderr.write(`toolhost serve: ${line}\n`);
+
+/** Answers a refused request with its status and a plain-text reason. */
+function refuse(res: ServerResponse, r: Refusal): void {
+  res.writeHead(r.status, { "Content-Type": "text/plain; charset=utf-8", ...r.headers });
+  res.end(`${r.message}\n`);
+}
+
+/** A refused WebSocket upgrade: an HTTP answer on the raw socket, then closed. */
+function refuseUpgrade(socket: Duplex, r: Refusal): void {
+  const body = `${r.message}\n`;
+  const headers = Object.entries({ "Content-Type": "text/plain; charset=utf-8", ...r.headers, Connection: "close" })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join("");
+  socket.end(`HTTP/1.1 ${r.status} Refused\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
+
+/**
+ * Serves until SIGTERM or SIGINT, then closes every connection's sessions (killing what they
+ * started) and exits 0. Only logs go to stderr; stdout is not used.
+ */
+export async function serveRemote(options: ServeOptions): Promise<void> {
+  const keeper = new SessionKeeper({ graceMs: options.graceMs, maxSessions: options.maxSessions, log });
+  let live = 0;
+
+  /**
+   * One connection's agent. The v1 app today; ACP v2 (issue 27 §1) puts the SDK's
+   * AgentProtocolRouter here, with the same keeper, and nothing else changes.
+   */
+  const connectionAgent = (): AgentConnector => {
+    const conn = keeper.connection();
+    const made = createAgent({ sessions: [] }, undefined, conn.keeper);
+    conn.attach(made.sessions, made.shutdown);
+    return {
+      connect: (stream, connectOptions?: AgentConnectOptions) => {
+        // The SDK's own server passes options (deferConnectHandlers) that the app's typed connect() does not name.
+        const connection = (made.app.connect as (s: typeof stream, o?: AgentConnectOptions) => AgentConnection)(stream, connectOptions);
+        live++;
+        log(`a client connected (${live} connected)`);
+        // The client is gone (socket closed, DELETE, or its streams absent): the stdio close path, after the grace.
+        void connection.closed.finally(() => {
+          live--;
+          log(`a client left (${live} connected)`);
+          void conn.dropped().catch((err: unknown) => log(`closing a connection's sessions failed: ${String(err)}`));
+        });
+        return connection;
+      },
+    };
+  };
+
+  const acp = new AcpServer({ createAgent: connectionAgent });
+  const onHttp = createNodeHttpHandler(acp, { maxRequestBodyBytes: MAX_MESSAGE_BYTES + 1024 });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES + 1024 });
+  const onUpgrade = createNodeWebSocketUpgradeHandler(acp, wss);
+  const guard = {
+    token: options.token,
+    allowOrigins: options.allowOrigins,
+    checkHost: options.listen !== undefined && isLoopback(options.listen.host),
+  };
+  const full = (): Refusal | null =>
+    live >= options.maxConnections
+      ? { status: 503, message: `toolhost serve has ${live} clients connected, the most it takes (--max-connections)` }
+      : null;
+
+  // An HTTP connection's client is gone when its connection stream (a GET without a session) stays
+  // closed: the connection is deleted as a DELETE would, which ends it as a closed WebSocket does.
+  const absent = new Map<string, NodeJS.Timeout>();
+  const watchStream = (req: IncomingMessage, res: ServerResponse) => {
+    const id = req.headers["acp-connection-id"];
+    if (req.method !== "GET" || typeof id !== "string" || req.headers["acp-session-id"] !== undefined) return;
+    clearTimeout(absent.get(id));
+    absent.delete(id);
+    res.once("close", () => {
+      const timer = setTimeout(() => {
+        absent.delete(id);
+        void acp.handleRequest(new Request(`http://localhost${ACP_PATH}`, { method: "DELETE", headers: { "Acp-Connection-Id": id } }));
+      }, HTTP_ABSENCE_MS);
+      timer.unref();
+      absent.set(id, timer);
+    });
+  };
+
+  const server = createServer((req, res) => {
+    const newConnection = req.method === "POST" && req.headers["acp-connection-id"] === undefined;
+    const refused = refusal(req.url, req.headers, guard) ?? (newConnection ? full() : null);
+    if (refused) return refuse(res, refused);
+    watchStream(req, res);
+    onHttp(req, res);
+  });
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const refused = refusal(req.url, req.headers, guard) ?? full();
+    if (refused) return refuseUpgrade(socket, refused);
+    onUpgrade(req, socket, head);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    if (options.socket) {
+      rmSync(options.socket, { force: true });
+      server.listen(options.socket, () => resolve());
+    } else server.listen(options.listen!.port, options.listen!.host, () => resolve());
+  });
+  if (options.socket) chmodSync(options.socket, 0o600);
+  const address = server.address();
+  if (typeof address === "string") log(`listening on unix socket ${address} (path ${ACP_PATH}: Streamable HTTP and WebSocket)`);
+  else {
+    const { address: host, port } = address as AddressInfo;
+    const shown = host.includes(":") ? `[${host}]` : host;
+    log(`listening on http://${shown}:${port}${ACP_PATH} and ws://${shown}:${port}${ACP_PATH}`);
+    if (!isLoopback(host))
+      log("warning: not a loopback address: the token crosses the network in clear text; put TLS in front (a proxy) or use SSH forwarding");
+  }
+  if (options.tokenFromEnv) log("token: from TOOLHOST_SERVE_TOKEN");
+  else log(`token: ${options.token}   (clients send "Authorization: Bearer <token>"; TOOLHOST_SERVE_TOKEN sets one)`);
+
+  // As stdio's connection does after its start: sidecar folders of sessions that were not recorded.
+  setTimeout(() => void sweepStaleSidecars().catch(() => {}), 2000).unref();
+
+  await new Promise<void>((resolve) => {
+    // `on`, not `once`: execa's signal-exit re-raises a signal that no other listener is left to
+    // handle, which would kill the process before its sessions are closed.
+    const stop = () => resolve();
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+  });
+  log("stopping: closing every session");
+  server.close();
+  for (const timer of absent.values()) clearTimeout(timer);
+  await acp.close().catch(() => {});
+  await keeper.closeAll();
+  server.closeAllConnections();
+  if (options.socket) rmSync(options.socket, { force: true });
+  process.exit(0);
+}
