@@ -512,8 +512,10 @@ export async function serveConnection(
     await output.flush().catch(() => {});
     process.exit(0);
   };
-  process.once("SIGTERM", () => void exit());
-  process.once("SIGINT", () => void exit());
+  // `on`, not `once`: with no listener of ours left, execa's signal-exit re-raises a second signal
+  // and the process dies before its sessions close (their processes, the session files).
+  process.on("SIGTERM", () => void exit());
+  process.on("SIGINT", () => void exit());
   // A broken stdout pipe means the client is gone: stop cleanly instead of crashing.
   process.stdout.on("error", () => void exit());
   await conn.closed.catch(() => {});
