@@ -107,7 +107,9 @@ export async function serveStdio(out: Out): Promise<void> {
       idle = setTimeout(loadServer, IDLE_LOAD_MS);
       return JSON.stringify({ jsonrpc: "2.0", id, result: initializeResponse() });
     }
-    const servers = params.mcpServers === undefined ? [] : plainServers(params.mcpServers);
+    // mcpServers is required in v1: one without it goes to the SDK, which refuses it (-32602) as it
+    // would after any other request (one answer per request, whatever came before).
+    const servers = plainServers(params.mcpServers);
     const dirs = params.additionalDirectories ?? [];
     const plainDirs = Array.isArray(dirs) && dirs.every((d) => typeof d === "string") ? dirs : null;
     if (method === "session/new" && state.clientCapabilities !== undefined && typeof params.cwd === "string" && servers && plainDirs) {
