@@ -453,9 +453,25 @@ export async function serveConnection(
   const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) }), replay?.input ?? input, {
     maxMessageBytes: MAX_MESSAGE_BYTES + 1024,
   });
-  const conn = app.connect(stream);
-  // Same tick as connect: no queued message is dispatched before the early sessions exist.
-  adoptEarly(conn.client);
+  let closed: Promise<void>;
+  let shutdownV2 = async () => {};
+  if (replay) {
+    // The early reader answered a v1 initialize: the connection is v1's.
+    const conn = app.connect(stream);
+    // Same tick as connect: no queued message is dispatched before the early sessions exist.
+    adoptEarly(conn.client);
+    closed = conn.closed;
+  } else {
+    // The SDK's router picks v1 or v2 at initialize; v2 is a mapping over its own v1 agent (acp/v2/).
+    const [{ agentProtocolRouter }, { createV2Agent }] = await Promise.all([
+      import("@agentclientprotocol/sdk/experimental/v2"),
+      import("./v2/agent.js"),
+    ]);
+    // That agent's client asks for plan operations (plan_update with items, v2's only plans).
+    const v2 = createV2Agent((lines) => createAgent({ sessions: [], clientCapabilities: { plan: {} } as ClientCapabilities }, lines));
+    shutdownV2 = v2.shutdown;
+    closed = agentProtocolRouter().withV1(app).withV2(v2.app).connect(stream).closed;
+  }
   // In the background, after the start: sidecar folders of sessions that were not recorded, and
   // data folders of recorded sessions whose file is gone (the retention sweep). Never loud.
   setTimeout(() => {
@@ -468,7 +484,7 @@ export async function serveConnection(
   const exit = async () => {
     if (exiting) return;
     exiting = true;
-    await shutdown();
+    await Promise.all([shutdown(), shutdownV2()]);
     await output.flush().catch(() => {});
     process.exit(0);
   };
@@ -476,6 +492,6 @@ export async function serveConnection(
   process.once("SIGINT", () => void exit());
   // A broken stdout pipe means the client is gone: stop cleanly instead of crashing.
   process.stdout.on("error", () => void exit());
-  await conn.closed.catch(() => {});
+  await closed.catch(() => {});
   await exit();
 }
