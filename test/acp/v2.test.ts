@@ -30,14 +30,17 @@ const text = (h: V2Harness, sessionId: string, kind: "agent_message_chunk" | "us
     .join("");
 
 /** Whether the session's state went out on the wire before the answer to the client's last `method` request. */
-function stateBeforeAnswer(h: V2Harness, method: string): boolean {
+function stateBeforeAnswer(h: V2Harness, method: string, state = '"sessionUpdate":"state_update"'): boolean {
   const wire = h.checker.messages;
   const request = wire.filter((m) => m.direction === "client->agent" && m.json.method === method).at(-1);
   const answer = wire.findIndex((m) => m.direction === "agent->client" && m.json.method === undefined && m.json.id === request?.json.id);
-  const state = wire.findIndex(
-    (m) => m.direction === "agent->client" && JSON.stringify(m.json.params ?? {}).includes('"sessionUpdate":"state_update"'),
+  const sent = wire.findIndex(
+    (m) =>
+      m.direction === "agent->client" &&
+      JSON.stringify(m.json.params ?? {}).includes('"sessionUpdate":"state_update"') &&
+      m.raw.includes(state),
   );
-  return answer > 0 && state >= 0 && state < answer;
+  return answer > 0 && sent >= 0 && sent < answer;
 }
 
 describe("ACP v2", () => {
@@ -168,6 +171,43 @@ describe("ACP v2", () => {
     expect(await heldOutcome).toBe(-32800);
     await h.waitFor(() => h.states(sessionId).includes("idle:cancelled"));
     expect(h.updatesOf(sessionId, "user_message")).toHaveLength(1);
+    expect(h.states(sessionId)).toEqual(["running", "idle:cancelled"]);
+  });
+
+  it("the todo plan is a plan_update with items; session/close during a turn ends it idle (cancelled) before the close is answered", async () => {
+    const h = await start([
+      {
+        toolCalls: [
+          {
+            name: "todo",
+            arguments: {
+              todos: [
+                { content: "Read the code", status: "in_progress" },
+                { content: "Fix the bug", status: "pending", priority: "high" },
+              ],
+            },
+          },
+        ],
+      },
+      { hang: true, text: "working" },
+    ]);
+    await h.initialize();
+    const { sessionId } = await h.agent.request("session/new", { cwd: t.ws });
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Plan it" }] });
+    await h.waitFor(() => text(h, sessionId, "agent_message_chunk") === "working");
+    const plans = h.updatesOf(sessionId, "plan_update");
+    expect(plans).toHaveLength(1);
+    expect(plans[0]!.plan).toMatchObject({
+      type: "items",
+      entries: [
+        { content: "Read the code", status: "in_progress", priority: "medium" },
+        { content: "Fix the bug", status: "pending", priority: "high" },
+      ],
+    });
+    await h.agent.request("session/close", { sessionId });
+    // The turn's end (idle, cancelled) went out before the close's answer.
+    expect(stateBeforeAnswer(h, "session/close", '"stopReason":"cancelled"')).toBe(true);
+    await h.waitFor(() => h.states(sessionId).length === 2);
     expect(h.states(sessionId)).toEqual(["running", "idle:cancelled"]);
   });
 
