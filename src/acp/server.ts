@@ -463,14 +463,10 @@ export async function serveConnection(
     closed = conn.closed;
   } else {
     // The SDK's router picks v1 or v2 at initialize; v2 is a mapping over its own v1 agent (acp/v2/).
-    const [{ agentProtocolRouter }, { createV2Agent }] = await Promise.all([
-      import("@agentclientprotocol/sdk/experimental/v2"),
-      import("./v2/agent.js"),
-    ]);
-    // That agent's client asks for plan operations (plan_update with items, v2's only plans).
-    const v2 = createV2Agent((lines) => createAgent({ sessions: [], clientCapabilities: { plan: {} } as ClientCapabilities }, lines));
-    shutdownV2 = v2.shutdown;
-    closed = agentProtocolRouter().withV1(app).withV2(v2.app).connect(stream).closed;
+    const { versionRouter } = await import("./v2/agent.js");
+    const routed = versionRouter(app, createAgent);
+    shutdownV2 = routed.shutdown;
+    closed = routed.router.connect(stream).closed;
   }
   // In the background, after the start: sidecar folders of sessions that were not recorded, and
   // data folders of recorded sessions whose file is gone (the retention sweep). Never loud.

@@ -3,6 +3,7 @@ import type * as v1 from "@agentclientprotocol/sdk";
 import { client as v1Client } from "@agentclientprotocol/sdk/unstable";
 import {
   agent,
+  agentProtocolRouter,
   assertSupportedMcpServers,
   RequestError,
   type AgentContext,
@@ -26,13 +27,30 @@ import { configOptions, toolCall, UpdateMapper } from "./updates.js";
 // toolhost's own fs and shell (with the same sandbox and policy) serve a v2 client.
 
 /** The v1 agent a v2 connection drives: createAgent's app and its shutdown. */
-export interface InnerAgent {
+interface InnerAgent {
   app: v1.AgentApp;
   shutdown(): Promise<void>;
 }
 
 /** Makes the inner agent; `writeLines` takes a load's replay, written beside its SDK (v1 session/update lines). */
-export type InnerFactory = (writeLines: (lines: string) => Promise<void>) => InnerAgent;
+type InnerFactory = (writeLines: (lines: string) => Promise<void>) => InnerAgent;
+
+/**
+ * One connection's agent for both versions: the SDK's router, which picks at `initialize`, over
+ * the connection's v1 app and a v2 app whose inner agent `create` makes (acp/server.ts's
+ * createAgent, per connection). `shutdown` closes the v2 side's sessions.
+ */
+export function versionRouter(
+  v1App: v1.AgentApp,
+  create: (
+    early: { sessions: never[]; clientCapabilities: v1.ClientCapabilities },
+    writeLines: (lines: string) => Promise<void>,
+  ) => InnerAgent,
+) {
+  // The inner agent's client asks for plan operations (plan_update with items, v2's only plans).
+  const v2 = createV2Agent((writeLines) => create({ sessions: [], clientCapabilities: { plan: {} } as v1.ClientCapabilities }, writeLines));
+  return { router: agentProtocolRouter().withV1(v1App).withV2(v2.app), shutdown: v2.shutdown };
+}
 
 /** The MCP transports a v2 client may give (v2 has no SSE). */
 const MCP: McpCapabilities = { stdio: {}, http: {} };
@@ -63,7 +81,7 @@ interface SessionState {
 }
 
 /** The v2 agent of one connection, over a v1 agent made by `makeInner`. */
-export function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>; shutdown(): Promise<void> } {
+function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>; shutdown(): Promise<void> } {
   let client: AgentContext | undefined;
   const sessions = new Map<string, SessionState>();
   const state = (sessionId: string): SessionState => {
