@@ -493,9 +493,21 @@ export async function serveConnection(
   const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) }), replay?.input ?? input, {
     maxMessageBytes: MAX_MESSAGE_BYTES + 1024,
   });
-  const conn = app.connect(stream);
-  // Same tick as connect: no queued message is dispatched before the early sessions exist.
-  adoptEarly(conn.client);
+  let closed: Promise<void>;
+  let shutdownV2 = async () => {};
+  if (replay) {
+    // The early reader answered a v1 initialize: the connection is v1's.
+    const conn = app.connect(stream);
+    // Same tick as connect: no queued message is dispatched before the early sessions exist.
+    adoptEarly(conn.client);
+    closed = conn.closed;
+  } else {
+    // The SDK's router picks v1 or v2 at initialize; v2 is a mapping over its own v1 agent (acp/v2/).
+    const { versionRouter } = await import("./v2/agent.js");
+    const routed = versionRouter(app, createAgent);
+    shutdownV2 = routed.shutdown;
+    closed = routed.router.connect(stream).closed;
+  }
   // In the background, after the start: sidecar folders of sessions that were not recorded, and
   // data folders of recorded sessions whose file is gone (the retention sweep). Never loud.
   setTimeout(() => {
@@ -508,7 +520,7 @@ export async function serveConnection(
   const exit = async () => {
     if (exiting) return;
     exiting = true;
-    await shutdown();
+    await Promise.all([shutdown(), shutdownV2()]);
     await output.flush().catch(() => {});
     process.exit(0);
   };
@@ -518,6 +530,6 @@ export async function serveConnection(
   process.on("SIGINT", () => void exit());
   // A broken stdout pipe means the client is gone: stop cleanly instead of crashing.
   process.stdout.on("error", () => void exit());
-  await conn.closed.catch(() => {});
+  await closed.catch(() => {});
   await exit();
 }

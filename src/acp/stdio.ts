@@ -99,7 +99,14 @@ export async function serveStdio(out: Out): Promise<void> {
   // Only what the SDK would accept as it is: anything else waits for the SDK and its validation.
   const answer: EarlyAnswer = ({ id, method, params }) => {
     if (!isObject(params)) return null;
-    if (method === "initialize" && state.clientCapabilities === undefined && typeof params.protocolVersion === "number") {
+    // A v2 client (asking for 2 or later, without v1's clientCapabilities or clientInfo) goes to the
+    // SDK's router (acp/v2/); a v1 one gets v1 here, whatever version it asks for.
+    const v2 =
+      typeof params.protocolVersion === "number" &&
+      params.protocolVersion >= 2 &&
+      !("clientCapabilities" in params) &&
+      !("clientInfo" in params);
+    if (method === "initialize" && state.clientCapabilities === undefined && typeof params.protocolVersion === "number" && !v2) {
       const caps = params.clientCapabilities ?? {};
       if (!isObject(caps)) return null;
       state.clientCapabilities = caps as ClientCapabilities;

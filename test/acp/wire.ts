@@ -2,8 +2,9 @@ import { createRequire } from "node:module";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 
 const require = createRequire(import.meta.url);
+type Variant = { properties?: { sessionUpdate?: { const?: string } } };
 type Schema = {
-  $defs: Record<string, { "x-method"?: string; "x-side"?: string; oneOf?: { properties?: { sessionUpdate?: { const?: string } } }[] }>;
+  $defs: Record<string, { "x-method"?: string; "x-side"?: string; oneOf?: Variant[]; anyOf?: Variant[] }>;
 };
 
 /** One schema's validators: per `$defs` name, per method, per sessionUpdate variant. */
@@ -30,19 +31,22 @@ function schemaSet(schema: Schema) {
     else if (name.endsWith("Notification")) entry.notification = name;
     byMethod.set(method, entry);
   }
-  /** Index of each sessionUpdate variant inside SessionUpdate.oneOf. */
-  const updateVariants = new Map<string, number>();
-  schema.$defs.SessionUpdate?.oneOf?.forEach((variant, i) => {
+  /** Each sessionUpdate variant's path inside SessionUpdate (v1: oneOf; v2: anyOf, whose open catch-all is never used). */
+  const updateVariants = new Map<string, string>();
+  const union = schema.$defs.SessionUpdate?.oneOf ? "oneOf" : "anyOf";
+  schema.$defs.SessionUpdate?.[union]?.forEach((variant, i) => {
     const name = variant.properties?.sessionUpdate?.const;
-    if (name) updateVariants.set(name, i);
+    if (name) updateVariants.set(name, `SessionUpdate/${union}/${i}`);
   });
   return { ajv, validator, byMethod, updateVariants };
 }
 
 let stableSet: ReturnType<typeof schemaSet> | undefined;
 let unstableSet: ReturnType<typeof schemaSet> | undefined;
-/** The stable v1 schema, or the SDK's unstable one (for a client that opts into unstable features). */
-function schemas(unstable: boolean): ReturnType<typeof schemaSet> {
+let v2Set: ReturnType<typeof schemaSet> | undefined;
+/** The stable v1 schema, the SDK's unstable one (for a client that opts into unstable features), or v2's. */
+function schemas(unstable: boolean, v2: boolean): ReturnType<typeof schemaSet> {
+  if (v2) return (v2Set ??= schemaSet(require("@agentclientprotocol/sdk/schema/v2/schema.json") as Schema));
   if (unstable) return (unstableSet ??= schemaSet(require("@agentclientprotocol/sdk/schema/v1/schema.unstable.json") as Schema));
   return (stableSet ??= schemaSet(require("@agentclientprotocol/sdk/schema/v1/schema.json") as Schema));
 }
@@ -67,8 +71,12 @@ export class WireChecker {
   private readonly pending = new Map<string, string>();
   private readonly set: ReturnType<typeof schemaSet>;
 
-  constructor(unstable = false) {
-    this.set = schemas(unstable);
+  /** `v2`: the ACP v2 schema, and the client's own requests and notifications are checked too. */
+  constructor(
+    unstable = false,
+    private readonly v2 = false,
+  ) {
+    this.set = schemas(unstable, v2);
   }
 
   record(direction: Direction, raw: string): void {
@@ -96,6 +104,12 @@ export class WireChecker {
   private checkFromClient(msg: Record<string, unknown>): void {
     // The harness also sends deliberately bad lines; only messages the agent answers are tracked.
     if (typeof msg.method === "string" && msg.id !== undefined) this.pending.set(`c:${String(msg.id)}`, msg.method);
+    if (this.v2 && typeof msg.method === "string") {
+      const types = this.set.byMethod.get(msg.method);
+      const ref =
+        msg.method === "$/cancel_request" ? "CancelRequestNotification" : msg.id === undefined ? types?.notification : types?.request;
+      this.check(ref, msg.params, `client ${msg.id === undefined ? "notification" : "request"} ${msg.method}`);
+    }
     if (msg.method === undefined && msg.id !== undefined) {
       const method = this.pending.get(`a:${String(msg.id)}`);
       this.pending.delete(`a:${String(msg.id)}`);
@@ -144,13 +158,13 @@ export class WireChecker {
 
   private checkUpdate(update: { sessionUpdate?: string } | undefined): void {
     const name = update?.sessionUpdate;
-    const index = name ? this.set.updateVariants.get(name) : undefined;
-    if (name === undefined || index === undefined) {
+    const variant = name ? this.set.updateVariants.get(name) : undefined;
+    if (name === undefined || variant === undefined) {
       this.problems.push(`unknown sessionUpdate ${String(name)}`);
       return;
     }
     this.seenUpdates.add(name);
-    const v = this.set.validator(`SessionUpdate/oneOf/${index}`);
+    const v = this.set.validator(variant);
     if (!v(update)) this.problems.push(`${name} update invalid: ${this.set.ajv.errorsText(v.errors)}`);
   }
 }

@@ -1,0 +1,119 @@
+import { randomUUID } from "node:crypto";
+import { createTwoFilesPatch } from "diff";
+import type * as v1 from "@agentclientprotocol/sdk";
+import type * as v2 from "@agentclientprotocol/sdk/experimental/v2";
+
+// The session's v1 `session/update`s as ACP v2 says them (acp/v2/README in acp/README.md):
+// messages and thoughts carry a messageId (a run of chunks of one kind is one message), a tool
+// call is one upsert (`tool_call_update` creates it too), a diff names its changes and carries a
+// git patch, plans are `plan_update` with items, and what v2 dropped (modes) is left out.
+
+/** A v1 update as it may come from the session: the stable ones, and the unstable plan operations. */
+type V1Update =
+  | v1.SessionUpdate
+  | { sessionUpdate: "plan_update"; plan: { type: string; planId: string; entries?: v1.PlanEntry[] } }
+  | { sessionUpdate: "plan_removed"; planId: string };
+
+const CHUNK_KINDS = new Set(["user_message_chunk", "agent_message_chunk", "agent_thought_chunk"]);
+
+/** A v1 diff as v2's: the change it makes (add when there was no file) and its git patch. */
+function diff(content: { path: string; oldText?: string | null; newText: string }): v2.ToolCallContent {
+  const added = content.oldText === null || content.oldText === undefined;
+  return {
+    type: "diff",
+    changes: [
+      added ? { operation: "add", path: content.path, fileType: "text" } : { operation: "modify", path: content.path, fileType: "text" },
+    ],
+    patch: {
+      format: "git_patch",
+      text: createTwoFilesPatch(added ? "/dev/null" : content.path, content.path, content.oldText ?? "", content.newText, "", "", {
+        context: 3,
+      }),
+    },
+  };
+}
+
+/** v1 tool-call content as v2's (v2 has no client terminals: a terminal block never reaches a v2 client). */
+export function toolCallContent(content: v1.ToolCallContent[] | null | undefined): v2.ToolCallContent[] | null | undefined {
+  if (content === null || content === undefined) return content;
+  return content.flatMap((c): v2.ToolCallContent[] => {
+    if (c.type === "diff") return [diff(c)];
+    if (c.type === "content") return [{ type: "content", content: c.content as v2.ContentBlock }];
+    return [];
+  });
+}
+
+/** A v1 tool call (or its update) as a v2 upsert: the same fields, content mapped. */
+export function toolCall(call: v1.ToolCallUpdate | v1.ToolCall | Extract<v1.SessionUpdate, { toolCallId: string }>): v2.ToolCallUpdate {
+  const { content, ...rest } = call;
+  const mapped = toolCallContent(content);
+  return { ...(rest as v2.ToolCallUpdate), ...(mapped === undefined ? {} : { content: mapped }) };
+}
+
+/** v1 config options as v2's: the same option, its id named `configId`. */
+export function configOptions(options: v1.SessionConfigOption[] | null | undefined): v2.SessionConfigOption[] {
+  return (options ?? []).map(({ id, ...option }) => ({ configId: id, ...option }) as v2.SessionConfigOption);
+}
+
+/**
+ * One session's updates, translated in order. A run of chunks of one kind is one message: its
+ * messageId holds until an update of another kind (a tool call, a thought) or the next prompt.
+ */
+export class UpdateMapper {
+  private run: { kind: string; messageId: string } | null = null;
+
+  /** A new user message begins (a prompt): the agent's next words are a new message. */
+  endRun(): void {
+    this.run = null;
+  }
+
+  private messageId(kind: string): string {
+    if (this.run?.kind !== kind) this.run = { kind, messageId: `msg_${randomUUID()}` };
+    return this.run.messageId;
+  }
+
+  /** The v2 update for a v1 one, or null for what v2 does not have (modes). */
+  map(update: V1Update): v2.SessionUpdate | null {
+    if (!CHUNK_KINDS.has(update.sessionUpdate)) this.run = null;
+    switch (update.sessionUpdate) {
+      case "user_message_chunk":
+      case "agent_message_chunk":
+      case "agent_thought_chunk":
+        return {
+          sessionUpdate: update.sessionUpdate,
+          messageId: this.messageId(update.sessionUpdate),
+          content: update.content as v2.ContentBlock,
+          ...(update._meta ? { _meta: update._meta } : {}),
+        } as v2.SessionUpdate;
+      case "tool_call":
+      case "tool_call_update": {
+        return { ...toolCall(update), sessionUpdate: "tool_call_update" };
+      }
+      case "plan":
+        // Not sent to a v2 session (it asks for plan operations); kept as the one plan if it were.
+        return { sessionUpdate: "plan_update", plan: { type: "items", planId: "plan", entries: update.entries } };
+      case "plan_update":
+        return { sessionUpdate: "plan_update", plan: { type: "items", planId: update.plan.planId, entries: update.plan.entries ?? [] } };
+      case "plan_removed":
+        // v2 has no removal: the plan becomes empty.
+        return { sessionUpdate: "plan_update", plan: { type: "items", planId: update.planId, entries: [] } };
+      case "available_commands_update":
+        return {
+          sessionUpdate: "available_commands_update",
+          availableCommands: update.availableCommands.map(({ input, ...command }) => ({
+            type: "command",
+            ...command,
+            ...(input && "hint" in input ? { input: { type: "text", hint: input.hint } } : {}),
+          })),
+        };
+      case "config_option_update":
+        return { sessionUpdate: "config_option_update", configOptions: configOptions(update.configOptions) };
+      case "current_mode_update":
+        // No modes API in v2: the mode is the `mode` config option, updated with config_option_update.
+        return null;
+      default:
+        // session_info_update, usage_update, notice, compaction_*: the same in v2.
+        return update as v2.SessionUpdate;
+    }
+  }
+}

@@ -1,0 +1,121 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import {
+  client,
+  ndJsonStream,
+  type ClientConnection,
+  type ClientContext,
+  type RequestPermissionRequest,
+  type RequestPermissionResponse,
+  type SessionUpdate,
+  type UpdateSessionNotification,
+} from "@agentclientprotocol/sdk/experimental/v2";
+import { CLI_PATH, MACHINE_ENV } from "../helpers.js";
+import { WireChecker } from "./wire.js";
+
+// An ACP v2 client (the SDK's v2 client side) driving `node dist/cli.js` over real stdio, every
+// message of both directions checked against schema/v2/schema.json.
+
+export type V2PermissionHandler = (request: RequestPermissionRequest) => Promise<RequestPermissionResponse> | RequestPermissionResponse;
+
+export class V2Harness {
+  readonly checker = new WireChecker(false, true);
+  readonly updates: UpdateSessionNotification[] = [];
+  readonly permissionRequests: RequestPermissionRequest[] = [];
+  readonly stderr: string[] = [];
+  readonly child: ChildProcess;
+  readonly connection: ClientConnection;
+  permission: V2PermissionHandler;
+
+  constructor(env: Record<string, string>, permission?: V2PermissionHandler) {
+    this.permission = permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
+    const clean = { ...process.env };
+    for (const name of MACHINE_ENV) delete clean[name];
+    this.child = spawn(process.execPath, [CLI_PATH], { stdio: ["pipe", "pipe", "pipe"], env: { ...clean, ...env } });
+    this.child.stderr!.on("data", (d: Buffer) => this.stderr.push(d.toString()));
+    const { checker } = this;
+    const stdin = this.child.stdin!;
+    let pendingOut = "";
+    const toAgent = new WritableStream<Uint8Array>({
+      write(chunk) {
+        if (stdin.writableEnded) return;
+        pendingOut += Buffer.from(chunk).toString("utf8");
+        let nl: number;
+        while ((nl = pendingOut.indexOf("\n")) >= 0) {
+          checker.record("client->agent", pendingOut.slice(0, nl));
+          pendingOut = pendingOut.slice(nl + 1);
+        }
+        return new Promise<void>((resolve, reject) => stdin.write(chunk, (err) => (err ? reject(err) : resolve())));
+      },
+      close() {
+        stdin.end();
+      },
+    });
+    let pendingIn = "";
+    const stdout = this.child.stdout!;
+    const fromAgent = new ReadableStream<Uint8Array>({
+      start(controller) {
+        stdout.on("data", (chunk: Buffer) => {
+          pendingIn += chunk.toString("utf8");
+          let nl: number;
+          while ((nl = pendingIn.indexOf("\n")) >= 0) {
+            checker.record("agent->client", pendingIn.slice(0, nl));
+            pendingIn = pendingIn.slice(nl + 1);
+          }
+          controller.enqueue(new Uint8Array(chunk));
+        });
+        stdout.on("end", () => controller.close());
+      },
+    });
+    const app = client({ name: "toolhost-v2-test" })
+      .onNotification("session/update", ({ params }) => {
+        this.updates.push(params);
+      })
+      .onRequest("session/request_permission", async ({ params }) => {
+        this.permissionRequests.push(params);
+        return this.permission(params);
+      });
+    this.connection = app.connect(ndJsonStream(toAgent, fromAgent));
+  }
+
+  get agent(): ClientContext {
+    return this.connection.agent;
+  }
+
+  initialize() {
+    return this.agent.request("initialize", { protocolVersion: 2, info: { name: "toolhost-v2-test", version: "1.0.0" }, capabilities: {} });
+  }
+
+  /** Updates of one session of one kind. */
+  updatesOf<K extends string>(sessionId: string, kind: K): Extract<SessionUpdate, { sessionUpdate: K }>[] {
+    return this.updates
+      .filter((n) => n.sessionId === sessionId && n.update.sessionUpdate === kind)
+      .map((n) => n.update as Extract<SessionUpdate, { sessionUpdate: K }>);
+  }
+
+  /** The session's state updates, in order ("running", "idle:end_turn", …). */
+  states(sessionId: string): string[] {
+    return this.updatesOf(sessionId, "state_update").map((u) => {
+      const s = u as { state: string; stopReason?: string | null };
+      return s.stopReason ? `${s.state}:${s.stopReason}` : s.state;
+    });
+  }
+
+  async waitFor(predicate: () => boolean, timeoutMs = 15_000): Promise<void> {
+    const start = Date.now();
+    while (!predicate()) {
+      if (Date.now() - start > timeoutMs) throw new Error("timed out waiting for a condition");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Closes stdin and waits for the agent to exit; returns its exit code. */
+  async close(): Promise<number | null> {
+    if (this.child.exitCode !== null) return this.child.exitCode;
+    const exited = new Promise<number | null>((resolve) => this.child.once("exit", (code) => resolve(code)));
+    this.child.stdin!.end();
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
+    const code = await exited;
+    clearTimeout(timer);
+    return code;
+  }
+}
