@@ -2,13 +2,14 @@ import { chmodSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import type { AgentConnection, AgentConnectOptions, AgentConnector } from "@agentclientprotocol/sdk";
+import type { AgentConnectOptions, AgentConnector } from "@agentclientprotocol/sdk";
 import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
 import { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } from "@agentclientprotocol/sdk/experimental/node";
 import { WebSocketServer } from "ws";
 import { sweepStaleSidecars } from "../runtime/sidecars.js";
 import { MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { ACP_PATH, isLoopback, refusal, type Refusal } from "./serve-guard.js";
+import { versionRouter } from "./v2/agent.js";
 import { createAgent } from "./server.js";
 import { SessionKeeper } from "./session-keeper.js";
 
@@ -60,23 +61,25 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
   let live = 0;
 
   /**
-   * One connection's agent. The v1 app today; ACP v2 (issue 27 §1) puts the SDK's
-   * AgentProtocolRouter here, with the same keeper, and nothing else changes.
+   * One connection's agent: the SDK's router over its v1 app and a v2 one (acp/v2/), picked at
+   * `initialize`. v1 sessions are the keeper's (a drop keeps them `--grace` for a resume); a v2
+   * client's sessions live in the v2 side's own agent and end with the connection.
    */
   const connectionAgent = (): AgentConnector => {
     const conn = keeper.connection();
     const made = createAgent({ sessions: [] }, undefined, conn.keeper);
     conn.attach(made.sessions, made.shutdown);
+    const routed = versionRouter(made.app, createAgent);
     return {
       connect: (stream, connectOptions?: AgentConnectOptions) => {
-        // The SDK's own server passes options (deferConnectHandlers) that the app's typed connect() does not name.
-        const connection = (made.app.connect as (s: typeof stream, o?: AgentConnectOptions) => AgentConnection)(stream, connectOptions);
+        const connection = routed.router.connect(stream, connectOptions);
         live++;
         log(`a client connected (${live} connected)`);
         // The client is gone (socket closed, DELETE, or its streams absent): the stdio close path, after the grace.
         void connection.closed.finally(() => {
           live--;
           log(`a client left (${live} connected)`);
+          void routed.shutdown().catch((err: unknown) => log(`closing a v2 connection's sessions failed: ${String(err)}`));
           void conn.dropped().catch((err: unknown) => log(`closing a connection's sessions failed: ${String(err)}`));
         });
         return connection;

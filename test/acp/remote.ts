@@ -78,7 +78,7 @@ export class ServeProcess {
 }
 
 /** Each message through `stream`, both ways, recorded by `checker`. */
-function checked(stream: Stream, checker: WireChecker): Stream {
+export function checked(stream: Stream, checker: WireChecker): Stream {
   const writer = stream.writable.getWriter();
   return {
     readable: stream.readable.pipeThrough(
