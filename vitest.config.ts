@@ -1,4 +1,15 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+
+// `npm test` puts this repository's node_modules/.bin on PATH, and with it the language servers
+// of the dev dependencies: every .ts edit of every test would start typescript-language-server
+// (a user's PATH has none of ours). The LSP tests put it back themselves.
+const ownBin = path.join(path.dirname(fileURLToPath(import.meta.url)), "node_modules", ".bin");
+const PATH = (process.env.PATH ?? "")
+  .split(path.delimiter)
+  .filter((dir) => path.resolve(dir) !== ownBin)
+  .join(path.delimiter);
 
 export default defineConfig({
   test: {
@@ -12,5 +23,6 @@ export default defineConfig({
     // servers), so a second worker halves the suite (235 s → 144 s quiet) without starving them.
     pool: "forks",
     maxWorkers: 2,
+    env: { PATH },
   },
 });
