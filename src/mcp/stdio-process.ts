@@ -5,7 +5,7 @@ import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/s
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import treeKill from "tree-kill";
-import { groupHasLiveMembers } from "../runtime/process-groups.js";
+import { groupHasLiveMembers, killAtExitOf, releaseAtExit } from "../runtime/process-groups.js";
 
 // A stdio MCP server's process, from spawn to the end of its whole tree. The SDK's
 // StdioClientTransport spawns the server in toolhost's own process group and hands out its pid
@@ -14,19 +14,6 @@ import { groupHasLiveMembers } from "../runtime/process-groups.js";
 // from its pid could find. Here the server leads a process group of its own, tracked from spawn:
 // closing signals the group (SIGTERM, SIGKILL after the grace period) plus any descendant that
 // left it, and an `exit` hook SIGKILLs every group still running when toolhost exits.
-
-/** Process groups of stdio servers not yet stopped: SIGKILLed when toolhost exits without closing them. */
-const running = new Set<number>();
-let exitHook = false;
-
-function track(pid: number): void {
-  running.add(pid);
-  if (exitHook) return;
-  exitHook = true;
-  process.once("exit", () => {
-    for (const group of running) signal(group, "SIGKILL");
-  });
-}
 
 const GROUPS = process.platform !== "win32";
 
@@ -116,7 +103,8 @@ export class StdioProcessTransport implements Transport {
       this.child = child;
       if (child.pid !== undefined) {
         this.pid = child.pid;
-        track(child.pid);
+        const pid = child.pid;
+        killAtExitOf(pid, () => signal(pid, "SIGKILL"));
       }
       child.on("error", (error) => {
         reject(error);
@@ -170,6 +158,6 @@ export class StdioProcessTransport implements Transport {
       child?.stdin?.end();
     } catch {}
     await stopTree(pid, child !== undefined && child.exitCode === null && child.signalCode === null, this.graceMs);
-    running.delete(pid);
+    releaseAtExit(pid);
   }
 }

@@ -42,6 +42,27 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** Groups SIGKILLed if toolhost exits before they were stopped, each with how it is killed. */
+const killAtExit = new Map<number, () => void>();
+let exitHook = false;
+
+/**
+ * Kills the group (SIGKILL, or `kill`) when toolhost exits with it still running: servers
+ * (language, MCP) never outlive toolhost. `releaseAtExit` once it is stopped.
+ */
+export function killAtExitOf(pgid: number, kill: () => void = () => signalGroup(pgid, "SIGKILL")): void {
+  killAtExit.set(pgid, kill);
+  if (exitHook) return;
+  exitHook = true;
+  process.once("exit", () => {
+    for (const kill of killAtExit.values()) kill();
+  });
+}
+
+export function releaseAtExit(pgid: number): void {
+  killAtExit.delete(pgid);
+}
+
 /**
  * SIGTERM to the group of a live leader and, through tree-kill, to descendants that left it. The
  * group is frozen first: while tree-kill walks the tree from the leader nobody can exit or reap,

@@ -15,7 +15,7 @@ import {
   type DiagnosticSeverity,
   type ProtocolConnection,
 } from "vscode-languageserver-protocol/node";
-import { groupExists, killTree, signalGroup, terminateTree, waitForGroupExit } from "../process-groups.js";
+import { groupExists, killAtExitOf, killTree, releaseAtExit, signalGroup, terminateTree, waitForGroupExit } from "../process-groups.js";
 import { fileUri } from "./uri.js";
 
 // One language server: a process group of its own spoken to over stdio through
@@ -41,18 +41,6 @@ export interface LspLaunch {
 export interface Published {
   items: Diagnostic[];
   seq: number;
-}
-
-const running = new Set<number>();
-let exitHook = false;
-
-function track(pid: number): void {
-  running.add(pid);
-  if (exitHook) return;
-  exitHook = true;
-  process.once("exit", () => {
-    for (const group of running) signalGroup(group, "SIGKILL");
-  });
 }
 
 const CAPABILITIES: ClientCapabilities = {
@@ -89,7 +77,7 @@ export class LspClient {
     private readonly launch: LspLaunch,
   ) {
     this.child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
-    if (this.child.pid) track(this.child.pid);
+    if (this.child.pid) killAtExitOf(this.child.pid);
     this.child.stderr?.on("data", (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-2000);
     });
@@ -99,7 +87,7 @@ export class LspClient {
         resolve(this.failure!);
       });
       this.child.once("exit", (code, signal) => {
-        if (this.child.pid) running.delete(this.child.pid);
+        if (this.child.pid) releaseAtExit(this.child.pid);
         this.fail(`exited (${signal ?? `code ${code}`})${this.stderrTail.trim() ? `: ${lastLines(this.stderrTail)}` : ""}`);
         resolve(this.failure!);
       });
@@ -271,7 +259,7 @@ export class LspClient {
       if (groupExists(pid)) killTree(pid, this.child.exitCode === null && this.child.signalCode === null);
       await waitForGroupExit(pid, 2000);
     }
-    running.delete(pid);
+    releaseAtExit(pid);
     this.child.stdout?.destroy();
     this.child.stderr?.destroy();
   }
