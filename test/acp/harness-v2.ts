@@ -10,7 +10,7 @@ import {
   type UpdateSessionNotification,
 } from "@agentclientprotocol/sdk/experimental/v2";
 import { CLI_PATH, MACHINE_ENV } from "../helpers.js";
-import { WireChecker } from "./wire.js";
+import { checkedStdio, WireChecker } from "./wire.js";
 
 // An ACP v2 client (the SDK's v2 client side) driving `node dist/cli.js` over real stdio, every
 // message of both directions checked against schema/v2/schema.json.
@@ -32,40 +32,7 @@ export class V2Harness {
     for (const name of MACHINE_ENV) delete clean[name];
     this.child = spawn(process.execPath, [CLI_PATH], { stdio: ["pipe", "pipe", "pipe"], env: { ...clean, ...env } });
     this.child.stderr!.on("data", (d: Buffer) => this.stderr.push(d.toString()));
-    const { checker } = this;
-    const stdin = this.child.stdin!;
-    let pendingOut = "";
-    const toAgent = new WritableStream<Uint8Array>({
-      write(chunk) {
-        if (stdin.writableEnded) return;
-        pendingOut += Buffer.from(chunk).toString("utf8");
-        let nl: number;
-        while ((nl = pendingOut.indexOf("\n")) >= 0) {
-          checker.record("client->agent", pendingOut.slice(0, nl));
-          pendingOut = pendingOut.slice(nl + 1);
-        }
-        return new Promise<void>((resolve, reject) => stdin.write(chunk, (err) => (err ? reject(err) : resolve())));
-      },
-      close() {
-        stdin.end();
-      },
-    });
-    let pendingIn = "";
-    const stdout = this.child.stdout!;
-    const fromAgent = new ReadableStream<Uint8Array>({
-      start(controller) {
-        stdout.on("data", (chunk: Buffer) => {
-          pendingIn += chunk.toString("utf8");
-          let nl: number;
-          while ((nl = pendingIn.indexOf("\n")) >= 0) {
-            checker.record("agent->client", pendingIn.slice(0, nl));
-            pendingIn = pendingIn.slice(nl + 1);
-          }
-          controller.enqueue(new Uint8Array(chunk));
-        });
-        stdout.on("end", () => controller.close());
-      },
-    });
+    const { toAgent, fromAgent } = checkedStdio(this.child.stdin!, this.child.stdout!, this.checker);
     const app = client({ name: "toolhost-v2-test" })
       .onNotification("session/update", ({ params }) => {
         this.updates.push(params);

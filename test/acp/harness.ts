@@ -19,7 +19,7 @@ import {
 import { client as unstableClient } from "@agentclientprotocol/sdk/unstable";
 import { beforeEach, expect } from "vitest";
 import { CLI_PATH, MACHINE_ENV, useAgentEnv, type AgentEnv, type AgentEnvOptions } from "../helpers.js";
-import { WireChecker } from "./wire.js";
+import { checkedStdio, WireChecker } from "./wire.js";
 
 function cleanEnv(): Record<string, string | undefined> {
   const env = { ...process.env };
@@ -83,42 +83,7 @@ export class Harness {
       env: { ...cleanEnv(), ...(this.home ? { TOOLHOST_HOME: this.home } : {}), ...options.env },
     });
     this.child.stderr!.on("data", (d: Buffer) => this.stderr.push(d.toString()));
-    const checker = this.checker;
-    const stdin = this.child.stdin!;
-    let pendingOut = "";
-    const toAgent = new WritableStream<Uint8Array>({
-      write(chunk) {
-        // After close() the agent may still finish a cancelled call (release its terminal): like an
-        // editor that closed the pipe, the client's answers go nowhere.
-        if (stdin.writableEnded) return;
-        pendingOut += Buffer.from(chunk).toString("utf8");
-        let nl: number;
-        while ((nl = pendingOut.indexOf("\n")) >= 0) {
-          checker.record("client->agent", pendingOut.slice(0, nl));
-          pendingOut = pendingOut.slice(nl + 1);
-        }
-        return new Promise<void>((resolve, reject) => stdin.write(chunk, (err) => (err ? reject(err) : resolve())));
-      },
-      close() {
-        stdin.end();
-      },
-    });
-    let pendingIn = "";
-    const stdout = this.child.stdout!;
-    const fromAgent = new ReadableStream<Uint8Array>({
-      start(controller) {
-        stdout.on("data", (chunk: Buffer) => {
-          pendingIn += chunk.toString("utf8");
-          let nl: number;
-          while ((nl = pendingIn.indexOf("\n")) >= 0) {
-            checker.record("agent->client", pendingIn.slice(0, nl));
-            pendingIn = pendingIn.slice(nl + 1);
-          }
-          controller.enqueue(new Uint8Array(chunk));
-        });
-        stdout.on("end", () => controller.close());
-      },
-    });
+    const { toAgent, fromAgent } = checkedStdio(this.child.stdin!, this.child.stdout!, this.checker);
 
     // The stable client refuses unstable session updates (subagent_update, plan_update): an opted-in client uses the unstable one.
     const app = (unstable ? (unstableClient as unknown as typeof client) : client)({ name: "toolhost-test" })

@@ -168,3 +168,47 @@ export class WireChecker {
     if (!v(update)) this.problems.push(`${name} update invalid: ${this.set.ajv.errorsText(v.errors)}`);
   }
 }
+
+/**
+ * A spawned agent's stdin and stdout as the byte streams an SDK client connects to, every line of
+ * both directions recorded by `checker`. Writes after stdin ended go nowhere (like an editor that
+ * closed the pipe while the agent finishes a cancelled call).
+ */
+export function checkedStdio(
+  stdin: NodeJS.WritableStream & { writableEnded: boolean },
+  stdout: NodeJS.ReadableStream,
+  checker: WireChecker,
+): { toAgent: WritableStream<Uint8Array>; fromAgent: ReadableStream<Uint8Array> } {
+  let pendingOut = "";
+  const toAgent = new WritableStream<Uint8Array>({
+    write(chunk) {
+      if (stdin.writableEnded) return;
+      pendingOut += Buffer.from(chunk).toString("utf8");
+      let nl: number;
+      while ((nl = pendingOut.indexOf("\n")) >= 0) {
+        checker.record("client->agent", pendingOut.slice(0, nl));
+        pendingOut = pendingOut.slice(nl + 1);
+      }
+      return new Promise<void>((resolve, reject) => stdin.write(chunk, (err) => (err ? reject(err) : resolve())));
+    },
+    close() {
+      stdin.end();
+    },
+  });
+  let pendingIn = "";
+  const fromAgent = new ReadableStream<Uint8Array>({
+    start(controller) {
+      stdout.on("data", (chunk: Buffer) => {
+        pendingIn += chunk.toString("utf8");
+        let nl: number;
+        while ((nl = pendingIn.indexOf("\n")) >= 0) {
+          checker.record("agent->client", pendingIn.slice(0, nl));
+          pendingIn = pendingIn.slice(nl + 1);
+        }
+        controller.enqueue(new Uint8Array(chunk));
+      });
+      stdout.on("end", () => controller.close());
+    },
+  });
+  return { toAgent, fromAgent };
+}
