@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -342,3 +343,27 @@ export async function survivors(needle: string): Promise<string[]> {
 
 /** Bytes as hex, for exact byte assertions (BOM, CRLF). */
 export const hex = (bytes: Uint8Array | undefined) => Buffer.from(bytes ?? []).toString("hex");
+
+export interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `argv` to its end and collects its output; `stdin`, when given, is written and closed (else there is none). */
+export function runToEnd(argv: readonly string[], options: { cwd: string; env: NodeJS.ProcessEnv; stdin?: string }): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0] as string, argv.slice(1), {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    if (options.stdin !== undefined) child.stdin!.end(options.stdin);
+  });
+}

@@ -1,10 +1,9 @@
-import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { ClientCapabilities } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
-import { CLI_PATH } from "../helpers.js";
+import { CLI_PATH, runToEnd, type Ran } from "../helpers.js";
 import { Harness, messageText, useAcpTest, type HarnessOptions } from "./harness.js";
 
 // Issue 26 §1: the login over ACP. initialize offers a terminal login (`toolhost login`) to a
@@ -32,17 +31,8 @@ const prompt = (h: Harness, sessionId: string, text: string) =>
   h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 /** `toolhost login` with these answers on stdin, as a terminal login runs it. */
-function login(answers: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_PATH, "login"], { cwd: t.ws, env: t.env(env), stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(answers.map((a) => `${a}\n`).join(""));
-  });
+function login(answers: string[], env: Record<string, string> = {}): Promise<Ran> {
+  return runToEnd([process.execPath, CLI_PATH, "login"], { cwd: t.ws, env: t.env(env), stdin: answers.map((a) => `${a}\n`).join("") });
 }
 
 describe("initialize's authMethods", () => {

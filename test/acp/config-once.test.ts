@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CLI_PATH, tempDir } from "../helpers.js";
+import { CLI_PATH, runToEnd, tempDir } from "../helpers.js";
 import { Harness, useAcpTest } from "./harness.js";
 
 // A session's start reads ~/.toolhost/config.json once: session/new's answer, the toolset, the
@@ -53,15 +52,7 @@ describe("config.json at session start", () => {
   it("is read once by `toolhost run` for its session and the user's MCP servers", async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, TOOLHOST_HOME: home, NODE_OPTIONS: `--import ${PROBE}`, TOOLHOST_SESSIONS: "off" };
     delete env.TOOLHOST_MODEL;
-    const ran = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [CLI_PATH, "run", "/tools"], { cwd: t.ws, env, stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+    const ran = await runToEnd([process.execPath, CLI_PATH, "run", "/tools"], { cwd: t.ws, env });
     expect(ran.code).toBe(0);
     // The run waited for both servers: /tools lists them with their tools.
     expect(ran.stdout).toMatch(/- one \(stdio, user\): \d+ tools/);

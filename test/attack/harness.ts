@@ -1,11 +1,11 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { startFakeOpenAI, type FakeBody, type FakeToolCall } from "../fixtures/fake-openai.mjs";
-import { CLI_PATH } from "../helpers.js";
+import { CLI_PATH, runToEnd } from "../helpers.js";
 
 // The attack corpus's stage (issue 11, widened by issue 20): a model (a local fake server) attacks
 // from inside a `toolhost run`, and each attack is judged by its effect — a file outside the
@@ -137,15 +137,7 @@ export function runCliAs(
     s.user.uid === undefined
       ? [process.execPath, CLI_PATH, ...args]
       : ["setpriv", `--reuid=${s.user.uid}`, `--regid=${s.user.uid}`, "--clear-groups", "--", process.execPath, CLI_PATH, ...args];
-  return new Promise((resolve, reject) => {
-    const child = spawn(argv[0] as string, argv.slice(1), { cwd: s.ws, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runToEnd(argv, { cwd: s.ws, env });
 }
 
 /** One `toolhost run` whose model makes `calls` (one per step), then stops. */

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -7,7 +6,7 @@ import { readConfigFile } from "../../src/config/file.js";
 import { modelReadiness } from "../../src/agent/model/model-config.js";
 import { bubblewrapArgs } from "../../src/runtime/shell/sandbox.js";
 import { secretPath } from "../../src/policy/watchdog/secrets.js";
-import { CLI_PATH, useAgentEnv } from "../helpers.js";
+import { CLI_PATH, runToEnd, useAgentEnv, type Ran } from "../helpers.js";
 import { runCli } from "./harness.js";
 
 // Issue 26 §1 through the built CLI: `toolhost login` (answers on stdin, as a terminal login
@@ -15,16 +14,11 @@ import { runCli } from "./harness.js";
 
 const t = useAgentEnv({ files: { "a.txt": "alpha\n" } });
 
-function login(answers: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_PATH, "login"], { cwd: options.cwd ?? t.ws, env: options.env ?? t.env(), stdio: "pipe" });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(answers.map((a) => `${a}\n`).join(""));
+function login(answers: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Ran> {
+  return runToEnd([process.execPath, CLI_PATH, "login"], {
+    cwd: options.cwd ?? t.ws,
+    env: options.env ?? t.env(),
+    stdin: answers.map((a) => `${a}\n`).join(""),
   });
 }
 
