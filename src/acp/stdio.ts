@@ -149,7 +149,7 @@ export async function serveStdio(out: Out): Promise<void> {
   });
   await needed;
   clearTimeout(idle);
-  const { serveConnection } = await import("./server.js");
+  const { serveConnection } = await import("./stdio-connection.js");
   early.endEarly();
   process.stdout.off("error", goneEarly);
   await serveConnection(guarded(early.stream, out), out, state);
