@@ -119,15 +119,23 @@ export async function runInstall(spec: string, options: PackagesOptions): Promis
   return 0;
 }
 
-/** `toolhost uninstall NAME [--project]`. */
-export async function runUninstall(name: string, options: PackagesOptions): Promise<number> {
+/** The scope's folder and its lockfile, or undefined when the lockfile cannot be read (said on stderr). */
+function openLock(options: PackagesOptions) {
   const scope = scopeOf(options);
   const dir = dirOf(scope, options);
   const { lock, error } = readLock(dir);
   if (error) {
     options.err(`toolhost: ${error}`);
-    return 1;
+    return undefined;
   }
+  return { scope, dir, lock };
+}
+
+/** `toolhost uninstall NAME [--project]`. */
+export async function runUninstall(name: string, options: PackagesOptions): Promise<number> {
+  const opened = openLock(options);
+  if (!opened) return 1;
+  const { scope, dir, lock } = opened;
   if (!lock.packages[name]) {
     options.err(`toolhost: no ${scope} package named ${name} (toolhost packages lists them)`);
     return 1;
@@ -187,13 +195,9 @@ export function runPackagesList(options: PackagesOptions): number {
 
 /** `toolhost packages enable|disable NAME[/ITEM] [--project]`: the whole package, or one tool, skill or agent of it. */
 export function runPackagesToggle(action: "enable" | "disable", target: string, options: PackagesOptions): number {
-  const scope = scopeOf(options);
-  const dir = dirOf(scope, options);
-  const { lock, error } = readLock(dir);
-  if (error) {
-    options.err(`toolhost: ${error}`);
-    return 1;
-  }
+  const opened = openLock(options);
+  if (!opened) return 1;
+  const { scope, dir, lock } = opened;
   // A scoped name has a slash of its own: the item is what follows the name.
   const name = Object.keys(lock.packages).find((n) => target === n || target.startsWith(`${n}/`));
   if (!name) {
