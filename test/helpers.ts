@@ -367,3 +367,12 @@ export function runToEnd(argv: readonly string[], options: { cwd: string; env: N
     if (options.stdin !== undefined) child.stdin!.end(options.stdin);
   });
 }
+
+/** Waits until `predicate` holds (polled), or fails after `timeoutMs`. */
+export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const start = Date.now();
+  while (!(await predicate())) {
+    if (Date.now() - start > timeoutMs) throw new Error("timed out waiting for a condition");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -9,7 +9,7 @@ import {
   type SessionUpdate,
   type UpdateSessionNotification,
 } from "@agentclientprotocol/sdk/experimental/v2";
-import { CLI_PATH, MACHINE_ENV } from "../helpers.js";
+import { CLI_PATH, MACHINE_ENV, until } from "../helpers.js";
 import { checkedStdio, WireChecker } from "./wire.js";
 
 // An ACP v2 client (the SDK's v2 client side) driving `node dist/cli.js` over real stdio, every
@@ -67,12 +67,8 @@ export class V2Harness {
     });
   }
 
-  async waitFor(predicate: () => boolean, timeoutMs = 15_000): Promise<void> {
-    const start = Date.now();
-    while (!predicate()) {
-      if (Date.now() - start > timeoutMs) throw new Error("timed out waiting for a condition");
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  waitFor(predicate: () => boolean, timeoutMs = 15_000): Promise<void> {
+    return until(predicate, timeoutMs);
   }
 
   /** Closes stdin and waits for the agent to exit; returns its exit code. */

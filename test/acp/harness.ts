@@ -18,7 +18,7 @@ import {
 } from "@agentclientprotocol/sdk";
 import { client as unstableClient } from "@agentclientprotocol/sdk/unstable";
 import { beforeEach, expect } from "vitest";
-import { CLI_PATH, MACHINE_ENV, useAgentEnv, type AgentEnv, type AgentEnvOptions } from "../helpers.js";
+import { CLI_PATH, MACHINE_ENV, until, useAgentEnv, type AgentEnv, type AgentEnvOptions } from "../helpers.js";
 import { checkedStdio, WireChecker } from "./wire.js";
 
 function cleanEnv(): Record<string, string | undefined> {
@@ -205,12 +205,8 @@ export class Harness {
   }
 
   /** Waits until a predicate over the updates holds. */
-  async waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-    const start = Date.now();
-    while (!(await predicate())) {
-      if (Date.now() - start > timeoutMs) throw new Error("timed out waiting for a condition");
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  waitFor(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+    return until(predicate, timeoutMs);
   }
 
   /** Closes stdin and waits for the agent to exit; returns its exit code. */

@@ -14,6 +14,7 @@ import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-cli
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { WebSocket } from "ws";
 import { CLI_PATH, MACHINE_ENV } from "../helpers.js";
+export { until } from "../helpers.js";
 import { WireChecker } from "./wire.js";
 
 // `toolhost serve` in tests: a spawned server, and the SDK's own WebSocket and HTTP clients driving
@@ -171,14 +172,5 @@ export class RemoteClient {
 
   close(): void {
     this.connection.close();
-  }
-}
-
-/** Waits until `predicate` holds (polled), or fails after `timeoutMs`. */
-export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const start = Date.now();
-  while (!(await predicate())) {
-    if (Date.now() - start > timeoutMs) throw new Error("timed out waiting for a condition");
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
