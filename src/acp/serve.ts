@@ -32,8 +32,8 @@ export interface ServeOptions {
   graceMs: number;
 }
 
-/** An HTTP connection whose client has no stream open this long is taken as gone (the SDK's client keeps one open). */
-const HTTP_ABSENCE_MS = 5000;
+/** An HTTP connection whose client has no stream open this long is taken as gone (the SDK's client keeps one open from its initialize on). */
+const HTTP_ABSENCE_MS = Number(process.env.TOOLHOST_SERVE_ABSENCE_MS) || 5000;
 
 const log = (line: string) => void process.stderr.write(`toolhost serve: ${line}\n`);
 
@@ -62,14 +62,20 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
 
   /**
    * One connection's agent: the SDK's router over its v1 app and a v2 one (acp/v2/), picked at
-   * `initialize`. v1 sessions are the keeper's (a drop keeps them `--grace` for a resume); a v2
-   * client's sessions live in the v2 side's own agent and end with the connection.
+   * `initialize`. Both sides' sessions are the keeper's: a drop keeps them `--grace` for a resume
+   * (the v2 side's inner agent is a connection of the keeper's of its own, so a v2 client's
+   * sessions are taken over by the next connection's inner agent as a v1 client's are).
    */
   const connectionAgent = (): AgentConnector => {
     const conn = keeper.connection();
     const made = createAgent({ sessions: [] }, undefined, conn.keeper);
     conn.attach(made.sessions, made.shutdown);
-    const routed = versionRouter(made.app, createAgent);
+    const v2conn = keeper.connection();
+    const routed = versionRouter(made.app, (early, writeLines) => {
+      const inner = createAgent(early, writeLines, v2conn.keeper);
+      v2conn.attach(inner.sessions, inner.shutdown);
+      return inner;
+    });
     return {
       connect: (stream, connectOptions?: AgentConnectOptions) => {
         const connection = routed.router.connect(stream, connectOptions);
@@ -79,8 +85,8 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
         void connection.closed.finally(() => {
           live--;
           log(`a client left (${live} connected)`);
-          void routed.shutdown().catch((err: unknown) => log(`closing a v2 connection's sessions failed: ${String(err)}`));
-          void conn.dropped().catch((err: unknown) => log(`closing a connection's sessions failed: ${String(err)}`));
+          for (const side of [conn, v2conn])
+            void side.dropped().catch((err: unknown) => log(`closing a connection's sessions failed: ${String(err)}`));
         });
         return connection;
       },
@@ -102,20 +108,38 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
       : null;
 
   // An HTTP connection's client is gone when its connection stream (a GET without a session) stays
-  // closed: the connection is deleted as a DELETE would, which ends it as a closed WebSocket does.
+  // closed, or is never opened after the initialize that made the connection: the connection is
+  // deleted as a DELETE would, which ends it as a closed WebSocket does.
   const absent = new Map<string, NodeJS.Timeout>();
-  const watchStream = (req: IncomingMessage, res: ServerResponse) => {
+  /** Open connection streams per connection. */
+  const streaming = new Map<string, number>();
+  const awaitStream = (id: string) => {
+    if (streaming.has(id) || absent.has(id)) return;
+    const timer = setTimeout(() => {
+      absent.delete(id);
+      void acp.handleRequest(new Request(`http://localhost${ACP_PATH}`, { method: "DELETE", headers: { "Acp-Connection-Id": id } }));
+    }, HTTP_ABSENCE_MS);
+    timer.unref();
+    absent.set(id, timer);
+  };
+  const watchStream = (req: IncomingMessage, res: ServerResponse, newConnection: boolean) => {
+    if (newConnection) {
+      res.once("finish", () => {
+        const id = res.getHeader("acp-connection-id");
+        if (typeof id === "string") awaitStream(id);
+      });
+      return;
+    }
     const id = req.headers["acp-connection-id"];
     if (req.method !== "GET" || typeof id !== "string" || req.headers["acp-session-id"] !== undefined) return;
     clearTimeout(absent.get(id));
     absent.delete(id);
+    streaming.set(id, (streaming.get(id) ?? 0) + 1);
     res.once("close", () => {
-      const timer = setTimeout(() => {
-        absent.delete(id);
-        void acp.handleRequest(new Request(`http://localhost${ACP_PATH}`, { method: "DELETE", headers: { "Acp-Connection-Id": id } }));
-      }, HTTP_ABSENCE_MS);
-      timer.unref();
-      absent.set(id, timer);
+      const left = (streaming.get(id) ?? 1) - 1;
+      if (left > 0) return void streaming.set(id, left);
+      streaming.delete(id);
+      awaitStream(id);
     });
   };
 
@@ -123,7 +147,7 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
     const newConnection = req.method === "POST" && req.headers["acp-connection-id"] === undefined;
     const refused = refusal(req.url, req.headers, guard) ?? (newConnection ? full() : null);
     if (refused) return refuse(res, refused);
-    watchStream(req, res);
+    watchStream(req, res, newConnection);
     onHttp(req, res);
   });
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -71,7 +71,7 @@ describe("toolhost serve, ACP v2", () => {
     }
   });
 
-  it("a v2 client that goes away: its session ends and its running command is killed", async () => {
+  it("a v2 client that goes away: its running command is killed, its session kept for a resume", async () => {
     const marker = sleepMarker();
     t.fake = await startFakeOpenAI({ fallback: { toolCalls: [{ id: "s", name: "bash", arguments: { command: `sleep ${marker}` } }] } });
     const server = await ServeProcess.start(
@@ -85,8 +85,66 @@ describe("toolhost serve, ACP v2", () => {
       await until(async () => (await survivors(`sleep ${marker}`)).length > 0);
       c.connection.close();
       await until(async () => (await survivors(`sleep ${marker}`)).length === 0);
+      await until(() => /a client left with 1 session\(s\): kept 60s for session\/resume/.test(server.stderr.join("")));
       expect(c.checker.problems).toEqual([]);
     } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
+  it("a v2 client that reconnects resumes its session live, over the other transport; a replay resume starts it from its file", async () => {
+    t.fake = await startFakeOpenAI({
+      fallback: (body) => {
+        const users = (body.messages ?? []).filter((m) => m.role === "user").map((m) => JSON.stringify(m.content));
+        return { text: `I have seen ${users.length} prompt(s): ${users.join(" | ")}` };
+      },
+    });
+    const server = await ServeProcess.start(
+      t.env({ TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_SERVE_TOKEN: TOKEN }),
+    );
+    const clients: ReturnType<typeof v2Client>[] = [];
+    const open = async (kind: "ws" | "http") => {
+      const c = v2Client(server.url(kind), kind);
+      clients.push(c);
+      await c.agent.request("initialize", { protocolVersion: 2, info: { name: "v2-remote", version: "1.0.0" }, capabilities: {} });
+      return c;
+    };
+    const said = (c: ReturnType<typeof v2Client>, sessionId: string) =>
+      c
+        .of(sessionId, "agent_message_chunk")
+        .map((u) => (u.content.type === "text" ? u.content.text : ""))
+        .join("");
+    const idle = (c: ReturnType<typeof v2Client>, sessionId: string, count: number) =>
+      until(() => c.of(sessionId, "state_update").filter((u) => (u as { state: string }).state === "idle").length >= count);
+    try {
+      const first = await open("ws");
+      const { sessionId } = await first.agent.request("session/new", { cwd: t.ws });
+      await first.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "remember the word kumquat" }] });
+      await idle(first, sessionId, 1);
+      first.connection.close();
+      await until(() => /kept 60s for session\/resume/.test(server.stderr.join("")));
+
+      // A resume without replay: the live session, taken over (nothing replayed; its state, then the answer).
+      const second = await open("http");
+      await second.agent.request("session/resume", { sessionId, cwd: t.ws });
+      expect(second.of(sessionId, "user_message")).toEqual([]);
+      expect(second.of(sessionId, "state_update").at(-1)).toMatchObject({ state: "idle" });
+      await second.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "and again" }] });
+      await idle(second, sessionId, 2);
+      expect(said(second, sessionId)).toMatch(/I have seen 2 prompt\(s\): .*kumquat.*and again/);
+      expect(server.stderr.join("").match(/session \S+ resumed on a new connection/g)).toHaveLength(1);
+      second.connection.close();
+      await until(() => (server.stderr.join("").match(/kept 60s for session\/resume/g) ?? []).length >= 2);
+
+      // A resume that replays from the start: the kept session closes and starts again from its file.
+      const third = await open("ws");
+      await third.agent.request("session/resume", { sessionId, cwd: t.ws, replayFrom: { type: "start" } });
+      const replayed = third.of(sessionId, "user_message_chunk").map((u) => (u.content.type === "text" ? u.content.text : ""));
+      expect(replayed).toEqual(["remember the word kumquat", "and again"]);
+      expect(server.stderr.join("").match(/session \S+ resumed on a new connection/g)).toHaveLength(1);
+      for (const c of clients) expect(c.checker.problems).toEqual([]);
+    } finally {
+      for (const c of clients) c.connection.close();
       expect(await server.stop()).toBe(0);
     }
   });

@@ -23,10 +23,14 @@ interface Started {
 }
 
 /** A serve process with the fake model (`reply` answers every request), stopped and checked after the test. */
-async function serve(reply: (body: FakeBody) => FakeReply | Promise<FakeReply>, args: string[] = []): Promise<Started> {
+async function serve(
+  reply: (body: FakeBody) => FakeReply | Promise<FakeReply>,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Started> {
   t.fake = await startFakeOpenAI({ fallback: reply });
   const server = await ServeProcess.start(
-    t.env({ TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_SERVE_TOKEN: TOKEN }),
+    t.env({ TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_SERVE_TOKEN: TOKEN, ...env }),
     args,
   );
   const started: Started = { server, clients: [] };
@@ -231,7 +235,7 @@ describe("toolhost serve", () => {
 
   it("an HTTP client whose streams close and stay closed is gone too: its command is killed", async () => {
     const marker = sleepMarker();
-    const s = await serve(() => ({ text: "unused" }));
+    const s = await serve(() => ({ text: "unused" }), [], { TOOLHOST_SERVE_ABSENCE_MS: "300" });
     // The client's network: every request through one abort, which the test pulls.
     const network = new AbortController();
     const cut: typeof fetch = (input, init) => {
@@ -249,6 +253,22 @@ describe("toolhost serve", () => {
     await until(async () => (await survivors(`sleep ${marker}`)).length === 0);
     // The server's log (its pipe may lag behind /proc) says the connection ended.
     await until(() => /a client left \(0 connected\)/.test(s.server.stderr.join("")));
+  });
+
+  it("an HTTP client that never opens its connection stream after initialize is gone too", async () => {
+    t.fake = await startFakeOpenAI({ fallback: { text: "unused" } });
+    const server = await ServeProcess.start(t.env({ TOOLHOST_SERVE_TOKEN: TOKEN, TOOLHOST_SERVE_ABSENCE_MS: "300" }));
+    t.defer(async () => expect(await server.stop()).toBe(0));
+    const answer = await fetch(server.url("http"), {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } }),
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get("acp-connection-id")).toBeTruthy();
+    await answer.text();
+    await until(() => /a client connected \(1 connected\)/.test(server.stderr.join("")));
+    await until(() => /a client left \(0 connected\)/.test(server.stderr.join("")));
   });
 
   it("holds to its limits: connections at once, sessions per connection; and serves a unix socket", async () => {
