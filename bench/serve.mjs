@@ -3,6 +3,8 @@
 //   stdio's spawn → initialize → session/new (what an editor pays to start an agent);
 // - the cost of one session/update: a prompt whose model streams N text chunks (N updates) minus
 //   one of a single chunk, divided by N - 1, on each transport.
+// Each for an ACP v1 client and (issue 27 §1) a v2 one over stdio and WebSocket: v2 is mapped over
+// the v1 agent in-process (acp/v2/), which is what its figures show beside v1's.
 // Median of interleaved rounds. Run after `npm run build`: node bench/serve.mjs
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -12,6 +14,7 @@ import { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { client, ndJsonStream } from "@agentclientprotocol/sdk";
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
+import { client as v2client } from "@agentclientprotocol/sdk/experimental/v2";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { WebSocket } from "ws";
 import { startFakeOpenAI } from "../test/fixtures/fake-openai.mjs";
@@ -48,11 +51,17 @@ const address = await new Promise((resolve) => {
   });
 });
 
-/** An SDK client on `stream`, counting the updates it gets. */
-function connectClient(stream) {
-  const counter = { updates: 0 };
-  const conn = client({ name: "bench" })
-    .onNotification("session/update", () => void counter.updates++)
+/** An SDK client (v1 or v2) on `stream`, counting the updates it gets; v2's turn ends with an idle state. */
+function connectClient(stream, v2) {
+  const counter = { updates: 0, idle: null };
+  const conn = (v2 ? v2client : client)({ name: "bench" })
+    .onNotification("session/update", ({ params }) => {
+      if (v2 && params.update.sessionUpdate === "state_update") {
+        if (params.update.state === "idle") counter.idle?.();
+        return;
+      }
+      counter.updates++;
+    })
     .connect(stream);
   return { conn, counter };
 }
@@ -63,17 +72,21 @@ const streams = {
   http: () => createHttpStream(`http://${address}/acp`, { headers }),
 };
 
+/** `kind`: a transport, and "-v2" for a v2 client. */
 async function open(kind) {
+  const [transport, version] = kind.split("-");
+  const v2 = version === "v2";
   const start = performance.now();
   let child;
   let stream;
-  if (kind === "stdio") {
+  if (transport === "stdio") {
     child = spawn(process.execPath, [cli], { env, stdio: ["pipe", "pipe", "ignore"] });
     stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
-  } else stream = streams[kind]();
-  const { conn, counter } = connectClient(stream);
-  await conn.agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
-  const { sessionId } = await conn.agent.request("session/new", { cwd, mcpServers: [] });
+  } else stream = streams[transport]();
+  const { conn, counter } = connectClient(stream, v2);
+  if (v2) await conn.agent.request("initialize", { protocolVersion: 2, info: { name: "bench", version: "1" }, capabilities: {} });
+  else await conn.agent.request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+  const { sessionId } = await conn.agent.request("session/new", v2 ? { cwd } : { cwd, mcpServers: [] });
   const ms = performance.now() - start;
   const close = async () => {
     conn.close();
@@ -82,17 +95,20 @@ async function open(kind) {
       await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once("exit", resolve)));
     }
   };
-  return { ms, conn, counter, sessionId, close };
+  return { ms, conn, counter, sessionId, close, v2 };
 }
 
+/** A prompt until its turn ended: v1's answer, v2's idle state. */
 async function prompt(c, text) {
   const before = c.counter.updates;
   const start = performance.now();
+  const idle = c.v2 ? new Promise((resolve) => (c.counter.idle = resolve)) : null;
   await c.conn.agent.request("session/prompt", { sessionId: c.sessionId, prompt: [{ type: "text", text }] });
+  await idle;
   return { ms: performance.now() - start, updates: c.counter.updates - before };
 }
 
-const kinds = ["stdio", "ws", "http"];
+const kinds = ["stdio", "ws", "http", "stdio-v2", "ws-v2"];
 // Warm: the server's modules, the OS file cache.
 for (const kind of kinds) {
   if (process.env.BENCH_DEBUG) console.error("warm", kind);
@@ -129,7 +145,7 @@ console.log("| transport | to session/new answered | prompt of N chunks | prompt
 console.log("|---|---|---|---|---|---|---|");
 const perUpdate = (k) => (median(per[k].big) - median(per[k].small)) / median(per[k].updates);
 for (const kind of kinds) {
-  const what = kind === "stdio" ? "spawn → initialize → session/new" : "connect → initialize → session/new";
+  const what = kind.startsWith("stdio") ? "spawn → initialize → session/new" : "connect → initialize → session/new";
   console.log(
     `| ${kind} | ${fmt(median(startup[kind]))} ms (${what}) | ${fmt(median(per[kind].big))} ms | ${fmt(median(per[kind].small))} ms | ${median(per[kind].updates)} | ${fmt(perUpdate(kind) * 1000, 0)} µs | ${fmt(perUpdate(kind) / perUpdate("stdio"), 2)}× |`,
   );
