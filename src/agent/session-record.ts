@@ -6,7 +6,7 @@ import type { RestoredState } from "./record/session-restore.js";
 import { parseControl, runControl, type ControlCommand } from "./rewind-commands.js";
 import { SessionCheckpoints } from "./session-checkpoints.js";
 import { RewindError, SessionRewind, type RewindMode, type RewindOptions, type RewindOutcome } from "./session-rewind.js";
-import type { TurnStopReason } from "./turn/turn-types.js";
+import type { CostMeter, TurnStopReason } from "./turn/turn-types.js";
 
 // A recorded session's record beyond the recorder (issue 23): each turn's start and end with the
 // checkpoints of the workspace taken around it, and the session's rewind, fork and labels, reached
@@ -23,6 +23,8 @@ export interface SessionRecordHost {
   frontEnd: SessionFrontEnd;
   /** The front end itself (what a control command says is not recorded). */
   unrecorded: SessionFrontEnd;
+  /** What the session has used: recorded at each turn's end, so a load goes on from it (budgets). */
+  meter: CostMeter;
   /** The conversation moved (a rewind): the history at the new position. */
   moved(state: RestoredState): void;
 }
@@ -62,7 +64,7 @@ export class SessionRecord {
     } finally {
       // The snapshot after the turn, and the files it changed, before its end.
       await this.checkpoints.turnEnded().catch(() => undefined);
-      recorder.turnEnded(stopReason);
+      recorder.turnEnded(stopReason, this.host.meter);
     }
   }
 

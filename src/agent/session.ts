@@ -132,7 +132,8 @@ export class AgentSession {
     const { tools, runtime, recorder } = this;
     const [config, unrecorded] = [tools.toolset.configFile, options.frontEnd];
     const moved = (state: RestoredState) => ((this.lastUsage = undefined), this.restore(state));
-    if (recorder && !parent) this.record = new SessionRecord({ id: this.id, workspace, recorder, config, frontEnd, unrecorded, moved });
+    if (recorder && !parent)
+      this.record = new SessionRecord({ id: this.id, workspace, recorder, config, frontEnd, unrecorded, moved, meter: this.meter });
     const { cwd } = workspace;
     const hooks = (this.hooks = new SessionHooks({ tools, session: this, cwd, frontEnd, agentId: options.parent?.agentId }));
     this.mcp = new SessionMcp({ cwd, tools, say: (text) => frontEnd.say(text), commandsChanged: () => frontEnd.commandsChanged?.() });
@@ -186,8 +187,8 @@ export class AgentSession {
   }
 
   /**
-   * Puts back a stored session (session/load, session/resume, a rewind): its history, mode, model and
-   * call numbering. Not its "always" answers: those were for that run.
+   * Puts back a stored session (session/load, session/resume, a rewind): its history, mode, model,
+   * call numbering and meter. Not its "always" answers: those were for that run.
    */
   restore(state: RestoredState): void {
     this.history.replace(state.messages);
@@ -198,6 +199,10 @@ export class AgentSession {
     const model = state.model ? sessionModelId(state.model) : undefined;
     if (model) this.modelId = "id" in model ? model.id : undefined;
     this.callSeq = Math.max(this.callSeq, state.lastCallNumber);
+    // What was spent stays spent: the meter never goes down (a rewind restores an earlier state).
+    if (state.usage && !this.parent)
+      for (const key of ["amount", "requests", "toolCalls", "tokens"] as const)
+        this.meter[key] = Math.max(this.meter[key], Number(state.usage[key]) || 0);
   }
 
   /** A subagent follows its parent's mode. */

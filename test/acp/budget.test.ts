@@ -159,4 +159,28 @@ describe("a budget over the wire", () => {
     expect(order).toEqual(["usage_update", "usage_update", "agent_message_chunk", "usage_update", "usage_update", "agent_message_chunk"]);
     expect(globs(h, sessionId).map((c) => c.status)).toEqual(Array(4).fill("completed"));
   });
+
+  it("the counts go on after a load in a new process: what was spent before counts against the cap", async () => {
+    t.fake = await startFakeOpenAI({ fallback: { text: "ok" } });
+    await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ budget: { maxTurns: 3 } }));
+    const env = { TOOLHOST_HOME: t.home, TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url };
+    const first = new Harness({ env });
+    t.h = first;
+    await first.initialize();
+    const sessionId = await first.newSession(t.ws);
+    await first.agent.request("session/set_mode", { sessionId, modeId: "accept-edits" });
+    expect((await prompt(first, sessionId, "one")).stopReason).toBe("end_turn");
+    expect((await prompt(first, sessionId, "two")).stopReason).toBe("end_turn");
+    await first.close();
+
+    const again = new Harness({ env });
+    t.h = again;
+    await again.initialize();
+    await again.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
+    expect((await prompt(again, sessionId, "three")).stopReason).toBe("end_turn");
+    // Three requests in all: the fourth is not sent.
+    expect((await prompt(again, sessionId, "four")).stopReason).toBe("max_turn_requests");
+    expect(t.fake.requests).toHaveLength(3);
+    expect(messageText(again, sessionId)).toContain("Stopped: the session reached its budget of 3 model requests");
+  });
 });

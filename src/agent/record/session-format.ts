@@ -6,7 +6,7 @@ import type { Envelope } from "../../tool/envelope.js";
 import type { ToolCallInfo } from "../../host/invoke.js";
 import type { FileChange } from "../../runtime/checkpoints/checkpoints.js";
 import type { SkippedFile } from "../../runtime/checkpoints/workspace-tree.js";
-import type { CompactionEvent } from "../turn/turn-types.js";
+import type { CompactionEvent, CostMeter } from "../turn/turn-types.js";
 
 // The session file, format 2 (issue 23): one JSONL file per session whose entries form a tree.
 // The first line is the header; every later line is one entry `{type, id, parentId, at, …}`.
@@ -61,7 +61,8 @@ interface EntryBase {
 export type EntryData =
   /** A prompt starts a turn: its first text, and every block of it as the front end showed it. Its id is the rewind point's messageId. */
   | { type: "user"; text: string; blocks?: unknown[] }
-  | { type: "turn_end"; stopReason: string }
+  /** `usage`: the session's meter after the turn (its totals, every turn so far), so a load goes on from them. */
+  | { type: "turn_end"; stopReason: string; usage?: CostMeter }
   /** A message of the model's history (AI SDK ModelMessage, of the header's `ai` major). */
   | { type: "message"; message: ModelMessage }
   /** A run of streamed text deltas, as one entry. */

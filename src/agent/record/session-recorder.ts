@@ -15,7 +15,7 @@ import {
   type StoredSession,
 } from "./session-store.js";
 import type { ToolCallInfo } from "../../host/invoke.js";
-import type { CompactionEvent } from "../turn/turn-types.js";
+import type { CompactionEvent, CostMeter } from "../turn/turn-types.js";
 
 /**
  * Writes a session's life to its file as it happens, as entries of its tree (session-format.ts):
@@ -135,8 +135,8 @@ export class SessionRecorder {
     return { title, promptId };
   }
 
-  turnEnded(stopReason: string): void {
-    this.append({ type: "turn_end", stopReason });
+  turnEnded(stopReason: string, usage?: CostMeter): void {
+    this.append({ type: "turn_end", stopReason, ...(usage ? { usage: { ...usage } } : {}) });
   }
 
   // What the front end is shown (recordedFrontEnd calls these): tool calls' arguments, diffs and

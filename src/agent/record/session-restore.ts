@@ -1,10 +1,11 @@
 import type { ModelMessage, UserContent } from "ai";
 import { SessionTree, type ToolCallStatus } from "./session-format.js";
 import type { StoredSession } from "./session-store.js";
+import type { CostMeter } from "../turn/turn-types.js";
 
 // What a stored session restores (session/load, session/resume, a rewind): from the path of its
 // tree from the root to a position, the history, the settings, and a note about a turn a crash cut
-// short; call numbering goes on after every call of the file, on any branch.
+// short; call numbering and the meter (what budgets count) go on from the whole file, on any branch.
 
 /** What a stored session restores: the model's history, its settings, and where call numbering goes on. */
 export interface RestoredState {
@@ -23,6 +24,8 @@ export interface RestoredState {
    * next prompt, naming the calls with side effects that had started in it (seed 003's retry warning).
    */
   interruptedNote?: string;
+  /** What the session had used by its last recorded turn's end, on any branch (a rewind gives nothing back). */
+  usage?: CostMeter;
 }
 
 interface StartedCall {
@@ -46,6 +49,7 @@ export function restoredState(stored: StoredSession, leafId?: string): RestoredS
           : undefined;
     const n = id === undefined ? undefined : /^call_(\d+)$/.exec(id)?.[1];
     if (n) state.lastCallNumber = Math.max(state.lastCallNumber, Number(n));
+    if (entry.type === "turn_end" && entry.usage) state.usage = entry.usage;
   }
   let turn: { prompt: string; calls: Map<string, StartedCall> } | undefined;
   for (const entry of tree.pathTo(leafId ?? tree.leafId)) {
