@@ -26,6 +26,13 @@ export async function tempDir(files: Record<string, string | Uint8Array> = {}): 
 }
 
 /** The built CLI (`npm test` builds it before vitest runs). */
+/** Writes `value` (a string as it is, else as JSON) to `file`, making its folders; returns the file. */
+export async function writeDeep(file: string, value: unknown): Promise<string> {
+  await fsp.mkdir(path.dirname(file), { recursive: true });
+  await fsp.writeFile(file, typeof value === "string" ? value : JSON.stringify(value, null, 2));
+  return file;
+}
+
 export const CLI_PATH = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 
 /**

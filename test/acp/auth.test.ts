@@ -4,7 +4,7 @@ import type { ClientCapabilities } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
 import { CLI_PATH, runToEnd, type Ran } from "../helpers.js";
-import { Harness, messageText, useAcpTest, type HarnessOptions } from "./harness.js";
+import { Harness, messageText, useAcpTest, type HarnessOptions, prompt } from "./harness.js";
 
 // Issue 26 §1: the login over ACP. initialize offers a terminal login (`toolhost login`) to a
 // client that runs terminal methods, and an agent method whose `authenticate` says whether a
@@ -26,9 +26,6 @@ const initialize = (h: Harness, clientCapabilities: Record<string, unknown> = {}
     clientCapabilities: clientCapabilities as ClientCapabilities,
     clientInfo: { name: "toolhost-test", version: "1.0.0" },
   });
-
-const prompt = (h: Harness, sessionId: string, text: string) =>
-  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 /** `toolhost login` with these answers on stdin, as a terminal login runs it. */
 function login(answers: string[], env: Record<string, string> = {}): Promise<Ran> {

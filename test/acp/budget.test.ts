@@ -4,7 +4,7 @@ import type { RequestPermissionRequest } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
 import { startFakeAnthropic } from "../fixtures/fake-anthropic.mjs";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { Harness, selected, useAcpTest, type PermissionHandler } from "./harness.js";
+import { Harness, selected, useAcpTest, type PermissionHandler, prompt, messageText } from "./harness.js";
 
 // Budgets (issue 24 §2) over the real ACP wire: the agent spawned, its model a local fake server
 // whose model calls tools on and on, its caps in the user's config file.
@@ -25,16 +25,6 @@ async function start(budget: Record<string, number>, options: { mode?: string; p
   const sessionId = await t.h.newSession(t.ws);
   if (options.mode) await t.h.agent.request("session/set_mode", { sessionId, modeId: options.mode });
   return { h: t.h, fake: t.fake, sessionId };
-}
-
-const prompt = (h: Harness, sessionId: string, text: string) =>
-  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
-
-function messageText(h: Harness, sessionId: string): string {
-  return h
-    .updatesOf(sessionId, "agent_message_chunk")
-    .map((u) => (u.content.type === "text" ? u.content.text : ""))
-    .join("");
 }
 
 /** Each glob call's last status, in order, and the text of the failed ones. */
@@ -58,7 +48,7 @@ describe("a budget over the wire", () => {
     expect(ran.map((c) => c.status)).toEqual([...Array(10).fill("completed"), "failed"]);
     const message = `Stopped: the session reached its budget of 10 tool calls (budget.maxToolCalls in ${path.join(t.home, "config.json")}). The session has made 10 tool calls. In ask mode you are asked whether to go on past it; or raise budget.maxToolCalls for new sessions.`;
     expect(ran[10]!.text).toContain(`Not run: budget. ${message}`);
-    expect(messageText(h, sessionId)).toBe(message);
+    expect(messageText(h, sessionId, "")).toBe(message);
     // The eleventh request made the call past the cap; nothing was asked of anyone.
     expect(fake.requests).toHaveLength(11);
     expect(h.permissionRequests).toEqual([]);
@@ -117,7 +107,7 @@ describe("a budget over the wire", () => {
     const ran = globs(h, sessionId);
     expect(ran.map((c) => c.status)).toEqual([...Array(20).fill("completed"), "failed"]);
     expect(ran[20]!.text).toContain("Not run: budget. Stopped: the session reached its budget of 20 tool calls");
-    expect(messageText(h, sessionId)).toBe(
+    expect(messageText(h, sessionId, "")).toBe(
       `Stopped: the session reached its budget of 20 tool calls (budget.maxToolCalls in ${path.join(t.home, "config.json")}), and you chose to stop. The next prompt asks again.`,
     );
     expect(fake.requests).toHaveLength(21);
@@ -147,7 +137,7 @@ describe("a budget over the wire", () => {
     expect(anthropic.requests).toHaveLength(4);
     expect(h.updatesOf(sessionId, "usage_update").map((u) => u.cost?.amount)).toEqual([0.3, 0.6, 0.9, 1.2]);
     const file = path.join(t.home, "config.json");
-    expect(messageText(h, sessionId)).toBe(
+    expect(messageText(h, sessionId, "")).toBe(
       `The session has cost $0.60, past its warning line of $0.50 (budget.warnAtUsd in ${file}).` +
         `Stopped: the session reached its budget of $1.00 (budget.maxCostUsd in ${file}). The session has cost $1.20. In ask mode you are asked whether to go on past it; or raise budget.maxCostUsd for new sessions.`,
     );
@@ -181,6 +171,6 @@ describe("a budget over the wire", () => {
     // Three requests in all: the fourth is not sent.
     expect((await prompt(again, sessionId, "four")).stopReason).toBe("max_turn_requests");
     expect(t.fake.requests).toHaveLength(3);
-    expect(messageText(again, sessionId)).toContain("Stopped: the session reached its budget of 3 model requests");
+    expect(messageText(again, sessionId, "")).toContain("Stopped: the session reached its budget of 3 model requests");
   });
 });

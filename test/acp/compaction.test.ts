@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
+import { closeAndCheck, Harness, messageText, useAcpTest, prompt } from "./harness.js";
 
 // Compaction over real stdio, against a local model server with a small window (2,000 tokens):
 // the context passes 85% → the older turns are summarized by the model → the turn carries on.
@@ -26,9 +26,6 @@ async function start(script: FakeReply[], capabilities?: object) {
   await t.h.initialize();
   return { h: t.h, sessionId: await t.h.newSession(t.ws) };
 }
-
-const prompt = (h: Harness, sessionId: string, text: string) =>
-  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 /** The request that asked for the summary. */
 const isSummaryRequest = (body: FakeBody) => JSON.stringify(body.messages?.at(-1)).includes("Summarize the conversation above");

@@ -264,6 +264,10 @@ export function textOf(update: ToolCallUpdate): string {
   return (update.content ?? []).map((c) => (c.type === "content" && c.content.type === "text" ? c.content.text : "")).join("\n");
 }
 
+/** A text prompt, answered. */
+export const prompt = (h: Harness, sessionId: string, text: string) =>
+  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+
 /** Everything the agent said in a session, its messages joined by newlines. */
 export function messageText(h: Harness, sessionId: string, separator = "\n"): string {
   return h

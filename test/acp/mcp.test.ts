@@ -6,7 +6,7 @@ import type { McpServer } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { liveness } from "../mcp/liveness.js";
-import { closeAndCheck, Harness, lastUpdate, messageText, selected, textOf, type HarnessOptions, useAcpTest } from "./harness.js";
+import { closeAndCheck, Harness, lastUpdate, messageText, selected, textOf, type HarnessOptions, useAcpTest, prompt } from "./harness.js";
 
 // MCP servers over the real wire: the editor gives them in session/new, toolhost connects them
 // after answering, and the model calls their tools through the usual approval.
@@ -33,9 +33,6 @@ async function start(mcpServers: McpServer[], script: FakeReply[] = [], options:
   const { sessionId } = await t.h.agent.request("session/new", { cwd: t.ws, mcpServers });
   return { h: t.h, fake: t.fake, sessionId, answeredMs: Date.now() - started };
 }
-
-const prompt = (h: Harness, sessionId: string, text: string) =>
-  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 /** The commands of the last available_commands_update. */
 const commands = (h: Harness, sessionId: string) =>

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { SessionUpdate } from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { Harness, selected, type HarnessOptions, useAcpTest } from "./harness.js";
+import { Harness, selected, type HarnessOptions, useAcpTest, prompt, messageText } from "./harness.js";
 
 // The agent over real stdio, its model a local OpenAI-compatible server streaming scripted SSE.
 
@@ -18,16 +18,6 @@ async function start(script: FakeReply[], options: HarnessOptions = {}, model = 
   await t.h.initialize();
   const sessionId = await t.h.newSession(t.ws);
   return { h: t.h, fake: t.fake, sessionId };
-}
-
-const prompt = (h: Harness, sessionId: string, text: string) =>
-  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
-
-function messageText(h: Harness, sessionId: string): string {
-  return h
-    .updatesOf(sessionId, "agent_message_chunk")
-    .map((u) => (u.content.type === "text" ? u.content.text : ""))
-    .join("");
 }
 
 /** The agent's side of the wire, compactly: updates by kind (consecutive chunks merged) and requests. */
@@ -114,7 +104,7 @@ describe("a prompt answered by a model", () => {
       "text",
       "usage",
     ]);
-    expect(messageText(h, sessionId)).toBe("Let me find the TODO.Renaming it.Done: `a` is now 42.");
+    expect(messageText(h, sessionId, "")).toBe("Let me find the TODO.Renaming it.Done: `a` is now 42.");
     expect(h.updatesOf(sessionId, "agent_thought_chunk")[0]!.content).toEqual({ type: "text", text: "The user wants the TODO handled." });
 
     const calls = h.updatesOf(sessionId, "tool_call");
@@ -197,7 +187,7 @@ describe("a prompt answered by a model", () => {
     const { h, fake, sessionId } = await start([{ status: 500, message: "upstream exploded" }, { text: "Recovered." }]);
     expect((await prompt(h, sessionId, "hi")).stopReason).toBe("end_turn");
     expect(fake.requests).toHaveLength(2);
-    expect(messageText(h, sessionId)).toBe("Recovered.");
+    expect(messageText(h, sessionId, "")).toBe("Recovered.");
   });
 
   it("a 401 becomes an agent message that says to check the key; the key never shows", async () => {
@@ -208,7 +198,7 @@ describe("a prompt answered by a model", () => {
     expect((await prompt(h, sessionId, "hi")).stopReason).toBe("end_turn");
     expect(fake.requests).toHaveLength(1);
     expect(fake.requests[0]!.headers.authorization).toBe(`Bearer ${key}`);
-    expect(messageText(h, sessionId)).toMatch(
+    expect(messageText(h, sessionId, "")).toMatch(
       /refused the request for openai-compatible\/fake \(401\): Incorrect API key provided\nCheck the key: TOOLHOST_API_KEY/,
     );
     expect(h.checker.messages.some((m) => m.direction === "agent->client" && m.raw.includes(key))).toBe(false);

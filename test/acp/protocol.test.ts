@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { projectFolderName } from "../../src/config/workspace.js";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { tempDir } from "../helpers.js";
-import { closeAndCheck, Harness, lastUpdate, selected, textOf, useAcpTest, type HarnessOptions } from "./harness.js";
+import { closeAndCheck, Harness, lastUpdate, selected, textOf, useAcpTest, type HarnessOptions, prompt } from "./harness.js";
 
 // Issue 21, "Protocol and clients": sessions live but unrecorded, idempotent delete, replay of
 // every prompt block, MCP servers a first prompt waits for, one command update per settle,
@@ -32,9 +32,6 @@ async function start(script: FakeReply[] = [], options: HarnessOptions = {}) {
   await t.h.initialize();
   return t.h;
 }
-
-const prompt = (h: Harness, sessionId: string, text: string) =>
-  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 const commandUpdates = (h: Harness, sessionId: string) => h.updatesOf(sessionId, "available_commands_update");
 const commandNames = (h: Harness, sessionId: string) => (commandUpdates(h, sessionId).at(-1)?.availableCommands ?? []).map((c) => c.name);

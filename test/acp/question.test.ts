@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { formAnswers } from "../../src/acp/questions.js";
 import { NO_ONE_TO_ASK } from "../../src/tools/question.js";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { Harness, lastUpdate, selected, type HarnessOptions, useAcpTest } from "./harness.js";
+import { Harness, lastUpdate, selected, type HarnessOptions, useAcpTest, prompt } from "./harness.js";
 import { WireChecker } from "./wire.js";
 
 // The question tool over real stdio: the model (a local OpenAI-compatible server) asks, the
@@ -21,9 +21,6 @@ async function start(script: FakeReply[], options: HarnessOptions = {}) {
   const sessionId = await t.h.newSession(t.ws);
   return { h: t.h, fake: t.fake, sessionId };
 }
-
-const prompt = (h: Harness, sessionId: string, text: string) =>
-  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 const THREE = {
   questions: [

@@ -2,7 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
-import { Harness, lastUpdate, selected, useAcpTest } from "./harness.js";
+import { Harness, lastUpdate, selected, useAcpTest, prompt } from "./harness.js";
 
 // The sandbox over the wire: the editor's terminal is handed the sandboxed argv, never the raw
 // line, and a command that leaves the sandbox is asked about with the exact command.
@@ -28,9 +28,6 @@ async function start(options: ConstructorParameters<typeof Harness>[0]) {
   await t.h.agent.request("session/set_mode", { sessionId, modeId: "full" });
   return { h: t.h, sessionId };
 }
-
-const prompt = (h: Harness, sessionId: string, text: string) =>
-  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 describe.skipIf(!status.available)("the sandbox in the editor", () => {
   it("an editor terminal runs the sandboxed argv: the write outside fails, the workspace write lands", async () => {

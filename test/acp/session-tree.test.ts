@@ -6,7 +6,7 @@ import { SessionTree, type EntryData, type EntryOf, type TreeEntry } from "../..
 import { SessionStore } from "../../src/agent/record/session-store.js";
 import { projectFolderName } from "../../src/config/workspace.js";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
+import { closeAndCheck, Harness, messageText, useAcpTest, prompt } from "./harness.js";
 
 // The session file's format 2 over the real ACP wire (issue 23 §1): a format-1 file written by the
 // previous release loads, replays and continues, and is rewritten as format 2 on its first append;
@@ -41,9 +41,6 @@ async function restart(): Promise<Harness> {
   await t.h.initialize();
   return t.h;
 }
-
-const prompt = (h: Harness, sessionId: string, text: string) =>
-  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 /** The chat messages (no system prompt) of the model's last request: role and text. */
 function lastHistory(): { role: string; text: string }[] {

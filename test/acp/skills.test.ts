@@ -2,7 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { Harness, lastUpdate, useAcpTest, messageText, textOf } from "./harness.js";
+import { Harness, lastUpdate, useAcpTest, messageText, textOf, prompt } from "./harness.js";
 
 // Agent Skills through a real ACP client over stdio, the model a local fake server: the system
 // prompt's list, the skill tool (body and files, then a read of a skill file), the slash command.
@@ -46,9 +46,6 @@ async function start(script: FakeReply[]) {
   await t.h.waitFor(() => t.h!.updatesOf(sessionId, "available_commands_update").length > 0);
   return { h: t.h, fake: t.fake, sessionId };
 }
-
-const prompt = (h: Harness, sessionId: string, text: string) =>
-  h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
 
 const systemOf = (body: FakeBody) => {
   const system = body.messages?.find((m) => m.role === "system");

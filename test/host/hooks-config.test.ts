@@ -1,4 +1,3 @@
-import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { extensionLoader } from "../../src/agent/extension-loader.js";
@@ -9,7 +8,7 @@ import { compileMatcher } from "../../src/host/hooks/matcher.js";
 import type { HooksExport } from "../../src/public.js";
 import { buildToolset } from "../../src/host/toolset.js";
 import { checkTrust, trust } from "../../src/host/trust.js";
-import { tempDir } from "../helpers.js";
+import { tempDir, writeDeep } from "../helpers.js";
 import { useTempHome } from "./extension-fixtures.js";
 
 // Where hooks come from: every source's file, as users write them, read through buildToolset as a
@@ -25,11 +24,7 @@ beforeEach(async () => {
   project = await tempDir({ "README.md": "# p\n" });
 });
 
-const write = async (file: string, value: unknown) => {
-  await fsp.mkdir(path.dirname(file), { recursive: true });
-  await fsp.writeFile(file, typeof value === "string" ? value : JSON.stringify(value, null, 2));
-  return file;
-};
+const write = writeDeep;
 const build = (profile?: string) => buildToolset({ loader, cwd: project, userHome, ...(profile ? { profile } : {}) });
 const summary = (h: {
   level: string;

@@ -7,7 +7,7 @@ import { parseUserConfig } from "../../src/config/schema.js";
 import { Hooks, type HooksOptions } from "../../src/host/hooks/engine.js";
 import type { HookInput } from "../../src/host/hooks/events.js";
 import { groupHasLiveMembers } from "../../src/runtime/process-groups.js";
-import { tempDir } from "../helpers.js";
+import { tempDir, writeDeep } from "../helpers.js";
 import { useTempHome } from "./extension-fixtures.js";
 
 // The engine with real hook commands: each test writes the files a user would, and the hooks run
@@ -28,11 +28,7 @@ beforeEach(async () => {
   project = await tempDir({ "victim.txt": "keep me\n" });
 });
 
-const write = async (file: string, value: unknown) => {
-  await fsp.mkdir(path.dirname(file), { recursive: true });
-  await fsp.writeFile(file, typeof value === "string" ? value : JSON.stringify(value, null, 2));
-  return file;
-};
+const write = writeDeep;
 
 /** The session's hooks as a toolset loads them: the user's config, ~/.claude, the (trusted) project. */
 function load(options: Partial<HooksOptions> = {}): Hooks {
