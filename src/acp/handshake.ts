@@ -27,8 +27,8 @@ export function initializeResponse(clientCapabilities?: unknown): InitializeResp
       // fork: session/fork (unstable ACP; a client whose schema does not know it ignores it: clients
       // signal nothing for it, acp/rewind.ts).
       sessionCapabilities: { close: {}, list: {}, resume: {}, delete: {}, additionalDirectories: {}, fork: {} } as SessionCapabilities,
-      // Extension methods (acp/rewind.ts): _session/rewind_points and _session/rewind.
-      _meta: { toolhost: { rewind: { version: 1 } } },
+      // Extension methods: _session/rewind_points and _session/rewind (acp/rewind.ts), _tool_call/cancel (acp/cancel-call.ts).
+      _meta: { toolhost: { rewind: { version: 1 }, cancelToolCall: { version: 1 } } },
       // `logout` removes the stored login (acp/server.ts).
       auth: { logout: {} },
     },

@@ -17,6 +17,7 @@ import { configOptionRow, modeRefusal, modeState, type ConfigRefusal } from "./m
 import { sessionModules } from "./session-modules.js";
 import { withSubagents } from "./subagents.js";
 import { withRewind, type RewindRoutes } from "./rewind.js";
+import { withCallCancel } from "./cancel-call.js";
 import type { AcpSession } from "./session.js";
 import type { ConnectionKeeper } from "./session-keeper.js";
 import type { SessionStore, StoredSession } from "../agent/record/session-store.js";
@@ -296,6 +297,8 @@ export function createAgent(
       }),
     rewindRoutes,
   );
+  // _tool_call/cancel (acp/cancel-call.ts), last for the same reason.
+  withCallCancel(app, (sessionId) => handle(sessionId).ready);
 
   /**
    * session/load and session/resume: the stored session starts again under its own id (a live

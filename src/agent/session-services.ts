@@ -43,6 +43,8 @@ export interface SessionServicesHost {
 export class SessionServices {
   /** Deferred tools that tool_search (or a direct call) wired: declared for the rest of the session. */
   readonly wired: Set<string>;
+  /** The session's calls that have not ended, each with its own abort (AgentSession.cancelCall). */
+  readonly running = new Map<string, AbortController>();
 
   constructor(
     private readonly host: SessionServicesHost,
@@ -117,6 +119,7 @@ export class SessionServices {
       session: runtime,
       host: this.services(),
       signal,
+      calls: this.running,
       authorize: policy.authorizer(frontEnd.approve),
       hooks: this.host.hooks,
       beforeChange: () => this.host.beforeChange(),

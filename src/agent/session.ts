@@ -330,6 +330,16 @@ export class AgentSession {
   }
 
   /**
+   * Aborts one call of this session that has not ended (its tool stops as on a cancel; the model
+   * gets its result and the turn goes on); false when no such call runs.
+   */
+  cancelCall(callId: string): boolean {
+    const call = this.sessionServices.running.get(callId);
+    call?.abort(new Error("Cancelled by the user"));
+    return call !== undefined;
+  }
+
+  /**
    * Cancels the turn, stops the MCP servers and removes the session's temporary files (a recorded
    * session's sidecar folder stays with its file; a subagent leaves its parent's runtime alone).
    */

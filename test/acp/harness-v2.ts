@@ -2,13 +2,17 @@ import { spawn, type ChildProcess } from "node:child_process";
 import {
   client,
   ndJsonStream,
+  type ClientCapabilities,
   type ClientConnection,
   type ClientContext,
+  type CreateElicitationRequest,
+  type CreateElicitationResponse,
   type RequestPermissionRequest,
   type RequestPermissionResponse,
   type SessionUpdate,
   type UpdateSessionNotification,
 } from "@agentclientprotocol/sdk/experimental/v2";
+import { client as unstableClient } from "@agentclientprotocol/sdk/experimental/v2/unstable";
 import { CLI_PATH, MACHINE_ENV, until } from "../helpers.js";
 import { checkedStdio, WireChecker } from "./wire.js";
 
@@ -17,29 +21,51 @@ import { checkedStdio, WireChecker } from "./wire.js";
 
 export type V2PermissionHandler = (request: RequestPermissionRequest) => Promise<RequestPermissionResponse> | RequestPermissionResponse;
 
+export type V2ElicitationHandler = (request: CreateElicitationRequest) => Promise<CreateElicitationResponse> | CreateElicitationResponse;
+
+export interface V2HarnessOptions {
+  /** The client's capabilities in `initialize` (default: none). */
+  capabilities?: ClientCapabilities;
+  /** Answers elicitation/create (advertise `elicitation: { form: {} }` too); default: decline. */
+  elicitation?: V2ElicitationHandler;
+  /** The SDK's unstable v2 client, and the wire checked against schema/v2/schema.unstable.json. */
+  unstable?: boolean;
+}
+
 export class V2Harness {
-  readonly checker = new WireChecker(false, true);
+  readonly checker: WireChecker;
   readonly updates: UpdateSessionNotification[] = [];
   readonly permissionRequests: RequestPermissionRequest[] = [];
+  readonly elicitationRequests: CreateElicitationRequest[] = [];
   readonly stderr: string[] = [];
   readonly child: ChildProcess;
   readonly connection: ClientConnection;
   permission: V2PermissionHandler;
 
-  constructor(env: Record<string, string>, permission?: V2PermissionHandler) {
+  constructor(
+    env: Record<string, string>,
+    permission?: V2PermissionHandler,
+    private readonly options: V2HarnessOptions = {},
+  ) {
+    this.checker = new WireChecker(options.unstable === true, true);
     this.permission = permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
     const clean = { ...process.env };
     for (const name of MACHINE_ENV) delete clean[name];
     this.child = spawn(process.execPath, [CLI_PATH], { stdio: ["pipe", "pipe", "pipe"], env: { ...clean, ...env } });
     this.child.stderr!.on("data", (d: Buffer) => this.stderr.push(d.toString()));
     const { toAgent, fromAgent } = checkedStdio(this.child.stdin!, this.child.stdout!, this.checker);
-    const app = client({ name: "toolhost-v2-test" })
+    // The unstable client is the same API over the unstable schema (its types are a superset).
+    const app = (options.unstable ? (unstableClient as unknown as typeof client) : client)({ name: "toolhost-v2-test" })
       .onNotification("session/update", ({ params }) => {
         this.updates.push(params);
       })
       .onRequest("session/request_permission", async ({ params }) => {
         this.permissionRequests.push(params);
         return this.permission(params);
+      })
+      .onRequest("elicitation/create", async ({ params }) => {
+        this.elicitationRequests.push(params);
+        return options.elicitation ? options.elicitation(params) : { action: "decline" };
       });
     this.connection = app.connect(ndJsonStream(toAgent, fromAgent));
   }
@@ -49,7 +75,11 @@ export class V2Harness {
   }
 
   initialize() {
-    return this.agent.request("initialize", { protocolVersion: 2, info: { name: "toolhost-v2-test", version: "1.0.0" }, capabilities: {} });
+    return this.agent.request("initialize", {
+      protocolVersion: 2,
+      info: { name: "toolhost-v2-test", version: "1.0.0" },
+      capabilities: this.options.capabilities ?? {},
+    });
   }
 
   /** Updates of one session of one kind. */

@@ -118,7 +118,7 @@ describe("rewind over ACP", () => {
       (body) => ({ text: requestText(body).includes("second: run") ? "I still see prompt 2." : "Continued from prompt 1." }),
     ]);
     // Advertised in initialize.
-    expect(init.agentCapabilities?._meta).toEqual({ toolhost: { rewind: { version: 1 } } });
+    expect(init.agentCapabilities?._meta).toEqual({ toolhost: { rewind: { version: 1 }, cancelToolCall: { version: 1 } } });
     expect(points).toEqual([
       { messageId: expect.stringMatching(/^[0-9a-f]{8}$/), preview: "first: edit the app", createdAt: expect.any(String), filesChanged: 1 },
       { messageId: expect.any(String), preview: "second: run the generator", createdAt: expect.any(String), filesChanged: 4 },

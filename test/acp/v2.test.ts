@@ -72,11 +72,12 @@ describe("ACP v2", () => {
       prompt: [{ type: "text", text: "Read a.txt, then make made.txt" }],
     });
     await h.waitFor(() => h.states(sessionId).includes("idle:end_turn"));
-    // The user message is echoed with the prompt's messageId; the turn is running, then idle.
+    // The user message is echoed with the prompt's messageId; the turn is running, waits on the
+    // approval (requires_action), runs again once it is answered, then is idle.
     expect(h.updatesOf(sessionId, "user_message")).toEqual([
       { sessionUpdate: "user_message", messageId, content: [{ type: "text", text: "Read a.txt, then make made.txt" }] },
     ]);
-    expect(h.states(sessionId)).toEqual(["running", "idle:end_turn"]);
+    expect(h.states(sessionId)).toEqual(["running", "requires_action", "running", "idle:end_turn"]);
 
     // The tool calls are v2 upserts (tool_call_update only), each ending completed.
     const calls = h.updatesOf(sessionId, "tool_call_update");

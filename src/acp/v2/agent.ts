@@ -1,44 +1,43 @@
 import { randomUUID } from "node:crypto";
 import type * as v1 from "@agentclientprotocol/sdk";
-import { client as v1Client } from "@agentclientprotocol/sdk/unstable";
 import {
   agent,
   agentProtocolRouter,
   assertSupportedMcpServers,
   RequestError,
   type AgentContext,
+  type AuthMethod,
+  type ClientCapabilities,
   type McpCapabilities,
   type McpServer,
   type SessionUpdate,
   type StateUpdate,
-} from "@agentclientprotocol/sdk/experimental/v2";
-import { configOptions, toolCall, UpdateMapper } from "./updates.js";
+} from "@agentclientprotocol/sdk/experimental/v2/unstable";
+import { CANCEL_TOOL_CALL } from "../cancel-call.js";
+import { REWIND, REWIND_POINTS } from "../rewind.js";
+import { startInner, type InnerAgent, type InnerFactory, type V1Agent } from "./bridge.js";
+import { configOptions, UpdateMapper } from "./updates.js";
 
 // ACP v2 over the same agent a v1 client gets. The v2 app answers the v2 client; every request
-// becomes the v1 agent's own request (session/new, prompt, load/resume, close, …) sent in-process
-// to an instance of acp/server.ts's createAgent; what that agent sends its client (session
-// updates, approvals) comes back through a v1 client app here and goes out as v2. So one
-// implementation of sessions, turns, tools and approvals serves both versions; this file maps.
+// becomes the v1 agent's own request (session/new, prompt, load/resume, close, fork, rewind,
+// authenticate, one call's cancel, …) sent in-process to an instance of acp/server.ts's
+// createAgent (acp/v2/bridge.ts), built at the first v2 `initialize`; what that agent sends its
+// client comes back and goes out as v2. So one implementation of sessions, turns, tools and
+// approvals serves both versions; this file maps.
 //
 // What the mapping adds, as v2 asks: a prompt is answered once its user message is inserted
-// (echoed as `user_message`), the turn's end is an idle `state_update` with its stop reason, a
-// prompt sent while a turn runs is held until it ends (a cancel answers it -32800), resume sends
-// the session's state before its answer. The v1 agent sees a client without fs or terminals, so
-// toolhost's own fs and shell (with the same sandbox and policy) serve a v2 client.
-
-/** The v1 agent a v2 connection drives: createAgent's app and its shutdown. */
-interface InnerAgent {
-  app: v1.AgentApp;
-  shutdown(): Promise<void>;
-}
-
-/** Makes the inner agent; `writeLines` takes a load's replay, written beside its SDK (v1 session/update lines). */
-type InnerFactory = (writeLines: (lines: string) => Promise<void>) => InnerAgent;
+// (echoed as `user_message`), the turn's end is an idle `state_update` with its stop reason, the
+// turn is `requires_action` while it waits on the client (an approval, a form) and `running` again
+// once answered, a prompt sent while a turn runs is held until it ends (a cancel answers it
+// -32800), resume sends the session's state before its answer. The v1 agent sees a client without
+// fs or terminals, so toolhost's own fs and shell (with the same sandbox and policy) serve a v2
+// client; it sees the v2 client's form elicitation and terminal login as v1's.
 
 /**
  * One connection's agent for both versions: the SDK's router, which picks at `initialize`, over
  * the connection's v1 app and a v2 app whose inner agent `create` makes (acp/server.ts's
- * createAgent, per connection). `shutdown` closes the v2 side's sessions.
+ * createAgent) at the first v2 `initialize`: a v1 connection never builds it. `shutdown` closes
+ * the v2 side's sessions, if it was built.
  */
 export function versionRouter(
   v1App: v1.AgentApp,
@@ -71,6 +70,30 @@ function v1Servers(servers: McpServer[] | undefined): v1.McpServer[] {
   });
 }
 
+/** The v2 client's capabilities as the inner agent's client has them: form elicitation, the terminal login. */
+function v1Capabilities(caps: ClientCapabilities | undefined): v1.ClientCapabilities {
+  return {
+    ...(caps?.elicitation?.form != null ? { elicitation: { form: {} } } : {}),
+    ...(caps?.auth?.terminal != null ? { auth: { terminal: true } } : {}),
+  } as v1.ClientCapabilities;
+}
+
+/** A v1 auth method as v2's: `methodId` for `id`, the type always said, a terminal method's env as a list. */
+function authMethod(method: v1.AuthMethod): AuthMethod {
+  const { id, name, description } = method;
+  const described = description ? { description } : {};
+  if (!("type" in method) || method.type !== "terminal") return { type: "agent", methodId: id, name, ...described };
+  const env = Object.entries(method.env ?? {}).map(([envName, value]) => ({ name: envName, value }));
+  return { type: "terminal", methodId: id, name, ...described, args: method.args ?? [], ...(env.length ? { env } : {}) };
+}
+
+/** An extension request's params: an object with its session's id (the inner agent checks the rest). */
+function sessionParams(raw: unknown): { sessionId: string } & Record<string, unknown> {
+  const params = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
+  if (typeof params.sessionId !== "string") throw RequestError.invalidParams(raw, "sessionId must be a string");
+  return params as { sessionId: string } & Record<string, unknown>;
+}
+
 /** One session as this connection sees it. */
 interface SessionState {
   mapper: UpdateMapper;
@@ -78,15 +101,22 @@ interface SessionState {
   turn: Promise<void> | null;
   /** Prompts held while a turn runs: rejected by a cancel or a close. */
   held: Set<(error: Error) => void>;
+  /** The turn's requests out to the client (approvals, forms): `requires_action` while there are any. */
+  asking: number;
+  /** The turn was cancelled (session/cancel, close): it ends idle, it does not run again. */
+  cancelling: boolean;
 }
 
-/** The v2 agent of one connection, over a v1 agent made by `makeInner`. */
-function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>; shutdown(): Promise<void> } {
+/** The v2 agent of one connection, over a v1 agent made by `makeInner` when the client initializes. */
+function createV2Agent(makeInner: InnerFactory) {
   let client: AgentContext | undefined;
+  /** The inner agent's capabilities a session's mapping needs: it cancels one call. */
+  let callCancel = false;
   const sessions = new Map<string, SessionState>();
   const state = (sessionId: string): SessionState => {
     let s = sessions.get(sessionId);
-    if (!s) sessions.set(sessionId, (s = { mapper: new UpdateMapper(), turn: null, held: new Set() }));
+    if (!s)
+      sessions.set(sessionId, (s = { mapper: new UpdateMapper(callCancel), turn: null, held: new Set(), asking: 0, cancelling: false }));
     return s;
   };
 
@@ -107,46 +137,30 @@ function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>
     const mapped = state(sessionId).mapper.map(update as Parameters<UpdateMapper["map"]>[0]);
     return mapped ? send(sessionId, mapped) : out;
   };
+  /**
+   * The turn waits on the client (v2: requires_action, sent before the request) until the returned
+   * function is called; then it runs again, unless it was cancelled (its idle state follows).
+   */
+  const waitOn = async (sessionId: string): Promise<() => void> => {
+    const s = sessions.get(sessionId);
+    if (!s?.turn) return () => {};
+    if (s.asking++ === 0) await sendState(sessionId, { state: "requires_action" });
+    return () => {
+      if (--s.asking === 0 && s.turn && !s.cancelling) void sendState(sessionId, { state: "running" });
+    };
+  };
 
-  const inner = makeInner(async (lines) => {
-    for (const line of lines.split("\n")) {
-      if (line.trim() === "") continue;
-      const message = JSON.parse(line) as { method?: string; params?: { sessionId: string; update: unknown } };
-      if (message.method === "session/update" && message.params) void relay(message.params.sessionId, message.params.update);
-    }
-    await out;
-  });
-
-  // The v1 agent's client: what it sends comes here.
-  const bridge = v1Client({ name: "toolhost-v2" })
-    .onNotification("session/update", ({ params }) => void relay(params.sessionId, params.update))
-    .onRequest("session/request_permission", async ({ params, signal }) => {
-      const meta = params._meta?.permission as { title?: string; description?: string } | undefined;
-      try {
-        const answer = await client!.request(
-          "session/request_permission",
-          {
-            sessionId: params.sessionId,
-            title: meta?.title ?? params.toolCall.title ?? "Allow?",
-            ...(meta?.description ? { description: meta.description } : {}),
-            subject: { type: "tool_call", toolCall: toolCall(params.toolCall as v1.ToolCallUpdate) },
-            options: params.options,
-            ...(params._meta ? { _meta: params._meta } : {}),
-          },
-          { cancellationSignal: signal, stopWaitingOnCancel: true },
-        );
-        return answer.outcome.outcome === "selected" && "optionId" in answer.outcome
-          ? { outcome: { outcome: "selected" as const, optionId: answer.outcome.optionId as string } }
-          : { outcome: { outcome: "cancelled" as const } };
-      } catch {
-        return { outcome: { outcome: "cancelled" as const } };
-      }
+  // The inner agent, built at the first initialize (a v1 connection never gets here).
+  let inner: ReturnType<typeof startInner> | undefined;
+  const v1 = (): V1Agent => {
+    inner ??= startInner(makeInner, {
+      client: () => client!,
+      relay: (sessionId, update) => void relay(sessionId, update),
+      flushed: () => out,
+      waitOn,
     });
-  // In-process, over a pair of message streams (the two apps come from different SDK entries).
-  const toClient = new TransformStream<v1.AnyMessage, v1.AnyMessage>();
-  const toAgent = new TransformStream<v1.AnyMessage, v1.AnyMessage>();
-  inner.app.connect({ writable: toClient.writable, readable: toAgent.readable });
-  const v1 = bridge.connect({ writable: toAgent.writable, readable: toClient.readable }).agent;
+    return inner.v1;
+  };
 
   /** Held prompts of a session answered -32800 (a cancel or close stops them before insertion). */
   const dropHeld = (s: SessionState) => {
@@ -166,10 +180,17 @@ function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>
     })
     .onRequest("initialize", async ({ params, client: ctx }) => {
       client ??= ctx;
-      const answer = await v1.request("initialize", { protocolVersion: 1, clientCapabilities: {}, clientInfo: params.info });
+      const answer: v1.InitializeResponse = await v1().request("initialize", {
+        protocolVersion: 1,
+        clientCapabilities: v1Capabilities(params.capabilities),
+        clientInfo: params.info as v1.Implementation,
+      });
       const caps = answer.agentCapabilities ?? {};
       const prompt = caps.promptCapabilities ?? {};
       const info = answer.agentInfo ?? { name: "toolhost", version: "0" };
+      const toolhost = (caps._meta?.toolhost ?? {}) as { rewind?: unknown; cancelToolCall?: unknown };
+      // Advertised on each running call (updates.ts), as v2 does, when the inner agent cancels one call.
+      callCancel = toolhost.cancelToolCall != null;
       return {
         protocolVersion: 2,
         info: { name: info.name, title: info.title ?? null, version: info.version },
@@ -183,13 +204,27 @@ function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>
             mcp: MCP,
             delete: {},
             additionalDirectories: {},
+            // session/fork (unstable v2): the agent's capability is all the draft has; a client that
+            // does not know it never asks.
+            ...((caps.sessionCapabilities as { fork?: unknown } | undefined)?.fork != null ? { fork: {} } : {}),
           },
+          // _session/rewind_points and _session/rewind, as the v1 agent advertises them.
+          ...(toolhost.rewind ? { _meta: { toolhost: { rewind: toolhost.rewind } } } : {}),
         },
-        authMethods: [],
+        // Non-empty: auth/login and auth/logout are answered (the v1 agent's authenticate and logout).
+        authMethods: (answer.authMethods ?? []).map(authMethod),
       };
     })
+    .onRequest("auth/login", async ({ params }) => {
+      await v1().request("authenticate", { methodId: params.methodId });
+      return {};
+    })
+    .onRequest("auth/logout", async () => {
+      await v1().request("logout", {});
+      return {};
+    })
     .onRequest("session/new", async ({ params }) => {
-      const answer = await v1.request("session/new", {
+      const answer = await v1().request("session/new", {
         cwd: params.cwd,
         additionalDirectories: params.additionalDirectories ?? [],
         mcpServers: v1Servers(params.mcpServers),
@@ -213,9 +248,10 @@ function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>
       }
       const messageId = `msg_${randomUUID()}`;
       s.mapper.endRun();
+      s.cancelling = false;
       void send(sessionId, { sessionUpdate: "user_message", messageId, content: params.prompt });
       void sendState(sessionId, { state: "running" });
-      s.turn = v1
+      s.turn = v1()
         .request("session/prompt", { sessionId, prompt: params.prompt as v1.ContentBlock[] })
         .then(
           async ({ stopReason }) => {
@@ -233,15 +269,28 @@ function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>
     })
     .onNotification("session/cancel", async ({ params }) => {
       const s = sessions.get(params.sessionId);
-      if (s) dropHeld(s);
-      await v1.notify("session/cancel", { sessionId: params.sessionId });
+      if (s) {
+        s.cancelling = true;
+        dropHeld(s);
+      }
+      await v1().notify("session/cancel", { sessionId: params.sessionId });
+    })
+    // One running call (advertised on the call while it runs): the v1 agent's _tool_call/cancel.
+    // The call's end confirms it (`cancelled`, or completed if it finished first).
+    .onRequest("tool_call/cancel", async ({ params }) => {
+      const s = known(params.sessionId);
+      if (!callCancel) throw RequestError.invalidParams(params, "Tool calls cannot be cancelled one by one here");
+      s.mapper.cancelling(params.toolCallId);
+      await v1().request(CANCEL_TOOL_CALL, { sessionId: params.sessionId, toolCallId: params.toolCallId });
+      return {};
     })
     .onRequest("session/close", async ({ params }) => {
       const s = sessions.get(params.sessionId);
       if (!s) return {};
+      s.cancelling = true;
       dropHeld(s);
       try {
-        await v1.request("session/close", { sessionId: params.sessionId });
+        await v1().request("session/close", { sessionId: params.sessionId });
       } catch (err) {
         // Closing what is not open succeeds (v2).
         if ((err as { code?: number }).code !== -32002) throw err;
@@ -268,7 +317,7 @@ function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>
       let answer: v1.LoadSessionResponse | v1.ResumeSessionResponse;
       try {
         // A replay from the start is v1's session/load; without one, v1's session/resume.
-        answer = replayFrom ? await v1.request("session/load", request) : await v1.request("session/resume", request);
+        answer = replayFrom ? await v1().request("session/load", request) : await v1().request("session/resume", request);
       } catch (err) {
         if (!s.turn) sessions.delete(sessionId);
         throw err;
@@ -277,12 +326,23 @@ function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>
       await sendState(sessionId, s.turn ? { state: "running" } : { state: "idle" });
       return { configOptions: configOptions(answer.configOptions) };
     })
+    // A new session from a session's current position (live or stored), started as a resume does.
+    .onRequest("session/fork", async ({ params }) => {
+      const answer = await v1().request("session/fork", {
+        sessionId: params.sessionId,
+        cwd: params.cwd,
+        additionalDirectories: params.additionalDirectories ?? [],
+        mcpServers: v1Servers(params.mcpServers),
+      });
+      state(answer.sessionId);
+      return { sessionId: answer.sessionId, configOptions: configOptions(answer.configOptions) };
+    })
     .onRequest("session/set_config_option", async ({ params }) => {
       known(params.sessionId);
       if (params.type !== "id" || typeof params.value !== "string") {
         throw RequestError.invalidParams({ configId: params.configId }, `Option ${params.configId} takes a value id`);
       }
-      const answer = await v1.request("session/set_config_option", {
+      const answer = await v1().request("session/set_config_option", {
         sessionId: params.sessionId,
         configId: params.configId,
         value: params.value,
@@ -290,14 +350,29 @@ function createV2Agent(makeInner: InnerFactory): { app: ReturnType<typeof agent>
       return { configOptions: configOptions(answer.configOptions) };
     })
     .onRequest("session/list", async ({ params }) => {
-      const page = await v1.request("session/list", { cwd: params.cwd ?? null, cursor: params.cursor ?? null });
+      const page = await v1().request("session/list", { cwd: params.cwd ?? null, cursor: params.cursor ?? null });
       return { sessions: page.sessions as never, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
     })
     .onRequest("session/delete", async ({ params }) => {
       sessions.delete(params.sessionId);
-      await v1.request("session/delete", { sessionId: params.sessionId });
+      await v1().request("session/delete", { sessionId: params.sessionId });
       return {};
+    })
+    // Rewind (acp/rewind.ts), passed through: the same params and answer. After an applied rewind of
+    // the conversation the session says what happened, as it records it (a message of its own, so
+    // the replay of a resume shows the same); nothing is replayed: the messages after the point stay
+    // on the client's screen until it resumes the session with `replayFrom: start`.
+    .onRequest(REWIND_POINTS, sessionParams, async ({ params }) => {
+      known(params.sessionId);
+      return v1().request(REWIND_POINTS, params);
+    })
+    .onRequest(REWIND, sessionParams, async ({ params }) => {
+      const s = known(params.sessionId);
+      // After the running turn (as the session rewinds), so its message does not join the turn's last one.
+      await s.turn;
+      s.mapper.endRun();
+      return v1().request(REWIND, params);
     });
 
-  return { app, shutdown: () => inner.shutdown() };
+  return { app, shutdown: async () => inner?.shutdown() };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createTwoFilesPatch } from "diff";
 import type * as v1 from "@agentclientprotocol/sdk";
-import type * as v2 from "@agentclientprotocol/sdk/experimental/v2";
+import type * as v2 from "@agentclientprotocol/sdk/experimental/v2/unstable";
 
 // The session's v1 `session/update`s as ACP v2 says them (acp/v2/README in acp/README.md):
 // messages and thoughts carry a messageId (a run of chunks of one kind is one message), a tool
@@ -61,6 +61,20 @@ export function configOptions(options: v1.SessionConfigOption[] | null | undefin
  */
 export class UpdateMapper {
   private run: { kind: string; messageId: string } | null = null;
+  /** Calls whose cancel capability went out (until their final status). */
+  private readonly cancellable = new Set<string>();
+  /** Calls the client cancelled (tool_call/cancel): their end is `cancelled`, unless they completed first. */
+  private readonly cancelled = new Set<string>();
+  /** A subagent's calls (they name their task call) until they end: not cancellable here. */
+  private readonly children = new Set<string>();
+
+  /** `callCancel`: the session's running calls take tool_call/cancel (its inner agent cancels one call). */
+  constructor(private readonly callCancel = false) {}
+
+  /** The client cancels this call: a failed end is its cancel's. */
+  cancelling(toolCallId: string): void {
+    this.cancelled.add(toolCallId);
+  }
 
   /** A new user message begins (a prompt): the agent's next words are a new message. */
   endRun(): void {
@@ -70,6 +84,28 @@ export class UpdateMapper {
   private messageId(kind: string): string {
     if (this.run?.kind !== kind) this.run = { kind, messageId: `msg_${randomUUID()}` };
     return this.run.messageId;
+  }
+
+  /**
+   * A call's cancel capability, as v2 says: advertised while it runs (a subagent's calls, which
+   * name their task call, are the child's and are not), withdrawn at its final status; a call the
+   * client cancelled that then failed ends `cancelled`.
+   */
+  private callControls(call: v2.ToolCallUpdate, meta: unknown): v2.ToolCallUpdate {
+    const id = call.toolCallId;
+    if ((meta as { parentToolCallId?: unknown } | null | undefined)?.parentToolCallId !== undefined) this.children.add(id);
+    if (call.status === "in_progress" && this.callCancel && !this.children.has(id) && !this.cancellable.has(id)) {
+      this.cancellable.add(id);
+      return { ...call, capabilities: { cancel: {} } };
+    }
+    if (call.status !== "completed" && call.status !== "failed") return call;
+    this.children.delete(id);
+    const cancelled = this.cancelled.delete(id) && call.status === "failed";
+    return {
+      ...call,
+      ...(cancelled ? { status: "cancelled" as const } : {}),
+      ...(this.cancellable.delete(id) ? { capabilities: null } : {}),
+    };
   }
 
   /** The v2 update for a v1 one, or null for what v2 does not have (modes). */
@@ -86,9 +122,8 @@ export class UpdateMapper {
           ...(update._meta ? { _meta: update._meta } : {}),
         } as v2.SessionUpdate;
       case "tool_call":
-      case "tool_call_update": {
-        return { ...toolCall(update), sessionUpdate: "tool_call_update" };
-      }
+      case "tool_call_update":
+        return { ...this.callControls(toolCall(update), update._meta), sessionUpdate: "tool_call_update" };
       case "plan":
         // Not sent to a v2 session (it asks for plan operations); kept as the one plan if it were.
         return { sessionUpdate: "plan_update", plan: { type: "items", planId: "plan", entries: update.entries } };

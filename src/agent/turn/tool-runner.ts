@@ -37,6 +37,8 @@ export interface ToolRunContext {
   host?: HostServices;
   authorize: SessionAuthorize;
   signal: AbortSignal;
+  /** Where each call keeps its own abort while it runs (a front end cancels one call through it); none: calls stop with the turn only. */
+  calls?: Map<string, AbortController>;
   /** The session's tool_call and tool_result hooks (agent/session-hooks.ts); none: no hooks run. */
   hooks?: CallHooks;
   /**
@@ -130,6 +132,18 @@ export interface ToolCallInput {
  * here, so they are validated, approved and reported the same way.
  */
 export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, observer: ToolCallObserver): Promise<Envelope> {
+  // The call stops with the turn, or alone (ctx.calls: the session's cancel of one call).
+  const own = new AbortController();
+  ctx.calls?.set(call.callId, own);
+  try {
+    return await runOneCall(ctx, call, observer, AbortSignal.any([ctx.signal, own.signal]));
+  } finally {
+    if (ctx.calls?.get(call.callId) === own) ctx.calls.delete(call.callId);
+  }
+}
+
+/** runToolCall's body: `signal` is the call's own (the turn's, or this call's cancel). */
+async function runOneCall(ctx: ToolRunContext, call: ToolCallInput, observer: ToolCallObserver, signal: AbortSignal): Promise<Envelope> {
   // Events may arrive from synchronous tool code: chain them so the front end sees them in order.
   let chain: Promise<void> = Promise.resolve();
   const queue = (fn: () => void | Promise<void>) => {
@@ -167,7 +181,7 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
   const options: CallOptions = {
     session: ctx.session,
     callId: call.callId,
-    signal: ctx.signal,
+    signal,
     manifest: ctx.manifest,
     hostCapabilities: ctx.hostCapabilities,
     host: ctx.host,
@@ -195,7 +209,7 @@ export async function runToolCall(ctx: ToolRunContext, call: ToolCallInput, obse
   }
   const { info } = prepared.call;
   await report(info);
-  if (ctx.signal.aborted) {
+  if (signal.aborted) {
     discardPreparedCall(prepared.call);
     return finish(errorEnvelope("aborted", "The call was cancelled before it started", 0), info);
   }
