@@ -36,6 +36,7 @@ import { confirmWithClient } from "./confirm.js";
 import { AcpSubagents, wantsSubagents } from "./subagents.js";
 import { promptContent } from "./prompt.js";
 import { acpQuestions } from "./questions.js";
+import { OWN_TURN, wantsOwnTurns, type OwnTurnParams } from "./own-turn.js";
 import { TerminalShell } from "./terminal-shell.js";
 
 /** An MCP server of session/new in the session's terms (env and headers as lists of name/value pairs). */
@@ -98,6 +99,8 @@ export class AcpSession implements SessionFrontEnd {
   private readonly writeLines: AcpSessionOptions["writeLines"];
   /** The client shows compactions (`clientCapabilities.session.compaction`); otherwise they are agent messages. */
   private readonly showsCompaction: boolean;
+  /** The client asked to be told of turns the agent starts by itself (acp/own-turn.ts). */
+  private readonly ownTurns: boolean;
   /** A command update on its way (batched), and the menu last sent. */
   private commandsDue: Promise<void> | null = null;
   private commandsSent = "";
@@ -117,6 +120,7 @@ export class AcpSession implements SessionFrontEnd {
     this.questions = acpQuestions(this.client, this.id, caps, () => this.agent.cancel());
     this.children = wantsSubagents(caps) ? new AcpSubagents(this.client, this.id, this.questions) : undefined;
     this.showsCompaction = caps.session?.compaction != null;
+    this.ownTurns = wantsOwnTurns(caps);
     this.loginOffered = offersTerminalLogin(caps).terminal;
     const local = new NodeFs();
     const canRead = caps.fs?.readTextFile === true;
@@ -180,6 +184,12 @@ export class AcpSession implements SessionFrontEnd {
       rules.length ? `Permission rules left out (the others hold):\n${rules.map((p) => `- ${p}`).join("\n")}` : null,
     ].filter(Boolean);
     if (problems.length) await this.say(problems.join("\n\n"));
+  }
+
+  async ownTurn(state: "running" | "idle", stopReason?: string): Promise<void> {
+    if (!this.ownTurns) return;
+    const params: OwnTurnParams = { sessionId: this.id, state, ...(stopReason ? { stopReason } : {}) };
+    await this.client.notify(OWN_TURN, params);
   }
 
   async titleChanged(title: string): Promise<void> {

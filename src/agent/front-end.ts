@@ -24,6 +24,11 @@ export interface SessionFrontEnd extends TurnObserver {
   loginRequired?(text: string): boolean;
   /** The slash commands changed (a reload, a profile, trusted project tools). */
   commandsChanged?(): void | Promise<void>;
+  /**
+   * A turn the agent starts by itself, not for a prompt (a background task's answer): "running"
+   * before it, "idle" with its stop reason after it. Absent: its updates are all the front end sees.
+   */
+  ownTurn?(state: "running" | "idle", stopReason?: TurnStopReason | "error"): void | Promise<void>;
   /** The session got its title (from its first prompt). */
   titleChanged?(title: string): void | Promise<void>;
   /** Asks whether to approve a call. Absent (headless): every ask is a deny. */
@@ -154,6 +159,7 @@ export function recordedFrontEnd(frontEnd: SessionFrontEnd, recorder: SessionRec
     loginRequired: frontEnd.loginRequired?.bind(frontEnd),
     commandsChanged: frontEnd.commandsChanged?.bind(frontEnd),
     titleChanged: frontEnd.titleChanged?.bind(frontEnd),
+    ownTurn: frontEnd.ownTurn?.bind(frontEnd),
     approve: frontEnd.approve?.bind(frontEnd),
     questions: frontEnd.questions,
     confirm: frontEnd.confirm?.bind(frontEnd),

@@ -278,8 +278,14 @@ export class AgentSession {
       if (!finished) return;
       const answers = finished.message;
       // The person sees why the agent speaks up unasked; the model gets the answers as the turn's prompt.
-      await this.frontEnd.say(`${finished.summary}: the answer goes to the model.\n\n`);
-      await this.recordedTurn({ text: answers, content: () => answers });
+      await this.frontEnd.ownTurn?.("running");
+      let stopReason: TurnStopReason | "error" = "error";
+      try {
+        await this.frontEnd.say(`${finished.summary}: the answer goes to the model.\n\n`);
+        stopReason = await this.recordedTurn({ text: answers, content: () => answers });
+      } finally {
+        await this.frontEnd.ownTurn?.("idle", stopReason);
+      }
     });
   }
 

@@ -330,4 +330,66 @@ describe("ACP v2: the v2 side is built lazily", () => {
     await two.shutdown();
     expect(two.closed).toEqual([0]);
   });
+
+  it("a turn the agent starts by itself (a background task's answer) shows as running, then idle; a prompt sent meanwhile waits for it", async () => {
+    let childMayAnswer = () => {};
+    const childWaits = new Promise<void>((resolve) => (childMayAnswer = resolve));
+    let ownMayAnswer = () => {};
+    const ownWaits = new Promise<void>((resolve) => (ownMayAnswer = resolve));
+    const user = (body: FakeBody) => (body.messages ?? []).filter((m) => m.role === "user").map((m) => JSON.stringify(m.content));
+    t.fake = await startFakeOpenAI({
+      fallback: async (body: FakeBody): Promise<FakeReply> => {
+        const users = user(body);
+        if (users[0]?.includes("Child S")) {
+          await childWaits;
+          return { text: "Survey: 2 files" };
+        }
+        if (users.at(-1)?.includes("[Background task")) {
+          await ownWaits;
+          return { text: "The survey is back." };
+        }
+        if (users.at(-1)?.includes("next")) return { text: "Next done." };
+        if (!(body.messages ?? []).some((m) => m.role === "tool"))
+          return {
+            toolCalls: [{ id: "t1", name: "task", arguments: { description: "Survey", prompt: "Child S: survey", background: true } }],
+            finish: "tool_calls",
+          };
+        return { text: "Started." };
+      },
+    });
+    const h = await start([]);
+    await h.initialize();
+    const { sessionId } = await h.agent.request("session/new", { cwd: t.ws });
+    await prompt(h, sessionId, "Start the survey");
+    await ended(h, sessionId);
+    expect(h.states(sessionId)).toEqual(["running", "idle:end_turn"]);
+
+    childMayAnswer();
+    await h.waitFor(() => h.states(sessionId).length >= 3);
+    // Sent while the agent's own turn runs: held until it ends, then a turn of its own.
+    const next = prompt(h, sessionId, "next");
+    await h.waitFor(() => t.fake!.requests.some((r) => JSON.stringify(r.body).includes("[Background task")));
+    // Not inserted while the own turn waits on its model.
+    expect(h.updatesOf(sessionId, "user_message")).toHaveLength(1);
+    ownMayAnswer();
+    await ended(h, sessionId, 3);
+    await next;
+    expect(h.states(sessionId)).toEqual(["running", "idle:end_turn", "running", "idle:end_turn", "running", "idle:end_turn"]);
+    // The own turn's updates sit between its running and idle states.
+    const kinds = h.updates
+      .filter((n) => n.sessionId === sessionId)
+      .map((n) => n.update)
+      .flatMap((u) =>
+        u.sessionUpdate === "state_update"
+          ? [`state:${(u as { state: string }).state}`]
+          : u.sessionUpdate === "agent_message_chunk" && u.content.type === "text"
+            ? [u.content.text]
+            : [],
+      );
+    const own = kinds.slice(kinds.indexOf("state:idle") + 1);
+    expect(own[0]).toBe("state:running");
+    const ownEnd = own.indexOf("state:idle");
+    expect(own.slice(1, ownEnd).join("")).toMatch(/^Background task .*finished.*: the answer goes to the model\.\s*The survey is back\.$/s);
+    expect(agentText(h, sessionId)).toMatch(/Next done\.$/);
+  });
 });

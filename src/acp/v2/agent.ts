@@ -16,6 +16,7 @@ import {
 import { CANCEL_TOOL_CALL } from "../cancel-call.js";
 import { REWIND, REWIND_POINTS } from "../rewind.js";
 import { startInner, type InnerAgent, type InnerFactory, type V1Agent } from "./bridge.js";
+import type { OwnTurnParams } from "../own-turn.js";
 import { configOptions, UpdateMapper } from "./updates.js";
 
 // ACP v2 over the same agent a v1 client gets. The v2 app answers the v2 client; every request
@@ -75,6 +76,8 @@ function v1Capabilities(caps: ClientCapabilities | undefined): v1.ClientCapabili
   return {
     ...(caps?.elicitation?.form != null ? { elicitation: { form: {} } } : {}),
     ...(caps?.auth?.terminal != null ? { auth: { terminal: true } } : {}),
+    // Told of the turns the agent starts by itself, to show them as v2 states.
+    _meta: { toolhost: { ownTurns: true } },
   } as v1.ClientCapabilities;
 }
 
@@ -105,6 +108,10 @@ interface SessionState {
   asking: number;
   /** The turn was cancelled (session/cancel, close): it ends idle, it does not run again. */
   cancelling: boolean;
+  /** A turn the agent started by itself (acp/own-turn.ts) waits for the last one's idle state: its updates wait here. */
+  waiting: unknown[] | null;
+  /** Ends the agent's own turn with its stop reason. */
+  ownEnd?: (stopReason: string) => void;
 }
 
 /** The v2 agent of one connection, over a v1 agent made by `makeInner` when the client initializes. */
@@ -116,7 +123,10 @@ function createV2Agent(makeInner: InnerFactory) {
   const state = (sessionId: string): SessionState => {
     let s = sessions.get(sessionId);
     if (!s)
-      sessions.set(sessionId, (s = { mapper: new UpdateMapper(callCancel), turn: null, held: new Set(), asking: 0, cancelling: false }));
+      sessions.set(
+        sessionId,
+        (s = { mapper: new UpdateMapper(callCancel), turn: null, held: new Set(), asking: 0, cancelling: false, waiting: null }),
+      );
     return s;
   };
 
@@ -134,8 +144,46 @@ function createV2Agent(makeInner: InnerFactory) {
     send(sessionId, { sessionUpdate: "state_update", ...update } as SessionUpdate);
   /** A v1 update of the session, sent as v2 (or dropped when v2 has no such thing). */
   const relay = (sessionId: string, update: unknown): Promise<void> => {
-    const mapped = state(sessionId).mapper.map(update as Parameters<UpdateMapper["map"]>[0]);
+    const s = state(sessionId);
+    if (s.waiting) return (s.waiting.push(update), out);
+    const mapped = s.mapper.map(update as Parameters<UpdateMapper["map"]>[0]);
     return mapped ? send(sessionId, mapped) : out;
+  };
+  /**
+   * A turn the agent starts by itself (a background task's answer): `running` once the last turn's
+   * idle state went out (the inner agent may say it starts before its last prompt's answer arrives;
+   * its updates wait until then), `idle` when it ends; a prompt sent meanwhile is held as behind any turn.
+   */
+  const ownTurn = ({ sessionId, state: now, stopReason }: OwnTurnParams) => {
+    const s = sessions.get(sessionId);
+    if (!s) return;
+    if (now === "idle") {
+      s.ownEnd?.(stopReason ?? "end_turn");
+      s.ownEnd = undefined;
+      return;
+    }
+    const before = s.turn;
+    const waiting: unknown[] = [];
+    if (before) s.waiting = waiting;
+    const ended = new Promise<string>((resolve) => (s.ownEnd = resolve));
+    const turn: Promise<void> = (async () => {
+      await before;
+      if (s.waiting === waiting) s.waiting = null;
+      s.mapper.endRun();
+      s.cancelling = false;
+      void sendState(sessionId, { state: "running" });
+      for (const update of waiting) void relay(sessionId, update);
+      const reason = await ended;
+      await sendState(
+        sessionId,
+        reason === "error"
+          ? { state: "idle", stopReason: "error", error: { code: -32603, message: "The agent's own turn failed" } }
+          : ({ state: "idle", stopReason: reason } as StateUpdate),
+      );
+    })().finally(() => {
+      if (s.turn === turn) s.turn = null;
+    });
+    s.turn = turn;
   };
   /**
    * The turn waits on the client (v2: requires_action, sent before the request) until the returned
@@ -158,6 +206,7 @@ function createV2Agent(makeInner: InnerFactory) {
       relay: (sessionId, update) => void relay(sessionId, update),
       flushed: () => out,
       waitOn,
+      ownTurn,
     });
     return inner.v1;
   };
@@ -251,7 +300,7 @@ function createV2Agent(makeInner: InnerFactory) {
       s.cancelling = false;
       void send(sessionId, { sessionUpdate: "user_message", messageId, content: params.prompt });
       void sendState(sessionId, { state: "running" });
-      s.turn = v1()
+      const turn: Promise<void> = v1()
         .request("session/prompt", { sessionId, prompt: params.prompt as v1.ContentBlock[] })
         .then(
           async ({ stopReason }) => {
@@ -263,8 +312,10 @@ function createV2Agent(makeInner: InnerFactory) {
           },
         )
         .finally(() => {
-          s.turn = null;
+          // The agent's own turn may have followed this one already.
+          if (s.turn === turn) s.turn = null;
         });
+      s.turn = turn;
       return { messageId };
     })
     .onNotification("session/cancel", async ({ params }) => {

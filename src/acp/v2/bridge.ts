@@ -1,6 +1,7 @@
 import type * as v1 from "@agentclientprotocol/sdk";
 import { client as v1Client } from "@agentclientprotocol/sdk/unstable";
 import type { AgentContext, CreateElicitationRequest } from "@agentclientprotocol/sdk/experimental/v2/unstable";
+import { OWN_TURN, type OwnTurnParams } from "../own-turn.js";
 import { toolCall } from "./updates.js";
 
 // The v2 side's own v1 agent, and the v1 client it talks to: acp/server.ts's createAgent, connected
@@ -26,6 +27,8 @@ export interface BridgeHost {
   relay(sessionId: string, update: unknown): void;
   /** Resolves once everything handed to `relay` so far went out. */
   flushed(): Promise<void>;
+  /** The inner agent starts or ends a turn of its own (acp/own-turn.ts). */
+  ownTurn(params: OwnTurnParams): void;
   /** The session's turn waits on the client from now (said before it resolves); the function it gives says it no longer does. */
   waitOn(sessionId: string): Promise<() => void>;
 }
@@ -33,6 +36,11 @@ export interface BridgeHost {
 function connectBridge(host: BridgeHost) {
   return v1Client({ name: "toolhost-v2" })
     .onNotification("session/update", ({ params }) => host.relay(params.sessionId, params.update))
+    .onNotification(
+      OWN_TURN,
+      (raw) => raw as OwnTurnParams,
+      ({ params }) => host.ownTurn(params),
+    )
     .onRequest("session/request_permission", async ({ params, signal }) => {
       const meta = params._meta?.permission as { title?: string; description?: string } | undefined;
       const done = await host.waitOn(params.sessionId);
