@@ -105,6 +105,8 @@ export interface EarlyState {
   clientCapabilities?: ClientCapabilities;
   /** The params of an `initialize` answered early: replayed to the SDK, which gates on it. */
   initializeParams?: unknown;
+  /** That initialize was v2's: the connection and its early sessions are the v2 side's (acp/v2/). */
+  v2?: boolean;
   /** Sessions answered early, each with the config file its answer was made from. */
   sessions: { id: string; workspace: Workspace; mcpServers: McpServer[]; config: ConfigFile }[];
 }

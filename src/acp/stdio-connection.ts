@@ -11,16 +11,21 @@ const REPLAY_ID = "toolhost-early-initialize";
 /**
  * The SDK answers nothing but `initialize` until it has answered an `initialize` itself. When the
  * early reader answered it, the same request is replayed to the SDK first (validated and handled
- * as usual) and its second answer is kept from the client.
+ * as usual) and its second answer is kept from the client. `holdRest`: the lines after it wait
+ * until that answer came (the v2 side refuses a request that arrives before its initialize ended,
+ * where v1's waits for it).
  */
-function replayInitialize(input: ReadableStream<Uint8Array>, params: unknown) {
+function replayInitialize(input: ReadableStream<Uint8Array>, params: unknown, holdRest: boolean) {
   const line = new TextEncoder().encode(`${JSON.stringify({ jsonrpc: "2.0", id: REPLAY_ID, method: "initialize", params })}\n`);
   const reader = input.getReader();
+  let answered = () => {};
+  const initialized = holdRest ? new Promise<void>((resolve) => (answered = resolve)) : Promise.resolve();
   const replayed = new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(line);
     },
     async pull(controller) {
+      await initialized;
       const { done, value } = await reader.read();
       if (done) controller.close();
       else controller.enqueue(value);
@@ -44,6 +49,7 @@ function replayInitialize(input: ReadableStream<Uint8Array>, params: unknown) {
           if (answer.id !== REPLAY_ID) return true;
           if (answer.error) process.stderr.write(`toolhost: the SDK refused the early initialize: ${answer.error.message ?? ""}\n`);
           dropped = true;
+          answered();
           return false;
         } catch {
           return true;
@@ -112,23 +118,24 @@ export async function serveConnection(
   const encoder = new TextEncoder();
   // A load's replay, written beside the SDK (see AcpSession.replay).
   const { app, shutdown, adoptEarly, sessionStore } = createAgent(early, (lines) => output.write(encoder.encode(lines)));
-  const replay = early.initializeParams === undefined ? null : replayInitialize(input, early.initializeParams);
+  const replay = early.initializeParams === undefined ? null : replayInitialize(input, early.initializeParams, early.v2 === true);
   const write = replay ? replay.filter(output.write) : output.write;
   const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) }), replay?.input ?? input, {
     maxMessageBytes: MAX_MESSAGE_BYTES + 1024,
   });
   let closed: Promise<void>;
   let shutdownV2 = async () => {};
-  if (replay) {
+  if (replay && !early.v2) {
     // The early reader answered a v1 initialize: the connection is v1's.
     const conn = app.connect(stream);
     // Same tick as connect: no queued message is dispatched before the early sessions exist.
     adoptEarly(conn.client);
     closed = conn.closed;
   } else {
-    // The SDK's router picks v1 or v2 at initialize; v2 is a mapping over its own v1 agent (acp/v2/).
+    // The SDK's router picks v1 or v2 at initialize (a v2 one answered early is replayed to it);
+    // v2 is a mapping over its own v1 agent (acp/v2/), which takes the early v2 sessions.
     const { versionRouter } = await import("./v2/agent.js");
-    const routed = versionRouter(app, createAgent);
+    const routed = versionRouter(app, createAgent, early.v2 ? early : undefined);
     shutdownV2 = routed.shutdown;
     closed = routed.router.connect(stream).closed;
   }

@@ -6,6 +6,7 @@ import { answerEarly, type EarlyAnswer } from "./early.js";
 import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { prefetchRestore } from "./session-modules.js";
+import { isV2Initialize, v1Capabilities, v2InitializeResponse, v2NewSessionResponse } from "./v2/handshake.js";
 import type { EarlyState } from "./server.js";
 
 // The ACP entry on stdin/stdout. It loads light: the handshake is answered before the SDK (and
@@ -60,6 +61,8 @@ function urandomUuid(): string | null {
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
+const isEmptyList = (value: unknown) => Array.isArray(value) && value.length === 0;
+
 const isPairs = (value: unknown) =>
   Array.isArray(value) && value.every((p) => isObject(p) && typeof p.name === "string" && typeof p.value === "string");
 
@@ -99,14 +102,19 @@ export async function serveStdio(out: Out): Promise<void> {
   // Only what the SDK would accept as it is: anything else waits for the SDK and its validation.
   const answer: EarlyAnswer = ({ id, method, params }) => {
     if (!isObject(params)) return null;
-    // A v2 client (asking for 2 or later, without v1's clientCapabilities or clientInfo) goes to the
-    // SDK's router (acp/v2/); a v1 one gets v1 here, whatever version it asks for.
-    const v2 =
-      typeof params.protocolVersion === "number" &&
-      params.protocolVersion >= 2 &&
-      !("clientCapabilities" in params) &&
-      !("clientInfo" in params);
-    if (method === "initialize" && state.clientCapabilities === undefined && typeof params.protocolVersion === "number" && !v2) {
+    // A v2 client (asking for 2 or later, without v1's clientCapabilities or clientInfo) gets v2's
+    // answers, mapped from v1's as the v2 side maps them (acp/v2/handshake.ts); the router replays
+    // its initialize. A v1 one gets v1 here, whatever version it asks for.
+    if (method === "initialize" && state.clientCapabilities === undefined && isV2Initialize(params)) {
+      const caps = params.capabilities ?? {};
+      if (!isObject(caps)) return null;
+      state.v2 = true;
+      state.clientCapabilities = v1Capabilities(caps);
+      state.initializeParams = params;
+      idle = setTimeout(loadServer, IDLE_LOAD_MS);
+      return JSON.stringify({ jsonrpc: "2.0", id, result: v2InitializeResponse(initializeResponse(state.clientCapabilities)) });
+    }
+    if (method === "initialize" && state.clientCapabilities === undefined && typeof params.protocolVersion === "number") {
       const caps = params.clientCapabilities ?? {};
       if (!isObject(caps)) return null;
       state.clientCapabilities = caps as ClientCapabilities;
@@ -115,7 +123,12 @@ export async function serveStdio(out: Out): Promise<void> {
       return JSON.stringify({ jsonrpc: "2.0", id, result: initializeResponse(caps) });
     }
     // v1 requires mcpServers: without them the SDK answers (-32602), as it does after any other request.
-    const servers = plainServers(params.mcpServers);
+    // v2's are optional; a v2 session with MCP servers goes to the SDK (its servers are mapped there).
+    const servers = state.v2
+      ? params.mcpServers === undefined || isEmptyList(params.mcpServers)
+        ? []
+        : null
+      : plainServers(params.mcpServers);
     const dirs = params.additionalDirectories ?? [];
     const plainDirs = Array.isArray(dirs) && dirs.every((d) => typeof d === "string") ? dirs : null;
     if (method === "session/new" && state.clientCapabilities !== undefined && typeof params.cwd === "string" && servers && plainDirs) {
@@ -127,7 +140,8 @@ export async function serveStdio(out: Out): Promise<void> {
       // Resolved once here: the session takes this Workspace when it starts.
       state.sessions.push({ id: sessionId, workspace: resolveWorkspace(params.cwd, plainDirs), mcpServers: servers, config });
       loadAfterWrite = true;
-      return JSON.stringify({ jsonrpc: "2.0", id, result: newSessionResponse(sessionId, config) });
+      const result = newSessionResponse(sessionId, config);
+      return JSON.stringify({ jsonrpc: "2.0", id, result: state.v2 ? v2NewSessionResponse(result) : result });
     }
     // A stored session to open: its modules load beside the SDK (their files are read while it compiles).
     if ((method === "session/load" || method === "session/resume") && state.clientCapabilities !== undefined) prefetchRestore();

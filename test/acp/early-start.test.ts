@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Harness, useAcpTest } from "./harness.js";
+import { V2Harness } from "./harness-v2.js";
 
 // The handshake answered before the SDK loads (acp/stdio.ts): the client sees one answer per
 // request, the SDK still validates and serves everything after it, and what the early reader
@@ -34,6 +35,43 @@ describe("the early handshake", () => {
     const byId = new Map(answers(t.h).map((m) => [m.json.id, m.json]));
     expect(byId.get(901)).toMatchObject({ error: { code: -32602 } });
     expect(byId.get(902)).toMatchObject({ result: { sessionId: expect.any(String) } });
+  });
+});
+
+describe("the early handshake of a v2 client", () => {
+  /** initialize and session/new of a v2 client; `viaSdk` pads the initialize past what the early reader parses. */
+  async function handshake(viaSdk: boolean) {
+    const h = new V2Harness({ TOOLHOST_HOME: t.home });
+    t.defer(async () => {
+      expect(await h.close()).toBe(0);
+      expect(h.checker.problems).toEqual([]);
+    });
+    const init = await h.agent.request("initialize", {
+      protocolVersion: 2,
+      info: { name: "toolhost-v2-test", version: "1.0.0" },
+      capabilities: {},
+      ...(viaSdk ? { _meta: { pad: "x".repeat(1_100_000) } } : {}),
+    });
+    const { sessionId, ...rest } = await h.agent.request("session/new", { cwd: t.ws });
+    return { h, init, sessionId, rest };
+  }
+
+  it("answers initialize and session/new as the v2 side does, and the session then works through it", async () => {
+    const early = await handshake(false);
+    const sdk = await handshake(true);
+    expect(early.init).toEqual(sdk.init);
+    expect(early.rest).toEqual(sdk.rest);
+    expect(early.h.checker.messages.some((m) => JSON.stringify(m.json).includes("toolhost-early-initialize"))).toBe(false);
+    // The early session is the v2 side's: a prompt is inserted and ends idle.
+    await early.h.agent.request("session/prompt", { sessionId: early.sessionId, prompt: [{ type: "text", text: "/read a.txt" }] });
+    await early.h.waitFor(() => early.h.states(early.sessionId).includes("idle:end_turn"));
+    expect(early.h.updatesOf(early.sessionId, "tool_call_update").some((u) => u.status === "completed")).toBe(true);
+    // A session with MCP servers is the SDK's: it still opens after the early handshake.
+    const withServer = await early.h.agent.request("session/new", {
+      cwd: t.ws,
+      mcpServers: [{ type: "http", name: "none", url: "http://127.0.0.1:9/mcp", headers: [] }],
+    });
+    expect(withServer.sessionId).not.toBe(early.sessionId);
   });
 });
 

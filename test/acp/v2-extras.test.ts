@@ -379,13 +379,11 @@ describe("ACP v2: the v2 side is built lazily", () => {
     const kinds = h.updates
       .filter((n) => n.sessionId === sessionId)
       .map((n) => n.update)
-      .flatMap((u) =>
-        u.sessionUpdate === "state_update"
-          ? [`state:${(u as { state: string }).state}`]
-          : u.sessionUpdate === "agent_message_chunk" && u.content.type === "text"
-            ? [u.content.text]
-            : [],
-      );
+      .flatMap((u) => {
+        if (u.sessionUpdate === "state_update") return [`state:${(u as { state: string }).state}`];
+        const content = (u as { content?: { type: string; text?: string } }).content;
+        return u.sessionUpdate === "agent_message_chunk" && content?.type === "text" ? [content.text ?? ""] : [];
+      });
     const own = kinds.slice(kinds.indexOf("state:idle") + 1);
     expect(own[0]).toBe("state:running");
     const ownEnd = own.indexOf("state:idle");

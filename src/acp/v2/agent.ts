@@ -6,9 +6,6 @@ import {
   assertSupportedMcpServers,
   RequestError,
   type AgentContext,
-  type AuthMethod,
-  type ClientCapabilities,
-  type McpCapabilities,
   type McpServer,
   type SessionUpdate,
   type StateUpdate,
@@ -17,7 +14,9 @@ import { CANCEL_TOOL_CALL } from "../cancel-call.js";
 import { REWIND, REWIND_POINTS } from "../rewind.js";
 import { startInner, type InnerAgent, type InnerFactory, type V1Agent } from "./bridge.js";
 import type { OwnTurnParams } from "../own-turn.js";
-import { configOptions, UpdateMapper } from "./updates.js";
+import type { EarlyState } from "../server.js";
+import { configOptions, MCP, toolhostExtensions, v1Capabilities, v2InitializeResponse, v2NewSessionResponse } from "./handshake.js";
+import { UpdateMapper } from "./updates.js";
 
 // ACP v2 over the same agent a v1 client gets. The v2 app answers the v2 client; every request
 // becomes the v1 agent's own request (session/new, prompt, load/resume, close, fork, rewind,
@@ -38,22 +37,23 @@ import { configOptions, UpdateMapper } from "./updates.js";
  * One connection's agent for both versions: the SDK's router, which picks at `initialize`, over
  * the connection's v1 app and a v2 app whose inner agent `create` makes (acp/server.ts's
  * createAgent) at the first v2 `initialize`: a v1 connection never builds it. `shutdown` closes
- * the v2 side's sessions, if it was built.
+ * the v2 side's sessions, if it was built. `early`: what the early reader answered a v2 client
+ * (its initialize, replayed to the router, and its sessions, which the inner agent adopts).
  */
 export function versionRouter(
   v1App: v1.AgentApp,
-  create: (
-    early: { sessions: never[]; clientCapabilities: v1.ClientCapabilities },
-    writeLines: (lines: string) => Promise<void>,
-  ) => InnerAgent,
+  create: (early: EarlyState, writeLines: (lines: string) => Promise<void>) => InnerAgent,
+  early?: EarlyState,
 ) {
   // The inner agent's client asks for plan operations (plan_update with items, v2's only plans).
-  const v2 = createV2Agent((writeLines) => create({ sessions: [], clientCapabilities: { plan: {} } as v1.ClientCapabilities }, writeLines));
+  // A v2 initialize and session/new the early reader answered (acp/stdio.ts) are the inner agent's.
+  const inner: EarlyState = early ?? { sessions: [], clientCapabilities: v1Capabilities(undefined) };
+  const v2 = createV2Agent(
+    (writeLines) => create(inner, writeLines),
+    inner.sessions.map((s) => s.id),
+  );
   return { router: agentProtocolRouter().withV1(v1App).withV2(v2.app), shutdown: v2.shutdown };
 }
-
-/** The MCP transports a v2 client may give (v2 has no SSE). */
-const MCP: McpCapabilities = { stdio: {}, http: {} };
 
 /** v2 MCP servers as the v1 agent takes them (v1 stdio servers have no `type`, and args and env are required). */
 function v1Servers(servers: McpServer[] | undefined): v1.McpServer[] {
@@ -69,25 +69,6 @@ function v1Servers(servers: McpServer[] | undefined): v1.McpServer[] {
       env: (server.env ?? []) as v1.EnvVariable[],
     };
   });
-}
-
-/** The v2 client's capabilities as the inner agent's client has them: form elicitation, the terminal login. */
-function v1Capabilities(caps: ClientCapabilities | undefined): v1.ClientCapabilities {
-  return {
-    ...(caps?.elicitation?.form != null ? { elicitation: { form: {} } } : {}),
-    ...(caps?.auth?.terminal != null ? { auth: { terminal: true } } : {}),
-    // Told of the turns the agent starts by itself, to show them as v2 states.
-    _meta: { toolhost: { ownTurns: true } },
-  } as v1.ClientCapabilities;
-}
-
-/** A v1 auth method as v2's: `methodId` for `id`, the type always said, a terminal method's env as a list. */
-function authMethod(method: v1.AuthMethod): AuthMethod {
-  const { id, name, description } = method;
-  const described = description ? { description } : {};
-  if (!("type" in method) || method.type !== "terminal") return { type: "agent", methodId: id, name, ...described };
-  const env = Object.entries(method.env ?? {}).map(([envName, value]) => ({ name: envName, value }));
-  return { type: "terminal", methodId: id, name, ...described, args: method.args ?? [], ...(env.length ? { env } : {}) };
 }
 
 /** An extension request's params: an object with its session's id (the inner agent checks the rest). */
@@ -115,7 +96,7 @@ interface SessionState {
 }
 
 /** The v2 agent of one connection, over a v1 agent made by `makeInner` when the client initializes. */
-function createV2Agent(makeInner: InnerFactory) {
+function createV2Agent(makeInner: InnerFactory, earlySessions: string[]) {
   let client: AgentContext | undefined;
   /** The inner agent's capabilities a session's mapping needs: it cancels one call. */
   let callCancel = false;
@@ -125,10 +106,11 @@ function createV2Agent(makeInner: InnerFactory) {
     if (!s)
       sessions.set(
         sessionId,
-        (s = { mapper: new UpdateMapper(callCancel), turn: null, held: new Set(), asking: 0, cancelling: false, waiting: null }),
+        (s = { mapper: new UpdateMapper(() => callCancel), turn: null, held: new Set(), asking: 0, cancelling: false, waiting: null }),
       );
     return s;
   };
+  for (const id of earlySessions) state(id);
 
   // Everything the v2 client is sent goes out in order through one chain.
   let out: Promise<void> = Promise.resolve();
@@ -234,35 +216,9 @@ function createV2Agent(makeInner: InnerFactory) {
         clientCapabilities: v1Capabilities(params.capabilities),
         clientInfo: params.info as v1.Implementation,
       });
-      const caps = answer.agentCapabilities ?? {};
-      const prompt = caps.promptCapabilities ?? {};
-      const info = answer.agentInfo ?? { name: "toolhost", version: "0" };
-      const toolhost = (caps._meta?.toolhost ?? {}) as { rewind?: unknown; cancelToolCall?: unknown };
       // Advertised on each running call (updates.ts), as v2 does, when the inner agent cancels one call.
-      callCancel = toolhost.cancelToolCall != null;
-      return {
-        protocolVersion: 2,
-        info: { name: info.name, title: info.title ?? null, version: info.version },
-        capabilities: {
-          session: {
-            prompt: {
-              ...(prompt.image ? { image: {} } : {}),
-              ...(prompt.audio ? { audio: {} } : {}),
-              ...(prompt.embeddedContext ? { embeddedContext: {} } : {}),
-            },
-            mcp: MCP,
-            delete: {},
-            additionalDirectories: {},
-            // session/fork (unstable v2): the agent's capability is all the draft has; a client that
-            // does not know it never asks.
-            ...((caps.sessionCapabilities as { fork?: unknown } | undefined)?.fork != null ? { fork: {} } : {}),
-          },
-          // _session/rewind_points and _session/rewind, as the v1 agent advertises them.
-          ...(toolhost.rewind ? { _meta: { toolhost: { rewind: toolhost.rewind } } } : {}),
-        },
-        // Non-empty: auth/login and auth/logout are answered (the v1 agent's authenticate and logout).
-        authMethods: (answer.authMethods ?? []).map(authMethod),
-      };
+      callCancel = toolhostExtensions(answer).cancelToolCall != null;
+      return v2InitializeResponse(answer);
     })
     .onRequest("auth/login", async ({ params }) => {
       await v1().request("authenticate", { methodId: params.methodId });
@@ -279,7 +235,7 @@ function createV2Agent(makeInner: InnerFactory) {
         mcpServers: v1Servers(params.mcpServers),
       });
       state(answer.sessionId);
-      return { sessionId: answer.sessionId, configOptions: configOptions(answer.configOptions) };
+      return v2NewSessionResponse(answer);
     })
     .onRequest("session/prompt", async ({ params }) => {
       const { sessionId } = params;
@@ -386,7 +342,7 @@ function createV2Agent(makeInner: InnerFactory) {
         mcpServers: v1Servers(params.mcpServers),
       });
       state(answer.sessionId);
-      return { sessionId: answer.sessionId, configOptions: configOptions(answer.configOptions) };
+      return v2NewSessionResponse(answer);
     })
     .onRequest("session/set_config_option", async ({ params }) => {
       known(params.sessionId);

@@ -14,6 +14,8 @@ import { toolCall } from "./updates.js";
 export interface InnerAgent {
   app: v1.AgentApp;
   shutdown(): Promise<void>;
+  /** Opens the sessions the early reader answered, with the connection's client (createAgent's). */
+  adoptEarly?(client: v1.AgentContext): void;
 }
 
 /** Makes the inner agent; `writeLines` takes a load's replay, written beside its SDK (v1 session/update lines). */
@@ -110,7 +112,9 @@ export function startInner(make: InnerFactory, host: BridgeHost): { v1: V1Agent;
   });
   const toClient = new TransformStream<v1.AnyMessage, v1.AnyMessage>();
   const toAgent = new TransformStream<v1.AnyMessage, v1.AnyMessage>();
-  inner.app.connect({ writable: toClient.writable, readable: toAgent.readable });
+  const connection = inner.app.connect({ writable: toClient.writable, readable: toAgent.readable });
+  // Same tick as connect: no queued message is dispatched before the early sessions exist.
+  inner.adoptEarly?.(connection.client);
   const v1 = connectBridge(host).connect({ writable: toAgent.writable, readable: toClient.readable }).agent;
   return { v1, shutdown: () => inner.shutdown() };
 }

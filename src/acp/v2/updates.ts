@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createTwoFilesPatch } from "diff";
 import type * as v1 from "@agentclientprotocol/sdk";
 import type * as v2 from "@agentclientprotocol/sdk/experimental/v2/unstable";
+import { configOptions } from "./handshake.js";
 
 // The session's v1 `session/update`s as ACP v2 says them (acp/v2/README in acp/README.md):
 // messages and thoughts carry a messageId (a run of chunks of one kind is one message), a tool
@@ -50,11 +51,6 @@ export function toolCall(call: v1.ToolCallUpdate | v1.ToolCall | Extract<v1.Sess
   return { ...(rest as v2.ToolCallUpdate), ...(mapped === undefined ? {} : { content: mapped }) };
 }
 
-/** v1 config options as v2's: the same option, its id named `configId`. */
-export function configOptions(options: v1.SessionConfigOption[] | null | undefined): v2.SessionConfigOption[] {
-  return (options ?? []).map(({ id, ...option }) => ({ configId: id, ...option }) as v2.SessionConfigOption);
-}
-
 /**
  * One session's updates, translated in order. A run of chunks of one kind is one message: its
  * messageId holds until an update of another kind (a tool call, a thought) or the next prompt.
@@ -69,7 +65,7 @@ export class UpdateMapper {
   private readonly children = new Set<string>();
 
   /** `callCancel`: the session's running calls take tool_call/cancel (its inner agent cancels one call). */
-  constructor(private readonly callCancel = false) {}
+  constructor(private readonly callCancel: () => boolean = () => false) {}
 
   /** The client cancels this call: a failed end is its cancel's. */
   cancelling(toolCallId: string): void {
@@ -94,7 +90,7 @@ export class UpdateMapper {
   private callControls(call: v2.ToolCallUpdate, meta: unknown): v2.ToolCallUpdate {
     const id = call.toolCallId;
     if ((meta as { parentToolCallId?: unknown } | null | undefined)?.parentToolCallId !== undefined) this.children.add(id);
-    if (call.status === "in_progress" && this.callCancel && !this.children.has(id) && !this.cancellable.has(id)) {
+    if (call.status === "in_progress" && this.callCancel() && !this.children.has(id) && !this.cancellable.has(id)) {
       this.cancellable.add(id);
       return { ...call, capabilities: { cancel: {} } };
     }
