@@ -233,7 +233,11 @@ export async function rewindFiles(
       result.failed.push(...notARoot(tree, pointId, root, checkpoints));
       continue;
     }
-    const rewound = await rewindRoot(tree, pointId, root, one, options);
+    // A further root's failure (its checkpoints gone) is that root's: the others' restores stand, and are recorded.
+    const rewound = await rewindRoot(tree, pointId, root, one, options).catch((error: unknown) => ({
+      ...noFiles(),
+      problem: error instanceof Error ? error.message : String(error),
+    }));
     if (rewound.problem) result.failed.push({ path: root, reason: `its files were not rewound: ${rewound.problem}` });
     const named = (notes: readonly PathNote[]) => notes.map((n) => ({ ...n, path: shown(root, n.path) }));
     result.applied ||= rewound.applied;
@@ -332,7 +336,7 @@ export async function conversationRewindRecord(
   const roots: RootCheckpoint[] = [];
   for (const root of rewindRoots(tree, pointId)) {
     const one = await checkpoints.find(root);
-    const part = one && (await carriedPart(planFilesRewind(tree, pointId, root), one));
+    const part = one && (await carriedPart(planFilesRewind(tree, pointId, root), one).catch(() => undefined));
     if (part) roots.push({ root, ...part });
   }
   return joinRecord(pointId, primary, roots, primaryPlan, true);

@@ -348,7 +348,7 @@ describe("rewind over ACP", () => {
 
   describe("with a further root (additionalDirectories)", () => {
     /** A session over two roots whose one prompt edits a file in each and creates one in the second. */
-    async function twoRoots() {
+    async function twoRoots(options: { unstable?: boolean } = {}) {
       const other = await tempDir({ "lib.ts": "export const x = 1;\n", "README.md": "# lib\n" });
       t.defer(() => fsp.rm(other, { recursive: true, force: true }));
       t.fake = await startFakeOpenAI({
@@ -364,6 +364,7 @@ describe("rewind over ACP", () => {
         ],
       });
       const h = (t.h = new Harness({
+        unstable: options.unstable,
         env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: t.home },
       }));
       await h.initialize();
@@ -428,6 +429,28 @@ describe("rewind over ACP", () => {
 
       const forced = await rewind({ mode: "files", force: true });
       expect(forced).toMatchObject({ applied: true, files: [{ path: lib, action: "restore" }], conflicts: [{ path: lib }] });
+      expect(await picture(other)).toEqual(before.other);
+    });
+
+    it("a fork keeps the second root's checkpoints too: with the original deleted, the fork still rewinds both roots", async () => {
+      const { h, sessionId, other, before } = await twoRoots({ unstable: true });
+      const forked = await h.agent.request<{ sessionId: string }>("session/fork", {
+        sessionId,
+        cwd: t.ws,
+        additionalDirectories: [other],
+        mcpServers: [],
+      });
+      await h.agent.request("session/delete", { sessionId });
+      const [point] = (await h.agent.request<{ points: Point[] }>("_session/rewind_points", { sessionId: forked.sessionId })).points;
+      expect(point).toMatchObject({ preview: "edit both roots", filesChanged: 3 });
+      const done = await h.agent.request<Rewound>("_session/rewind", {
+        sessionId: forked.sessionId,
+        messageId: point!.messageId,
+        mode: "files",
+      });
+      expect(done).toMatchObject({ applied: true, conflicts: [] });
+      expect(done.files).toHaveLength(3);
+      expect(await picture(t.ws)).toEqual(before.ws);
       expect(await picture(other)).toEqual(before.other);
     });
   });

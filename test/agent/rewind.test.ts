@@ -536,6 +536,18 @@ describe("a session with a further root (additionalDirectories)", () => {
     }
   });
 
+  it("a further root whose checkpoints fail is that root's failure: the workspace's files are rewound and recorded", async () => {
+    const s = await twoRoots();
+    const ck = await s.checkpoints();
+    await (await ck.find(s.other))!.close();
+    const done = await rewindFiles(s.record.tree, s.p2, ck);
+    expect(done.failed).toEqual([{ path: s.other, reason: "its files were not rewound: checkpoints: closed" }]);
+    expect(done.files).toEqual([{ path: "a.txt", action: "restore" }]);
+    expect(await picture(s.root)).toEqual(s.pictures[1]);
+    expect(done.record).toMatchObject({ rewind: s.p2, files: [{ path: "a.txt", action: "modify" }] });
+    expect(done.record!.roots).toBeUndefined();
+  });
+
   it("a further root inside the workspace is checkpointed once, as a root of its own: the workspace's snapshots leave it out", async () => {
     const s = await session({ "a.txt": "a1\n", "sub/inner.txt": "i1\n" }, {}, { roots: (root) => [path.join(root, "sub")] });
     const sub = path.join(s.root, "sub");

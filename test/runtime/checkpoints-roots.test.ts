@@ -102,7 +102,7 @@ describe("the checkpoints of a session's roots", () => {
     expect(names(alone.primary.gitDir, whole!.snapshot!.id)).toEqual(["a.txt", "sub/deep/d.txt", "sub/inner.txt", "subway/w.txt"]);
   });
 
-  it("a further root that cannot be opened is listed with the reason, and a root inside it is not left out of the outer one", async () => {
+  it("a further root that cannot be opened is listed with the reason; the primary root is checkpointed still", async () => {
     const primary = await folder({ "a.txt": "a\n", "sub/s.txt": "s\n" });
     const home = await folder();
     const ck = await open([primary, `${primary}-gone`, path.join(primary, "a.txt")], home);
