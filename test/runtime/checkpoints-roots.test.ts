@@ -115,6 +115,22 @@ describe("the checkpoints of a session's roots", () => {
     expect(only!.snapshot!.id).toMatch(/^[0-9a-f]{40}$/);
   });
 
+  it("toolhost's home inside a further root is never part of that root's snapshots, nor of the primary's exclude file", async () => {
+    const primary = await folder({ "a.txt": "a\n" });
+    const other = await folder({ "b.txt": "b\n" });
+    const home = path.join(other, "toolhost home");
+    const ck = await open([primary, other], home);
+    await fsp.writeFile(path.join(home, "config.json"), "{}\n");
+    const [, second] = await ck.snapshot("home inside");
+    const otherCk = ck.further[0]!.checkpoints;
+    const listed = execFileSync("git", ["--git-dir", otherCk.gitDir, "ls-tree", "-r", "--name-only", second!.snapshot!.id], {
+      encoding: "utf8",
+    });
+    expect(listed.trim().split("\n")).toEqual(["b.txt"]);
+    expect(await fsp.readFile(path.join(otherCk.gitDir, "info", "exclude"), "utf8")).toBe("/toolhost\\ home/\n");
+    expect(await fsp.readFile(path.join(ck.primary.gitDir, "info", "exclude"), "utf8")).toBe("");
+  });
+
   it("deleting a session drops its refs in every root's repository; the sweep finds a session whose refs are only in a further root's", async () => {
     const primary = await folder({ "a.txt": "a\n" });
     const other = await folder({ "b.txt": "b\n" });
