@@ -8,6 +8,10 @@
 // checkpoint entries, 20 history messages a turn) of three prompts that change 10 files each, then
 // `SessionRewind.rewind(prompt 2, "both")` (files restored, the branch entry appended, the history
 // rebuilt from the file), checked to leave the workspace as it was before prompt 2; medians.
+// Then a session with a further root (additionalDirectories): a second generated workspace of the
+// same size; the checkpoint of a turn as the session takes it (every root, side by side) for a
+// session of one root and one of two on the same workspace, interleaved: 10 files changed in the
+// first root only, then 10 in each; medians.
 // Run after `npm run build`: node bench/checkpoints.mjs  (BENCH_ROUNDS, BENCH_FILES, BENCH_REWINDS)
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -19,7 +23,8 @@ import { fileURLToPath } from "node:url";
 import { median, timed } from "./lib.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const { openCheckpoints } = await import(path.join(root, "dist", "runtime", "checkpoints", "checkpoints.js"));
+const { openCheckpoints } = await import(path.join(root, "dist", "runtime", "checkpoints", "repository.js"));
+const { openWorkspaceCheckpoints, WorkspaceCheckpoints } = await import(path.join(root, "dist", "runtime", "checkpoints", "roots.js"));
 const { SessionRewind } = await import(path.join(root, "dist", "agent", "session-rewind.js"));
 const { SessionRecorder } = await import(path.join(root, "dist", "agent", "record", "session-recorder.js"));
 const { SessionStore } = await import(path.join(root, "dist", "agent", "record", "session-store.js"));
@@ -139,7 +144,11 @@ const packMs = performance.now() - packStart;
 // The rewind of both: three turns of 10 changed files each, recorded as a session records them, then back to before the second.
 const store = new SessionStore(home);
 const recorder = new SessionRecorder(store.writer({ id: "bench-session", cwd: ws }));
-const rewinder = new SessionRewind({ recorder, checkpoints: async () => ({ checkpoints: ck }), moved: () => {} });
+const rewinder = new SessionRewind({
+  recorder,
+  checkpoints: async () => ({ checkpoints: new WorkspaceCheckpoints([{ root: ws, real: ck.root, checkpoints: ck }]) }),
+  moved: () => {},
+});
 const rewindMs = [];
 const rewindDryMs = [];
 const rewoundFiles = [];
@@ -175,6 +184,63 @@ const sessionFileBytes = statSync(recorder.file).size;
 recorder.close();
 await ck.close();
 
+// A further root: a second workspace of the same size; a session of one root and one of two roots.
+const ws2 = mkdtempSync(path.join(os.tmpdir(), "toolhost-bench-ckpt-ws2-"));
+const names2 = [];
+for (let i = 0; i < FILES; i++) {
+  const rel = `lib${String(Math.floor(i / 20)).padStart(3, "0")}/mod${i % 20}.ts`;
+  mkdirSync(path.dirname(path.join(ws2, rel)), { recursive: true });
+  writeFileSync(path.join(ws2, rel), text(200 + ((i * 7919) % 16_000)));
+  names2.push(rel);
+}
+const openRoots = async (roots, session) => {
+  const o = await openWorkspaceCheckpoints({ roots, project: "bench", session, home });
+  if (!o.available) throw new Error(o.reason);
+  return o.checkpoints;
+};
+const oneRoot = await openRoots([ws], "bench-one-root");
+const twoRoots = await openRoots([ws, ws2], "bench-two-roots");
+const firstTwoStart = performance.now();
+await Promise.all([oneRoot.snapshot("first"), twoRoots.snapshot("first")]);
+const firstTwoMs = performance.now() - firstTwoStart;
+/** The turn's change in one root: 6 edits, 2 new files, 2 deletions. */
+let changeCount = 0;
+const change = (dir, list) => {
+  const n = ++changeCount;
+  const pick = (k) => list[(n * 131 + k * 173) % list.length];
+  for (let k = 0; k < 6; k++) writeFileSync(path.join(dir, pick(k)), text(2000));
+  mkdirSync(path.join(dir, `roots${n}`), { recursive: true });
+  for (let k = 0; k < 2; k++) writeFileSync(path.join(dir, `roots${n}/created${k}.ts`), text(1500));
+  for (let k = 6; k < 8; k++) rmSync(path.join(dir, pick(k)), { force: true });
+};
+/** A session's checkpoint of all its roots; checked that each root took its snapshot. */
+const checkpoint = async (handle, label) => {
+  const start = performance.now();
+  const taken = await handle.snapshot(label);
+  const ms = performance.now() - start;
+  if (taken.some((t) => !t.snapshot)) throw new Error(`${label}: ${taken.map((t) => String(t.error)).join("; ")}`);
+  return ms;
+};
+const primaryOnly = { one: [], two: [] };
+const eachRoot = { one: [], two: [] };
+/** Both sessions' checkpoints, in an order that swaps every round (the second finds the page cache warm). */
+const both = async (round, label, into) => {
+  if (round % 2) into.two.push(await checkpoint(twoRoots, `two ${label}`));
+  into.one.push(await checkpoint(oneRoot, `one ${label}`));
+  if (!(round % 2)) into.two.push(await checkpoint(twoRoots, `two ${label}`));
+};
+for (let round = 0; round < ROUNDS; round++) {
+  // 10 files changed in the first root only (the second root untouched, as a turn that does not go there).
+  change(ws, names);
+  await both(round, `${round}`, primaryOnly);
+  // 10 files changed in each root (the one-root session sees the first root's).
+  change(ws, names);
+  change(ws2, names2);
+  await both(round, `${round} b`, eachRoot);
+}
+await oneRoot.close();
+await twoRoots.close();
+
 const r = (n) => Math.round(n * 10) / 10;
 const result = {
   files: FILES,
@@ -191,6 +257,19 @@ const result = {
   rewindBothMs: { median: r(median(rewindMs)), max: r(Math.max(...rewindMs)), target: 1000, filesPerRewind: median(rewoundFiles) },
   rewindDryRunMs: r(median(rewindDryMs)),
   sessionFileBytesAfterRewinds: sessionFileBytes,
+  furtherRoot: {
+    firstSnapshotsBothSessionsMs: r(firstTwoMs),
+    changedInFirstRootOnly: {
+      oneRootMs: r(median(primaryOnly.one)),
+      twoRootsMs: r(median(primaryOnly.two)),
+      ratio: r(median(primaryOnly.two) / median(primaryOnly.one)),
+    },
+    changedInEachRoot: {
+      oneRootMs: r(median(eachRoot.one)),
+      twoRootsMs: r(median(eachRoot.two)),
+      ratio: r(median(eachRoot.two) / median(eachRoot.one)),
+    },
+  },
   disk: {
     workspaceBytes,
     firstSnapshotBytes: firstDisk,
@@ -204,4 +283,5 @@ const result = {
 console.log(JSON.stringify(result, null, 2));
 await rm(home, { recursive: true, force: true });
 await rm(ws, { recursive: true, force: true });
+await rm(ws2, { recursive: true, force: true });
 await rm(base, { recursive: true, force: true });

@@ -1,5 +1,8 @@
+import nodePath from "node:path";
 import type { Checkpoints, FileChange, RestoreResult } from "../runtime/checkpoints/checkpoints.js";
-import type { EntryOf, SessionTree, TreeEntry } from "./record/session-format.js";
+import type { PathNote } from "../runtime/checkpoints/restore.js";
+import type { WorkspaceCheckpoints } from "../runtime/checkpoints/roots.js";
+import type { EntryOf, RootCheckpoint, SessionTree, TreeEntry } from "./record/session-format.js";
 import type { CheckpointRecord } from "./session-checkpoints.js";
 
 // Rewind (issue 23 §3) over a session's tree: the points (the prompts on the current path), and
@@ -13,6 +16,12 @@ import type { CheckpointRecord } from "./session-checkpoints.js";
 // `after` of the last one before it. A path that differs from the session's last known state (the
 // latest snapshot on the current path) was changed outside toolhost: a conflict, not written
 // unless `force`. Only paths inside the workspace root are ever written (the engine's restore).
+//
+// Each root of the session is rewound so, on its own: the primary root with the entries' own
+// fields, a further root with its part of their `roots` (a turn whose entry has no part for a
+// root took no snapshot of it). What a rewind reports names a further root's files by their
+// absolute path (the primary root's stay relative to it). A root the record names that is not a
+// root of the session now is not written: its files are listed as not restored.
 //
 // A rewind that restores files records what it did as a checkpoint entry of its own (`rewind`:
 // the point), so the next rewind knows the workspace's state; so does a rewind of the conversation
@@ -33,23 +42,52 @@ export interface RewindPoint {
 
 type CheckpointEntry = EntryOf<"checkpoint">;
 
-/** One turn's checkpoints on a path: the last entry of its promptId wins; `index` is where its first entry stands. */
+/** One root's part of a checkpoint entry: the primary root's (`root` undefined) is the entry's own fields. */
+type RootPart = Omit<RootCheckpoint, "root">;
+
+const partOf = (entry: CheckpointEntry, root: string | undefined): RootPart | undefined =>
+  root === undefined ? entry : entry.roots?.find((r) => r.root === root);
+
+/** One turn's checkpoints of one root on a path: the last entry of its promptId with the root wins; `index` is where its first one stands. */
 interface TurnCheckpoint {
   index: number;
-  entry: CheckpointEntry;
+  part: RootPart;
 }
 
-/** The turns' checkpoints along a path, in order. */
-function turnCheckpoints(path: readonly TreeEntry[]): TurnCheckpoint[] {
+/** The turns' checkpoints of one root (undefined: the primary) along a path, in order. */
+function turnCheckpoints(path: readonly TreeEntry[], root?: string): TurnCheckpoint[] {
   const byPrompt = new Map<string, TurnCheckpoint>();
   for (let index = 0; index < path.length; index++) {
     const entry = path[index]!;
     if (entry.type !== "checkpoint") continue;
+    const part = partOf(entry, root);
+    if (!part) continue;
     const turn = byPrompt.get(entry.promptId);
-    if (turn) turn.entry = entry;
-    else byPrompt.set(entry.promptId, { index, entry });
+    if (turn) turn.part = part;
+    else byPrompt.set(entry.promptId, { index, part });
   }
   return [...byPrompt.values()];
+}
+
+/** The further roots the checkpoint entries of these paths name, in order of appearance. */
+function furtherRoots(...paths: (readonly TreeEntry[])[]): string[] {
+  const roots = new Set<string>();
+  for (const path of paths) for (const entry of path) if (entry.type === "checkpoint") for (const r of entry.roots ?? []) roots.add(r.root);
+  return [...roots];
+}
+
+/** A path of a root's file as a rewind names it: the primary root's relative, a further root's absolute. */
+const shown = (root: string | undefined, rel: string): string => (root === undefined ? rel : nodePath.join(root, rel));
+
+/** promptId → how many files its turn changed, over every root. */
+function filesChanged(path: readonly TreeEntry[]): Map<string, number> {
+  const changed = new Map<string, number>();
+  for (const root of [undefined, ...furtherRoots(path)])
+    for (const { index, part } of turnCheckpoints(path, root)) {
+      const promptId = (path[index] as CheckpointEntry).promptId;
+      changed.set(promptId, (changed.get(promptId) ?? 0) + (part.files?.length ?? 0));
+    }
+  return changed;
 }
 
 const PREVIEW_CHARS = 80;
@@ -64,7 +102,7 @@ export function promptPreview(text: string): string {
 /** The prompts on the current path, oldest first. */
 export function rewindPoints(tree: SessionTree): RewindPoint[] {
   const path = tree.pathTo();
-  const changed = new Map(turnCheckpoints(path).map(({ entry }) => [entry.promptId, entry.files?.length ?? 0]));
+  const changed = filesChanged(path);
   return path
     .filter((e): e is EntryOf<"user"> => e.type === "user")
     .map((e) => ({ messageId: e.id, preview: promptPreview(e.text), createdAt: e.at, filesChanged: changed.get(e.id) ?? 0 }));
@@ -115,39 +153,44 @@ export interface FilesRewindPlan {
   unlisted: Array<{ from: string; to: string | "workspace" }>;
 }
 
-/** The files of a rewind to `pointId` (see the top of this file). */
-export function planFilesRewind(tree: SessionTree, pointId: string): FilesRewindPlan {
+/** The files of a rewind to `pointId` in one root (undefined: the primary root; see the top of this file). */
+export function planFilesRewind(tree: SessionTree, pointId: string, root?: string): FilesRewindPlan {
   const current = tree.pathTo();
   const toPoint = tree.pathTo(pointId);
   const depth = toPoint.length - 1;
   let common = 0;
   while (common < current.length && common < toPoint.length && current[common]!.id === toPoint[common]!.id) common++;
   const onCurrent = common === toPoint.length;
-  const targetTurns = turnCheckpoints(onCurrent ? current : tree.pathTo(latestThrough(tree, pointId)));
+  const targetTurns = turnCheckpoints(onCurrent ? current : tree.pathTo(latestThrough(tree, pointId)), root);
   const first = targetTurns.find((t) => t.index > depth);
-  const lastBefore = targetTurns.filter((t) => t.index < depth && t.entry.after).at(-1);
-  const targetId = first?.entry.before ?? lastBefore?.entry.after;
-  const currentTurns = turnCheckpoints(current);
-  const latest = currentTurns.at(-1)?.entry;
+  const lastBefore = targetTurns.filter((t) => t.index < depth && t.part.after).at(-1);
+  const targetId = first?.part.before ?? lastBefore?.part.after;
+  const currentTurns = turnCheckpoints(current, root);
+  const latest = currentTurns.at(-1)?.part;
   const plan: FilesRewindPlan = { targetId, knownId: latest?.after ?? latest?.before, paths: new Set(), unlisted: [] };
   const add = (turns: TurnCheckpoint[], from: number, to: number, end: string | "workspace" | undefined) => {
     const chosen = turns.filter((t) => t.index >= from && t.index < to);
-    chosen.forEach(({ entry }, i) => {
-      if (entry.files) for (const file of entry.files) plan.paths.add(file.path);
+    chosen.forEach(({ part }, i) => {
+      if (part.files) for (const file of part.files) plan.paths.add(file.path);
       else {
-        const next = chosen[i + 1]?.entry.before ?? end;
-        if (next) plan.unlisted.push({ from: entry.before, to: next });
+        const next = chosen[i + 1]?.part.before ?? end;
+        if (next) plan.unlisted.push({ from: part.before, to: next });
       }
     });
   };
   add(currentTurns, common, Infinity, "workspace");
-  if (!onCurrent) add(turnCheckpoints(toPoint), common, depth, targetId);
+  if (!onCurrent) add(turnCheckpoints(toPoint, root), common, depth, targetId);
   return plan;
+}
+
+/** The further roots a rewind to `pointId` may concern: those the entries of the paths it plans over name. */
+function rewindRoots(tree: SessionTree, pointId: string): string[] {
+  return furtherRoots(tree.pathTo(), tree.pathTo(latestThrough(tree, pointId)));
 }
 
 type CheckpointData = Omit<CheckpointRecord, "promptId">;
 
-/** The outcome of a rewind of the files. */
+/** The outcome of a rewind of the files (a further root's paths absolute, the primary root's relative to it). */
 export interface FilesRewound extends RestoreResult {
   /** Why no file could be rewound (no checkpoint before the point, checkpoints off), when so. */
   problem?: string;
@@ -157,38 +200,117 @@ export interface FilesRewound extends RestoreResult {
    * (`moving`), what the files are at the new position against the point's state (`before`: that
    * state). Its `after` is what toolhost now knows of the workspace: as restored, but the files left
    * alone (conflicts, failures) as it knew them, so the next rewind still finds them changed outside.
+   * Each root has its part (the primary root's the entry's own fields, a further root's in `roots`).
    */
   record?: CheckpointData;
 }
 
-/** Rewinds (or, `dryRun`, plans) the files to a point with the session's checkpoints. */
+type RewindFilesOptions = { dryRun?: boolean; force?: boolean; moving?: boolean };
+
+/** One root's rewind: the engine's outcome (paths relative to the root) and the root's part of the record. */
+interface RootRewound extends RestoreResult {
+  problem?: string;
+  record?: RootPart;
+}
+
+const noFiles = (): RootRewound => ({ applied: false, files: [], conflicts: [], skipped: [], failed: [] });
+
+/** Rewinds (or, `dryRun`, plans) the files to a point with the session's checkpoints, root by root. */
 export async function rewindFiles(
   tree: SessionTree,
   pointId: string,
-  checkpoints: Checkpoints,
-  options: { dryRun?: boolean; force?: boolean; moving?: boolean } = {},
+  checkpoints: WorkspaceCheckpoints,
+  options: RewindFilesOptions = {},
 ): Promise<FilesRewound> {
-  const plan = planFilesRewind(tree, pointId);
-  const none: FilesRewound = { applied: false, files: [], conflicts: [], skipped: [], failed: [] };
+  const primary = await rewindRoot(tree, pointId, undefined, checkpoints.primary, options);
+  if (primary.problem) return { ...noFiles(), problem: primary.problem };
+  const { record: primaryPart, ...out } = primary;
+  const result: FilesRewound = out;
+  const roots: RootCheckpoint[] = [];
+  for (const root of rewindRoots(tree, pointId)) {
+    const one = await checkpoints.find(root);
+    if (!one) {
+      result.failed.push(...notARoot(tree, pointId, root, checkpoints));
+      continue;
+    }
+    // A further root's failure (its checkpoints gone) is that root's: the others' restores stand, and are recorded.
+    const rewound = await rewindRoot(tree, pointId, root, one, options).catch((error: unknown) => ({
+      ...noFiles(),
+      problem: error instanceof Error ? error.message : String(error),
+    }));
+    if (rewound.problem) result.failed.push({ path: root, reason: `its files were not rewound: ${rewound.problem}` });
+    const named = (notes: readonly PathNote[]) => notes.map((n) => ({ ...n, path: shown(root, n.path) }));
+    result.applied ||= rewound.applied;
+    result.files.push(...rewound.files.map((f) => ({ ...f, path: shown(root, f.path) })));
+    result.conflicts.push(...named(rewound.conflicts));
+    result.skipped.push(...named(rewound.skipped));
+    result.failed.push(...named(rewound.failed));
+    if (rewound.record) roots.push({ root, ...rewound.record });
+  }
+  if (!options.dryRun) result.record = joinRecord(pointId, primaryPart, roots, planFilesRewind(tree, pointId), options.moving);
+  return result;
+}
+
+/** A further root the record names that has no checkpoints here: the files a rewind would restore there, as not restored. */
+function notARoot(tree: SessionTree, pointId: string, root: string, checkpoints: WorkspaceCheckpoints): PathNote[] {
+  const plan = planFilesRewind(tree, pointId, root);
+  if (!plan.paths.size && !plan.unlisted.length) return [];
+  const unavailable = checkpoints.unavailable.find((u) => u.root === root);
+  const reason = unavailable
+    ? `not restored: its root's checkpoints cannot be opened (${unavailable.reason})`
+    : `not restored: ${root} is not a root of this session now`;
+  const paths = plan.paths.size ? [...plan.paths].sort().map((p) => shown(root, p)) : [root];
+  return paths.map((path) => ({ path, reason }));
+}
+
+/**
+ * The record of a rewind from each root's part. A primary root the rewind did not touch while a
+ * further root's files moved keeps what toolhost knew of it (`after`; `before` the point's state
+ * when the conversation moves too, else the same), so the entry still says it.
+ */
+function joinRecord(
+  pointId: string,
+  primary: RootPart | undefined,
+  roots: RootCheckpoint[],
+  primaryPlan: FilesRewindPlan,
+  moving: boolean | undefined,
+): CheckpointData | undefined {
+  const known = primaryPlan.knownId;
+  const own =
+    primary ?? (roots.length && known ? { before: moving ? (primaryPlan.targetId ?? known) : known, after: known, files: [] } : undefined);
+  return own && { rewind: pointId, ...own, ...(roots.length ? { roots } : {}) };
+}
+
+/** One root's rewind of its files (see the top of this file); paths relative to the root. */
+async function rewindRoot(
+  tree: SessionTree,
+  pointId: string,
+  root: string | undefined,
+  checkpoints: Checkpoints,
+  options: RewindFilesOptions,
+): Promise<RootRewound> {
+  const plan = planFilesRewind(tree, pointId, root);
   const { targetId, knownId } = plan;
   if (!targetId) {
     // Nothing was checkpointed from the point on: there is no file to put back.
-    return plan.paths.size || plan.unlisted.length ? { ...none, problem: "no checkpoint knows the files before that prompt" } : none;
+    return plan.paths.size || plan.unlisted.length
+      ? { ...noFiles(), problem: "no checkpoint knows the files before that prompt" }
+      : noFiles();
   }
   const paths = await changedPaths(plan, checkpoints);
-  if (!paths.length) return { ...none, applied: !options.dryRun };
+  if (!paths.length) return { ...noFiles(), applied: !options.dryRun };
   const restore = { knownId, force: options.force, paths };
   if (options.dryRun) return checkpoints.restore(targetId, { ...restore, dryRun: true });
   // Where the conversation stays, the record says what the restore changed: the workspace before it is needed.
   const pre = options.moving ? undefined : await checkpoints.snapshot(`before rewind to ${pointId}`);
-  const result: FilesRewound = await checkpoints.restore(targetId, restore);
+  const result: RootRewound = await checkpoints.restore(targetId, restore);
   const post = await checkpoints.snapshot(`after rewind to ${pointId}`);
   const left = [...result.conflicts, ...result.failed].map((c) => c.path);
   const after = knownId && left.length ? await checkpoints.overlay(post.id, knownId, left, `known after rewind to ${pointId}`) : post.id;
   const before = pre?.id ?? targetId;
   const changed = before === after ? [] : await checkpoints.changes(before, after);
   const inPaths = new Set(paths);
-  result.record = { rewind: pointId, before, after, files: pre ? changed : changed.filter((f) => inPaths.has(f.path)) };
+  result.record = { before, after, files: pre ? changed : changed.filter((f) => inPaths.has(f.path)) };
   return result;
 }
 
@@ -202,24 +324,36 @@ async function changedPaths(plan: FilesRewindPlan, checkpoints: Checkpoints): Pr
 /**
  * What the files are at a new position that a rewind of the conversation alone moves to: the point's
  * state (`before`), the state they are really in (`after`), and the paths that differ, so the next
- * rewind of the files knows them. Undefined when no checkpoint is involved.
+ * rewind of the files knows them; each root its part. Undefined when no checkpoint is involved.
  */
 export async function conversationRewindRecord(
   tree: SessionTree,
   pointId: string,
-  checkpoints: Checkpoints,
+  checkpoints: WorkspaceCheckpoints,
 ): Promise<CheckpointData | undefined> {
-  const plan = planFilesRewind(tree, pointId);
+  const primaryPlan = planFilesRewind(tree, pointId);
+  const primary = await carriedPart(primaryPlan, checkpoints.primary);
+  const roots: RootCheckpoint[] = [];
+  for (const root of rewindRoots(tree, pointId)) {
+    const one = await checkpoints.find(root);
+    const part = one && (await carriedPart(planFilesRewind(tree, pointId, root), one).catch(() => undefined));
+    if (part) roots.push({ root, ...part });
+  }
+  return joinRecord(pointId, primary, roots, primaryPlan, true);
+}
+
+/** One root's part of a conversation rewind's record, when its files differ from the point's state. */
+async function carriedPart(plan: FilesRewindPlan, checkpoints: Checkpoints): Promise<RootPart | undefined> {
   if (!plan.targetId || !plan.knownId) return undefined;
   const paths = new Set(await changedPaths(plan, checkpoints));
   const files: FileChange[] = (await checkpoints.changes(plan.targetId, plan.knownId)).filter((f) => paths.has(f.path));
-  return files.length ? { rewind: pointId, before: plan.targetId, after: plan.knownId, files } : undefined;
+  return files.length ? { before: plan.targetId, after: plan.knownId, files } : undefined;
 }
 
 /** The point /undo rewinds the files to: the last prompt on the current path whose changes no rewind undid yet. */
 export function undoPoint(tree: SessionTree): EntryOf<"user"> | undefined {
   const path = tree.pathTo();
-  const changed = new Map(turnCheckpoints(path).map(({ entry }) => [entry.promptId, entry.files?.length ?? 0]));
+  const changed = filesChanged(path);
   // Walking back: a rewind's record hides the prompts from its point on, the point too.
   let hiddenTo: number | undefined;
   const place = new Map(path.map((e, i) => [e.id, i]));
@@ -243,7 +377,8 @@ export function branchSummary(tree: SessionTree, newParentId: string | null): st
   const left = current.slice(start);
   const prompts = left.filter((e): e is EntryOf<"user"> => e.type === "user").map((e) => JSON.stringify(promptPreview(e.text)));
   const files = new Set<string>();
-  for (const { entry } of turnCheckpoints(left)) for (const file of entry.files ?? []) files.add(file.path);
+  for (const root of [undefined, ...furtherRoots(left)])
+    for (const { part } of turnCheckpoints(left, root)) for (const file of part.files ?? []) files.add(shown(root, file.path));
   const listed = [...files].sort();
   const fileText = listed.length
     ? `; files changed: ${listed.slice(0, 10).join(", ")}${listed.length > 10 ? ` and ${listed.length - 10} more` : ""}`

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { openCheckpoints, type Checkpoints } from "../runtime/checkpoints/checkpoints.js";
 import type { PathNote, RestoreFile } from "../runtime/checkpoints/restore.js";
-import { SessionTree, type SessionHeader } from "./record/session-format.js";
+import { openWorkspaceCheckpoints, type WorkspaceCheckpoints } from "../runtime/checkpoints/roots.js";
+import { SessionTree, type EntryOf, type SessionHeader, type TreeEntry } from "./record/session-format.js";
 import { loadedSessionRecorder, type SessionRecorder } from "./record/session-recorder.js";
 import { restoredState, type RestoredState } from "./record/session-restore.js";
 import { readSessionFile, sessionFileText, type SessionStore, type StoredSession } from "./record/session-store.js";
@@ -39,6 +39,7 @@ export interface RewindOptions {
 export interface RewindOutcome {
   /** Something was changed (false for a dry run, and when nothing could be done). */
   applied: boolean;
+  /** The files (a further root's by their absolute path, the primary root's relative to it). */
   files: RestoreFile[];
   /** Files changed outside toolhost since the last checkpoint (kept unless `force`), or that cannot be written safely. */
   conflicts: PathNote[];
@@ -48,7 +49,7 @@ export interface RewindOutcome {
   message: string;
 }
 
-export type CheckpointsHandle = { checkpoints: Checkpoints } | { checkpoints?: undefined; reason: string };
+export type CheckpointsHandle = { checkpoints: WorkspaceCheckpoints } | { checkpoints?: undefined; reason: string };
 
 export interface SessionRewindHost {
   recorder: SessionRecorder;
@@ -167,19 +168,7 @@ export class SessionRewind {
     const file = path.join(path.dirname(recorder.file), `${id}.jsonl`);
     await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     await fsp.writeFile(file, sessionFileText(header, entries), { mode: 0o600, flag: "wx" });
-    const ids = entries.flatMap((e) => (e.type === "checkpoint" ? [e.before, ...(e.after ? [e.after] : [])] : []));
-    if (ids.length) {
-      const opened = await openCheckpoints({
-        root: header.cwd,
-        project: path.basename(path.dirname(file)),
-        session: id,
-        home: this.host.home,
-      });
-      if (opened.available) {
-        await opened.checkpoints.adopt(ids).catch(() => []);
-        await opened.checkpoints.close();
-      }
-    }
+    await adoptCheckpoints(header, path.basename(path.dirname(file)), entries, this.host.home);
     return id;
   }
 
@@ -208,6 +197,33 @@ export class SessionRewind {
 }
 
 type SettingName = "mode" | "model" | "thought_level" | "profile";
+
+/** The snapshots a fork's entries name, made its own in each root's repository (a root that cannot be opened is left). */
+async function adoptCheckpoints(header: SessionHeader, project: string, entries: readonly TreeEntry[], home?: string): Promise<void> {
+  const checkpoints = entries.filter((e): e is EntryOf<"checkpoint"> => e.type === "checkpoint");
+  if (!checkpoints.length) return;
+  const roots = sessionRoots(header, entries);
+  const opened = await openWorkspaceCheckpoints({ roots, project, session: header.id, home });
+  if (!opened.available) return;
+  const ids = (part: { before: string; after?: string }) => [part.before, ...(part.after ? [part.after] : [])];
+  try {
+    await opened.checkpoints.primary.adopt(checkpoints.flatMap(ids)).catch(() => []);
+    for (const root of roots.slice(1)) {
+      const one = await opened.checkpoints.find(root);
+      const named = checkpoints.flatMap((e) => (e.roots ?? []).filter((r) => r.root === root).flatMap(ids));
+      if (one && named.length) await one.adopt(named).catch(() => []);
+    }
+  } finally {
+    await opened.checkpoints.close();
+  }
+}
+
+/** A stored session's roots: its folder, its further roots (the header's, then any its checkpoints name). */
+export function sessionRoots(header: SessionHeader, entries: readonly TreeEntry[]): string[] {
+  const roots = new Set([header.cwd, ...(header.additionalDirectories ?? [])]);
+  for (const entry of entries) if (entry.type === "checkpoint") for (const r of entry.roots ?? []) roots.add(r.root);
+  return [...roots];
+}
 
 /** A problem a rewind, fork or label reports to the person (not a crash). */
 export class RewindError extends Error {}

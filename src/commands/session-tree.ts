@@ -4,8 +4,8 @@ import { loadedSessionRecorder } from "../agent/record/session-recorder.js";
 import { SessionHeldError, takeHold, type SessionHold } from "../agent/record/session-hold.js";
 import type { SessionStore, StoredSession } from "../agent/record/session-store.js";
 import { findPoint, promptPreview, rewindPoints, type RewindMode } from "../agent/rewind.js";
-import { forkStoredSession, pointLabels, RewindError, SessionRewind } from "../agent/session-rewind.js";
-import { openCheckpoints } from "../runtime/checkpoints/checkpoints.js";
+import { forkStoredSession, pointLabels, RewindError, SessionRewind, sessionRoots } from "../agent/session-rewind.js";
+import { openWorkspaceCheckpoints } from "../runtime/checkpoints/roots.js";
 
 // `toolhost sessions tree|rewind|fork ID` (issue 23 §3–4): a stored session's tree (its prompts,
 // labels and the branches rewinds left), a rewind of its files and/or conversation without an
@@ -75,11 +75,15 @@ export async function runTree(stored: StoredSession, options: TreeCommandOptions
   return 0;
 }
 
-/** A SessionRewind over a stored session, with its checkpoints; `hold`: this process writes to it. */
+/**
+ * A SessionRewind over a stored session, with its checkpoints of every root it had (its header's,
+ * and any its checkpoints name); `hold`: this process writes to it.
+ */
 function rewinder(store: SessionStore, stored: StoredSession, hold?: SessionHold) {
   const recorder = loadedSessionRecorder(store, stored, hold);
   const project = path.basename(path.dirname(stored.file));
-  const opened = openCheckpoints({ root: stored.header.cwd, project, session: stored.header.id });
+  const roots = sessionRoots(stored.header, stored.entries);
+  const opened = openWorkspaceCheckpoints({ roots, project, session: stored.header.id });
   const rewind = new SessionRewind({
     recorder,
     checkpoints: async () => {

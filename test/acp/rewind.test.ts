@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { SessionTree, type TreeEntry } from "../../src/agent/record/session-format.js";
 import { SessionStore } from "../../src/agent/record/session-store.js";
 import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { tempDir } from "../helpers.js";
 import { Harness, messageText, useAcpTest } from "./harness.js";
 
 // Issue 23's "done when", over the real ACP wire: a session edits files and runs a command that
@@ -343,5 +344,114 @@ describe("rewind over ACP", () => {
     const done = await h.agent.request<Rewound>("_session/rewind", { sessionId, messageId: point!.messageId, mode: "files" });
     expect(done).toMatchObject({ applied: true, files: [{ path: "child.txt", action: "delete" }], conflicts: [] });
     expect(await picture(t.ws)).toEqual(before);
+  });
+
+  describe("with a further root (additionalDirectories)", () => {
+    /** A session over two roots whose one prompt edits a file in each and creates one in the second. */
+    async function twoRoots(options: { unstable?: boolean } = {}) {
+      const other = await tempDir({ "lib.ts": "export const x = 1;\n", "README.md": "# lib\n" });
+      t.defer(() => fsp.rm(other, { recursive: true, force: true }));
+      t.fake = await startFakeOpenAI({
+        script: [
+          {
+            toolCalls: [
+              { id: "e1", name: "edit", arguments: { path: "src/app.ts", old_string: "v = 1", new_string: "v = 2" } },
+              { id: "e2", name: "edit", arguments: { path: path.join(other, "lib.ts"), old_string: "x = 1", new_string: "x = 2" } },
+              { id: "w1", name: "write", arguments: { path: path.join(other, "gen/new.ts"), content: "export const y = 1;\n" } },
+            ],
+          },
+          { text: "Both edited." },
+        ],
+      });
+      const h = (t.h = new Harness({
+        unstable: options.unstable,
+        env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: t.home },
+      }));
+      await h.initialize();
+      const { sessionId } = await h.agent.request<{ sessionId: string }>("session/new", {
+        cwd: t.ws,
+        additionalDirectories: [other],
+        mcpServers: [],
+      });
+      await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+      const before = { ws: await picture(t.ws), other: await picture(other) };
+      expect(await prompt(h, sessionId, "edit both roots")).toMatchObject({ stopReason: "end_turn" });
+      // The tools ran in both roots.
+      expect(await fsp.readFile(path.join(t.ws, "src/app.ts"), "utf8")).toBe("export const v = 2;\n");
+      expect(await fsp.readFile(path.join(other, "lib.ts"), "utf8")).toBe("export const x = 2;\n");
+      expect(await fsp.readFile(path.join(other, "gen/new.ts"), "utf8")).toBe("export const y = 1;\n");
+      const [point] = (await h.agent.request<{ points: Point[] }>("_session/rewind_points", { sessionId })).points;
+      const rewind = (params: Record<string, unknown>) =>
+        h.agent.request<Rewound & { _meta: { toolhost: { message: string } } }>("_session/rewind", {
+          sessionId,
+          messageId: point!.messageId,
+          ...params,
+        });
+      return { h, sessionId, other, before, point: point!, rewind };
+    }
+
+    it("a rewind puts both roots back, byte for byte: the edits undone, the file created in the second root gone", async () => {
+      const { other, before, point, rewind } = await twoRoots();
+      expect(point).toMatchObject({ preview: "edit both roots", filesChanged: 3 });
+      // Control: each root differs from its picture before the prompt.
+      expect(await picture(t.ws)).not.toEqual(before.ws);
+      expect(await picture(other)).not.toEqual(before.other);
+      const dry = await rewind({ mode: "files", dryRun: true });
+      expect(dry.files.sort((a, b) => (a.path < b.path ? -1 : 1))).toEqual(
+        [
+          { path: path.join(other, "gen/new.ts"), action: "delete" },
+          { path: path.join(other, "lib.ts"), action: "restore" },
+          { path: "src/app.ts", action: "restore" },
+        ].sort((a, b) => (a.path < b.path ? -1 : 1)),
+      );
+      const done = await rewind({ mode: "both" });
+      expect(done).toMatchObject({ applied: true, conflicts: [] });
+      expect(done.files).toHaveLength(3);
+      expect(await picture(t.ws)).toEqual(before.ws);
+      expect(await picture(other)).toEqual(before.other);
+      expect(done._meta.toolhost.message).toMatch(/Files: 2 files restored, 1 created file removed\./);
+    });
+
+    it("a file changed in the second root by someone else after the turn is a conflict: left as it is, named by its path, unless force", async () => {
+      const { other, before, rewind } = await twoRoots();
+      const lib = path.join(other, "lib.ts");
+      await fsp.writeFile(lib, "// the user's own change\n");
+      const kept = await rewind({ mode: "files" });
+      expect(kept.applied).toBe(true);
+      expect(kept.conflicts).toEqual([{ path: lib, reason: "changed since the last checkpoint" }]);
+      expect(kept._meta.toolhost.message).toContain(`${lib} (changed since the last checkpoint); force overwrites them.`);
+      expect(await fsp.readFile(lib, "utf8")).toBe("// the user's own change\n");
+      expect(await picture(t.ws)).toEqual(before.ws);
+      // The rest of the second root is back: everything but lib.ts as before the prompt.
+      const now = await picture(other);
+      expect(now["lib.ts"]).not.toEqual(before.other["lib.ts"]);
+      expect({ ...now, "lib.ts": before.other["lib.ts"] }).toEqual(before.other);
+
+      const forced = await rewind({ mode: "files", force: true });
+      expect(forced).toMatchObject({ applied: true, files: [{ path: lib, action: "restore" }], conflicts: [{ path: lib }] });
+      expect(await picture(other)).toEqual(before.other);
+    });
+
+    it("a fork keeps the second root's checkpoints too: with the original deleted, the fork still rewinds both roots", async () => {
+      const { h, sessionId, other, before } = await twoRoots({ unstable: true });
+      const forked = await h.agent.request<{ sessionId: string }>("session/fork", {
+        sessionId,
+        cwd: t.ws,
+        additionalDirectories: [other],
+        mcpServers: [],
+      });
+      await h.agent.request("session/delete", { sessionId });
+      const [point] = (await h.agent.request<{ points: Point[] }>("_session/rewind_points", { sessionId: forked.sessionId })).points;
+      expect(point).toMatchObject({ preview: "edit both roots", filesChanged: 3 });
+      const done = await h.agent.request<Rewound>("_session/rewind", {
+        sessionId: forked.sessionId,
+        messageId: point!.messageId,
+        mode: "files",
+      });
+      expect(done).toMatchObject({ applied: true, conflicts: [] });
+      expect(done.files).toHaveLength(3);
+      expect(await picture(t.ws)).toEqual(before.ws);
+      expect(await picture(other)).toEqual(before.other);
+    });
   });
 });

@@ -15,7 +15,7 @@ import {
 } from "../../src/agent/rewind.js";
 import { SessionCheckpoints, type CheckpointRecord } from "../../src/agent/session-checkpoints.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
-import type { Checkpoints } from "../../src/runtime/checkpoints/checkpoints.js";
+import { openWorkspaceCheckpoints, type WorkspaceCheckpoints } from "../../src/runtime/checkpoints/roots.js";
 import { tempDir } from "../helpers.js";
 
 // Issue 23 §2–3: a session's checkpoints (a snapshot before each prompt's first change, and after
@@ -77,15 +77,25 @@ class MemoryRecord {
   }
 }
 
-/** A workspace, its session's checkpoints and record, and a way to run a prompt whose "tool" changes files. */
-async function session(files: Record<string, string>, config: unknown = {}) {
+/**
+ * A workspace, its session's checkpoints and record, and a way to run a prompt whose "tool" changes
+ * files. `further`: the files of further roots (additionalDirectories), each a folder of its own;
+ * `roots` instead names further roots as they are (a folder inside the workspace, one that is gone).
+ */
+async function session(
+  files: Record<string, string>,
+  config: unknown = {},
+  options: { further?: Record<string, string>[]; roots?: (root: string) => string[] } = {},
+) {
   const root = await folder(files);
+  const others = await Promise.all((options.further ?? []).map((f) => folder(f)));
+  const additional = [...others, ...(options.roots?.(root) ?? [])];
   const home = await folder();
   const record = new MemoryRecord();
   const said: string[] = [];
   const recorded: CheckpointRecord[] = [];
   const service = new SessionCheckpoints({
-    workspace: resolveWorkspace(root),
+    workspace: resolveWorkspace(root, additional),
     session: "sess1",
     config: { path: path.join(home, "config.json"), json: config },
     home,
@@ -97,11 +107,14 @@ async function session(files: Record<string, string>, config: unknown = {}) {
   });
   services.push(service);
   const pictures: Record<string, string>[] = [];
+  /** The further roots' pictures before each prompt: othersPictures[prompt][root]. */
+  const othersPictures: Record<string, string>[][] = [];
   /** One prompt: a user entry, then (when `change` is given) a changing call, then the turn's end. */
   const prompt = async (text: string, change?: () => Promise<void>): Promise<string> => {
     const id = record.append({ type: "user", text });
     service.turnStarted(id);
     pictures.push(await picture(root));
+    othersPictures.push(await Promise.all(others.map((o) => picture(o))));
     record.append({ type: "agent_text", text: `answer to ${text}` });
     if (change) {
       await service.beforeChange();
@@ -112,12 +125,12 @@ async function session(files: Record<string, string>, config: unknown = {}) {
     record.append({ type: "turn_end", stopReason: "end_turn" });
     return id;
   };
-  const checkpoints = async (): Promise<Checkpoints> => {
+  const checkpoints = async (): Promise<WorkspaceCheckpoints> => {
     const handle = await service.handle();
     if (!handle.checkpoints) throw new Error(handle.reason);
     return handle.checkpoints;
   };
-  return { root, home, record, said, recorded, service, prompt, pictures, checkpoints };
+  return { root, others, home, record, said, recorded, service, prompt, pictures, othersPictures, checkpoints };
 }
 
 /** Three prompts: edits, a command that creates and deletes files, more edits; plus a change made outside between 2 and 3. */
@@ -363,5 +376,214 @@ describe("rewinding the files", () => {
     const digits = new SessionTree(tree.entries.map((e) => (e.id === s.p3 ? { ...e, id: "12345678" } : e)));
     expect(findPoint(digits, "12345678")).toEqual({ point: expect.objectContaining({ id: "12345678" }) });
     expect(promptPreview(`  ${"x".repeat(100)}\nmore`)).toBe(`${"x".repeat(79)}…`);
+  });
+});
+
+describe("a session with a further root (additionalDirectories)", () => {
+  /** Two prompts: the first edits the workspace only; the second edits a file in each root and creates one in the second. */
+  async function twoRoots() {
+    const s = await session({ "a.txt": "a1\n", "stay.txt": "s\n" }, {}, { further: [{ "b.txt": "b1\n", "lib/keep.txt": "k\n" }] });
+    const other = s.others[0]!;
+    const p1 = await s.prompt("first: edit a", () => fsp.writeFile(path.join(s.root, "a.txt"), "a2\n"));
+    const p2 = await s.prompt("second: both roots", async () => {
+      await fsp.writeFile(path.join(s.root, "a.txt"), "a3\n");
+      await fsp.writeFile(path.join(other, "b.txt"), "b2\n");
+      await write(other, "gen/made.txt", "made\n");
+    });
+    return { ...s, other, p1, p2 };
+  }
+
+  it("records each root's snapshots and files in the turn's checkpoint entry", async () => {
+    const s = await twoRoots();
+    expect(s.said).toEqual([]);
+    const end = s.recorded.at(-1)!;
+    expect(end).toEqual({
+      promptId: s.p2,
+      before: s.recorded[2]!.before,
+      after: expect.any(String),
+      files: [{ path: "a.txt", action: "modify" }],
+      roots: [{ root: s.other, before: expect.stringMatching(/^[0-9a-f]{40}$/), after: expect.any(String), files: expect.any(Array) }],
+    });
+    expect(end.roots![0]!.files).toEqual(
+      expect.arrayContaining([
+        { path: "b.txt", action: "modify" },
+        { path: "gen/made.txt", action: "create" },
+      ]),
+    );
+    expect(end.roots![0]!.files).toHaveLength(2);
+    // The first prompt changed the workspace only: the further root's snapshots say it did not change.
+    expect(s.recorded[1]!.roots).toEqual([{ root: s.other, before: end.roots![0]!.before, after: end.roots![0]!.before, files: [] }]);
+    expect(rewindPoints(s.record.tree).map((p) => p.filesChanged)).toEqual([1, 3]);
+  });
+
+  it("a rewind puts both roots back as they were before the prompt, byte for byte; the next rewind knows both", async () => {
+    const s = await twoRoots();
+    const ck = await s.checkpoints();
+    // Control: the pictures tell each root now from before the second prompt.
+    expect(await picture(s.root)).not.toEqual(s.pictures[1]);
+    expect(await picture(s.other)).not.toEqual(s.othersPictures[1]![0]);
+    const dry = await rewindFiles(s.record.tree, s.p2, ck, { dryRun: true });
+    expect(dry.files).toEqual(
+      expect.arrayContaining([
+        { path: "a.txt", action: "restore" },
+        { path: path.join(s.other, "b.txt"), action: "restore" },
+        { path: path.join(s.other, "gen/made.txt"), action: "delete" },
+      ]),
+    );
+    expect(dry.files).toHaveLength(3);
+    expect(await fsp.readFile(path.join(s.other, "b.txt"), "utf8")).toBe("b2\n");
+
+    const done = await rewindFiles(s.record.tree, s.p2, ck);
+    expect(done).toMatchObject({ applied: true, conflicts: [], failed: [] });
+    expect(await picture(s.root)).toEqual(s.pictures[1]);
+    expect(await picture(s.other)).toEqual(s.othersPictures[1]![0]);
+    expect(await fsp.readFile(path.join(s.other, "b.txt"), "utf8")).toBe("b1\n");
+    expect(done.record).toMatchObject({ rewind: s.p2, roots: [{ root: s.other, files: expect.any(Array) }] });
+    s.record.append({ type: "checkpoint", promptId: s.record.leaf!, ...done.record! });
+    const back = await rewindFiles(s.record.tree, s.p1, ck);
+    expect(back.conflicts).toEqual([]);
+    expect(await picture(s.root)).toEqual(s.pictures[0]);
+    expect(await picture(s.other)).toEqual(s.othersPictures[0]![0]);
+  });
+
+  it("a file changed in the second root outside toolhost after the turn is a conflict there as in the workspace: kept, unless force", async () => {
+    const s = await twoRoots();
+    const ck = await s.checkpoints();
+    const made = path.join(s.other, "gen/made.txt");
+    await fsp.writeFile(made, "the user's own\n");
+    const kept = await rewindFiles(s.record.tree, s.p2, ck);
+    expect(kept.conflicts).toEqual([{ path: made, reason: "changed since the last checkpoint" }]);
+    expect(kept.files.map((f) => f.path).sort()).toEqual([path.join(s.other, "b.txt"), "a.txt"].sort());
+    expect(await fsp.readFile(made, "utf8")).toBe("the user's own\n");
+    expect(await fsp.readFile(path.join(s.other, "b.txt"), "utf8")).toBe("b1\n");
+    // Recorded as left alone: a conflict again at the next rewind; force overwrites it (removes the file the prompt made).
+    s.record.append({ type: "checkpoint", promptId: s.record.leaf!, ...kept.record! });
+    const again = await rewindFiles(s.record.tree, s.p2, ck, { dryRun: true });
+    expect(again.conflicts).toEqual([{ path: made, reason: "changed since the last checkpoint" }]);
+    const forced = await rewindFiles(s.record.tree, s.p2, ck, { force: true });
+    expect(forced.files).toEqual([{ path: made, action: "delete" }]);
+    expect(await picture(s.other)).toEqual(s.othersPictures[1]![0]);
+    expect(await picture(s.root)).toEqual(s.pictures[1]);
+  });
+
+  it("an entry without roots (a session file from before) is the workspace's only: the further root goes back from the first entry that names it", async () => {
+    const s = await twoRoots();
+    const ck = await s.checkpoints();
+    const strip = (keep: (e: TreeEntry) => boolean) =>
+      new SessionTree(
+        s.record.entries.map((e) => {
+          if (e.type !== "checkpoint" || keep(e)) return e;
+          const older = { ...e };
+          delete older.roots;
+          return older;
+        }),
+      );
+    // No entry names a further root: the rewind is the workspace's alone, and says nothing of the other folder.
+    const old = await rewindFiles(
+      strip(() => false),
+      s.p2,
+      ck,
+      { dryRun: true },
+    );
+    expect(old).toMatchObject({ files: [{ path: "a.txt", action: "restore" }], conflicts: [], failed: [] });
+    // The first prompt's entries as an older toolhost wrote them, the second's with its roots.
+    const mixed = strip((e) => e.type === "checkpoint" && e.promptId === s.p2);
+    expect(planFilesRewind(mixed, s.p1, s.other).targetId).toBe(s.recorded[3]!.roots![0]!.before);
+    const done = await rewindFiles(mixed, s.p1, ck);
+    expect(done).toMatchObject({ conflicts: [], failed: [] });
+    expect(await picture(s.root)).toEqual(s.pictures[0]);
+    expect(await picture(s.other)).toEqual(s.othersPictures[0]![0]);
+  });
+
+  it("a rewind of the conversation alone carries the further root's files to the new branch: a later rewind from there restores them", async () => {
+    const s = await twoRoots();
+    const ck = await s.checkpoints();
+    const point = s.record.tree.get(s.p2)!;
+    expect(branchSummary(s.record.tree, point.parentId)).toContain(path.join(s.other, "gen/made.txt"));
+    const carried = await conversationRewindRecord(s.record.tree, s.p2, ck);
+    expect(carried).toMatchObject({ rewind: s.p2, files: [{ path: "a.txt", action: "modify" }], roots: [{ root: s.other }] });
+    expect(carried!.roots![0]!.files).toHaveLength(2);
+    const branch = s.record.append({ type: "branch", fromId: s.record.leaf!, summary: "left" }, point.parentId);
+    s.record.append({ type: "checkpoint", promptId: branch, ...carried! });
+    const back = await rewindFiles(s.record.tree, s.p1, ck);
+    expect(back.conflicts).toEqual([]);
+    expect(await picture(s.root)).toEqual(s.pictures[0]);
+    expect(await picture(s.other)).toEqual(s.othersPictures[0]![0]);
+  });
+
+  it("a root the record names that is no root of the session now is not written: its files are listed as not restored", async () => {
+    const s = await twoRoots();
+    // The session opened again without its further root.
+    const opened = await openWorkspaceCheckpoints({
+      roots: [s.root],
+      project: resolveWorkspace(s.root).projectFolder,
+      session: "sess1",
+      home: s.home,
+    });
+    if (!opened.available) throw new Error(opened.reason);
+    try {
+      const done = await rewindFiles(s.record.tree, s.p2, opened.checkpoints);
+      const reason = `not restored: ${s.other} is not a root of this session now`;
+      expect(done.failed).toEqual([
+        { path: path.join(s.other, "b.txt"), reason },
+        { path: path.join(s.other, "gen/made.txt"), reason },
+      ]);
+      expect(done.files).toEqual([{ path: "a.txt", action: "restore" }]);
+      expect(await fsp.readFile(path.join(s.other, "b.txt"), "utf8")).toBe("b2\n");
+      expect(await picture(s.root)).toEqual(s.pictures[1]);
+    } finally {
+      await opened.checkpoints.close();
+    }
+  });
+
+  it("a further root whose checkpoints fail is that root's failure: the workspace's files are rewound and recorded", async () => {
+    const s = await twoRoots();
+    const ck = await s.checkpoints();
+    await (await ck.find(s.other))!.close();
+    const done = await rewindFiles(s.record.tree, s.p2, ck);
+    expect(done.failed).toEqual([{ path: s.other, reason: "its files were not rewound: checkpoints: closed" }]);
+    expect(done.files).toEqual([{ path: "a.txt", action: "restore" }]);
+    expect(await picture(s.root)).toEqual(s.pictures[1]);
+    expect(done.record).toMatchObject({ rewind: s.p2, files: [{ path: "a.txt", action: "modify" }] });
+    expect(done.record!.roots).toBeUndefined();
+  });
+
+  it("a further root inside the workspace is checkpointed once, as a root of its own: the workspace's snapshots leave it out", async () => {
+    const s = await session({ "a.txt": "a1\n", "sub/inner.txt": "i1\n" }, {}, { roots: (root) => [path.join(root, "sub")] });
+    const sub = path.join(s.root, "sub");
+    const p1 = await s.prompt("edit in both", async () => {
+      await fsp.writeFile(path.join(sub, "inner.txt"), "i2\n");
+      await write(sub, "new.txt", "n\n");
+      await fsp.writeFile(path.join(s.root, "a.txt"), "a2\n");
+    });
+    const end = s.recorded.at(-1)!;
+    expect(end.files).toEqual([{ path: "a.txt", action: "modify" }]);
+    expect(end.roots).toEqual([
+      {
+        root: sub,
+        before: expect.any(String),
+        after: expect.any(String),
+        files: [
+          { path: "inner.txt", action: "modify" },
+          { path: "new.txt", action: "create" },
+        ],
+      },
+    ]);
+    expect(rewindPoints(s.record.tree)[0]!.filesChanged).toBe(3);
+    const done = await rewindFiles(s.record.tree, p1, await s.checkpoints());
+    expect(done.files.map((f) => f.path).sort()).toEqual(["a.txt", path.join(sub, "inner.txt"), path.join(sub, "new.txt")].sort());
+    expect(await picture(s.root)).toEqual(s.pictures[0]);
+  });
+
+  it("a further root that cannot be checkpointed is said once; the workspace's checkpoints go on", async () => {
+    const s = await session({ "a.txt": "a1\n" }, {}, { roots: (root) => [`${root}-gone`] });
+    const p1 = await s.prompt("one", () => fsp.writeFile(path.join(s.root, "a.txt"), "a2\n"));
+    await s.prompt("two", () => fsp.writeFile(path.join(s.root, "a.txt"), "a3\n"));
+    expect(s.said).toEqual([
+      expect.stringMatching(/^No checkpoint of .*-gone is taken, so a rewind leaves the files there as they are: .*ENOENT/),
+    ]);
+    expect(s.recorded.map((r) => r.roots)).toEqual([undefined, undefined, undefined, undefined]);
+    await rewindFiles(s.record.tree, p1, await s.checkpoints());
+    expect(await picture(s.root)).toEqual(s.pictures[0]);
   });
 });

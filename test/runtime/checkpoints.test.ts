@@ -3,13 +3,13 @@ import { createHash, randomBytes } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import type { Checkpoints } from "../../src/runtime/checkpoints/checkpoints.js";
 import {
   checkpointSessions,
   discardSessionCheckpoints,
   openCheckpoints,
-  type Checkpoints,
   type CheckpointsOptions,
-} from "../../src/runtime/checkpoints/checkpoints.js";
+} from "../../src/runtime/checkpoints/repository.js";
 import { tempDir } from "../helpers.js";
 
 // Issue 23 §2: the workspace checkpoints, with real git on real files. Every restore is judged by

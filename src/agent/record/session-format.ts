@@ -107,8 +107,20 @@ export type EntryData =
    * snapshot before its first change is taken, and again at the turn's end with the snapshot after
    * it and the files it changed. The last one of a promptId wins. A rewind that moves the files
    * writes one too (`rewind`: the point rewound to; `promptId`: the entry it was appended under).
+   * `before`, `after`, `files` and `skipped` are the primary root's (`cwd`); `roots`, the further
+   * roots' (additionalDirectories), each with its own. An entry without `roots` (a session without
+   * further roots, or one written before they were checkpointed) holds the primary root only.
    */
-  | { type: "checkpoint"; promptId: string; before: string; after?: string; files?: FileChange[]; skipped?: SkippedFile[]; rewind?: string }
+  | {
+      type: "checkpoint";
+      promptId: string;
+      before: string;
+      after?: string;
+      files?: FileChange[];
+      skipped?: SkippedFile[];
+      rewind?: string;
+      roots?: RootCheckpoint[];
+    }
   /**
    * A rewind: its parentId is the position rewound to, and the position is now this entry.
    * `fromId` is the position it left (the tip of the branch left), `summary` a short account of that branch.
@@ -118,6 +130,17 @@ export type EntryData =
   | { type: "leaf"; targetId: string }
   /** Names an entry; the empty label removes the name. */
   | { type: "label"; targetId: string; label: string };
+
+/** A further root's part of a `checkpoint` entry: its snapshots (ids in its own repository) and files, as the entry's own fields are the primary root's. */
+export interface RootCheckpoint {
+  /** The root, absolute, as the session spelled it. */
+  root: string;
+  before: string;
+  after?: string;
+  /** Paths relative to the root, with `/`. */
+  files?: FileChange[];
+  skipped?: SkippedFile[];
+}
 
 /** One entry of a format-2 session file after the header. */
 export type TreeEntry = EntryData & EntryBase;

@@ -3,7 +3,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { toolhostHome, version } from "../../config/paths.js";
 import { asWorkspace, projectFolderName, type Workspace } from "../../config/workspace.js";
-import { checkpointSessions, discardSessionCheckpoints } from "../../runtime/checkpoints/checkpoints.js";
+import { checkpointSessions, discardSessionCheckpoints } from "../../runtime/checkpoints/repository.js";
 import { AI_MAJOR, type SessionHeader, type TreeEntry } from "./session-format.js";
 import { migrateV1, type V1Entry, type V1Header } from "./session-migrate.js";
 import { takeHold, type SessionHold } from "./session-hold.js";

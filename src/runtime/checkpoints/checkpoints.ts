@@ -1,18 +1,17 @@
-import { lstat, mkdir, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { lstat, readdir, rm } from "node:fs/promises";
 import path from "node:path";
-import { toolhostHome } from "../../config/paths.js";
-import { isInside } from "../../tool/paths.js";
-import { RepoLock } from "./repo-lock.js";
+import type { RepoLock } from "./repo-lock.js";
 import { applyRestore, diffTrees, planRestore, proceeds, readObjects, type PathNote, type RestoreFile } from "./restore.js";
-import { initShadowRepo, probeGit, ShadowGit } from "./shadow-git.js";
+import type { ShadowGit } from "./shadow-git.js";
 import { WorkspaceScanner, type SkippedFile } from "./workspace-tree.js";
 
 // Checkpoints of a workspace (issue 23 §2): snapshots of the files under a root, kept in a shadow
 // git repository that never touches the user's own `.git`, and restored on request.
 //
-// - Where: `<toolhost home>/checkpoints/<project>` is the shadow repository's GIT_DIR (one per
-//   project, shared by its sessions); the work tree is the workspace root. git runs isolated
-//   (shadow-git.ts): no user or system config, no hooks, no attributes, no GIT_* of the parent.
+// - Where (repository.ts): `<toolhost home>/checkpoints/<project>` is the shadow repository's
+//   GIT_DIR for the project's folder (one per project, shared by its sessions); a session's further
+//   roots have one each below it. The work tree is the root. git runs isolated (shadow-git.ts): no
+//   user or system config, no hooks, no attributes, no GIT_* of the parent.
 // - A snapshot is a commit (no parent) of the workspace's tree, named by the ref
 //   `refs/toolhost/<session>/<commit id>`; its message holds the label and the files it left out
 //   (over `maxFileBytes`, or a name that is not UTF-8). What `.gitignore` files (and the user's
@@ -30,23 +29,8 @@ import { WorkspaceScanner, type SkippedFile } from "./workspace-tree.js";
 //   a file that differs from it was changed outside toolhost: a conflict, left alone unless
 //   `force`. Nothing is written through a symlink or outside the root (never overridden). With
 //   `paths`, only those paths are restored (a rewind restores the files its turns changed).
-// - No git on the machine: `openCheckpoints` says so with the reason, and the session goes on
-//   without checkpoints.
-
-export interface CheckpointsOptions {
-  /** The workspace root (the work tree). */
-  root: string;
-  /** The project's folder name under `checkpoints/` (the session store's project folder name). */
-  project: string;
-  /** The session's id: its index file and its refs. */
-  session: string;
-  /** toolhost's home (default: `toolhostHome()`). */
-  home?: string;
-  /** Files larger than this are left out of snapshots and listed (default 10 MiB). */
-  maxFileBytes?: number;
-}
-
-export type OpenedCheckpoints = { available: true; checkpoints: Checkpoints } | { available: false; reason: string };
+// - No git on the machine: `openCheckpoints` (repository.ts) says so with the reason, and the
+//   session goes on without checkpoints. A session's roots together: roots.ts.
 
 export interface Snapshot {
   /** The commit id. */
@@ -103,101 +87,18 @@ interface SnapshotRecord {
   skipped: SkippedFile[];
 }
 
-const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
+export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
 const ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const TRAILER = "toolhost-checkpoint: ";
 /** Refs to each session index's tree, made by `pack` (see keepIndexes). */
 const INDEX_REFS = "refs/toolhost-index/";
 
-const validName = (name: string): boolean => NAME.test(name) && !/^\.+$/.test(name) && !name.endsWith(".lock");
+/** A name git and the file system take as one ref part and one file name (a project, a session). */
+export const validName = (name: string): boolean => NAME.test(name) && !/^\.+$/.test(name) && !name.endsWith(".lock");
 
-/** A pattern for info/exclude that matches exactly one folder, relative to the work tree. */
-const literalFolder = (rel: string): string =>
-  `/${rel
-    .split(path.sep)
-    .join("/")
-    .replace(/[\\*?[\]!# ]/g, (c) => `\\${c}`)}/`;
-
-/** Opens the checkpoints of a workspace for one session, or says why there are none. */
-export async function openCheckpoints(options: CheckpointsOptions): Promise<OpenedCheckpoints> {
-  if (!validName(options.project)) return { available: false, reason: `checkpoints: bad project name ${JSON.stringify(options.project)}` };
-  if (!validName(options.session)) return { available: false, reason: `checkpoints: bad session id ${JSON.stringify(options.session)}` };
-  const git = await probeGit();
-  if (!git.ok) return { available: false, reason: `checkpoints need git: ${git.reason}` };
-  let root: string;
-  try {
-    root = await realpath(options.root);
-    if (!(await lstat(root)).isDirectory()) return { available: false, reason: `checkpoints: ${options.root} is not a folder` };
-  } catch (error) {
-    return { available: false, reason: `checkpoints: ${options.root}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` };
-  }
-  const home = path.resolve(options.home ?? toolhostHome());
-  const gitDir = path.join(home, "checkpoints", options.project);
-  const own = path.join(gitDir, "toolhost");
-  try {
-    await mkdir(path.join(own, "index"), { recursive: true, mode: 0o700 });
-    await mkdir(path.join(own, "home"), { recursive: true });
-    const shadow = new ShadowGit(gitDir, root, path.join(own, "index", options.session), path.join(own, "home"));
-    await initShadowRepo(shadow);
-    // toolhost's own folder is never part of a snapshot (a workspace that is the home folder holds it).
-    const realHome = await realpath(home).catch(() => home);
-    const exclude = path.join(gitDir, "info", "exclude");
-    const wanted = isInside(realHome, root) && realHome !== root ? `${literalFolder(path.relative(root, realHome))}\n` : "";
-    if ((await readFile(exclude, "utf8").catch(() => "")) !== wanted) await writeFile(exclude, wanted);
-    const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
-    return { available: true, checkpoints: new Checkpoints(shadow, options.session, maxFileBytes, new RepoLock(path.join(own, "locks"))) };
-  } catch (error) {
-    return { available: false, reason: `checkpoints: ${error instanceof Error ? error.message : String(error)}` };
-  }
-}
-
-/** The shadow repository of a project, without a work tree (for what needs none: refs, packing); undefined when there is none. */
-async function bareHandle(project: string, session: string, home = toolhostHome()): Promise<Checkpoints | undefined> {
-  if (!validName(project) || !validName(session)) return undefined;
-  const gitDir = path.join(path.resolve(home), "checkpoints", project);
-  if (!(await lstat(path.join(gitDir, "HEAD")).catch(() => undefined)) || !(await probeGit()).ok) return undefined;
-  const own = path.join(gitDir, "toolhost");
-  const shadow = new ShadowGit(gitDir, gitDir, path.join(own, "index", session), path.join(own, "home"));
-  return new Checkpoints(shadow, session, DEFAULT_MAX_FILE_BYTES, new RepoLock(path.join(own, "locks")));
-}
-
-/**
- * Forgets sessions' checkpoints and packs their project's repository, without a workspace (the
- * sessions were deleted; their folder may be gone). False when there is no repository (or no git).
- */
-export async function discardSessionCheckpoints(options: {
-  project: string;
-  sessions: readonly string[];
-  home?: string;
-}): Promise<boolean> {
-  const handles: Checkpoints[] = [];
-  for (const session of options.sessions) {
-    const handle = await bareHandle(options.project, session, options.home);
-    if (handle) handles.push(handle);
-  }
-  for (const [i, handle] of handles.entries()) await handle.discard({ pack: i === handles.length - 1 });
-  return handles.length > 0;
-}
-
-/** Every session that has checkpoints (refs or an index) in each project's repository, with when its index last changed (0: none). */
-export async function checkpointSessions(home = toolhostHome()): Promise<{ project: string; session: string; touchedMs: number }[]> {
-  const root = path.join(path.resolve(home), "checkpoints");
-  const out: { project: string; session: string; touchedMs: number }[] = [];
-  for (const project of (await readdir(root).catch(() => [] as string[])).filter(validName)) {
-    const handle = await bareHandle(project, "list", home);
-    if (!handle) continue;
-    const indexDir = path.join(handle.gitDir, "toolhost", "index");
-    const sessions = new Set((await readdir(indexDir).catch(() => [] as string[])).filter(validName));
-    const refs = await handle.refSessions().catch(() => [] as string[]);
-    for (const session of refs) sessions.add(session);
-    for (const session of sessions) {
-      const stat = await lstat(path.join(indexDir, session)).catch(() => undefined);
-      out.push({ project, session, touchedMs: stat?.mtimeMs ?? 0 });
-    }
-  }
-  return out;
-}
+/** Below a project's repository: the repositories of its sessions' further roots (repository.ts). */
+export const ROOTS_FOLDER = path.join("toolhost", "roots");
 
 /** One session's view of a workspace's checkpoints. Calls run one after another. */
 export class Checkpoints {
@@ -269,6 +170,14 @@ export class Checkpoints {
     this.records.set(id, { tree, label, createdAt, skipped });
     this.last = { id, tree, skipped: skippedKey };
     return { id, skipped, unchanged: false };
+  }
+
+  /**
+   * Leaves these folders (work-tree relative, with `/`: other roots of the session inside this one,
+   * checkpointed by their own repositories) out of every snapshot from now on.
+   */
+  exclude(folders: readonly string[]): Promise<void> {
+    return this.serial(async () => this.scanner.exclude(folders));
   }
 
   /** Brings the session's index up to date with the workspace (what changed is hashed) without recording a snapshot: the next one lists only what changes after. */
@@ -459,7 +368,7 @@ export class Checkpoints {
     return this.serial(async () => {
       await this.keepIndexes();
       await this.git.run(["gc", "--quiet", "--prune=now"]);
-      return { bytes: await diskBytes(this.gitDir) };
+      return { bytes: await this.diskBytes() };
     }, true);
   }
 
@@ -485,9 +394,14 @@ export class Checkpoints {
     if (commands.length) await this.git.run(["update-ref", "--stdin"], { input: commands.join("") });
   }
 
-  /** Bytes the shadow repository takes on disk. */
+  /** Whether this session has anything in this repository: a snapshot or an index. */
+  async inUse(): Promise<boolean> {
+    return (await this.refIds()).length > 0 || !!(await lstat(this.git.index).catch(() => undefined));
+  }
+
+  /** Bytes the shadow repository takes on disk (not the further roots' repositories below it). */
   diskBytes(): Promise<number> {
-    return diskBytes(this.gitDir);
+    return diskBytes(this.gitDir, path.join(this.gitDir, ROOTS_FOLDER));
   }
 
   /** Waits for the calls under way; later calls are refused. */
@@ -511,13 +425,13 @@ function parseCommit(id: string, text: string): SnapshotRecord {
   return { tree, label, createdAt: meta.createdAt ?? committed, skipped: Array.isArray(meta.skipped) ? meta.skipped : [] };
 }
 
-/** The bytes of the files under `dir`, but the lock files (which come and go). */
-async function diskBytes(dir: string): Promise<number> {
+/** The bytes of the files under `dir`, but the lock files (which come and go) and the folder `skip`. */
+async function diskBytes(dir: string, skip: string): Promise<number> {
   let total = 0;
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
   for (const entry of entries) {
     const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) total += entry.name === "locks" ? 0 : await diskBytes(full);
+    if (entry.isDirectory()) total += entry.name === "locks" || full === skip ? 0 : await diskBytes(full, skip);
     else total += (await lstat(full).catch(() => undefined))?.size ?? 0;
   }
   return total;

@@ -14,6 +14,10 @@ import type { ShadowGit } from "./shadow-git.js";
 // (an empty index) and its files are added like any other. From then on git walks into it. Its
 // `.git` is never listed (git skips every `.git`). The first listing follows the nested folder's
 // own ignore files; the check below then applies the outer ones too.
+//
+// Folders of the work tree that are another root of the session (a nested root: its own
+// repository checkpoints it) are left out like ignored ones, through `--exclude` patterns on each
+// listing, so every file belongs to one root's snapshots.
 
 export interface SkippedFile {
   /** Workspace-relative, with `/`. */
@@ -43,6 +47,9 @@ export function splitZ(output: Buffer): { path: string; utf8: boolean }[] {
   return out;
 }
 
+/** A pattern that matches exactly one folder, `rel` (with `/`) below the work tree's top. */
+export const literalFolder = (rel: string): string => `/${rel.replace(/[\\*?[\]!# ]/g, (c) => `\\${c}`)}/`;
+
 const joinZ = (paths: readonly string[]): Buffer => Buffer.from(paths.map((p) => `${p}\0`).join(""), "utf8");
 
 /** Runs `fn` over `items`, `limit` at a time. */
@@ -61,6 +68,8 @@ export class WorkspaceScanner {
   private excludes: string | undefined;
   /** The index's tree as last written: when nothing changed, the next scan needs no write-tree. */
   private tree: string | undefined;
+  /** Folders (work-tree relative, with `/`) left out of every listing: nested roots. */
+  private excluded: readonly string[] = [];
 
   constructor(
     private readonly git: ShadowGit,
@@ -79,6 +88,17 @@ export class WorkspaceScanner {
       await this.reset();
       return await this.scanOnce();
     }
+  }
+
+  /** Leaves these folders (work-tree relative, with `/`) out from the next scan on (their entries leave the index). */
+  exclude(folders: readonly string[]): void {
+    this.excluded = [...folders];
+    this.excludes = undefined;
+  }
+
+  /** `--exclude` arguments for a listing whose work tree is `prefix` (a nested repository's folder, with `/`) below the top. */
+  private excludeArgs(prefix = ""): string[] {
+    return this.excluded.filter((rel) => rel.startsWith(prefix)).map((rel) => `--exclude=${literalFolder(rel.slice(prefix.length))}`);
   }
 
   /** Starts over from an empty index. */
@@ -104,14 +124,16 @@ export class WorkspaceScanner {
         else candidates.add(rel);
       }
     };
-    take(splitZ(await git.run(["ls-files", "-z", "-m", "-d", "-o", "--exclude-standard"])), "", 0);
+    take(splitZ(await git.run(["ls-files", "-z", "-m", "-d", "-o", "--exclude-standard", ...this.excludeArgs()])), "", 0);
     for (let item = nested.shift(); item; item = nested.shift()) {
       if (item.depth >= NESTED_DEPTH) continue;
       checkIgnored = true;
       const workTree = path.join(git.workTree, item.dir);
       if (!(await this.realParents(item.dir.slice(0, -1) + "/x"))) continue;
       take(
-        splitZ(await git.run(["ls-files", "-z", "-o", "--exclude-standard"], { workTree, index: this.noIndex })),
+        splitZ(
+          await git.run(["ls-files", "-z", "-o", "--exclude-standard", ...this.excludeArgs(item.dir)], { workTree, index: this.noIndex }),
+        ),
         item.dir,
         item.depth + 1,
       );
@@ -131,7 +153,7 @@ export class WorkspaceScanner {
     let changed = add.length + remove.length > 0;
     if (checkIgnored) {
       // Entries an ignore file now covers (a .gitignore changed, or the user's exclude file) leave the index.
-      const ignored = splitZ(await git.run(["ls-files", "-z", "-c", "-i", "--exclude-standard"])).map((e) => e.path);
+      const ignored = splitZ(await git.run(["ls-files", "-z", "-c", "-i", "--exclude-standard", ...this.excludeArgs()])).map((e) => e.path);
       if (ignored.length) await git.run(["update-index", "-z", "--force-remove", "--stdin"], { input: joinZ(ignored) });
       changed ||= ignored.length > 0;
     }
