@@ -29,6 +29,8 @@ interface NestedAttack {
   command: (s: Stage) => string;
   /** A hook that must not be there, for an attack that plants one. */
   hook?: string;
+  /** A folder the user gives back its search permission (`chmod u+x`) before their git status. */
+  fix?: string;
 }
 
 const ATTACKS: NestedAttack[] = [
@@ -82,6 +84,13 @@ const ATTACKS: NestedAttack[] = [
     dir: "hid/x",
     command: (s) => `mkdir -p hid/x && git -C hid/x init -q && ${config(s, "hid/x", "unlistable")} && chmod 311 hid`,
   },
+  {
+    id: "unsearchable",
+    name: "a new repository under a folder that can be listed but not entered, until the user fixes its mode",
+    dir: "ns/x",
+    fix: "ns",
+    command: (s) => `mkdir -p ns/x && git -C ns/x init -q && ${config(s, "ns/x", "unsearchable")} && chmod 644 ns`,
+  },
 ];
 
 /** A workspace that is a repository with a nested clone, a vendored one and a submodule, owned by the stage's user. */
@@ -107,6 +116,7 @@ function userGitStatus(s: Stage, dir: string, id: string): boolean {
 
 /** What of attack `a` is left to run: its hook, or the code the user's git status ran. */
 function landed(s: Stage, a: NestedAttack): string[] {
+  if (a.fix && existsSync(path.join(s.ws, a.fix))) execFileSync("chmod", ["u+x", path.join(s.ws, a.fix)]);
   if (a.hook) return existsSync(path.join(s.ws, a.hook)) ? [`${a.id}: ${a.hook}`] : [];
   return userGitStatus(s, a.dir, a.id) ? [`${a.id}: git status ran it`] : [];
 }

@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, readlinkSync, type Dirent, type Stats } from "node:fs";
+import { accessSync, constants, lstatSync, readdirSync, readlinkSync, type Dirent, type Stats } from "node:fs";
 import path from "node:path";
 
 // Nested git repositories (issue 20 class 2). git runs code from the first repository it finds on
@@ -13,7 +13,9 @@ import path from "node:path";
 // (`projectGuard`); after the command (and every few seconds while a background process runs) it
 // is brought up to date again from the command's own copy, and what appeared is a plant, moved to
 // quarantine: a `.git` entry that was not there (or is another one), a git folder's entries that
-// were not there, a folder that cannot be listed that is new or changed.
+// were not there, a folder that cannot be listed or searched (`chmod 311`, `chmod 644`: toolhost
+// runs as the user, so it would not see in, while the user's git can, or can once the mode is put
+// right) that is new or changed; an existing one is bound read-only.
 //
 // Why ctime, not mtime: every change to a folder's entries (create, remove, rename in or out, a
 // hard link) sets its ctime to the current time, and so does every change of its mode or times:
@@ -135,6 +137,8 @@ function list(pass: Pass, p: string, stat: Stats): Folder | undefined {
   let entries: Dirent[];
   try {
     entries = readdirSync(p, { withFileTypes: true });
+    // Listed but not searchable (`chmod 644`): what is in its folders cannot be looked at.
+    accessSync(p, constants.X_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return undefined;
@@ -173,13 +177,13 @@ function plantsIn(pass: Pass, p: string, old: Folder | undefined, folder: Folder
 
 /** The folder at `p` now, from `before` (the map's, undefined when new to it); the same object when nothing changed below it. */
 function visit(pass: Pass, p: string, before: Folder | undefined, top: boolean): Folder | undefined {
-  let stat: Stats;
+  let stat: Stats | undefined;
   try {
-    stat = lstatSync(p);
+    stat = lstatSync(p, { throwIfNoEntry: false });
   } catch {
-    return undefined; // gone, or past PATH_MAX
+    return undefined; // past PATH_MAX (git cannot look there either), or not to be looked at
   }
-  if (!stat.isDirectory()) return undefined;
+  if (!stat?.isDirectory()) return undefined;
   // Another folder under the same name (replaced, moved in) is new, all of it.
   const old = before?.ino === stat.ino ? before : undefined;
   const same = old !== undefined && !old.hot && old.ctime === stat.ctimeMs;
@@ -203,18 +207,23 @@ function visit(pass: Pass, p: string, before: Folder | undefined, top: boolean):
   if (folder.opaque && !top) pass.found.push({ path: p, root: pass.root, kind: "opaque" });
   if (folder.git && !top) pass.found.push({ path: `${p}/${folder.git.name}`, root: pass.root, kind: "git" });
   if (shaped(folder)) pass.found.push({ path: p, root: pass.root, kind: "gitdir" });
-  let changed = folder !== old;
-  const children = new Map<string, Folder>();
+  // The folder's children as they were, copied only when one of them changed (most passes change none).
+  let children = folder === old ? old.children : new Map<string, Folder>();
+  let copied = folder !== old;
   for (const name of folder.subdirs) {
     const child = `${p}/${name}`;
     if (pass.skip.has(child)) continue;
     const prev = old?.children.get(name);
     const now = visit(pass, child, prev, false);
+    if (now === prev && !copied) continue;
+    if (!copied) {
+      children = new Map(children);
+      copied = true;
+    }
     if (now) children.set(name, now);
-    if (now !== prev) changed = true;
+    else children.delete(name);
   }
-  if (!changed && old && children.size === old.children.size) return old;
-  return { ...folder, children };
+  return copied ? { ...folder, children } : folder;
 }
 
 /**
