@@ -1,10 +1,10 @@
-import { execFileSync } from "node:child_process";
-import { statSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NestedGitMap } from "../../src/runtime/shell/nested-git.js";
-import { tempDir, until } from "../helpers.js";
+import { CLI_PATH, tempDir, until } from "../helpers.js";
 
 // The session's map of nested git repositories (`nested-git.ts`), without a sandbox: what a scan
 // finds to protect, and what a command's check reports as planted since its scan, for every way a
@@ -120,5 +120,60 @@ describe("the map of nested git repositories", () => {
     expect(() => map.scan([ws])).toThrow(/stuck\/\.git was planted by a sandboxed command and could not be moved/);
     await fsp.rm(path.join(ws, "stuck/.git"), { recursive: true });
     expect(() => map.scan([ws])).not.toThrow();
+  });
+});
+
+// As a user who is not root, some folders cannot be listed: one the user's own command made so is
+// a plant (the attack corpus shows it as nobody); another user's, which no sandboxed command could
+// have changed, is not, even when its owner changes it as the command runs (a database's volume).
+const asNobody = process.getuid?.() === 0 && existsSync("/usr/bin/setpriv");
+
+describe.skipIf(!asNobody)("the map, run by a user who is not root", () => {
+  it("moves nothing of another user's unreadable folder that changed, and reports one of its own", async () => {
+    const root = await fsp.mkdtemp(path.join("/var/tmp", "toolhost-map-"));
+    try {
+      const ws = path.join(root, "ws");
+      await fsp.mkdir(path.join(ws, "pg"), { recursive: true });
+      await fsp.chmod(root, 0o755);
+      execFileSync("chown", ["-R", "65534:65534", ws]);
+      execFileSync("chown", ["0:0", path.join(ws, "pg")]);
+      await fsp.chmod(path.join(ws, "pg"), 0o700);
+      // The map as nobody: a scan, then (once root has changed pg and the command planted) the check.
+      const module = path.join(path.dirname(CLI_PATH), "runtime/shell/nested-git.js");
+      const script = [
+        `const { NestedGitMap } = await import(${JSON.stringify(module)});`,
+        `const check = new NestedGitMap().scan([${JSON.stringify(ws)}]);`,
+        `console.log("scanned");`,
+        `process.stdin.once("data", () => console.log(JSON.stringify(check.changes().map((p) => p.path))));`,
+      ].join("\n");
+      const child = spawn("setpriv", [
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+        process.execPath,
+        "--input-type=module",
+        "-e",
+        script,
+      ]);
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      await until(() => out.includes("scanned"));
+      await fsp.writeFile(path.join(ws, "pg/new-segment"), "x"); // its owner, as the command runs
+      execFileSync("setpriv", [
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+        "sh",
+        "-c",
+        `mkdir -p ${ws}/mine/x && git init -q ${ws}/mine/x && chmod 311 ${ws}/mine`,
+      ]);
+      child.stdin.end("go\n");
+      await new Promise((resolve) => child.on("close", resolve));
+      expect(JSON.parse(out.split("\n")[1]!)).toEqual([path.join(ws, "mine")]);
+    } finally {
+      await fsp.rm(root, { recursive: true, force: true });
+    }
   });
 });

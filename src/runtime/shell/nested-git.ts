@@ -53,6 +53,8 @@ interface Folder {
   hot: boolean;
   /** It could not be listed (no read permission): nothing in it can be seen. */
   opaque: boolean;
+  /** Opaque, and another user's that toolhost's cannot write either: no sandboxed command could have changed it. */
+  foreign?: boolean;
   git?: Entry;
   /** Its entries named like a git folder's (`GITDIR_NAMES`), as spelled. */
   gitdir: string[];
@@ -108,6 +110,15 @@ function identity(p: string): Entry | undefined {
   return { name, id: `link:${link}`, link };
 }
 
+function writable(p: string): boolean {
+  try {
+    accessSync(p, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function unknownType(d: Dirent): boolean {
   return !(d.isFile() || d.isDirectory() || d.isSymbolicLink() || d.isFIFO() || d.isSocket() || d.isBlockDevice() || d.isCharacterDevice());
 }
@@ -142,7 +153,7 @@ function list(pass: Pass, p: string, stat: Stats): Folder | undefined {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return undefined;
-    return { ...folder, opaque: true };
+    return { ...folder, opaque: true, foreign: stat.uid !== process.getuid?.() && !writable(p) };
   }
   for (const d of entries) {
     const name = d.name.toLowerCase();
@@ -160,8 +171,9 @@ function list(pass: Pass, p: string, stat: Stats): Folder | undefined {
 function plantsIn(pass: Pass, p: string, old: Folder | undefined, folder: Folder, top: boolean): Plant[] {
   const root = pass.root;
   if (folder.opaque) {
+    // One its owner changes as it runs (a database's folder in a volume) is no plant: it is bound read-only.
     const known = old?.opaque === true && !old.hot && old.ctime === folder.ctime;
-    return top || known ? [] : [{ path: p, root }];
+    return top || known || folder.foreign ? [] : [{ path: p, root }];
   }
   const plants: Plant[] = [];
   // The root's own `.git` is the project guard's (`PROJECT_CONTROL_PATHS`).
