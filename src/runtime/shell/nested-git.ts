@@ -15,7 +15,9 @@ import path from "node:path";
 // quarantine: a `.git` entry that was not there (or is another one), a git folder's entries that
 // were not there, a folder that cannot be listed or searched (`chmod 311`, `chmod 644`: toolhost
 // runs as the user, so it would not see in, while the user's git can, or can once the mode is put
-// right) that is new or changed; an existing one is bound read-only.
+// right) that is new or changed, unless another user's that toolhost cannot write either (no
+// sandboxed command could have changed it; its owner may, as the command runs); an existing one is
+// bound read-only.
 //
 // Why ctime, not mtime: every change to a folder's entries (create, remove, rename in or out, a
 // hard link) sets its ctime to the current time, and so does every change of its mode or times:
