@@ -17,6 +17,8 @@ import type { GitFinding, NestedGitCheck } from "./nested-git.js";
 // it appears (`watchProjectGuard`), not when it ends. And an entry bound read-only may vanish
 // before the command starts (another command's quarantine): the bind is then skipped
 // (`--ro-bind-try`), and a folder, watched by its inode, is moved if the command re-creates it.
+// Nested repositories anywhere in a root are found by the session's map (`nested-git.ts`): what it
+// finds is bound here the same way, and what it says a command planted is moved here too.
 
 /** A path inside a writable root that did not exist (or was a symlink) before the command. */
 interface Watched {
