@@ -7,6 +7,7 @@ import { realOrUndefined } from "../../config/real-path.js";
 import { credentialsPath } from "../../config/credentials.js";
 import { toolhostHome } from "../../config/paths.js";
 import { childEnvironment, ENV_NAME } from "../child-env.js";
+import { NestedGitMap } from "./nested-git.js";
 import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-guard.js";
 import { agentSockets, mountArgs, runtimeDir } from "./sandbox-mounts.js";
 import { seccompFilterFile, seccompSupported } from "./seccomp.js";
@@ -110,7 +111,8 @@ function isolationArgs(backend: string): string[] {
  * The bwrap arguments (before `--`) for one call: isolation, then the mounts (`sandbox-mounts.ts`):
  * writable workspace roots, sidecar folder and temp folder; hidden: toolhost's home (but the
  * call's sidecar folder), /run, /var/run, $XDG_RUNTIME_DIR (host sockets), secrets in the homes
- * and the user's `denyRead`; read-only: the project-control paths in the roots (`protect`).
+ * and the user's `denyRead`; read-only: the project-control paths in the roots and the nested git
+ * repositories in them (`protect`).
  */
 export function bubblewrapArgs(
   request: SpawnRequest,
@@ -190,8 +192,9 @@ function wrapped(bwrap: string, env: Record<string, string>, bwrapArgs: string[]
  * 127.0.0.1 inside the sandbox, where socat forwards to a proxy of this session that lets
  * through those hosts only (`sandbox-proxy.ts`). The proxies end with `close()` (the session's).
  *
- * A project-control path the command created (`project-guard.ts`) is moved to quarantine when
- * it ends: the request's `settle` does it and returns the note for the result.
+ * A project-control path the command created (`project-guard.ts`), or a git repository it left
+ * anywhere in the workspace (`nested-git.ts`), is moved to quarantine when it ends: the request's
+ * `settle` does it and returns the note for the result.
  *
  * Unlike the plain LocalShell, a background job (`server >log 2>&1 &`) does not outlive the
  * call: it is in the call's pid namespace, which ends when the command does.
@@ -200,6 +203,8 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
   const newProxies = () => sandboxProxies({ privateHosts: options.privateHosts, resolve: options.resolveHost });
   let proxies = newProxies();
   let network: SandboxNetworkStatus | undefined;
+  // The session's map of nested git repositories (`nested-git.ts`): walked once, then kept current.
+  const gitMap = new NestedGitMap();
   const transform = async (request: SpawnRequest, context: SpawnContext): Promise<SpawnRequest> => {
     // Bound only if it exists, and the session creates it lazily.
     await mkdir(context.sidecarDir, { recursive: true, mode: 0o700 });
@@ -219,8 +224,13 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
       command = ["/bin/sh", "-c", PROXY_BRIDGE, "toolhost-net", network.socat, proxy.socketPath, ...command];
     }
     const roots = context.roots.map(realOrUndefined).filter((p): p is string => p !== undefined);
-    const guard = projectGuard(roots, writableFolders(context, options));
-    const quarantine = path.join(context.sidecarDir, "quarantine", `${Date.now()}-${context.toolId}`);
+    const quarantines = path.join(context.sidecarDir, "quarantine");
+    // Never walked: what was moved to quarantine, and the folders hidden inside (nothing there reaches the host).
+    const skip = [quarantines, ...(options.hiddenDirs ?? [toolhostHome()])].map(realOrUndefined).filter((p) => p !== undefined);
+    const nested = gitMap.scan(roots, skip);
+    const guard = projectGuard(roots, writableFolders(context, options), nested.found);
+    const quarantine = path.join(quarantines, `${Date.now()}-${context.toolId}`);
+    const settle = () => settleProjectGuard(guard.watched, quarantine, nested);
     const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect), command);
     return {
       file: "/bin/sh",
@@ -231,13 +241,9 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
       env,
       // What runs is no longer the line as typed: an editor terminal must run argv.
       shellLine: undefined,
-      ...(guard.watched.length
-        ? {
-            settle: () => settleProjectGuard(guard.watched, quarantine),
-            watch: (said: (note: string) => void) =>
-              watchProjectGuard(guard.watched, () => settleProjectGuard(guard.watched, quarantine), said),
-          }
-        : {}),
+      settle,
+      // The map's check is a pass over every folder: spaced to cost a background process's session at most 2% of a core.
+      watch: (said: (note: string) => void) => watchProjectGuard(guard.watched, settle, said, () => Math.max(1000, 50 * gitMap.lastPassMs)),
     };
   };
   // The session's proxies end with it. Should the transform be used again, new ones start.

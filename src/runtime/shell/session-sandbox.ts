@@ -137,7 +137,7 @@ export function describeSandbox(
     return `off, ${state.reason ?? "switched off"}: commands run unsandboxed, without extra prompts${root ? ", as root, with every capability" : ""}`;
   if (state.active) {
     return [
-      "active (bubblewrap): a read-only system, writable workspace roots and a private /tmp, project-control paths (.git, .toolhost, .vscode…) read-only,",
+      "active (bubblewrap): a read-only system, writable workspace roots and a private /tmp, project-control paths (.git, .toolhost, .vscode…) and nested git repositories read-only,",
       ...(wide.length ? [`— the workspace ${wide.join(", ")} covers your whole home folder, so all of it is writable to commands,`] : []),
       "secrets, ~/.toolhost, host sockets (/run) and the agent's environment hidden (an allow-list passes), no network but the hosts a call may reach,",
       "no capabilities and a seccomp filter (no mount, namespaces, ptrace, bpf…)",

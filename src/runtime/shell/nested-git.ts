@@ -1,0 +1,296 @@
+import { accessSync, constants, lstatSync, readdirSync, readlinkSync, type Dirent, type Stats } from "node:fs";
+import path from "node:path";
+
+// Nested git repositories (issue 20 class 2). git runs code from the first repository it finds on
+// its way up from the user's folder: a `.git` folder or file in that folder or any above it, or a
+// folder that is itself a git folder (HEAD, and objects and refs, or commondir: a bare repository
+// planted as `sub/HEAD`, `sub/config` with `core.worktree` and `core.fsmonitor`). A sandboxed
+// command could write the hooks or config of a nested repository, or plant a new one anywhere in
+// the workspace, and the user's next `git status` there would run its code outside the sandbox.
+//
+// So a session keeps a map of each workspace root's folders: what each holds of git, and its
+// ctime. Before a command the map is brought up to date and what it finds is bound read-only
+// (`projectGuard`); after the command (and every few seconds while a background process runs) it
+// is brought up to date again from the command's own copy, and what appeared is a plant, moved to
+// quarantine: a `.git` entry that was not there (or is another one), a git folder's entries that
+// were not there, a folder that cannot be listed or searched (`chmod 311`, `chmod 644`: toolhost
+// runs as the user, so it would not see in, while the user's git can, or can once the mode is put
+// right) that is new or changed, unless another user's that toolhost cannot write either (no
+// sandboxed command could have changed it; its owner may, as the command runs); an existing one is
+// bound read-only.
+//
+// Why ctime, not mtime: every change to a folder's entries (create, remove, rename in or out, a
+// hard link) sets its ctime to the current time, and so does every change of its mode or times:
+// `touch -d` can set a folder's mtime back (after planting in it), never its ctime. Only a change of
+// the system clock could date a ctime back, which needs CAP_SYS_TIME, and no sandboxed command
+// holds a capability. A folder whose ctime and inode are those the map holds has the entries the map
+// holds, so a pass stats every known folder, lists again only the changed ones and walks whole only
+// the folders new to it (a prepared tree moved in, a folder replaced: another inode). The kernel's
+// clock is coarse (a tick; 1 or 2 s on some file systems): a folder stamped within `HOT_MS` of the
+// pass that read it could change again with the same ctime, so it is listed again on every pass
+// until it is older. Neither follows symlinks (git does not look past a symlinked folder's own path
+// for a `.git` either: its cwd is the real one, which the walk reaches where it lies in a root), nor
+// enters a `.git` folder (bound read-only whole). A path longer than PATH_MAX cannot be looked at,
+// by git either (it finds `.git` by absolute path). File systems that do not keep ctime (none
+// of Linux's native ones) are not supported.
+
+/** Names that make a folder a git folder to git (`is_git_directory`), and those it runs code from. Lower case. */
+const GITDIR_NAMES = new Set(["head", "objects", "refs", "commondir", "config", "config.worktree", "hooks"]);
+
+/** A ctime within this of the pass that read it does not prove a folder unchanged when equal later. */
+const HOT_MS = 2000;
+
+interface Entry {
+  name: string;
+  /** Inode and birth time; a symlink's target. */
+  id: string;
+  link?: string;
+}
+
+/** One folder as the map holds it. Never changed once made: a command's copy is the map of its start. */
+interface Folder {
+  /** ctimeMs when listed; NaN: list it again on the next pass (a plant was found in it). */
+  ctime: number;
+  ino: number;
+  hot: boolean;
+  /** It could not be listed (no read permission): nothing in it can be seen. */
+  opaque: boolean;
+  /** Opaque, and another user's that toolhost's cannot write either: no sandboxed command could have changed it. */
+  foreign?: boolean;
+  git?: Entry;
+  /** Its entries named like a git folder's (`GITDIR_NAMES`), as spelled. */
+  gitdir: string[];
+  /** Its entries that are folders (or of an unknown type), `.git` aside. */
+  subdirs: string[];
+  children: Map<string, Folder>;
+}
+
+/** What a pass found to protect: a nested `.git`, a git folder (its config, hooks, commondir), a folder it cannot list. */
+export interface GitFinding {
+  path: string;
+  root: string;
+  kind: "git" | "gitdir" | "opaque";
+}
+
+/** Something a command planted: moved to quarantine (a symlink it replaced is put back). */
+export interface Plant {
+  path: string;
+  root: string;
+  /** The symlink's target before the command, when a symlinked `.git` was replaced. */
+  link?: string;
+}
+
+/** A command's view: what to protect before it, and what it planted since (each call from the last). */
+export interface NestedGitCheck {
+  found: GitFinding[];
+  changes(): Plant[];
+  /** A plant that could not be moved: every later command is refused while it is there. */
+  failed(plant: Plant): void;
+}
+
+function lower(names: readonly string[]): Set<string> {
+  return new Set(names.map((n) => n.toLowerCase()));
+}
+
+/** HEAD, and objects and refs or a commondir: git takes the folder for a git folder. */
+function shaped(folder: Folder): boolean {
+  if (folder.gitdir.length < 2) return false;
+  const names = lower(folder.gitdir);
+  return names.has("head") && ((names.has("objects") && names.has("refs")) || names.has("commondir"));
+}
+
+function identity(p: string): Entry | undefined {
+  let stat: Stats;
+  try {
+    stat = lstatSync(p);
+  } catch {
+    return undefined;
+  }
+  const name = path.basename(p);
+  if (!stat.isSymbolicLink()) return { name, id: `${stat.ino}:${stat.birthtimeMs}` };
+  const link = readlinkSync(p);
+  return { name, id: `link:${link}`, link };
+}
+
+function writable(p: string): boolean {
+  try {
+    accessSync(p, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function unknownType(d: Dirent): boolean {
+  return !(d.isFile() || d.isDirectory() || d.isSymbolicLink() || d.isFIFO() || d.isSocket() || d.isBlockDevice() || d.isCharacterDevice());
+}
+
+interface Pass {
+  /** When the pass started, less the margin below which a ctime is too recent to trust (`HOT_MS`). */
+  hotFrom: number;
+  root: string;
+  skip: ReadonlySet<string>;
+  /** Plants are looked for (after a command), not only findings. */
+  report: boolean;
+  plants: Plant[];
+  found: GitFinding[];
+}
+
+/** Lists a folder; undefined when it is gone (or no folder any more). */
+function list(pass: Pass, p: string, stat: Stats): Folder | undefined {
+  const folder: Folder = {
+    ctime: stat.ctimeMs,
+    ino: stat.ino,
+    hot: stat.ctimeMs >= pass.hotFrom,
+    opaque: false,
+    gitdir: [],
+    subdirs: [],
+    children: new Map(),
+  };
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(p, { withFileTypes: true });
+    // Listed but not searchable (`chmod 644`): what is in its folders cannot be looked at.
+    accessSync(p, constants.X_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    return { ...folder, opaque: true, foreign: stat.uid !== process.getuid?.() && !writable(p) };
+  }
+  for (const d of entries) {
+    const name = d.name.toLowerCase();
+    if (name === ".git") {
+      folder.git = identity(`${p}/${d.name}`);
+      continue;
+    }
+    if (GITDIR_NAMES.has(name)) folder.gitdir.push(d.name);
+    if (d.isDirectory() || unknownType(d)) folder.subdirs.push(d.name);
+  }
+  return folder;
+}
+
+/** What appeared in `folder` that `old` (the same folder before, if it existed) did not hold. */
+function plantsIn(pass: Pass, p: string, old: Folder | undefined, folder: Folder, top: boolean): Plant[] {
+  const root = pass.root;
+  if (folder.opaque) {
+    // One its owner changes as it runs (a database's folder in a volume) is no plant: it is bound read-only.
+    const known = old?.opaque === true && !old.hot && old.ctime === folder.ctime;
+    return top || known || folder.foreign ? [] : [{ path: p, root }];
+  }
+  const plants: Plant[] = [];
+  // The root's own `.git` is the project guard's (`PROJECT_CONTROL_PATHS`).
+  if (folder.git && !top && folder.git.id !== old?.git?.id) {
+    plants.push({ path: `${p}/${folder.git.name}`, root, ...(old?.git?.link !== undefined ? { link: old.git.link } : {}) });
+  }
+  if (shaped(folder)) {
+    const before = lower(old?.gitdir ?? []);
+    for (const name of folder.gitdir) if (!before.has(name.toLowerCase())) plants.push({ path: `${p}/${name}`, root });
+  }
+  return plants;
+}
+
+/** The folder at `p` now, from `before` (the map's, undefined when new to it); the same object when nothing changed below it. */
+function visit(pass: Pass, p: string, before: Folder | undefined, top: boolean): Folder | undefined {
+  let stat: Stats | undefined;
+  try {
+    stat = lstatSync(p, { throwIfNoEntry: false });
+  } catch {
+    return undefined; // past PATH_MAX (git cannot look there either), or not to be looked at
+  }
+  if (!stat?.isDirectory()) return undefined;
+  // Another folder under the same name (replaced, moved in) is new, all of it.
+  const old = before?.ino === stat.ino ? before : undefined;
+  const same = old !== undefined && !old.hot && old.ctime === stat.ctimeMs;
+  let folder = same ? old : list(pass, p, stat);
+  if (!folder) return undefined;
+  if (pass.report && !same) {
+    const plants = plantsIn(pass, p, old, folder, top);
+    if (plants.length) {
+      pass.plants.push(...plants);
+      if (folder.opaque) return undefined;
+      // The map does not keep them: were one not moved, the next pass finds it again.
+      const moved = new Set(plants.map((x) => path.basename(x.path)));
+      folder = {
+        ...folder,
+        ctime: NaN,
+        ...(folder.git && moved.has(folder.git.name) ? { git: undefined } : {}),
+        gitdir: folder.gitdir.filter((n) => !moved.has(n)),
+      };
+    }
+  }
+  if (folder.opaque && !top) pass.found.push({ path: p, root: pass.root, kind: "opaque" });
+  if (folder.git && !top) pass.found.push({ path: `${p}/${folder.git.name}`, root: pass.root, kind: "git" });
+  if (shaped(folder)) pass.found.push({ path: p, root: pass.root, kind: "gitdir" });
+  // The folder's children as they were, copied only when one of them changed (most passes change none).
+  let children = folder === old ? old.children : new Map<string, Folder>();
+  let copied = folder !== old;
+  for (const name of folder.subdirs) {
+    const child = `${p}/${name}`;
+    if (pass.skip.has(child)) continue;
+    const prev = old?.children.get(name);
+    const now = visit(pass, child, prev, false);
+    if (now === prev && !copied) continue;
+    if (!copied) {
+      children = new Map(children);
+      copied = true;
+    }
+    if (now) children.set(name, now);
+    else children.delete(name);
+  }
+  return copied ? { ...folder, children } : folder;
+}
+
+/**
+ * A session's map of its workspace roots' folders (see above). `scan` before each command gives
+ * what to protect and the command's check; the map moves on with every pass, whichever command made it.
+ */
+export class NestedGitMap {
+  private readonly trees = new Map<string, Folder>();
+  private readonly stuck = new Set<string>();
+  /** How long the last pass took (ms): a background process's check is spaced by it. */
+  lastPassMs = 0;
+
+  /** `hotMs`: tests only, to see folders the kernel stamped a tick ago trusted by their ctime alone. */
+  constructor(private readonly hotMs = HOT_MS) {}
+
+  private pass(roots: readonly string[], from: ReadonlyMap<string, Folder>, skip: ReadonlySet<string>, report: boolean) {
+    const started = performance.now();
+    const hotFrom = Date.now() - this.hotMs;
+    const plants: Plant[] = [];
+    const found: GitFinding[] = [];
+    const trees = new Map<string, Folder>();
+    for (const root of roots) {
+      const pass: Pass = { hotFrom, root, skip, report, plants, found };
+      const tree = visit(pass, root, from.get(root), true);
+      if (tree) trees.set(root, tree);
+      // Any copy is the folders as they were at some pass: the newest serves the next command.
+      if (tree) this.trees.set(root, tree);
+    }
+    this.lastPassMs = performance.now() - started;
+    return { trees, plants, found };
+  }
+
+  /**
+   * Before a command: the map brought up to date, what to protect in `roots` (real paths), and the
+   * command's check. `skip`: folders never walked (the quarantine, hidden folders). Throws while a
+   * plant that could not be moved is still there.
+   */
+  scan(roots: readonly string[], skip: readonly string[] = []): NestedGitCheck {
+    for (const p of this.stuck) {
+      if (identity(p)) throw new Error(`${p} was planted by a sandboxed command and could not be moved; remove it to run commands again`);
+      this.stuck.delete(p);
+    }
+    const skipped = new Set(skip);
+    const { trees, found } = this.pass(roots, this.trees, skipped, false);
+    let baseline: ReadonlyMap<string, Folder> = trees;
+    return {
+      found,
+      changes: () => {
+        const after = this.pass(roots, baseline, skipped, true);
+        baseline = after.trees;
+        return after.plants;
+      },
+      failed: (plant) => this.stuck.add(plant.path),
+    };
+  }
+}
