@@ -11,9 +11,14 @@ const PATH = (process.env.PATH ?? "")
   .filter((dir) => path.resolve(dir) !== ownBin)
   .join(path.delimiter);
 
+// Test files that keep a module's state to themselves (process.env and os.tmpdir() for the
+// sandbox and its proxy, the attack corpus's stages): a fresh module registry each. The others share
+// one per worker: importing the SDK, zod and the tools again for each of ~140 files was ~25 s of
+// the suite's five minutes on two cores.
+const ISOLATED = ["test/runtime/**/*.test.ts", "test/attack/**/*.test.ts", "test/attack-corpus.test.ts"];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     // No sandbox here: TOOLHOST_SANDBOX=off for the suite, the sandbox tests skip.
     globalSetup: ["test/global-setup.ts"],
     testTimeout: 30_000,
@@ -24,5 +29,9 @@ export default defineConfig({
     pool: "forks",
     maxWorkers: 2,
     env: { PATH },
+    projects: [
+      { extends: true, test: { name: "isolated", include: ISOLATED } },
+      { extends: true, test: { name: "shared", include: ["test/**/*.test.ts"], exclude: ISOLATED, isolate: false } },
+    ],
   },
 });
