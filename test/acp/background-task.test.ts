@@ -95,11 +95,12 @@ describe("background tasks in the editor", () => {
   });
 
   it("keeps a background child through a cancel of the parent's turn; status, cancel, and a close ends the rest", async () => {
+    // Each child's request by the child (they start side by side: either may ask first).
     const childRequests: number[] = [];
     const route = (body: FakeBody): FakeReply => {
       const who = firstUserText(body);
       if (who.includes("Child")) {
-        childRequests.push(t.fake!.requests.length - 1);
+        childRequests[who.includes("Child one") ? 0 : 1] = t.fake!.requests.length - 1;
         return { hang: true }; // a child that works until it is stopped
       }
       const last = lastUserText(body);
@@ -130,7 +131,7 @@ describe("background tasks in the editor", () => {
     const sessionId = await t.h.newSession(t.ws);
     const turn = t.h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Start two" }] });
     // Both children are asking their model, and the parent its second request: cancel the parent's turn.
-    await t.h.waitFor(() => childRequests.length === 2 && t.fake!.requests.length === 4);
+    await t.h.waitFor(() => childRequests.filter((i) => i !== undefined).length === 2 && t.fake!.requests.length === 4);
     await t.h.agent.notify("session/cancel", { sessionId });
     expect((await turn).stopReason).toBe("cancelled");
     // The children's requests are still open: the cancel was the parent turn's alone.
