@@ -2,29 +2,18 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { projectFolderName } from "../../src/config/workspace.js";
 import { checkpointSessions, discardSessionCheckpoints } from "../../src/runtime/checkpoints/repository.js";
 import { openWorkspaceCheckpoints, type WorkspaceCheckpoints } from "../../src/runtime/checkpoints/roots.js";
-import { tempDir } from "../helpers.js";
+import { useCleanup } from "./cleanup.js";
 
 // A session's checkpoints of all its roots (issue 23 with additionalDirectories): each further root
 // in a shadow repository of its own below the project's, snapshotted beside the primary root, with
 // the same guarantees (its ignore rules, its size cap, its restore); a root inside another is one
 // root's only; deleting a session and the orphan sweep reach the further roots' repositories too.
 
-const cleanup: string[] = [];
-const handles: WorkspaceCheckpoints[] = [];
-afterEach(async () => {
-  for (const h of handles.splice(0)) await h.close().catch(() => {});
-  for (const dir of cleanup.splice(0)) await fsp.rm(dir, { recursive: true, force: true });
-});
-
-async function folder(files: Record<string, string | Uint8Array> = {}): Promise<string> {
-  const dir = await tempDir(files);
-  cleanup.push(dir);
-  return dir;
-}
+const { cleanup, handles, folder } = useCleanup<WorkspaceCheckpoints>();
 
 async function open(roots: string[], home: string, session = "s1", maxFileBytes?: number): Promise<WorkspaceCheckpoints> {
   const opened = await openWorkspaceCheckpoints({ roots, project: "proj", session, home, maxFileBytes });

@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Checkpoints } from "../../src/runtime/checkpoints/checkpoints.js";
 import {
   checkpointSessions,
@@ -10,24 +10,13 @@ import {
   openCheckpoints,
   type CheckpointsOptions,
 } from "../../src/runtime/checkpoints/repository.js";
-import { tempDir } from "../helpers.js";
+import { useCleanup } from "./cleanup.js";
 
 // Issue 23 §2: the workspace checkpoints, with real git on real files. Every restore is judged by
 // a byte-for-byte picture of the folder (each file's bytes, executable bit, symlink target, each
 // folder), taken before and after; a control test shows that picture tells a one-byte change.
 
-const cleanup: string[] = [];
-const handles: Checkpoints[] = [];
-afterEach(async () => {
-  for (const h of handles.splice(0)) await h.close().catch(() => {});
-  for (const dir of cleanup.splice(0)) await fsp.rm(dir, { recursive: true, force: true });
-});
-
-async function folder(files: Record<string, string | Uint8Array> = {}): Promise<string> {
-  const dir = await tempDir(files);
-  cleanup.push(dir);
-  return dir;
-}
+const { handles, folder } = useCleanup<Checkpoints>();
 
 let sessionCount = 0;
 async function open(root: string, options: Partial<CheckpointsOptions> = {}): Promise<Checkpoints> {

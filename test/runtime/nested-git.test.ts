@@ -3,11 +3,9 @@ import { existsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createToolContext } from "../../src/runtime/context.js";
-import { RuntimeSession } from "../../src/runtime/session.js";
-import { LocalShell } from "../../src/runtime/shell/local.js";
-import { bubblewrapSandbox, sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
 import { tempDir, until } from "../helpers.js";
+import { guardedContexts } from "./guarded-context.js";
 
 // Issue 20 class 2, nested git repositories: a sandboxed command can neither change a nested
 // repository's hooks or config (a clone, a vendored copy, a submodule's git folder, a worktree's)
@@ -18,11 +16,9 @@ import { tempDir, until } from "../helpers.js";
 const status = await sandboxAvailable();
 if (!status.available) console.warn(`nested-git.test.ts: skipped: ${status.reason}`);
 
-const requires = { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } };
 let ws: string;
 let sidecar: string;
 let marker: string;
-const sessions: RuntimeSession[] = [];
 
 const git = (...args: string[]) => execFileSync("git", args, { cwd: ws, stdio: "pipe" });
 
@@ -41,21 +37,13 @@ beforeEach(async () => {
   await fsp.writeFile(path.join(ws, "wt/.git"), "gitdir: ../gitdirs/wt\n");
 });
 afterEach(async () => {
-  for (const s of sessions.splice(0)) await s.close();
+  await contexts.closeAll();
   await fsp.rm(ws, { recursive: true, force: true });
   await fsp.rm(sidecar, { recursive: true, force: true });
 });
 
-function context(sandboxed = true, toolId = "bash") {
-  const session = new RuntimeSession({
-    workspace: ws,
-    sidecarDir: sidecar,
-    shell: new LocalShell(),
-    ...(sandboxed ? { spawnTransform: bubblewrapSandbox() } : {}),
-  });
-  sessions.push(session);
-  return createToolContext({ session, toolId, callId: "c", requires, signal: new AbortController().signal });
-}
+const contexts = guardedContexts();
+const context = (sandboxed = true, toolId = "bash") => contexts.context(ws, sidecar, sandboxed, toolId);
 
 const run = (command: string, sandboxed = true) => context(sandboxed).shell.run(command);
 const read = (rel: string) => fsp.readFile(path.join(ws, rel), "utf8").catch(() => undefined);

@@ -2,11 +2,9 @@ import { execFileSync } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createToolContext } from "../../src/runtime/context.js";
-import { RuntimeSession } from "../../src/runtime/session.js";
-import { LocalShell } from "../../src/runtime/shell/local.js";
 import { bubblewrapSandbox, sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
 import { tempDir } from "../helpers.js";
+import { guardedContexts } from "./guarded-context.js";
 
 // Issue 20 class 2, the sandbox's side: a sandboxed command cannot plant code that runs later
 // outside it. Existing project-control paths are read-only inside; one the command creates is
@@ -15,10 +13,8 @@ import { tempDir } from "../helpers.js";
 const status = await sandboxAvailable();
 if (!status.available) console.warn(`project-guard.test.ts: skipped: ${status.reason}`);
 
-const requires = { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } };
 let ws: string;
 let sidecar: string;
-const sessions: RuntimeSession[] = [];
 
 beforeEach(async () => {
   ws = await tempDir({
@@ -32,21 +28,13 @@ beforeEach(async () => {
   execFileSync("git", ["-C", ws, "config", "core.hooksPath", ".githooks"]);
 });
 afterEach(async () => {
-  for (const s of sessions.splice(0)) await s.close();
+  await contexts.closeAll();
   await fsp.rm(ws, { recursive: true, force: true });
   await fsp.rm(sidecar, { recursive: true, force: true });
 });
 
-function context(sandboxed = true, toolId = "bash") {
-  const session = new RuntimeSession({
-    workspace: ws,
-    sidecarDir: sidecar,
-    shell: new LocalShell(),
-    ...(sandboxed ? { spawnTransform: bubblewrapSandbox() } : {}),
-  });
-  sessions.push(session);
-  return createToolContext({ session, toolId, callId: "c", requires, signal: new AbortController().signal });
-}
+const contexts = guardedContexts();
+const context = (sandboxed: boolean = true, toolId = "bash") => contexts.context(ws, sidecar, sandboxed, toolId);
 
 async function run(command: string, sandboxed = true) {
   return context(sandboxed).shell.run(command);
@@ -152,18 +140,11 @@ describe.skipIf(!status.available)("project-control paths inside the sandbox", (
     const vscode = path.join(ws, ".vscode");
     const sandbox = bubblewrapSandbox();
     // The real transform sees .vscode and binds it read-only; then, before bwrap starts, it is gone.
-    const session = new RuntimeSession({
-      workspace: ws,
-      sidecarDir: sidecar,
-      shell: new LocalShell(),
-      spawnTransform: async (request, spawn) => {
-        const wrapped = await sandbox(request, spawn);
-        await fsp.rm(vscode, { recursive: true, force: true });
-        return wrapped;
-      },
+    const ctx = contexts.context(ws, sidecar, async (request, spawn) => {
+      const wrapped = await sandbox(request, spawn);
+      await fsp.rm(vscode, { recursive: true, force: true });
+      return wrapped;
     });
-    sessions.push(session);
-    const ctx = createToolContext({ session, toolId: "bash", callId: "c", requires, signal: new AbortController().signal });
     const result = await ctx.shell.run(`mkdir -p .vscode && echo '{"tasks":[1]}' > .vscode/tasks.json; echo ran`);
     expect(result.stdout).toBe("ran\n");
     expect(await exists(vscode)).toBe(false);
