@@ -169,6 +169,36 @@ describe.concurrent.each(USERS)("issue 20 class 2, nested git repositories, as $
     },
   );
 
+  it("the write tool cannot lay out a bare repository for the user's git (the harness sees one laid out by hand run)", async () => {
+    const s = await stage(user);
+    try {
+      await nestedStage(s);
+      const files = (dir: string, id: string): [string, string][] => [
+        [`${dir}/objects/info`, ""],
+        [`${dir}/refs/heads/main`, ""],
+        [`${dir}/config`, `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = ${fsmonitor(s, id)}\n`],
+        [`${dir}/HEAD`, "ref: refs/heads/main\n"],
+      ];
+      // Control: the same layout written by hand, and the user's git status runs its fsmonitor.
+      for (const [file, content] of files("byhand", "byhand")) {
+        await fsp.mkdir(path.dirname(path.join(s.ws, file)), { recursive: true });
+        await fsp.writeFile(path.join(s.ws, file), content);
+      }
+      await s.own(s.ws);
+      expect(userGitStatus(s, "byhand", "byhand")).toBe(true);
+      // Through the write tool in full mode: the write that makes it a repository is asked about, so refused headless.
+      const result = await attack(
+        s,
+        files("written", "written").map(([file, content]) => ({ name: "write", arguments: { path: file, content } })),
+      );
+      expect(result.code, result.stderr).toBe(0);
+      expect(toolResults(result).join("\n")).toMatch(/project-config: write writes written\/HEAD, which git runs later/);
+      expect(userGitStatus(s, "written", "written")).toBe(false);
+    } finally {
+      await s.close();
+    }
+  });
+
   it.skipIf(!bwrapInstalled())("a background process's new repository is moved while it runs", async () => {
     const s = await stage(user);
     try {

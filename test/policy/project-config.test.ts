@@ -90,6 +90,27 @@ describe("project-config", () => {
     });
   }
 
+  for (const mode of ["full", "accept-edits"] as const) {
+    it(`in ${mode} mode, the write that makes a folder a bare repository's own asks, and so does one into it`, async () => {
+      // Not a repository yet: objects/ and refs/ alone are ordinary folders.
+      expect(code(await run("write", write("bare/objects/a"), mode))).toBe("ran");
+      expect(code(await run("write", write("bare/refs/a"), mode))).toBe("ran");
+      expect(asked).toHaveLength(0);
+      // HEAD beside them makes it one: asked as .git is, and rejected here, nothing written.
+      expect(code(await run("write", { path: "bare/HEAD", content: "ref: refs/heads/main\n" }, mode))).toBe("rejected");
+      expect(asked[0]?.why).toMatch(/project-config: write writes bare\/HEAD, which git runs later/);
+      expect(await ws.text("bare/HEAD")).toBeUndefined();
+      // Once it is one (HEAD there), its config asks, as does a worktree's layout (HEAD and commondir).
+      await fsp.writeFile(path.join(ws.root, "bare/HEAD"), "ref: refs/heads/main\n");
+      expect(code(await run("write", { path: "bare/config", content: "[core]\n\tfsmonitor = x\n" }, mode))).toBe("rejected");
+      await fsp.mkdir(path.join(ws.root, "wt"));
+      await fsp.writeFile(path.join(ws.root, "wt/commondir"), "../bare\n");
+      expect(code(await run("write", { path: "wt/HEAD", content: "ref: refs/heads/main\n" }, mode))).toBe("rejected");
+      expect(asked).toHaveLength(3);
+      expect(await ws.text("bare/config")).toBeUndefined();
+    });
+  }
+
   it("edit asks too, and runs once approved", async () => {
     answers = ["allow_once"];
     const envelope = await run("edit", { path: ".envrc", old_string: "A=1", new_string: "A=2" }, "full");

@@ -1,6 +1,7 @@
+import { statSync } from "node:fs";
 import path from "node:path";
 import { isReadOnlyKind } from "../../tool/kinds.js";
-import { displayPath } from "../../tool/paths.js";
+import { displayPath, isInside } from "../../tool/paths.js";
 import { projectControlPath } from "../../tool/project-control.js";
 import { realPath } from "../../config/real-path.js";
 import type { CheckInput, Finding, WatchdogCheck } from "./shell.js";
@@ -8,8 +9,9 @@ import type { CheckInput, Finding, WatchdogCheck } from "./shell.js";
 // Files that other programs later run as code, outside any sandbox (tool/project-control.ts):
 // a file tool that writes one is asked about in every mode, `full` and `accept-edits` included,
 // naming the program that would run it. A symlink inside the workspace that leads to one counts.
-// Commands need no such check here: the sandbox shows these paths read-only, and a command
-// outside the sandbox is asked about anyway.
+// A repository's own folder need not be named `.git` (a bare layout): a write that makes one, or
+// writes into one, counts as `.git`. Commands need no such check here: the sandbox shows these
+// paths read-only (and quarantines new repositories), and a command outside it is asked about anyway.
 
 /** Who runs what lies under each entry of PROJECT_CONTROL_PATHS. */
 const RUNS_IT: Record<string, string> = {
@@ -29,9 +31,42 @@ const RUNS_IT: Record<string, string> = {
   ".dir-locals.el": "Emacs evaluates on opening a file below it",
 };
 
+/**
+ * Whether git takes `dir` for a repository's own folder once `target` is written: `HEAD` beside
+ * `objects/` and `refs/` (or `commondir`), as a bare repository has. Its `config` then runs for the
+ * user's git there (`core.worktree` gives it a work tree, `core.fsmonitor` a program), and no name
+ * in it is `.git`: a file tool that completes or writes into that layout is asked about as `.git` is.
+ */
+function gitDirShaped(dir: string, target: string): boolean {
+  const has = (name: string, folder: boolean) => {
+    const p = path.join(dir, name);
+    if (target === p || (folder && isInside(target, p))) return true;
+    try {
+      return folder ? statSync(p).isDirectory() : statSync(p) !== undefined;
+    } catch {
+      return false;
+    }
+  };
+  return has("HEAD", false) && ((has("objects", true) && has("refs", true)) || has("commondir", false));
+}
+
+/** The folder of `abs` and each one above it, up to the workspace root that holds it. */
+function foldersUp(abs: string, roots: readonly string[]): string[] {
+  const root = roots.find((r) => isInside(abs, r) && abs !== r);
+  if (!root) return [];
+  const folders: string[] = [];
+  for (let dir = path.dirname(abs); isInside(dir, root); dir = path.dirname(dir)) {
+    folders.push(dir);
+    if (dir === root) break;
+  }
+  return folders;
+}
+
 function controlled(abs: string, roots: readonly string[]): string | null {
   const real = realPath(abs);
-  return projectControlPath(abs, roots) ?? projectControlPath(real, roots) ?? projectControlPath(real, roots.map(realPath));
+  const named = projectControlPath(abs, roots) ?? projectControlPath(real, roots) ?? projectControlPath(real, roots.map(realPath));
+  if (named) return named;
+  return foldersUp(real, roots.map(realPath)).some((dir) => gitDirShaped(dir, real)) ? ".git" : null;
 }
 
 export const projectConfigCheck: WatchdogCheck = {
