@@ -55,6 +55,13 @@ export const MACHINE_ENV = [
   "EXA_API_KEY",
 ] as const;
 
+/** This process's environment without the machine's settings (MACHINE_ENV), for a spawned agent. */
+export function cleanEnv(): Record<string, string | undefined> {
+  const env = { ...process.env };
+  for (const name of MACHINE_ENV) delete env[name];
+  return env;
+}
+
 type Files = Record<string, string | Uint8Array>;
 
 export interface AgentEnvOptions {

@@ -13,7 +13,7 @@ import {
   type UpdateSessionNotification,
 } from "@agentclientprotocol/sdk/experimental/v2";
 import { client as unstableClient } from "@agentclientprotocol/sdk/experimental/v2/unstable";
-import { CLI_PATH, MACHINE_ENV, until } from "../helpers.js";
+import { CLI_PATH, cleanEnv, until } from "../helpers.js";
 import { checkedStdio, WireChecker } from "./wire.js";
 
 // An ACP v2 client (the SDK's v2 client side) driving `node dist/cli.js` over real stdio, every
@@ -49,9 +49,7 @@ export class V2Harness {
   ) {
     this.checker = new WireChecker(options.unstable === true, true);
     this.permission = permission ?? (() => ({ outcome: { outcome: "selected", optionId: "reject_once" } }));
-    const clean = { ...process.env };
-    for (const name of MACHINE_ENV) delete clean[name];
-    this.child = spawn(process.execPath, [CLI_PATH], { stdio: ["pipe", "pipe", "pipe"], env: { ...clean, ...env } });
+    this.child = spawn(process.execPath, [CLI_PATH], { stdio: ["pipe", "pipe", "pipe"], env: { ...cleanEnv(), ...env } });
     this.child.stderr!.on("data", (d: Buffer) => this.stderr.push(d.toString()));
     const { toAgent, fromAgent } = checkedStdio(this.child.stdin!, this.child.stdout!, this.checker);
     // The unstable client is the same API over the unstable schema (its types are a superset).

@@ -18,14 +18,8 @@ import {
 } from "@agentclientprotocol/sdk";
 import { client as unstableClient } from "@agentclientprotocol/sdk/unstable";
 import { beforeEach, expect } from "vitest";
-import { CLI_PATH, MACHINE_ENV, until, useAgentEnv, type AgentEnv, type AgentEnvOptions } from "../helpers.js";
+import { CLI_PATH, cleanEnv, until, useAgentEnv, type AgentEnv, type AgentEnvOptions } from "../helpers.js";
 import { checkedStdio, WireChecker } from "./wire.js";
-
-function cleanEnv(): Record<string, string | undefined> {
-  const env = { ...process.env };
-  for (const name of MACHINE_ENV) delete env[name];
-  return env;
-}
 
 export type PermissionHandler = (request: RequestPermissionRequest) => Promise<RequestPermissionResponse> | RequestPermissionResponse;
 

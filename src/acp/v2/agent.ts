@@ -71,6 +71,15 @@ function v1Servers(servers: McpServer[] | undefined): v1.McpServer[] {
   });
 }
 
+/** A v2 session request's workspace and MCP servers as the v1 agent's (session/new, resume, fork). */
+function v1Setup(params: { cwd: string; additionalDirectories?: string[] | null; mcpServers?: McpServer[] }): {
+  cwd: string;
+  additionalDirectories: string[];
+  mcpServers: v1.McpServer[];
+} {
+  return { cwd: params.cwd, additionalDirectories: params.additionalDirectories ?? [], mcpServers: v1Servers(params.mcpServers) };
+}
+
 /** An extension request's params: an object with its session's id (the inner agent checks the rest). */
 function sessionParams(raw: unknown): { sessionId: string } & Record<string, unknown> {
   const params = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
@@ -229,11 +238,7 @@ function createV2Agent(makeInner: InnerFactory, earlySessions: string[]) {
       return {};
     })
     .onRequest("session/new", async ({ params }) => {
-      const answer = await v1().request("session/new", {
-        cwd: params.cwd,
-        additionalDirectories: params.additionalDirectories ?? [],
-        mcpServers: v1Servers(params.mcpServers),
-      });
+      const answer = await v1().request("session/new", { ...v1Setup(params) });
       state(answer.sessionId);
       return v2NewSessionResponse(answer);
     })
@@ -313,12 +318,7 @@ function createV2Agent(makeInner: InnerFactory, earlySessions: string[]) {
       if (replayFrom && replayFrom.type !== "start") {
         throw RequestError.invalidParams({ replayFrom }, `Unsupported replay cursor ${String(replayFrom.type)}: only {"type": "start"}`);
       }
-      const request = {
-        sessionId,
-        cwd: params.cwd,
-        additionalDirectories: params.additionalDirectories ?? [],
-        mcpServers: v1Servers(params.mcpServers),
-      };
+      const request = { sessionId, ...v1Setup(params) };
       const s = state(sessionId);
       s.mapper.endRun();
       let answer: v1.LoadSessionResponse | v1.ResumeSessionResponse;
@@ -335,12 +335,7 @@ function createV2Agent(makeInner: InnerFactory, earlySessions: string[]) {
     })
     // A new session from a session's current position (live or stored), started as a resume does.
     .onRequest("session/fork", async ({ params }) => {
-      const answer = await v1().request("session/fork", {
-        sessionId: params.sessionId,
-        cwd: params.cwd,
-        additionalDirectories: params.additionalDirectories ?? [],
-        mcpServers: v1Servers(params.mcpServers),
-      });
+      const answer = await v1().request("session/fork", { sessionId: params.sessionId, ...v1Setup(params) });
       state(answer.sessionId);
       return v2NewSessionResponse(answer);
     })
