@@ -59,6 +59,10 @@ export async function runInstall(spec: string, options: PackagesOptions): Promis
   const scope = scopeOf(options);
   const dir = dirOf(scope, options);
   ensurePrefix(dir);
+  // A lockfile that cannot be read is not written over: its other entries would be lost.
+  const opened = openLock(options);
+  if (!opened) return 1;
+  const { lock } = opened;
   let target = spec;
   let name: string;
   try {
@@ -95,7 +99,6 @@ export async function runInstall(spec: string, options: PackagesOptions): Promis
     packages?: Record<string, { version?: string; resolved?: string; integrity?: string }>;
   };
   const locked = npmLock.packages?.[`node_modules/${name}`] ?? {};
-  const { lock } = readLock(dir);
   const before = lock.packages[name];
   lock.packages[name] = {
     spec,

@@ -111,6 +111,16 @@ describe("toolhost install (user packages)", () => {
     await expect(fsp.stat(path.join(t.home, "packages", "node_modules", "plain-pkg"))).rejects.toMatchObject({ code: "ENOENT" });
   });
 
+  it("refuses to install over a lockfile it cannot read, and leaves that file as it was", async () => {
+    const pkg = await packed("toolhost-locked", { locked_tool: "x" });
+    const lockFile = path.join(t.home, "packages", "toolhost-lock.json");
+    await put(lockFile, '{"lockfileVersion": 1, "packages": {"other": ');
+    const installed = await toolhost("install", pkg.tarball);
+    expect(installed.code).toBe(1);
+    expect(installed.stderr).toMatch(/toolhost-lock\.json is not valid JSON/);
+    expect(await fsp.readFile(lockFile, "utf8")).toBe('{"lockfileVersion": 1, "packages": {"other": ');
+  });
+
   it("reports a broken package and skips it; the session's other tools load", async () => {
     const pkg = await packed("toolhost-broken", { broken_tool: "x" });
     expect((await toolhost("install", pkg.tarball)).code).toBe(0);
