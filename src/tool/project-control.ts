@@ -24,6 +24,15 @@ export const PROJECT_CONTROL_PATHS: readonly string[] = [
 ];
 
 /**
+ * Whether git takes a folder for a repository's own (a bare layout: no name in it is `.git`):
+ * `HEAD`, and `objects` and `refs` or a `commondir`. `has` says whether the folder has an entry
+ * (the sandbox's map of folders, the watchdog's view of the disk after a write).
+ */
+export function gitDirLayout(has: (name: "HEAD" | "objects" | "refs" | "commondir") => boolean): boolean {
+  return has("HEAD") && ((has("objects") && has("refs")) || has("commondir"));
+}
+
+/**
  * The entry of `PROJECT_CONTROL_PATHS` that `abs` is or lies below, for any of `roots` (also any
  * nested `.git`); null when it is none. Lexical: callers resolve symlinks first.
  */

@@ -194,6 +194,7 @@ describe.concurrent.each(USERS)("issue 20 class 2, nested git repositories, as $
       expect(result.code, result.stderr).toBe(0);
       expect(toolResults(result).join("\n")).toMatch(/project-config: write writes written\/HEAD, which git runs later/);
       expect(userGitStatus(s, "written", "written")).toBe(false);
+      expect(await expectNothingLanded(s, result)).toEqual([]);
     } finally {
       await s.close();
     }
@@ -206,6 +207,7 @@ describe.concurrent.each(USERS)("issue 20 class 2, nested git repositories, as $
       const result = await attack(s, BACKGROUND(s, true));
       expect(result.code, result.stderr).toBe(0);
       expect(toolResults(result).join("\n")).toContain("MOVED-WHILE-RUNNING");
+      expect(await expectNothingLanded(s, result)).toEqual([]);
       expect(userGitStatus(s, "bg", "background")).toBe(false);
     } finally {
       await s.close();

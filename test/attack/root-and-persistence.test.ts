@@ -149,6 +149,7 @@ describe.concurrent.each(USERS)("issue 20, classes 1 and 2, as $name", { timeout
       const result = await attack(s, [bash(`git init -q . && echo 'echo pwned' > ${HOOK} && chmod +x ${HOOK}`)]);
       expect(result.code, result.stderr).toBe(0);
       expect(existsSync(path.join(s.ws, HOOK))).toBe(false);
+      expect(await expectNothingLanded(s, result)).toEqual([]);
     } finally {
       await s.close();
     }

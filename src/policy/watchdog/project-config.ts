@@ -2,7 +2,7 @@ import { statSync } from "node:fs";
 import path from "node:path";
 import { isReadOnlyKind } from "../../tool/kinds.js";
 import { displayPath, isInside } from "../../tool/paths.js";
-import { projectControlPath } from "../../tool/project-control.js";
+import { gitDirLayout, projectControlPath } from "../../tool/project-control.js";
 import { realPath } from "../../config/real-path.js";
 import type { CheckInput, Finding, WatchdogCheck } from "./shell.js";
 
@@ -32,22 +32,23 @@ const RUNS_IT: Record<string, string> = {
 };
 
 /**
- * Whether git takes `dir` for a repository's own folder once `target` is written: `HEAD` beside
- * `objects/` and `refs/` (or `commondir`), as a bare repository has. Its `config` then runs for the
- * user's git there (`core.worktree` gives it a work tree, `core.fsmonitor` a program), and no name
- * in it is `.git`: a file tool that completes or writes into that layout is asked about as `.git` is.
+ * Whether git takes `dir` for a repository's own folder once `target` is written (a bare layout,
+ * tool/project-control.ts's rule). Its `config` then runs for the user's git there
+ * (`core.worktree` gives it a work tree, `core.fsmonitor` a program), and no name in it is `.git`:
+ * a file tool that completes or writes into that layout is asked about as `.git` is.
  */
 function gitDirShaped(dir: string, target: string): boolean {
-  const has = (name: string, folder: boolean) => {
+  return gitDirLayout((name) => {
     const p = path.join(dir, name);
+    const folder = name === "objects" || name === "refs";
     if (target === p || (folder && isInside(target, p))) return true;
     try {
-      return folder ? statSync(p).isDirectory() : statSync(p) !== undefined;
+      const stat = statSync(p, { throwIfNoEntry: false });
+      return folder ? stat?.isDirectory() === true : stat !== undefined;
     } catch {
-      return false;
+      return false; // not to be looked at: git cannot either
     }
-  };
-  return has("HEAD", false) && ((has("objects", true) && has("refs", true)) || has("commondir", false));
+  });
 }
 
 /** The folder of `abs` and each one above it, up to the workspace root that holds it. */
@@ -64,9 +65,10 @@ function foldersUp(abs: string, roots: readonly string[]): string[] {
 
 function controlled(abs: string, roots: readonly string[]): string | null {
   const real = realPath(abs);
-  const named = projectControlPath(abs, roots) ?? projectControlPath(real, roots) ?? projectControlPath(real, roots.map(realPath));
+  const realRoots = roots.map(realPath);
+  const named = projectControlPath(abs, roots) ?? projectControlPath(real, roots) ?? projectControlPath(real, realRoots);
   if (named) return named;
-  return foldersUp(real, roots.map(realPath)).some((dir) => gitDirShaped(dir, real)) ? ".git" : null;
+  return foldersUp(real, realRoots).some((dir) => gitDirShaped(dir, real)) ? ".git" : null;
 }
 
 export const projectConfigCheck: WatchdogCheck = {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import type { Socket } from "node:net";
 import { ToolError } from "../../tool/errors.js";
-import { signalGroup } from "../process-groups.js";
+import { killAtExitOf, releaseAtExit } from "../process-groups.js";
 
 // Spawning a background process (the `process` tool's): a process group of its own, stdin a pipe,
 // and three ways it ends with toolhost: the session's close (a tree kill, `processes.ts`), this
@@ -17,19 +17,9 @@ import { signalGroup } from "../process-groups.js";
  */
 export const GROUP_GUARD = ["{ read -r _ <&3; kill -9 0; } </dev/null >/dev/null 2>&1 &", 'exec "$@" 3<&-'].join("\n");
 
-/** Groups of background processes still alive in this process. */
-const liveGroups = new Set<number>();
-let exitHookInstalled = false;
-
-/** On exit (process.exit, the end of the event loop, an uncaught error) every live group is killed at once. */
-function killLiveGroups(): void {
-  for (const pgid of liveGroups) signalGroup(pgid, "SIGKILL");
-  liveGroups.clear();
-}
-
 /** Forgets a group once it has ended (its guard went with it). */
 export function groupEnded(pgid: number): void {
-  liveGroups.delete(pgid);
+  releaseAtExit(pgid);
 }
 
 export interface SpawnedGroup {
@@ -66,11 +56,8 @@ export async function spawnGroup(
     );
   });
   const pid = child.pid as number;
-  if (!exitHookInstalled) {
-    exitHookInstalled = true;
-    process.on("exit", killLiveGroups);
-  }
-  liveGroups.add(pid);
+  // On exit (process.exit, the end of the event loop, an uncaught error) a live group is killed at once.
+  killAtExitOf(pid);
   child.unref();
   for (const stream of child.stdio) (stream as Socket | null)?.unref?.();
   return { child, pid };

@@ -1,5 +1,6 @@
 import { accessSync, constants, lstatSync, readdirSync, readlinkSync, type Dirent, type Stats } from "node:fs";
 import path from "node:path";
+import { gitDirLayout } from "../../tool/project-control.js";
 
 // Nested git repositories (issue 20 class 2). git runs code from the first repository it finds on
 // its way up from the user's folder: a `.git` folder or file in that folder or any above it, or a
@@ -92,11 +93,16 @@ function lower(names: readonly string[]): Set<string> {
   return new Set(names.map((n) => n.toLowerCase()));
 }
 
-/** HEAD, and objects and refs or a commondir: git takes the folder for a git folder. */
+/** A folder git takes for a git folder (tool/project-control.ts's rule; names in any case). */
 function shaped(folder: Folder): boolean {
   if (folder.gitdir.length < 2) return false;
   const names = lower(folder.gitdir);
-  return names.has("head") && ((names.has("objects") && names.has("refs")) || names.has("commondir"));
+  return gitDirLayout((name) => names.has(name.toLowerCase()));
+}
+
+/** Which file this is: the inode, and the birth time where the file system keeps one (an inode number is reused). */
+export function fileIdentity(stat: { ino: number; birthtimeMs: number }): string {
+  return `${stat.ino}:${stat.birthtimeMs}`;
 }
 
 function identity(p: string): Entry | undefined {
@@ -107,7 +113,7 @@ function identity(p: string): Entry | undefined {
     return undefined;
   }
   const name = path.basename(p);
-  if (!stat.isSymbolicLink()) return { name, id: `${stat.ino}:${stat.birthtimeMs}` };
+  if (!stat.isSymbolicLink()) return { name, id: fileIdentity(stat) };
   const link = readlinkSync(p);
   return { name, id: `link:${link}`, link };
 }
@@ -262,9 +268,10 @@ export class NestedGitMap {
     for (const root of roots) {
       const pass: Pass = { hotFrom, root, skip, report, plants, found };
       const tree = visit(pass, root, from.get(root), true);
-      if (tree) trees.set(root, tree);
+      if (!tree) continue;
+      trees.set(root, tree);
       // Any copy is the folders as they were at some pass: the newest serves the next command.
-      if (tree) this.trees.set(root, tree);
+      this.trees.set(root, tree);
     }
     this.lastPassMs = performance.now() - started;
     return { trees, plants, found };

@@ -53,7 +53,7 @@ export interface BackgroundRequest {
   /** The sandbox's check of what the process left behind, once it has ended. */
   settle?: () => Promise<string | undefined>;
   /** The same check while it runs (what it plants is moved as it appears); its notes join the notice. */
-  watch?: (said: (note: string) => void) => { close(): void };
+  watch?: (said: (note: string) => void) => { close(): Promise<void> };
 }
 
 export interface SessionProcessesOptions {
@@ -75,10 +75,9 @@ class BackgroundProcess implements ProcessFeed {
   private exit: { code: number | null; signal: string | null } | null = null;
   /** Set by `stop`: the tree was sent SIGTERM and gets `graceMs` before SIGKILL. */
   private stopping: { graceMs: number } | null = null;
-  private notice: string | undefined;
   /** What the sandbox's live check moved while the process ran. */
   private readonly notes: string[] = [];
-  private readonly watching: { close(): void } | undefined;
+  private readonly watching: { close(): Promise<void> } | undefined;
   private readonly listeners = new Set<ProcessListener>();
   private openStreams = 0;
   private pipesClosed!: () => void;
@@ -139,7 +138,7 @@ class BackgroundProcess implements ProcessFeed {
       stdout_bytes: this.rings.stdout.total,
       stderr_bytes: this.rings.stderr.total,
       ...(request.sandboxed ? { sandboxed: true } : {}),
-      ...(this.notice || this.notes.length ? { notice: this.notice ?? this.notes.join("\n") } : {}),
+      ...(this.notes.length ? { notice: this.notes.join("\n") } : {}),
     };
   }
 
@@ -185,9 +184,10 @@ class BackgroundProcess implements ProcessFeed {
     for (const stream of STREAMS) this.child[stream]?.destroy();
     this.child.stdin?.destroy();
     groupEnded(this.pid);
-    this.watching?.close();
+    // A check of the watch still under way ends first: two at once would both move the same plant.
+    await this.watching?.close();
     const last = await this.request.settle?.().catch((err: unknown) => `The sandbox's check after the process failed: ${String(err)}`);
-    this.notice = [...this.notes, ...(last ? [last] : [])].join("\n") || undefined;
+    if (last) this.notes.push(last);
     this.endedAt = new Date();
     const info = this.info();
     for (const listener of this.listeners) {

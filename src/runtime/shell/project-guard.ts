@@ -5,7 +5,7 @@ import path from "node:path";
 import { realOrUndefined } from "../../config/real-path.js";
 import { PROJECT_CONTROL_PATHS } from "../../tool/project-control.js";
 import { isInside } from "../../tool/paths.js";
-import type { GitFinding, NestedGitCheck } from "./nested-git.js";
+import { fileIdentity, type GitFinding, type NestedGitCheck } from "./nested-git.js";
 
 // The sandbox's side of issue 20 class 2: a sandboxed command must not plant code that runs
 // later outside it (git hooks, .git/config, .toolhost, .mcp.json, .vscode, .envrc…). Entries that
@@ -27,19 +27,14 @@ interface Watched {
   root: string;
   /** A symlink's target before the command; undefined when the path did not exist. */
   link?: string;
-  /** A protected folder's identity before the command (inode and birth time: an inode number is reused): another after it was re-created. */
-  ino?: string;
+  /** A protected folder's identity before the command (fileIdentity): another after it was re-created. */
+  id?: string;
 }
 
 export interface ProjectGuard {
   /** Real paths to bind read-only after the writable roots. */
   protect: string[];
   watched: Watched[];
-}
-
-/** Which file this is: the inode, and the birth time where the file system keeps one. */
-function identity(stat: { ino: number; birthtimeMs: number }): string {
-  return `${stat.ino}:${stat.birthtimeMs}`;
 }
 
 function lstatOrUndefined(p: string) {
@@ -149,7 +144,7 @@ function guardRepo(worktree: string, git: string, guard: (p: string) => void): v
  * and what it leads to, a git folder's config, hooks and commondir, a folder that cannot be listed
  * (those of them that do not exist are the map's to watch: it sees them appear).
  */
-export function projectGuard(roots: readonly string[], writable: readonly string[], nested: readonly GitFinding[] = []): ProjectGuard {
+export function projectGuard(roots: readonly string[], writable: readonly string[], nested: readonly GitFinding[]): ProjectGuard {
   const protect = new Set<string>();
   const watched: Watched[] = [];
   const inWritable = (p: string) => writable.some((w) => isInside(p, w));
@@ -165,7 +160,7 @@ export function projectGuard(roots: readonly string[], writable: readonly string
     if (real && inWritable(real)) {
       protect.add(real);
       // A folder: toolhost's own tools write inside it, never replace it; a file may be replaced by an approved write.
-      if (stat.isDirectory()) watched.push({ path: p, root, ino: identity(stat) });
+      if (stat.isDirectory()) watched.push({ path: p, root, id: fileIdentity(stat) });
     }
   };
   for (const root of roots) {
@@ -231,21 +226,21 @@ async function moveAside(p: string, root: string, quarantineDir: string): Promis
 export async function settleProjectGuard(
   watched: readonly Watched[],
   quarantineDir: string,
-  nested?: NestedGitCheck,
+  nested: NestedGitCheck,
 ): Promise<string | undefined> {
   const moved: string[] = [];
   const failed: string[] = [];
   for (const w of watched) {
     const stat = lstatOrUndefined(w.path);
     if (!stat) continue;
-    if (w.ino !== undefined && identity(stat) === w.ino) continue;
+    if (w.id !== undefined && fileIdentity(stat) === w.id) continue;
     if (w.link !== undefined && stat.isSymbolicLink() && readlinkSync(w.path) === w.link) continue;
     const dest = await moveAside(w.path, w.root, quarantineDir);
     if (w.link !== undefined) symlinkSync(w.link, w.path);
     if (dest) moved.push(`${path.relative(w.root, w.path)} → ${dest}`);
   }
   const gone: string[] = [];
-  for (const plant of nested?.changes() ?? []) {
+  for (const plant of nested.changes()) {
     // In a plant moved already (a `.git` found inside a planted folder), or in a folder swapped for a symlink since.
     if (gone.some((g) => isInside(plant.path, g)) || realOrUndefined(path.dirname(plant.path)) !== path.dirname(plant.path)) continue;
     try {
@@ -254,7 +249,7 @@ export async function settleProjectGuard(
       gone.push(plant.path);
       if (dest) moved.push(`${path.relative(plant.root, plant.path)} → ${dest}`);
     } catch (err) {
-      nested?.failed(plant);
+      nested.failed(plant);
       failed.push(`${path.relative(plant.root, plant.path)} (${(err as Error).message})`);
     }
   }
@@ -282,11 +277,11 @@ export function watchProjectGuard(
   watched: readonly Watched[],
   settle: () => Promise<string | undefined>,
   said: (note: string) => void,
-  pollMs?: () => number,
-): { close(): void } {
+  pollMs: () => number,
+): { close(): Promise<void> } {
   const byFolder = new Map<string, Set<string>>();
   for (const w of watched) {
-    if (w.ino !== undefined) continue; // bound read-only while it runs
+    if (w.id !== undefined) continue; // bound read-only while it runs
     const names = byFolder.get(path.dirname(w.path)) ?? new Set<string>();
     names.add(path.basename(w.path));
     byFolder.set(path.dirname(w.path), names);
@@ -314,15 +309,17 @@ export function watchProjectGuard(
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
   const poll = () => {
-    if (closed || !pollMs) return;
+    if (closed) return;
     timer = setTimeout(() => void check().then(poll), pollMs()).unref();
   };
   poll();
   return {
-    close: () => {
+    /** Stops watching; resolves once a settle already under way has ended (the caller's last one must not overlap it). */
+    close: async () => {
       closed = true;
       clearTimeout(timer);
       watchers.forEach((w) => w.close());
+      await chain;
     },
   };
 }

@@ -53,7 +53,7 @@ export interface SpawnRequest {
    * For a command that lives on (a background process): checks what it leaves behind as it runs,
    * not only at its end; `said` gets each note. Closed before the final `settle`.
    */
-  watch?: (said: (note: string) => void) => { close(): void };
+  watch?: (said: (note: string) => void) => { close(): Promise<void> };
 }
 
 /** What a sandbox needs to know about the call, besides the command. */
