@@ -5,7 +5,7 @@ import { parseFrontMatter } from "../config/frontmatter.js";
 import { toolhostHome } from "../config/paths.js";
 import { readConfinedFileSync, userRoots } from "../config/safe-read.js";
 import { asWorkspace, type Workspace } from "../config/workspace.js";
-import { packagesDir, readPackages } from "../host/packages.js";
+import { sessionPackages, type SessionPackages } from "../host/packages.js";
 import { isModeId, MODE_IDS, type ModeId } from "../policy/modes.js";
 
 // Agents the task tool can start: the built-in general-purpose one, then Markdown files with
@@ -48,14 +48,18 @@ const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/i;
  * The folders agent files are read from, in order (project folders only for a trusted project),
  * each with where its files' real paths must lie: the project, or the user's folders.
  */
-function agentFolders({ cwd }: Workspace, trusted: boolean): { dir: string; roots: readonly string[]; disabled?: ReadonlySet<string> }[] {
+function agentFolders(
+  { cwd }: Workspace,
+  trusted: boolean,
+  packages: Pick<SessionPackages, "user" | "project">,
+): { dir: string; roots: readonly string[]; disabled?: ReadonlySet<string> }[] {
   const home = process.env.HOME || os.homedir();
   const user = userRoots();
   const project = [cwd];
   // Tool packages' `agents` folders (host/packages.ts), enabled ones: the user's first, the project's before its own.
   const fromPackages = (scope: "user" | "project", roots: readonly string[]) =>
-    readPackages(packagesDir(scope, toolhostHome(), cwd), scope)
-      .packages.filter((p) => p.enabled)
+    packages[scope]
+      .filter((p) => p.enabled)
       .flatMap((p) => p.agents.map((dir) => ({ dir, roots: [...roots, p.root], disabled: p.disabled })));
   return [
     ...fromPackages("user", user),
@@ -113,11 +117,15 @@ function parseAgentFile(file: string, text: string): AgentDefinition | string {
  * The agents of a session (its workspace, resolved at its start; or a folder, resolved here):
  * general-purpose, then each folder's `*.md` files; first found wins by name.
  */
-export function loadAgents(cwd: string | Workspace, trusted: boolean): AgentCatalog {
+export function loadAgents(
+  cwd: string | Workspace,
+  trusted: boolean,
+  packages: Pick<SessionPackages, "user" | "project"> = sessionPackages(toolhostHome(), asWorkspace(cwd).cwd),
+): AgentCatalog {
   const agents: AgentDefinition[] = [GENERAL_PURPOSE];
   const problems: string[] = [];
   const seen = new Set([DEFAULT_AGENT]);
-  for (const { dir, roots, disabled } of agentFolders(asWorkspace(cwd), trusted)) {
+  for (const { dir, roots, disabled } of agentFolders(asWorkspace(cwd), trusted, packages)) {
     let names: string[];
     try {
       names = fs

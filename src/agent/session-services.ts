@@ -127,10 +127,11 @@ export class SessionServices {
     };
   }
 
-  /** The agents a task may run (agent files of a trusted project only). */
+  /** The agents a task may run (agent files of a trusted project only); asked for at each model request. */
   agentCatalog(): AgentCatalog {
     const { workspace, toolset } = this.host.tools;
-    return loadAgents(workspace, toolset.report.trusted);
+    // The packages the toolset read at its build: not read again for each model request.
+    return loadAgents(workspace, toolset.report.trusted, toolset.packages);
   }
 
   /** The toolset's skills; loading one makes its folder readable for the whole session (subagents share the runtime). */

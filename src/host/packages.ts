@@ -196,10 +196,14 @@ export function readPackages(dir: string, scope: PackageScope): { packages: Inst
 }
 
 /** The user's and the project's packages (the project's load only in a trusted project: discovery decides). */
-export function sessionPackages(
-  home: string,
-  cwd: string,
-): { user: InstalledPackage[]; project: InstalledPackage[]; problems: PackageProblem[] } {
+/** A session's packages, read once at its start: the user's and the project's, and their problems. */
+export interface SessionPackages {
+  user: InstalledPackage[];
+  project: InstalledPackage[];
+  problems: PackageProblem[];
+}
+
+export function sessionPackages(home: string, cwd: string): SessionPackages {
   const user = readPackages(packagesDir("user", home, cwd), "user");
   const project = readPackages(packagesDir("project", home, cwd), "project");
   return { user: user.packages, project: project.packages, problems: [...user.problems, ...project.problems] };

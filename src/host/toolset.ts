@@ -14,7 +14,7 @@ import { isLockedId } from "./locked.js";
 import { loadProfile, type Profile } from "./profiles.js";
 import { ToolRegistry } from "./registry.js";
 import type { DisabledTool, ToolsetReport } from "./toolset-report.js";
-import { sessionPackages } from "./packages.js";
+import { sessionPackages, type SessionPackages } from "./packages.js";
 import { discoverSkills, type SkillDiscovery } from "./skills.js";
 import { checkTrust } from "./trust.js";
 import type { ContentChange, ContentSnapshot } from "./trust-contents.js";
@@ -60,6 +60,8 @@ export interface Toolset {
   configFile: ConfigFile;
   /** …and its keys, validated. */
   config: LoadedConfig;
+  /** The tool packages this build read (host/packages.ts): their agents folders serve the session's task tool. */
+  packages: SessionPackages;
   /** The session's lifecycle hooks (user → profile → a trusted project's; host/hooks/). */
   hooks: Hooks;
 }
@@ -246,5 +248,6 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
     configFile,
     config,
     hooks,
+    packages,
   };
 }
