@@ -50,7 +50,8 @@ interface TurnState {
 export class SessionCheckpoints {
   private readonly opened: Promise<{ checkpoints?: WorkspaceCheckpoints; reason?: string; quiet?: boolean }>;
   private turn: TurnState | undefined;
-  private told = false;
+  /** What the person was told, by kind: each kind once a session (a lesser one must not use up a later failure's). */
+  private readonly told = new Set<string>();
 
   constructor(private readonly options: SessionCheckpointsOptions) {
     const off = checkpointsOff(options.config, options.workspace);
@@ -95,12 +96,14 @@ export class SessionCheckpoints {
   private async takeBefore(promptId: string): Promise<RootSnapshot[] | undefined> {
     const opened = await this.opened;
     if (!opened.checkpoints) {
-      if (!opened.quiet) await this.tell(`No checkpoint of the workspace is taken, so this session cannot rewind files: ${opened.reason}.`);
+      if (!opened.quiet)
+        await this.tell("none", `No checkpoint of the workspace is taken, so this session cannot rewind files: ${opened.reason}.`);
       return undefined;
     }
     const { unavailable } = opened.checkpoints;
     if (unavailable.length)
       await this.tell(
+        "unavailable",
         `No checkpoint of ${unavailable.map((u) => u.root).join(", ")} is taken, so a rewind leaves the files there as they are: ${unavailable.map((u) => u.reason).join("; ")}.`,
       );
     const before = await this.snap(opened.checkpoints, `before ${promptId}`);
@@ -132,7 +135,7 @@ export class SessionCheckpoints {
       try {
         files = to.id === from.id ? [] : await one.changes(from.id, to.id);
       } catch (error) {
-        await this.tell(`The files this turn changed could not be listed: ${message(error)}.`);
+        await this.tell("changes", `The files this turn changed could not be listed: ${message(error)}.`);
       }
       parts.push({ before: from.id, after: to.id, files, ...(to.skipped.length ? { skipped: to.skipped } : {}) });
     }
@@ -150,14 +153,14 @@ export class SessionCheckpoints {
     for (const [i, { root, error }] of snapshots.entries()) {
       if (error === undefined) continue;
       const what = i === 0 ? "the workspace" : root;
-      await this.tell(`A checkpoint of ${what} could not be taken: ${message(error)}. The turn goes on without it.`);
+      await this.tell("failed", `A checkpoint of ${what} could not be taken: ${message(error)}. The turn goes on without it.`);
     }
     return snapshots;
   }
 
-  private async tell(text: string): Promise<void> {
-    if (this.told) return;
-    this.told = true;
+  private async tell(kind: string, text: string): Promise<void> {
+    if (this.told.has(kind)) return;
+    this.told.add(kind);
     await Promise.resolve(this.options.say(text)).catch(() => {});
   }
 
