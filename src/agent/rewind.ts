@@ -70,7 +70,8 @@ function turnCheckpoints(path: readonly TreeEntry[], root?: string): TurnCheckpo
 }
 
 /** The further roots the checkpoint entries of these paths name, in order of appearance. */
-function furtherRoots(...paths: (readonly TreeEntry[])[]): string[] {
+/** The further roots the checkpoint entries of `paths` name, once each. */
+export function furtherRoots(...paths: (readonly TreeEntry[])[]): string[] {
   const roots = new Set<string>();
   for (const path of paths) for (const entry of path) if (entry.type === "checkpoint") for (const r of entry.roots ?? []) roots.add(r.root);
   return [...roots];

@@ -10,6 +10,7 @@ import { readSessionFile, sessionFileText, type SessionStore, type StoredSession
 import {
   branchSummary,
   conversationRewindRecord,
+  furtherRoots,
   promptPreview,
   rewindFiles,
   rewindPoints,
@@ -220,9 +221,7 @@ async function adoptCheckpoints(header: SessionHeader, project: string, entries:
 
 /** A stored session's roots: its folder, its further roots (the header's, then any its checkpoints name). */
 export function sessionRoots(header: SessionHeader, entries: readonly TreeEntry[]): string[] {
-  const roots = new Set([header.cwd, ...(header.additionalDirectories ?? [])]);
-  for (const entry of entries) if (entry.type === "checkpoint") for (const r of entry.roots ?? []) roots.add(r.root);
-  return [...roots];
+  return [...new Set([header.cwd, ...(header.additionalDirectories ?? []), ...furtherRoots(entries)])];
 }
 
 /** A problem a rewind, fork or label reports to the person (not a crash). */

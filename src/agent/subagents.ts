@@ -268,7 +268,7 @@ export class SessionSubagents implements Subagents {
 
   /** Whether a background task is still running. */
   get running(): boolean {
-    return [...this.children.values()].some((e) => e.busy && e.background);
+    return this.backgroundRuns().length > 0;
   }
 
   /** Resolves once no background task runs (one that ends may have started another). */
