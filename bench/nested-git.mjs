@@ -1,5 +1,5 @@
 // Issue 20 class 2, nested git repositories: what the session's map of the workspace's folders
-// (`runtime/shell/nested-git.ts`) costs, on a generated workspace of 5,000 folders and 50,000
+// (`runtime/sandbox/nested-git.ts`) costs, on a generated workspace of 5,000 folders and 50,000
 // files holding 20 nested repositories. In process: the first walk against a bare recursive
 // readdir of the same tree, and the check a command pays twice (before: bring the map current;
 // after: look for plants) against a bare lstat of every folder. End to end: a sandboxed `true` in
@@ -20,8 +20,8 @@ const baselineAt = process.argv.indexOf("--baseline");
 const baselineRoot = baselineAt > 0 ? path.resolve(process.argv[baselineAt + 1]) : null;
 const load = (dir) => async (p) => import(path.join(dir, "dist", p));
 const ours = load(root);
-const { NestedGitMap } = await ours("runtime/shell/nested-git.js");
-const { sandboxAvailable } = await ours("runtime/shell/sandbox.js");
+const { NestedGitMap } = await ours("runtime/sandbox/nested-git.js");
+const { sandboxAvailable } = await ours("runtime/sandbox/bubblewrap.js");
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const DIRS = Number(process.env.BENCH_DIRS ?? 5000);
@@ -95,7 +95,7 @@ try {
     const shellFor = async (modules, workspace) => {
       const { RuntimeSession } = await modules("runtime/session.js");
       const { createToolContext } = await modules("runtime/context.js");
-      const { bubblewrapSandbox } = await modules("runtime/shell/sandbox.js");
+      const { bubblewrapSandbox } = await modules("runtime/sandbox/bubblewrap.js");
       const session = new RuntimeSession({ workspace, spawnTransform: bubblewrapSandbox() });
       const shell = createToolContext({ session, toolId: "bench", callId: "c", requires, signal: new AbortController().signal }).shell;
       await shell.exec("true", []); // the first walk, execa's import, the page cache for bwrap

@@ -12,8 +12,8 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const dist = (p) => path.join(root, "dist", p);
 const { RuntimeSession } = await import(dist("runtime/session.js"));
 const { createToolContext } = await import(dist("runtime/context.js"));
-const { bubblewrapSandbox, sandboxAvailable } = await import(dist("runtime/shell/sandbox.js"));
-const { sandboxNetworkStatus } = await import(dist("runtime/shell/sandbox-proxy.js"));
+const { bubblewrapSandbox, sandboxAvailable } = await import(dist("runtime/sandbox/bubblewrap.js"));
+const { sandboxNetworkStatus } = await import(dist("runtime/sandbox/proxy.js"));
 
 const status = await sandboxAvailable();
 if (!status.available) {

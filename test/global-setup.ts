@@ -1,4 +1,4 @@
-import { sandboxAvailable } from "../src/runtime/shell/sandbox.js";
+import { sandboxAvailable } from "../src/runtime/sandbox/bubblewrap.js";
 
 /**
  * Where no sandbox can run, sessions ask before every command (headless: refuse). The tests that

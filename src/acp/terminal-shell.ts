@@ -2,7 +2,7 @@ import type { AgentContext } from "@agentclientprotocol/sdk";
 import type { ShellResult } from "../tool/context.js";
 import { ToolError } from "../tool/errors.js";
 import type { ShellBackend, ShellSpawnOptions } from "../runtime/shell/backend.js";
-import { writeLauncher } from "../runtime/shell/launcher.js";
+import { writeLauncher } from "../runtime/sandbox/launcher.js";
 import type { ProcessFeed } from "../runtime/shell/processes.js";
 import type { ToolEvent } from "../tool/context.js";
 import { showProcessInTerminal } from "./process-terminal.js";

@@ -1,6 +1,6 @@
 import { peekConfig } from "../config/file.js";
 import { parseUserConfig } from "../config/schema.js";
-import { childEnvironment } from "../runtime/child-env.js";
+import { childEnvironment } from "../runtime/sandbox/child-env.js";
 import { LspManager } from "../runtime/lsp/manager.js";
 import { sandboxedLaunch } from "../runtime/lsp/sandbox.js";
 import type { RuntimeSession } from "../runtime/session.js";

@@ -5,7 +5,7 @@ import type { FsBackend } from "../runtime/fs/backend.js";
 import type { RuntimeSession } from "../runtime/session.js";
 import type { ShellBackend } from "../runtime/shell/backend.js";
 import type { SpawnTransform } from "../runtime/shell/scoped.js";
-import type { SessionSandbox } from "../runtime/shell/session-sandbox.js";
+import type { SessionSandbox } from "../runtime/sandbox/session-sandbox.js";
 import type { SessionFrontEnd } from "./front-end.js";
 import type { SessionRecorder } from "./record/session-recorder.js";
 import type { SessionTools } from "./session-tools.js";

@@ -10,7 +10,7 @@ import { composeWatchdogs, type Watchdog } from "../policy/watchdog.js";
 import { builtinWatchdog } from "../policy/watchdog/builtin.js";
 import type { Toolset } from "../host/toolset.js";
 import { peekConfig } from "../config/file.js";
-import { SessionSandbox, sandboxSettingOf } from "../runtime/shell/session-sandbox.js";
+import { SessionSandbox, sandboxSettingOf } from "../runtime/sandbox/session-sandbox.js";
 import type { SessionTools } from "./session-tools.js";
 
 /** What a session's policy needs of its session. */

@@ -7,7 +7,7 @@ import { SessionRules } from "../policy/session-rules.js";
 import type { Workspace } from "../config/workspace.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { RuntimeSession } from "../runtime/session.js";
-import type { SessionSandbox } from "../runtime/shell/session-sandbox.js";
+import type { SessionSandbox } from "../runtime/sandbox/session-sandbox.js";
 import { stricterMode } from "./agents.js";
 import { headlessFrontEnd, recordedFrontEnd, turnObserver, type PromptInput, type SessionFrontEnd } from "./front-end.js";
 import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";

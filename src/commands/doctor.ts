@@ -6,11 +6,11 @@ import { peekUserConfig } from "../config/file.js";
 import { loadRules } from "../policy/ruleset.js";
 import { packageRoot, toolhostHome, version } from "../config/paths.js";
 import { describeWebSearch, resolveWebSearch } from "../config/web-search.js";
-import { sandboxNetworkStatus } from "../runtime/shell/sandbox-proxy.js";
+import { sandboxNetworkStatus } from "../runtime/sandbox/proxy.js";
 import { buildToolset } from "../host/toolset.js";
 import { hooksSummary } from "./hooks.js";
 import { mcpReport } from "./mcp.js";
-import { describeSandbox, SessionSandbox, sandboxSetting } from "../runtime/shell/session-sandbox.js";
+import { describeSandbox, SessionSandbox, sandboxSetting } from "../runtime/sandbox/session-sandbox.js";
 
 export interface DoctorOptions {
   cwd?: string;

@@ -6,7 +6,7 @@ import { hookPolicyLayers } from "../host/hooks/policy-layer.js";
 import { decide, type PolicyVerdict, type SandboxReading } from "../policy/decide.js";
 import { isModeId, type ModeId } from "../policy/modes.js";
 import { describeRule, type SourcedRule } from "../policy/ruleset.js";
-import { describeSandbox } from "../runtime/shell/session-sandbox.js";
+import { describeSandbox } from "../runtime/sandbox/session-sandbox.js";
 import { headlessSession } from "./headless.js";
 
 type Out = (chunk: string) => Promise<void>;

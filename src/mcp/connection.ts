@@ -11,7 +11,7 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { version } from "../config/paths.js";
-import { childEnvironment } from "../runtime/child-env.js";
+import { childEnvironment } from "../runtime/sandbox/child-env.js";
 import type { McpServerSpec } from "./servers.js";
 import { StdioProcessTransport } from "./stdio-process.js";
 

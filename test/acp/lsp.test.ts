@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { trust } from "../../src/host/trust.js";
-import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { closeAndCheck, Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js";
 
 // Issue 25's done-when over the real ACP wire: in a trusted project, the model reads a TypeScript

@@ -3,7 +3,7 @@ import http from "node:http";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { sleepMarker, survivors } from "../helpers.js";
 import { Harness, lastUpdate, selected, textOf, useAcpTest, type ToolCallUpdate } from "./harness.js";
 

@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { Harness, lastUpdate, selected, useAcpTest, prompt } from "./harness.js";
 
 // The sandbox over the wire: the editor's terminal is handed the sandboxed argv, never the raw

@@ -5,9 +5,9 @@ import { AgentSession, headlessFrontEnd, type SessionFrontEnd } from "../../src/
 import { SessionTools } from "../../src/agent/session-tools.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../../src/policy/authorizer.js";
-import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
-import { sandboxNetworkStatus } from "../../src/runtime/shell/sandbox-proxy.js";
-import { SessionSandbox } from "../../src/runtime/shell/session-sandbox.js";
+import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
+import { sandboxNetworkStatus } from "../../src/runtime/sandbox/proxy.js";
+import { SessionSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
 import type { Envelope } from "../../src/tool/envelope.js";
 import { SANDBOX_NOTICE, type BashResult } from "../../src/tools/bash.js";
 import { useAgentEnv } from "../helpers.js";

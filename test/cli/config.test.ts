@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import { describe, expect, it } from "vitest";
-import { describeSandbox } from "../../src/runtime/shell/session-sandbox.js";
+import { describeSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
 import { runCli } from "./harness.js";
 import { useAgentEnv } from "../helpers.js";
 

@@ -3,7 +3,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { sandboxNetworkStatus } from "../../src/runtime/shell/sandbox-proxy.js";
+import { sandboxNetworkStatus } from "../../src/runtime/sandbox/proxy.js";
 import { runCli } from "./harness.js";
 import { CLI_PATH, useAgentEnv } from "../helpers.js";
 import { toolFile } from "../host/extension-fixtures.js";

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { credentialsPath, mergeLogin, readCredentials } from "../../src/config/credentials.js";
 import { readConfigFile } from "../../src/config/file.js";
 import { modelReadiness } from "../../src/agent/model/model-config.js";
-import { bubblewrapArgs } from "../../src/runtime/shell/sandbox.js";
+import { bubblewrapArgs } from "../../src/runtime/sandbox/bubblewrap.js";
 import { secretPath } from "../../src/policy/watchdog/secrets.js";
 import { CLI_PATH, runToEnd, useAgentEnv, type Ran } from "../helpers.js";
 import { runCli } from "./harness.js";

@@ -5,7 +5,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { CLI_PATH } from "../helpers.js";
 
 // Issue 20 through the built CLI (`toolhost call bash`), as root and as nobody (setpriv): the

@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { runCli } from "./harness.js";
 import { useAgentEnv } from "../helpers.js";
 

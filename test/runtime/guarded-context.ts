@@ -1,7 +1,7 @@
 import { createToolContext } from "../../src/runtime/context.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { LocalShell } from "../../src/runtime/shell/local.js";
-import { bubblewrapSandbox } from "../../src/runtime/shell/sandbox.js";
+import { bubblewrapSandbox } from "../../src/runtime/sandbox/bubblewrap.js";
 import type { SpawnTransform } from "../../src/runtime/shell/scoped.js";
 
 // The project guard's tests (project-guard, nested-git): a bash tool's context on a real shell, in

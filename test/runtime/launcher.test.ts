@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { writeLauncher } from "../../src/runtime/shell/launcher.js";
+import { writeLauncher } from "../../src/runtime/sandbox/launcher.js";
 
 // The launcher an editor terminal starts for a sandboxed command: it holds the wrapper's part of
 // argv and runs the command it is given, word for word.

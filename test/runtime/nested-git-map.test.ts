@@ -3,7 +3,7 @@ import { existsSync, statSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { NestedGitMap } from "../../src/runtime/shell/nested-git.js";
+import { NestedGitMap } from "../../src/runtime/sandbox/nested-git.js";
 import { CLI_PATH, tempDir, until } from "../helpers.js";
 
 // The session's map of nested git repositories (`nested-git.ts`), without a sandbox: what a scan
@@ -139,7 +139,7 @@ describe.skipIf(!asNobody)("the map, run by a user who is not root", () => {
       execFileSync("chown", ["0:0", path.join(ws, "pg")]);
       await fsp.chmod(path.join(ws, "pg"), 0o700);
       // The map as nobody: a scan, then (once root has changed pg and the command planted) the check.
-      const module = path.join(path.dirname(CLI_PATH), "runtime/shell/nested-git.js");
+      const module = path.join(path.dirname(CLI_PATH), "runtime/sandbox/nested-git.js");
       const script = [
         `const { NestedGitMap } = await import(${JSON.stringify(module)});`,
         `const check = new NestedGitMap().scan([${JSON.stringify(ws)}]);`,

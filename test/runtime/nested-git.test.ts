@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { tempDir, until } from "../helpers.js";
 import { guardedContexts } from "./guarded-context.js";
 

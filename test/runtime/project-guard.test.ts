@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { bubblewrapSandbox, sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { bubblewrapSandbox, sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { tempDir } from "../helpers.js";
 import { guardedContexts } from "./guarded-context.js";
 

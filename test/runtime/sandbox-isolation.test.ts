@@ -6,9 +6,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createToolContext } from "../../src/runtime/context.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { LocalShell } from "../../src/runtime/shell/local.js";
-import { bubblewrapSandbox, provenIsolation, sandboxAvailable, type BubblewrapOptions } from "../../src/runtime/shell/sandbox.js";
+import { bubblewrapSandbox, provenIsolation, sandboxAvailable, type BubblewrapOptions } from "../../src/runtime/sandbox/bubblewrap.js";
 import type { SpawnRequest } from "../../src/runtime/shell/scoped.js";
-import { describeSandbox } from "../../src/runtime/shell/session-sandbox.js";
+import { describeSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
 import { tempDir } from "../helpers.js";
 
 // Issue 20, classes 1, 3 and 4, through real bwrap and real processes: each attack is checked by

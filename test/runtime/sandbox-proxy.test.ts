@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createToolContext } from "../../src/runtime/context.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { LocalShell } from "../../src/runtime/shell/local.js";
-import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions } from "../../src/runtime/shell/sandbox.js";
+import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions } from "../../src/runtime/sandbox/bubblewrap.js";
 import { isPrivateAddress } from "../../src/runtime/addresses.js";
 import {
   sandboxNetworkStatus,
@@ -15,7 +15,7 @@ import {
   startSandboxProxy,
   type SandboxProxy,
   type SandboxProxyOptions,
-} from "../../src/runtime/shell/sandbox-proxy.js";
+} from "../../src/runtime/sandbox/proxy.js";
 import { netFetchHosts } from "../../src/policy/net-hosts.js";
 import type { SourcedRule } from "../../src/policy/ruleset.js";
 import type { RequirementSet } from "../../src/tool/requirements.js";

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createToolContext } from "../../src/runtime/context.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { LocalShell } from "../../src/runtime/shell/local.js";
-import { bubblewrapSandbox, sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
+import { bubblewrapSandbox, sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import type { SpawnTransform } from "../../src/runtime/shell/scoped.js";
 import type { RequirementSet } from "../../src/tool/requirements.js";
 import { tempDir } from "../helpers.js";

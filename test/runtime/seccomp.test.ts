@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AUDIT_ARCH_AARCH64, AUDIT_ARCH_X86_64, SYSCALLS, seccompProgram } from "../../src/runtime/shell/seccomp.js";
+import { AUDIT_ARCH_AARCH64, AUDIT_ARCH_X86_64, SYSCALLS, seccompProgram } from "../../src/runtime/sandbox/seccomp.js";
 
 // The filter as the kernel runs it: a small classic-BPF interpreter over the bytes bwrap loads.
 // The real filter in a real sandbox is tested in sandbox-isolation.test.ts.

@@ -6,8 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { allowAll } from "../../src/policy/call.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { LocalShell } from "../../src/runtime/shell/local.js";
-import { sandboxAvailable } from "../../src/runtime/shell/sandbox.js";
-import { describeSandbox, SessionSandbox, sandboxSetting } from "../../src/runtime/shell/session-sandbox.js";
+import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
+import { describeSandbox, SessionSandbox, sandboxSetting } from "../../src/runtime/sandbox/session-sandbox.js";
 import { defineTool } from "../../src/tool/define.js";
 import { call, output, sleepMarker, survivors, tempDir } from "../helpers.js";
 

@@ -2,7 +2,7 @@ import os from "node:os";
 import { peekConfig, type ConfigFile } from "../../config/file.js";
 import type { LoadedConfig } from "../../config/schema.js";
 import { asWorkspace, type Workspace } from "../../config/workspace.js";
-import { childEnvironment } from "../../runtime/child-env.js";
+import { childEnvironment } from "../../runtime/sandbox/child-env.js";
 import { readCommandRun, runHookCommand, type HookReply, type HookResult, type SentCall } from "./command.js";
 import { hookFiles, HOOK_LEVELS, parseHooksValue, readHooksFile, type HookProblem, type HookSpec, type ParsedHooks } from "./config.js";
 import {

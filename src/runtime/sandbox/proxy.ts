@@ -4,7 +4,7 @@ import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { forwardHttp, hostJudge, openTunnel, type ForwardContext, type HostRules } from "./sandbox-proxy-forward.js";
+import { forwardHttp, hostJudge, openTunnel, type ForwardContext, type HostRules } from "./proxy-forward.js";
 
 /**
  * The sandbox's way out to the network: an HTTP proxy on a unix socket that the bubblewrap
@@ -12,7 +12,7 @@ import { forwardHttp, hostJudge, openTunnel, type ForwardContext, type HostRules
  * 127.0.0.1:PROXY_PORT and forwards to it). It lets through CONNECT host:port and plain-HTTP
  * absolute-URI requests to allowed host names only, and never to private or loopback addresses
  * unless a pattern says so, so a sandboxed command cannot reach the host's 127.0.0.1 services.
- * This file: the proxy's socket, connections and life; `sandbox-proxy-forward.ts`: one request's
+ * This file: the proxy's socket, connections and life; `proxy-forward.ts`: one request's
  * way through (the host check, the CONNECT tunnel, the plain-HTTP forward).
  */
 

@@ -6,13 +6,13 @@ import path from "node:path";
 import { realOrUndefined } from "../../config/real-path.js";
 import { credentialsPath } from "../../config/credentials.js";
 import { toolhostHome } from "../../config/paths.js";
-import { childEnvironment, ENV_NAME } from "../child-env.js";
+import { childEnvironment, ENV_NAME } from "./child-env.js";
 import { NestedGitMap } from "./nested-git.js";
 import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-guard.js";
-import { agentSockets, mountArgs, runtimeDir } from "./sandbox-mounts.js";
+import { agentSockets, mountArgs, runtimeDir } from "./mounts.js";
 import { seccompFilterFile, seccompSupported } from "./seccomp.js";
-import { PROXY_PORT, proxyEnv, sandboxNetworkStatus, sandboxProxies, type SandboxNetworkStatus } from "./sandbox-proxy.js";
-import type { SpawnContext, SpawnRequest, SpawnTransform } from "./scoped.js";
+import { PROXY_PORT, proxyEnv, sandboxNetworkStatus, sandboxProxies, type SandboxNetworkStatus } from "./proxy.js";
+import type { SpawnContext, SpawnRequest, SpawnTransform } from "../shell/scoped.js";
 
 export interface BubblewrapOptions {
   /** The bwrap binary (default: `bwrap` found on PATH). */
@@ -108,7 +108,7 @@ function isolationArgs(backend: string): string[] {
 }
 
 /**
- * The bwrap arguments (before `--`) for one call: isolation, then the mounts (`sandbox-mounts.ts`):
+ * The bwrap arguments (before `--`) for one call: isolation, then the mounts (`mounts.ts`):
  * writable workspace roots, sidecar folder and temp folder; hidden: toolhost's home (but the
  * call's sidecar folder), /run, /var/run, $XDG_RUNTIME_DIR (host sockets), secrets in the homes
  * and the user's `denyRead`; read-only: the project-control paths in the roots and the nested git
@@ -190,7 +190,7 @@ function wrapped(bwrap: string, env: Record<string, string>, bwrapArgs: string[]
  * Network: none, unless the call has allowed hosts (its scope's `net.hosts`, `allowedHosts`)
  * and socat is installed (`sandboxNetworkStatus()`): then HTTP_PROXY and the like point at
  * 127.0.0.1 inside the sandbox, where socat forwards to a proxy of this session that lets
- * through those hosts only (`sandbox-proxy.ts`). The proxies end with `close()` (the session's).
+ * through those hosts only (`proxy.ts`). The proxies end with `close()` (the session's).
  *
  * A project-control path the command created (`project-guard.ts`), or a git repository it left
  * anywhere in the workspace (`nested-git.ts`), is moved to quarantine when it ends: the request's

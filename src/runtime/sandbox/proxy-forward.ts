@@ -4,7 +4,7 @@ import { isPrivateAddress, systemResolve } from "../addresses.js";
 import { hostMatcher } from "../scope.js";
 
 /**
- * One request through the sandbox proxy (`sandbox-proxy.ts` listens and tracks connections):
+ * One request through the sandbox proxy (`proxy.ts` listens and tracks connections):
  * what the client asked for, whether that host may be reached and on which addresses, then a
  * CONNECT tunnel or a plain-HTTP request forwarded, every refusal a short text answer.
  */

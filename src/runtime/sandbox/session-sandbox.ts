@@ -1,9 +1,9 @@
 import os from "node:os";
 import { peekUserConfig, type ConfigPeek } from "../../config/file.js";
 import { ToolError } from "../../tool/errors.js";
-import { expandHome } from "./sandbox-mounts.js";
-import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions, type SandboxStatus } from "./sandbox.js";
-import type { SpawnContext, SpawnRequest, SpawnTransform } from "./scoped.js";
+import { expandHome } from "./mounts.js";
+import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions, type SandboxStatus } from "./bubblewrap.js";
+import type { SpawnContext, SpawnRequest, SpawnTransform } from "../shell/scoped.js";
 
 /** Whether the user wants the sandbox, and where that was said. */
 export interface SandboxSetting {
