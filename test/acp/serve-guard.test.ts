@@ -19,6 +19,8 @@ describe("serve's guard", () => {
     expect(bearerMatches(token, token)).toBe(false);
     expect(bearerMatches(`Bearer ${token}x`, token)).toBe(false);
     expect(bearerMatches(`Bearer ${token.slice(1)}`, token)).toBe(false);
+    // Every proper prefix, down to one character: a comparison that stopped at the shorter side would take them.
+    for (let n = 1; n < token.length; n++) expect(bearerMatches(`Bearer ${token.slice(0, n)}`, token), `prefix of ${n}`).toBe(false);
     expect(bearerMatches("Bearer ", token)).toBe(false);
     expect(bearerMatches(undefined, token)).toBe(false);
     expect(bearerMatches("Bearer ", "")).toBe(false);

@@ -120,6 +120,9 @@ describe("toolhost serve", () => {
     expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
     expect((await post({ Authorization: "Bearer wrong-token-0123456789abcdef" })).status).toBe(401);
     expect((await post({ Authorization: TOKEN })).status).toBe(401);
+    // A proper prefix of the token, over the wire.
+    expect((await post({ Authorization: `Bearer ${TOKEN.slice(0, -1)}` })).status).toBe(401);
+    expect((await post({ Authorization: `Bearer ${TOKEN.slice(0, 8)}` })).status).toBe(401);
     expect((await post({ Authorization: `Bearer ${TOKEN}`, Origin: "https://evil.example" })).status).toBe(403);
     // The right token: the SDK answers the initialize.
     const ok = await post({ Authorization: `Bearer ${TOKEN}` });
