@@ -235,6 +235,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
     configFile,
     profile: { hooks: profile.hooks, ...(profile.dir ? { file: path.join(profile.dir, "profile.json") } : {}) },
     trusted,
+    ...(changes.length ? { stale: changes.map((c) => c.path) } : {}),
     userHome: options.userHome,
     extensions: found.hooks.map((h) => ({ file: h.file, level: levels[h.origin], hooks: h.hooks })),
   });
