@@ -64,7 +64,7 @@ export class SessionPolicy {
   }
 
   /**
-   * The permission rules (manifest, user, trusted project), read at session start and again
+   * The permission rules (manifest, user, trusted project; a stale one's deny and ask rules), read at session start and again
    * whenever the tool set is rebuilt (/reload, a profile change, trusting the project).
    */
   loadPermissionRules(): { rules: SourcedRule[]; problems: string[] } {
@@ -75,7 +75,8 @@ export class SessionPolicy {
         manifest: { rules: profile.permissions, file: profile.dir ? path.join(profile.dir, "profile.json") : undefined },
         // The config file the toolset was built from: read once per build, not once per reader.
         user: toolset.config,
-        project: { dir: this.host.tools.workspace, trusted: report.trusted },
+        // A project trusted once and changed since keeps its deny and ask rules (fail closed).
+        project: { dir: this.host.tools.workspace, trusted: report.trusted, stale: !report.trusted && !!report.trustChanges?.length },
       });
       this.permissionRules = { toolset, ...loaded };
     }

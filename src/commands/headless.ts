@@ -31,6 +31,9 @@ export async function headlessSession(options: {
   // Nobody can answer the trust question here: a project that changed since it was trusted loads none of it, and says why.
   const changed = trustChangeNotice(tools.toolset.report);
   if (changed) process.stderr.write(`toolhost: ${changed}\n`);
+  // A trusted project's file whose imports are not the trusted ones: not loaded, and said why.
+  for (const problem of tools.toolset.report.errors.filter((e) => e.untrusted))
+    process.stderr.write(`toolhost: ${problem.file}: ${problem.message}\n`);
   const id = `${CLI_SIDECAR_PREFIX}${randomUUID()}`;
   const recorder = options.record ? newSessionRecorder(new SessionStore(), id, workspace) : undefined;
   const session = new AgentSession({ id, tools, frontEnd: options.frontEnd, recorder, budget: options.budget });

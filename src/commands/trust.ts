@@ -32,7 +32,9 @@ export async function runTrust(options: TrustOptions): Promise<number> {
     else if (changes?.length)
       say(`Trusted ${real} again, as it is now. These files changed since it was last trusted:\n${formatContentChanges(changes)}`);
     else say(`Trusted ${real}.`);
-    say("Trust covers its tools, agents, skills and config as they are now: once one of them changes, toolhost asks again.");
+    say(
+      "Trust covers its tools, agents, skills and config as they are now, and the workspace files its tools import (pinned when they next load): once one of them changes, toolhost asks again.",
+    );
     const files = await listToolFiles(projectToolDir(real));
     say(
       files.length

@@ -11,6 +11,8 @@ import { listToolFiles, type LoadFile, type LoadProblem } from "./loader.js";
 import { isLockedId } from "./locked.js";
 import type { Profile } from "./profiles.js";
 import type { InstalledPackage } from "./packages.js";
+import type { ModuleGuard } from "./module-pins.js";
+import { formatContentChanges } from "./trust-contents.js";
 import type { DisabledTool, FolderOrigin, FolderReport, ShadowEntry, SkippedFile, ToolEntry } from "./toolset-report.js";
 
 /** Where a project keeps its own tools. */
@@ -138,7 +140,11 @@ export interface DiscoveryOptions {
   untrustedReason?: string;
   loader: LoadFile;
   context: AvailabilityContext;
+  /** The trusted project's module pins: its files import only the workspace files trusted with it. */
+  guard?: ModuleGuard;
 }
+
+const fromProject = (origin: FolderOrigin) => origin === "project" || origin === "project-package";
 
 /**
  * Builtins, then each folder's tool files in order: first found wins by id, every loser is
@@ -193,7 +199,7 @@ async function scanFolder(
       (s) => s.isDirectory(),
       () => false,
     ));
-  if ((folder.origin === "project" || folder.origin === "project-package") && !trusted) {
+  if (fromProject(folder.origin) && !trusted) {
     const reason = untrustedReason ?? "the project is not trusted (toolhost trust)";
     for (const file of files) found.skipped.push({ file, reason });
     found.folders.push({ dir: folder.dir, origin: folder.origin, status: exists ? "untrusted" : "missing", files: files.length });
@@ -205,7 +211,19 @@ async function scanFolder(
 
 /** Imports one file and gives each of its tools the id it asks for, unless it is taken, locked or unavailable. */
 async function placeFile(file: string, folder: ToolFolder, options: DiscoveryOptions, found: Discovery): Promise<void> {
-  const loaded = await options.loader(file);
+  const guard = fromProject(folder.origin) ? options.guard : undefined;
+  guard?.begin();
+  const loaded = await options.loader(file, guard ? { guard } : undefined);
+  const untrusted = guard?.end() ?? [];
+  if (untrusted.length) {
+    // Caught before it ran (the module may have caught the throw itself): none of the file's tools or hooks load.
+    found.errors.push({
+      file,
+      untrusted,
+      message: `not loaded: it imports workspace files that are not the ones trusted with the project:\n${formatContentChanges(untrusted)}\nRun \`toolhost trust\` in the project to review and trust them.`,
+    });
+    return;
+  }
   found.errors.push(...loaded.problems);
   if (loaded.hooks?.length) found.hooks.push({ file, origin: folder.origin, hooks: loaded.hooks });
   for (const problem of loaded.problems) if (problem.id) found.offeredIds.add(problem.id);

@@ -7,6 +7,9 @@ import { guardProcessExit, watchStalls } from "./extension-guards.js";
 import { loadExtensionZod } from "./extension-zod.js";
 import { createEsbuildTransform } from "./transform.js";
 import { toolhostHome } from "../config/paths.js";
+import type { ContentChange } from "./trust-contents.js";
+import type { ModuleGuard } from "./module-pins.js";
+import { pinnedImporter } from "./pinned-importer.js";
 
 /** A problem with a file, a folder or a profile: reported, never thrown. */
 export interface LoadProblem {
@@ -14,6 +17,8 @@ export interface LoadProblem {
   message: string;
   /** The tool id, when the problem is one tool's. */
   id?: string;
+  /** Workspace files the file imports that are not the ones trusted: the file was not loaded. */
+  untrusted?: ContentChange[];
 }
 
 export interface LoadedFile {
@@ -28,8 +33,11 @@ export interface LoadedFile {
 /** Imports a module file as the extension loader does (jiti, "toolhost" handed in), with its timeout. */
 export type ImportModule = (file: string) => Promise<Record<string, unknown>>;
 
-/** Loads an extension file's tools; the host's loader can also import a plain module (a profile's watchdog). */
-export type LoadFile = ((file: string) => Promise<LoadedFile>) & { importModule?: ImportModule };
+/**
+ * Loads an extension file's tools; the host's loader can also import a plain module (a profile's
+ * watchdog). `guard`: a trusted project's file, whose workspace imports must be the pinned ones.
+ */
+export type LoadFile = ((file: string, options?: { guard?: ModuleGuard }) => Promise<LoadedFile>) & { importModule?: ImportModule };
 
 /** What an extension file gets when it imports "toolhost": the host's public entry, without `z`. */
 export type ExtensionApi = Record<string, unknown>;
@@ -112,7 +120,10 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
   return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
-type Importer = (file: string) => Promise<Record<string, unknown>>;
+type Importer = ((file: string) => Promise<Record<string, unknown>>) & {
+  /** The importer of a trusted project's files, under the build's guard (module-pins.ts). */
+  pinned(guard: ModuleGuard): (file: string) => Promise<Record<string, unknown>>;
+};
 
 /** jiti with `toolhost` mapped to the handed-in API plus all of zod. */
 async function createImporter(options: LoaderOptions): Promise<Importer> {
@@ -131,20 +142,29 @@ async function createImporter(options: LoaderOptions): Promise<Importer> {
   ]);
   // esbuild, with jiti's own babel transform for what only it handles (see transform.ts).
   const esbuild = createEsbuildTransform({ virtualModules: ["toolhost"] });
+  const virtualModules = { toolhost: { ...api, z: zod.z ?? zod } };
   const jiti = createJiti(import.meta.url, {
     transform: esbuild.transform,
     moduleCache: false,
     fsCache,
     interopDefault: false,
-    virtualModules: { toolhost: { ...api, z: zod.z ?? zod } },
+    virtualModules,
   });
   let first = cold;
-  return async (file) => {
+  const importFile = async (file: string) => {
     if (first) esbuild.prefetch(file);
     first = false;
     await esbuild.settled(); // a cold folder's batch, started above or by the previous file's cache miss
     return jiti.import<Record<string, unknown>>(file);
   };
+  const pinned = new WeakMap<ModuleGuard, (file: string) => Promise<Record<string, unknown>>>();
+  return Object.assign(importFile, {
+    pinned: (guard: ModuleGuard) => {
+      let importer = pinned.get(guard);
+      if (!importer) pinned.set(guard, (importer = pinnedImporter(guard, { transform: esbuild.transform, virtualModules })));
+      return importer;
+    },
+  });
 }
 
 /**
@@ -163,8 +183,9 @@ export function createExtensionLoader(options: LoaderOptions): LoadFile {
     }));
   const timeoutMs = options.importTimeoutMs ?? 10_000;
 
-  const load = async (file: string): Promise<LoadedFile> => {
-    const importFile = await ready(); // a broken install throws, as before: no file is to blame
+  const load: LoadFile = async (file, loadOptions = {}) => {
+    const importer = await ready(); // a broken install throws, as before: no file is to blame
+    const importFile = loadOptions.guard ? importer.pinned(loadOptions.guard) : importer;
     const loaded: LoadedFile = { file, tools: [], problems: [] };
     guardProcessExit(file);
     let mod: Record<string, unknown>;

@@ -114,8 +114,9 @@ export function formatLoadProblems(report: ToolsetReport): string | null {
 export function trustChangeNotice(report: Pick<ToolsetReport, "trusted" | "trustChanges" | "trustLegacy">): string | null {
   if (report.trusted || !report.trustChanges?.length) return null;
   return [
-    `This project's own tools, agents, skills, MCP servers and rules were not loaded: ${trustChangeReason(report)}`,
+    `This project's own tools, agents, skills, MCP servers, hooks and allow rules were not loaded: ${trustChangeReason(report)}`,
     formatContentChanges(report.trustChanges),
+    "Its deny and ask rules still hold, and the calls its tool_call hooks would see ask (headless: they are refused).",
     "Run `toolhost trust` in the project (or type /trust always) to trust it as it is now.",
   ].join("\n");
 }

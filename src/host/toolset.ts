@@ -16,7 +16,8 @@ import { ToolRegistry } from "./registry.js";
 import type { DisabledTool, ToolsetReport } from "./toolset-report.js";
 import { sessionPackages, type SessionPackages } from "./packages.js";
 import { discoverSkills, type SkillDiscovery } from "./skills.js";
-import { checkTrust } from "./trust.js";
+import { checkTrust, recordTrustedModules } from "./trust.js";
+import { ModuleGuard, type ModulePins } from "./module-pins.js";
 import type { ContentChange, ContentSnapshot } from "./trust-contents.js";
 import { loadProfileWatchdog } from "./watchdog-module.js";
 import type { Watchdog } from "../policy/watchdog.js";
@@ -113,12 +114,27 @@ async function projectTrust(
   home: string,
   answer: boolean | undefined,
   errors: LoadProblem[],
-): Promise<{ trusted: boolean; changes: ContentChange[]; legacy: boolean; contents: ContentSnapshot }> {
+): Promise<{
+  trusted: boolean;
+  /** Trusted by the store as the project is now (not only by the caller's answer). */
+  stored: boolean;
+  changes: ContentChange[];
+  legacy: boolean;
+  contents: ContentSnapshot;
+  modules?: ModulePins;
+}> {
   const check = await checkTrust(cwd, home);
   if (check.error)
     errors.push({ file: path.join(home, "trusted.json"), message: `${check.error} (no project counts as trusted until it is fixed)` });
   const trusted = answer ?? check.trusted;
-  return { trusted, changes: trusted ? [] : check.changes, legacy: check.legacy, contents: check.contents };
+  return {
+    trusted,
+    stored: check.trusted,
+    changes: trusted ? [] : check.changes,
+    legacy: check.legacy,
+    contents: check.contents,
+    ...(check.trusted && check.modules ? { modules: check.modules } : {}),
+  };
 }
 
 function toolsetReport(
@@ -188,7 +204,9 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
   const profileName = selectProfileName({ requested: options.profile, config: config.config });
   const { profile, problems } = await loadProfile(profileName, { home, root: options.root });
   errors.push(...problems);
-  const { trusted, changes, legacy, contents } = await projectTrust(workspace, home, options.trusted, errors);
+  const { trusted, stored, changes, legacy, contents, modules } = await projectTrust(workspace, home, options.trusted, errors);
+  // Pinned imports enforced when the store has them; otherwise this load records them (module-pins.ts).
+  const guard = trusted ? new ModuleGuard(workspace, modules) : undefined;
   const watched = await loadProfileWatchdog(profile, options.loader.importModule);
   errors.push(...watched.problems);
 
@@ -202,8 +220,11 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
     untrustedReason: changes.length ? "the project's trusted files changed since it was trusted (toolhost trust)" : undefined,
     loader: options.loader,
     context: availabilityContext(cwd, profile, webSearch.settings),
+    guard,
   });
   errors.push(...found.errors);
+  guard?.freeze();
+  if (guard?.recorded && stored) await recordTrustedModules(workspace, contents, guard.snapshot(), home).catch(() => {});
   const { registry, disabled } = applyProfile(profile, found.placed.values());
   disabled.push(...found.packageDisabled);
   errors.push(...unknownProfileIds(profile, found.offeredIds));
@@ -214,6 +235,7 @@ export async function buildToolset(options: ToolsetOptions): Promise<Toolset> {
     configFile,
     profile: { hooks: profile.hooks, ...(profile.dir ? { file: path.join(profile.dir, "profile.json") } : {}) },
     trusted,
+    ...(changes.length ? { stale: changes.map((c) => c.path) } : {}),
     userHome: options.userHome,
     extensions: found.hooks.map((h) => ({ file: h.file, level: levels[h.origin], hooks: h.hooks })),
   });

@@ -7,6 +7,7 @@ import { toolhostHome } from "../config/paths.js";
 import { readConfigTextSync, userRoots } from "../config/safe-read.js";
 import type { Workspace } from "../config/workspace.js";
 import { diffContents, snapshotContents, type ContentChange, type ContentSnapshot } from "./trust-contents.js";
+import { diffModulePins, type ModulePins } from "./module-pins.js";
 
 /**
  * Project trust. Importing a project's `.toolhost/tools/*.ts` runs its code, so those files (and
@@ -14,13 +15,15 @@ import { diffContents, snapshotContents, type ContentChange, type ContentSnapsho
  * user trusted. Trust is kept per real path in `~/.toolhost/trusted.json`, with what the user
  * trusted: each of those files' sha256. Once one is added, removed or changed, the project counts
  * as not trusted until the user trusts it again. Version 1 entries (no files) read as trusting
- * none: a project's files show up as changes, asked about once.
+ * none: a project's files show up as changes, asked about once. `modules`: the workspace files the
+ * project's tools imported at their first trusted load (host/module-pins.ts), pinned the same way.
  */
 const ProjectEntrySchema = z
   .object({
     trustedAt: z.string(),
     files: z.record(z.string(), z.string()).optional(),
     truncated: z.boolean().optional(),
+    modules: z.record(z.string(), z.string()).optional(),
   })
   .loose();
 const TrustFileSchema = z.object({
@@ -77,6 +80,8 @@ export interface TrustCheck {
   legacy: boolean;
   /** The trusted contents as they are now: what trusting it again records. */
   contents: ContentSnapshot;
+  /** The workspace files its tools imported, as pinned (absent: not recorded yet; the next trusted load records them). */
+  modules?: ModulePins;
   /** The store cannot be read: nothing counts as trusted. */
   error?: string;
 }
@@ -88,8 +93,22 @@ export async function checkTrust(dir: string | Workspace, home = toolhostHome())
   const entry = Object.hasOwn(store.projects, key) ? store.projects[key] : undefined;
   const base = { path: key, contents, ...(store.error ? { error: store.error } : {}) };
   if (!entry) return { ...base, trusted: false, changes: [], legacy: false };
+  const changes = await trustChanges(key, entry, contents);
+  return {
+    ...base,
+    trusted: changes.length === 0,
+    changes,
+    legacy: entry.files === undefined,
+    ...(entry.modules ? { modules: entry.modules } : {}),
+  };
+}
+
+/** What differs from an entry: its recorded contents, then the pinned imports not already among them. */
+async function trustChanges(key: string, entry: ProjectEntry, contents: ContentSnapshot): Promise<ContentChange[]> {
   const changes = diffContents(entry.files ?? {}, contents.files);
-  return { ...base, trusted: changes.length === 0, changes, legacy: entry.files === undefined };
+  const named = new Set(changes.map((c) => c.path));
+  const moved = entry.modules ? await diffModulePins(key, entry.modules) : [];
+  return [...changes, ...moved.filter((c) => !named.has(c.path))].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /** Whether the project is trusted with its contents as they are now. */
@@ -122,17 +141,25 @@ export async function trust(
 ): Promise<{ path: string; already: boolean; changes?: ContentChange[]; legacy?: true }> {
   const key = await projectKey(dir);
   const snapshot = contents ?? (await snapshotContents(key));
+  // The pinned imports as they are now, read before the store's lock (the check there is synchronous).
+  const stored = (await readTrust(home)).projects;
+  const pinned = Object.hasOwn(stored, key) ? stored[key]?.modules : undefined;
+  const movedImports = pinned ? await diffModulePins(key, pinned) : [];
   let already = false;
   let changes: ContentChange[] | undefined;
   let legacy = false;
   await update(home, (projects) => {
     const before = Object.hasOwn(projects, key) ? projects[key] : undefined;
     if (before) {
-      const diff = diffContents(before.files ?? {}, snapshot.files);
+      // Pins recorded between the read above and the lock: judged as changed, so they are recorded anew.
+      const samePins = JSON.stringify(before.modules) === JSON.stringify(pinned);
+      const moved = samePins ? movedImports : [{ path: "(the files its tools import)", change: "modified" as const }];
+      const diff = [...diffContents(before.files ?? {}, snapshot.files), ...moved];
       already = before.files !== undefined && diff.length === 0;
       if (!already) changes = diff;
       legacy = before.files === undefined;
     }
+    // Trusted anew: what its tools import is recorded again at their next load.
     if (!already) {
       projects[key] = {
         trustedAt: new Date().toISOString(),
@@ -157,6 +184,25 @@ export async function recordTrustedFile(dir: string | Workspace, rel: string, ho
     if (!files) return;
     if (Object.hasOwn(current, rel)) files[rel] = current[rel] as string;
     else delete files[rel];
+  });
+}
+
+/**
+ * Records what a trusted project's tools imported at their first load after it was trusted
+ * (host/module-pins.ts): only when the entry still holds `contents` and no pins yet, so a project
+ * changed or trusted anew meanwhile keeps what its own entry says.
+ */
+export async function recordTrustedModules(
+  dir: string | Workspace,
+  contents: ContentSnapshot,
+  modules: ModulePins,
+  home = toolhostHome(),
+): Promise<void> {
+  const key = await projectKey(dir);
+  await update(home, (projects) => {
+    const entry = Object.hasOwn(projects, key) ? projects[key] : undefined;
+    if (!entry?.files || entry.modules || diffContents(entry.files, contents.files).length) return;
+    entry.modules = modules;
   });
 }
 

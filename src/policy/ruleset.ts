@@ -334,6 +334,11 @@ function readProjectRules(project: string): { rules: SourcedRule[]; problems: st
   return parseRules((json as { permissions?: unknown }).permissions, "project", file);
 }
 
+/** A stale project's rules: its deny and ask rules (a fail-closed stand-in too), never an allow. */
+function restrictionsOnly(read: { rules: SourcedRule[]; problems: string[] }): { rules: SourcedRule[]; problems: string[] } {
+  return { rules: read.rules.filter((r) => r.action !== "allow"), problems: read.problems };
+}
+
 /** The reason a session in the home folder asks before every change and command. */
 export const HOME_WORKSPACE = "the workspace is your whole home folder";
 
@@ -361,9 +366,11 @@ interface RuleSources {
   user?: LoadedConfig;
   /**
    * The project (a session's Workspace, resolved at its start; or a folder, resolved here), and
-   * whether it is trusted: an untrusted project's rules are never read.
+   * whether it is trusted: an untrusted project's rules are never read. `stale`: trusted once and
+   * changed since: its deny and ask rules still hold, read as they are now (they only restrict),
+   * and never its allow rules.
    */
-  project: { dir: string | Workspace; trusted: boolean };
+  project: { dir: string | Workspace; trusted: boolean; stale?: boolean };
 }
 
 /**
@@ -386,7 +393,11 @@ export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problem
       }
     : parseRules(userConfig.config.permissions, "user", userConfig.path);
   const workspace = asWorkspace(sources.project.dir);
-  const project = sources.project.trusted ? readProjectRules(workspace.cwd) : { rules: [], problems: [] };
+  const project = sources.project.trusted
+    ? readProjectRules(workspace.cwd)
+    : sources.project.stale
+      ? restrictionsOnly(readProjectRules(workspace.cwd))
+      : { rules: [], problems: [] };
   return {
     rules: [...manifest, ...user.rules, ...project.rules, ...homeWorkspaceRules(workspace)],
     problems: [...user.problems, ...project.problems],

@@ -4,7 +4,17 @@ import type { LoadedConfig } from "../../config/schema.js";
 import { asWorkspace, type Workspace } from "../../config/workspace.js";
 import { childEnvironment } from "../../runtime/sandbox/child-env.js";
 import { readCommandRun, runHookCommand, type HookReply, type HookResult, type SentCall } from "./command.js";
-import { hookFiles, HOOK_LEVELS, parseHooksValue, readHooksFile, type HookProblem, type HookSpec, type ParsedHooks } from "./config.js";
+import {
+  DEFAULT_HOOK_TIMEOUT_MS,
+  displayFile,
+  hookFiles,
+  HOOK_LEVELS,
+  parseHooksValue,
+  readHooksFile,
+  type HookProblem,
+  type HookSpec,
+  type ParsedHooks,
+} from "./config.js";
 import {
   commandPayload,
   HOOK_EVENTS,
@@ -28,6 +38,11 @@ export interface HooksOptions {
   profile?: { hooks?: unknown; file?: string };
   /** Whether the project's hook files may run: a trusted project's only. */
   trusted: boolean;
+  /**
+   * Trusted once and changed since (these files, relative to the project): its hooks do not run,
+   * but the calls its tool_call hooks would see ask (fail closed: a guard the project had holds).
+   */
+  stale?: readonly string[];
   /** The user's home folder, for `~/.claude/settings.json` (default: os.homedir()). */
   userHome?: string;
   /** In-process hooks of the session's extension files, in discovery order. */
@@ -106,6 +121,7 @@ export class Hooks {
       for (const [i, parsed] of project.entries()) {
         if (parsed.hooks.length) waiting.push({ file: projectFiles[i]!, count: parsed.hooks.length });
       }
+      if (options.stale?.length) levels.project.push(staleGuards(project, projectFiles, options.stale));
     }
     const list: HookSpec[] = [];
     const problems: HookProblem[] = [];
@@ -264,6 +280,42 @@ export class Hooks {
     for (const [hook, r] of replies) if (r.decision === "block") base.messages.push(`${hook.label}: ${r.reason ?? "blocked"}`);
     return context.length ? { ...base, addContext: context } : base;
   }
+}
+
+/**
+ * A stale project's tool_call hooks as guards that do not run its commands (untrusted code now)
+ * but ask about every call their matcher covers; a hook file that could not be read whole asks
+ * about every call, since what it guarded is unknown.
+ */
+function staleGuards(project: readonly ParsedHooks[], files: readonly string[], changed: readonly string[]): ParsedHooks {
+  const shown = changed.slice(0, 3).join(", ") + (changed.length > 3 ? ` and ${changed.length - 3} more` : "");
+  const reason = (what: string) =>
+    `this project's trust is stale (changed since it was trusted: ${shown}), so toolhost does not run its hooks, and ${what} would see this call. Run \`toolhost trust\` in the project to review it`;
+  const guard = (hook: Omit<HookSpec, "handler" | "failClosed" | "label">, label: string, why: string): HookSpec => ({
+    ...hook,
+    failClosed: true,
+    handler: { type: "function", run: () => ({ decision: "ask", reason: why }) },
+    label: `${label} (a stale project's hook, not run)`,
+  });
+  const hooks: HookSpec[] = [];
+  project.forEach((parsed, i) => {
+    for (const hook of parsed.hooks) if (hook.event === "tool_call") hooks.push(guard(hook, hook.label, reason(`its hook ${hook.label}`)));
+    if (parsed.problems.length) {
+      const file = files[i] as string;
+      const label = displayFile(file);
+      const every = {
+        event: "tool_call" as const,
+        written: "tool_call",
+        level: "project" as const,
+        file,
+        dialect: "toolhost" as const,
+        match: () => true,
+        timeoutMs: DEFAULT_HOOK_TIMEOUT_MS,
+      };
+      hooks.push(guard(every, label, reason(`the hooks of ${label}, which could not be read whole,`)));
+    }
+  });
+  return { hooks, problems: [], skipped: [] };
 }
 
 /** Calls an in-process handler with the event in toolhost's names, bounded by its timeout. */
