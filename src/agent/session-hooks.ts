@@ -1,4 +1,4 @@
-import type { Hooks } from "../host/hooks/engine.js";
+import type { HookSandbox, Hooks } from "../host/hooks/engine.js";
 import type { HookEventName, HookInputs, HookOutcome, HookSession } from "../host/hooks/events.js";
 import type { Envelope } from "../tool/envelope.js";
 import type { History } from "./turn/history.js";
@@ -20,6 +20,8 @@ export interface SessionHooksHost {
   /** A subagent's task id. */
   agentId?: string;
   frontEnd: { say(text: string): void | Promise<void> };
+  /** Where the project's command hooks run: the session's sandbox (without it they do not run). */
+  sandbox?: HookSandbox;
 }
 
 export class SessionHooks implements CallHooks {
@@ -45,7 +47,7 @@ export class SessionHooks implements CallHooks {
       mode: host.session.mode,
       ...(host.agentId ? { agentId: host.agentId } : {}),
     };
-    const outcome = await hooks.run(event, { ...input, ...session }, { signal });
+    const outcome = await hooks.run(event, { ...input, ...session }, { signal, sandbox: host.sandbox });
     for (const text of [...outcome.problems, ...outcome.messages]) await host.frontEnd.say(text);
     if (outcome.halt && (event === "tool_call" || event === "tool_result")) this.halt ??= outcome.halt.reason;
     return outcome;

@@ -1,5 +1,6 @@
 import type { GetPromptResult } from "@modelcontextprotocol/sdk/types.js";
 import { peekConfig } from "../config/file.js";
+import type { McpSandbox } from "../mcp/connection.js";
 import type { McpPrompt, McpServers, ServerStatus } from "../mcp/manager.js";
 import { mergeServers, projectHasServers, projectServers, userServers, type McpServerSpec } from "../mcp/servers.js";
 import { mcpSource } from "../mcp/tools.js";
@@ -14,6 +15,8 @@ export interface SessionMcpHost {
   say(text: string): void | Promise<void>;
   /** The slash commands changed (an MCP server's prompts); a front end batches them per `settled()`. */
   commandsChanged(): void | Promise<void>;
+  /** Where the project's stdio servers run: the session's sandbox (without it they do not start). */
+  sandbox?: McpSandbox;
 }
 
 /**
@@ -123,6 +126,7 @@ export class SessionMcp {
           },
           undefined,
           peekConfig(configFile).sandboxEnv,
+          this.host.sandbox,
         );
       }
       const started = this.servers.start(merged.servers);

@@ -8,6 +8,8 @@ import type { Workspace } from "../config/workspace.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { SessionSandbox } from "../runtime/sandbox/session-sandbox.js";
+import { sandboxedSpawn } from "../runtime/sandbox/sandboxed-spawn.js";
+import type { SpawnRequest } from "../runtime/shell/scoped.js";
 import { stricterMode } from "./agents.js";
 import { headlessFrontEnd, recordedFrontEnd, turnObserver, type PromptInput, type SessionFrontEnd } from "./front-end.js";
 import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";
@@ -135,8 +137,19 @@ export class AgentSession {
     if (recorder && !parent)
       this.record = new SessionRecord({ id: this.id, workspace, recorder, config, frontEnd, unrecorded, moved, meter: this.meter });
     const { cwd } = workspace;
-    const hooks = (this.hooks = new SessionHooks({ tools, session: this, cwd, frontEnd, agentId: options.parent?.agentId }));
-    this.mcp = new SessionMcp({ cwd, tools, say: (text) => frontEnd.say(text), commandsChanged: () => frontEnd.commandsChanged?.() });
+    // A project's hooks and stdio MCP servers are workspace code: they run inside the sandbox, or not at all.
+    const own = this.sandbox;
+    const sandbox = (toolId: string, hosts?: readonly string[]) => (request: SpawnRequest) =>
+      sandboxedSpawn(runtime, request, { toolId, hosts }, own && (() => own.state()));
+    const agentId = options.parent?.agentId;
+    const hooks = (this.hooks = new SessionHooks({ tools, session: this, cwd, frontEnd, agentId, sandbox: sandbox("hook") }));
+    this.mcp = new SessionMcp({
+      cwd,
+      tools,
+      say: (text) => frontEnd.say(text),
+      commandsChanged: () => frontEnd.commandsChanged?.(),
+      sandbox: (request, spec) => sandbox(`mcp-${spec.name}`, spec.allowedHosts ?? [])(request),
+    });
     const lsp = (this.lsp = parent ? parent.lsp : sessionLsp(tools, runtime));
     const services = (this.sessionServices = new SessionServices(
       { tools, runtime, frontEnd, policy, recorder, hooks, lsp, subagents: () => this.subagents, beforeChange: () => this.beforeChange() },

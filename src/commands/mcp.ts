@@ -4,6 +4,9 @@ import { toolhostHome } from "../config/paths.js";
 import { checkTrust } from "../host/trust.js";
 import type { ServerStatus } from "../mcp/manager.js";
 import { mergeServers, projectServers, userServers, type McpServerSpec, type SpecProblem } from "../mcp/servers.js";
+import { sandboxedSpawn } from "../runtime/sandbox/sandboxed-spawn.js";
+import { SessionSandbox, sandboxSettingOf } from "../runtime/sandbox/session-sandbox.js";
+import { RuntimeSession } from "../runtime/session.js";
 
 /** What `toolhost mcp list` and `toolhost doctor` report: each server connected once, then stopped. */
 export interface McpReport {
@@ -28,6 +31,9 @@ export async function mcpReport(cwd: string, home = toolhostHome()): Promise<Mcp
   if (merged.servers.length === 0) return { trusted, servers: [], untrusted, problems };
   const { McpServers } = await import("../mcp/manager.js");
   const toolIds = new Map<string, string[]>();
+  // The project's stdio servers start as a session starts them: inside the sandbox, or not at all.
+  const sandbox = new SessionSandbox({ setting: sandboxSettingOf(peekConfig(file)) }).start();
+  const runtime = new RuntimeSession({ workspace: cwd, spawnTransform: sandbox.transform });
   const servers = new McpServers(
     cwd,
     {
@@ -42,6 +48,8 @@ export async function mcpReport(cwd: string, home = toolhostHome()): Promise<Mcp
     },
     undefined,
     peekConfig(file).sandboxEnv,
+    (request, spec) =>
+      sandboxedSpawn(runtime, request, { toolId: `mcp-${spec.name}`, hosts: spec.allowedHosts ?? [] }, () => sandbox.state()),
   );
   try {
     await servers.start(merged.servers);
@@ -53,6 +61,7 @@ export async function mcpReport(cwd: string, home = toolhostHome()): Promise<Mcp
     };
   } finally {
     await servers.close();
+    await runtime.close();
   }
 }
 

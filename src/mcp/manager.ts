@@ -1,7 +1,7 @@
 import { ErrorCode, McpError, type GetPromptResult, type Prompt } from "@modelcontextprotocol/sdk/types.js";
 import type { AnyTool } from "../tool/define.js";
 import { peekUserConfig } from "../config/file.js";
-import { McpConnection } from "./connection.js";
+import { McpConnection, type McpSandbox } from "./connection.js";
 import type { McpOrigin, McpServerSpec } from "./servers.js";
 import { serverTools, type McpCaller } from "./tools.js";
 
@@ -72,6 +72,8 @@ export class McpServers {
     private readonly timeoutMs = mcpTimeoutMs(),
     /** `sandbox.env` of the user's config: more variables stdio servers get (a session hands in its config's). */
     private readonly sandboxEnv: readonly string[] = peekUserConfig().sandboxEnv,
+    /** Where the project's stdio servers run (the session's sandbox); without it they do not start. */
+    private readonly sandbox?: McpSandbox,
   ) {}
 
   /** Starts servers not yet started (a name already running is left alone); resolves once each is ready or failed. */
@@ -114,16 +116,23 @@ export class McpServers {
     };
     this.entries.set(spec.name, entry);
     const current = () => this.entries.get(spec.name) === entry && !this.closed;
-    const connection = new McpConnection(spec, this.workspace, this.sandboxEnv, {
-      toolsChanged: () => void this.refreshTools(entry).catch(() => {}),
-      promptsChanged: () => void this.refreshPrompts(entry).catch(() => {}),
-      closed: () => {
-        if (!current() || entry.status.state === "failed") return;
-        const wasReady = entry.status.state === "ready";
-        this.fail(entry, wasReady ? "stopped" : "failed", "the server closed the connection (its process exited?)");
-        if (wasReady) void this.hooks.report(`The MCP server "${spec.name}" stopped; its tools were removed. /reload starts it again.`);
+    const connection = new McpConnection(
+      spec,
+      this.workspace,
+      this.sandboxEnv,
+      {
+        toolsChanged: () => void this.refreshTools(entry).catch(() => {}),
+        promptsChanged: () => void this.refreshPrompts(entry).catch(() => {}),
+        closed: () => {
+          if (!current() || entry.status.state === "failed") return;
+          const wasReady = entry.status.state === "ready";
+          this.fail(entry, wasReady ? "stopped" : "failed", "the server closed the connection (its process exited?)");
+          if (wasReady) void this.hooks.report(`The MCP server "${spec.name}" stopped; its tools were removed. /reload starts it again.`);
+        },
+        notice: (text) => void this.hooks.report(`The MCP server "${spec.name}": ${text}`),
       },
-    });
+      this.sandbox,
+    );
     entry.connection = connection;
     const timeoutMs = spec.startupTimeoutMs ?? this.timeoutMs;
     const timeout = AbortSignal.timeout(timeoutMs);

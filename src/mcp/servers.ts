@@ -27,6 +27,11 @@ export interface StdioSpec extends SpecBase {
   env: Record<string, string>;
   /** The working directory (default: the workspace). */
   cwd?: string;
+  /**
+   * Host patterns a project's server may reach from inside the sandbox, through its proxy (none:
+   * no network). A user's or the editor's server runs outside the sandbox and ignores it.
+   */
+  allowedHosts?: string[];
 }
 
 export interface RemoteSpec extends SpecBase {
@@ -69,6 +74,9 @@ function parseEntry(name: string, entry: unknown, origin: McpOrigin, file: strin
   return { ...spec, startupTimeoutMs: timeout };
 }
 
+/** A host name, or a pattern of one (`*` for any part): no scheme, port, path or `{variable}`. */
+const HOST_PATTERN = /^[A-Za-z0-9*?.-]+$/;
+
 /** A server may be given up to ten minutes to start (a first `npx` download). */
 const MAX_STARTUP_TIMEOUT_MS = 10 * 60_000;
 
@@ -86,6 +94,9 @@ function parseTransport(
     if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) throw new Error("args must be a list of strings");
     const cwd = entry.cwd;
     if (cwd !== undefined && typeof cwd !== "string") throw new Error("cwd must be a string");
+    const hosts = entry.allowedHosts;
+    if (hosts !== undefined && !(Array.isArray(hosts) && hosts.every((h) => typeof h === "string" && HOST_PATTERN.test(h))))
+      throw new Error('allowedHosts must be a list of host names or patterns ("api.example.com", "*.example.com")');
     return {
       name,
       origin,
@@ -95,6 +106,7 @@ function parseTransport(
       args: args as string[],
       env: stringRecord(entry.env, "env"),
       ...(cwd ? { cwd: path.resolve(base, cwd) } : {}),
+      ...(hosts ? { allowedHosts: hosts as string[] } : {}),
     };
   }
   if (typeof entry.url === "string") {

@@ -139,7 +139,10 @@ describe("MCP servers over ACP", () => {
   it("starts a project's servers (.mcp.json) only once the project is trusted (/trust)", async () => {
     await fsp.writeFile(
       path.join(t.ws, ".mcp.json"),
-      JSON.stringify({ mcpServers: { proj: { command: process.execPath, args: [FIXTURE], env: { MCP_NAME: "proj" } } } }),
+      // A project's server starts inside the sandbox: its start costs more than the suite's 3 s allow on a busy machine.
+      JSON.stringify({
+        mcpServers: { proj: { command: process.execPath, args: [FIXTURE], env: { MCP_NAME: "proj" }, startupTimeoutMs: 30_000 } },
+      }),
     );
     const { h, sessionId } = await start([]);
     await h.waitFor(() => messageText(h, sessionId).includes("they start only in a trusted project"));

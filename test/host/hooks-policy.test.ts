@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { builtinRegistry } from "../../src/host/builtins.js";
-import { Hooks } from "../../src/host/hooks/engine.js";
+import { Hooks, type HookSandbox } from "../../src/host/hooks/engine.js";
 import type { HookOutcome } from "../../src/host/hooks/events.js";
 import { hookPolicyLayers } from "../../src/host/hooks/policy-layer.js";
 import { invoke } from "../../src/host/invoke.js";
@@ -13,6 +13,10 @@ import type { SourcedRule } from "../../src/policy/ruleset.js";
 import { SessionRules } from "../../src/policy/session-rules.js";
 import type { Watchdog } from "../../src/policy/watchdog.js";
 import type { Envelope } from "../../src/tool/envelope.js";
+import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
+import { sandboxedSpawn } from "../../src/runtime/sandbox/sandboxed-spawn.js";
+import { SessionSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
+import { RuntimeSession } from "../../src/runtime/session.js";
 import { diskWorkspace, tempDir, type Workspace } from "../helpers.js";
 import { useTempHome } from "./extension-fixtures.js";
 
@@ -26,25 +30,41 @@ const SCRIPTS: Record<string, string> = {
   "block-rm.sh": fileURLToPath(new URL("../fixtures/claude-hooks/block-rm.sh", import.meta.url)),
 };
 const registry = builtinRegistry();
+const status = await sandboxAvailable();
 let ws: Workspace;
+const runtimes: RuntimeSession[] = [];
 beforeEach(async () => {
   await useTempHome();
   ws = await diskWorkspace({ "victim.txt": "keep me\n", "a.ts": "export const a = 1;\n" });
 });
-afterEach(() => ws.cleanup());
+afterEach(async () => {
+  for (const r of runtimes.splice(0)) await r.close();
+  await ws.cleanup();
+});
+
+/** Where the session runs a project's hooks: its sandbox (they run nowhere else). */
+function hookSandbox(): HookSandbox {
+  const own = new SessionSandbox({ setting: { value: "on", source: "test" } }).start();
+  const runtime = new RuntimeSession({ workspace: ws.root, spawnTransform: own.transform });
+  runtimes.push(runtime);
+  return (request) => sandboxedSpawn(runtime, request, { toolId: "hook" }, () => own.state());
+}
 
 interface Setting {
   mode?: ModeId;
   ruleset?: SourcedRule[];
   sandbox?: SandboxState;
   watchdog?: Watchdog;
+  /** Where the project's hooks run (none: they do not). */
+  hookSandbox?: HookSandbox;
 }
 
 /** One call as the session will make it: hooks, the (rewritten) call validated, then decided with the hook's layers. */
 async function call(hooks: Hooks, toolId: string, args: Record<string, unknown>, setting: Setting = {}) {
   const tool = registry.get(toolId);
   if (!tool) throw new Error(toolId);
-  const outcome = await hooks.run("tool_call", { sessionId: "s", cwd: ws.root, callId: "c", tool: { id: toolId, kind: tool.kind }, args });
+  const input = { sessionId: "s", cwd: ws.root, callId: "c", tool: { id: toolId, kind: tool.kind }, args };
+  const outcome = await hooks.run("tool_call", input, { sandbox: setting.hookSandbox });
   return judge(outcome, toolId, outcome.updatedArgs ?? args, setting);
 }
 
@@ -71,30 +91,52 @@ async function judge(outcome: HookOutcome<"tool_call"> | undefined, toolId: stri
 }
 
 describe("a hook in the policy's ordered decision", () => {
-  it("an unmodified Claude Code script refuses an rm through bash: the call never runs, and the why names the hook", async () => {
+  it.skipIf(!status.available)(
+    "an unmodified Claude Code script refuses an rm through bash: the call never runs, and the why names the hook",
+    async () => {
+      const userHome = await tempDir();
+      await fsp.mkdir(path.join(ws.root, ".claude/hooks"), { recursive: true });
+      await fsp.copyFile(SCRIPTS["block-rm.mjs"] as string, path.join(ws.root, ".claude/hooks/block-rm.mjs"));
+      await fsp.writeFile(
+        path.join(ws.root, ".claude/settings.json"),
+        JSON.stringify({
+          hooks: {
+            PreToolUse: [
+              { matcher: "Bash", hooks: [{ type: "command", command: 'node "$CLAUDE_PROJECT_DIR/.claude/hooks/block-rm.mjs"' }] },
+            ],
+          },
+        }),
+      );
+      const hooks = Hooks.load(ws.root, { config: { config: {}, path: "/none", problems: [] }, trusted: true, userHome });
+      const sandboxed = hookSandbox();
+      const { envelope, verdict } = await call(hooks, "bash", { command: "rm victim.txt" }, { hookSandbox: sandboxed });
+      expect(verdict).toMatchObject({ action: "deny", layer: "hook", code: "permission_denied" });
+      expect(envelope).toMatchObject({ type: "error", metadata: { error_code: "permission_denied" } });
+      expect(envelope.type === "error" && envelope.error_text).toBe(
+        `The bash call was refused by the hook PreToolUse[0].hooks[0] in ${path.join(ws.root, ".claude/settings.json")}: • Use trash or git clean instead of rm. Do not work around it; ask the user if it should run.`,
+      );
+      expect(await ws.text("victim.txt")).toBe("keep me\n");
+      // Anything else runs as the mode says.
+      const listed = await call(hooks, "bash", { command: "ls" }, { hookSandbox: sandboxed });
+      expect(listed.verdict).toMatchObject({ action: "allow", layer: "mode" });
+      expect(listed.envelope.type).toBe("output");
+    },
+  );
+
+  it("a project's PreToolUse hook that cannot run (no sandbox) fails closed: headless, every call it covers is refused, naming it", async () => {
     const userHome = await tempDir();
-    await fsp.mkdir(path.join(ws.root, ".claude/hooks"), { recursive: true });
-    await fsp.copyFile(SCRIPTS["block-rm.mjs"] as string, path.join(ws.root, ".claude/hooks/block-rm.mjs"));
-    await fsp.writeFile(
-      path.join(ws.root, ".claude/settings.json"),
-      JSON.stringify({
-        hooks: {
-          PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: 'node "$CLAUDE_PROJECT_DIR/.claude/hooks/block-rm.mjs"' }] }],
-        },
-      }),
-    );
+    const settings = path.join(ws.root, ".claude/settings.json");
+    await fsp.mkdir(path.dirname(settings), { recursive: true });
+    await fsp.writeFile(settings, JSON.stringify({ hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ command: "exit 0" }] }] } }));
     const hooks = Hooks.load(ws.root, { config: { config: {}, path: "/none", problems: [] }, trusted: true, userHome });
-    const { envelope, verdict } = await call(hooks, "bash", { command: "rm victim.txt" });
-    expect(verdict).toMatchObject({ action: "deny", layer: "hook", code: "permission_denied" });
-    expect(envelope).toMatchObject({ type: "error", metadata: { error_code: "permission_denied" } });
-    expect(envelope.type === "error" && envelope.error_text).toBe(
-      `The bash call was refused by the hook PreToolUse[0].hooks[0] in ${path.join(ws.root, ".claude/settings.json")}: • Use trash or git clean instead of rm. Do not work around it; ask the user if it should run.`,
+    const { envelope, verdict } = await call(hooks, "bash", { command: "echo ran > ran.txt" });
+    expect(verdict).toMatchObject({ action: "ask", layer: "hook" });
+    expect(envelope.type === "error" && envelope.error_text).toContain(
+      `the hook PreToolUse[0].hooks[0] in ${settings} asks: the project's hook could not run (this session runs no sandbox for hooks)`,
     );
-    expect(await ws.text("victim.txt")).toBe("keep me\n");
-    // Anything else runs as the mode says.
-    const listed = await call(hooks, "bash", { command: "ls" });
-    expect(listed.verdict).toMatchObject({ action: "allow", layer: "mode" });
-    expect(listed.envelope.type).toBe("output");
+    expect(await fsp.stat(path.join(ws.root, "ran.txt")).catch(() => null)).toBeNull();
+    // A call it does not cover runs as the mode says.
+    expect((await call(hooks, "read", { path: "a.ts" })).verdict).toMatchObject({ action: "allow", layer: "mode" });
   });
 
   it("a rewritten call is validated again and runs as rewritten", async () => {

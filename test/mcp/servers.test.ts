@@ -7,6 +7,22 @@ import { mergeServers, parseMcpServers, projectServers } from "../../src/mcp/ser
 import { tempDir } from "../helpers.js";
 
 describe("mcpServers entries", () => {
+  it("reads a stdio entry's allowedHosts (the network a project's server gets inside the sandbox); anything but host names is a problem", () => {
+    const { servers, problems } = parseMcpServers(
+      {
+        net: { command: "node", args: ["s.mjs"], allowedHosts: ["api.example.com", "*.example.org"] },
+        url: { command: "node", allowedHosts: ["https://api.example.com"] },
+        variable: { command: "node", allowedHosts: ["{workspace}"] },
+        notList: { command: "node", allowedHosts: "api.example.com" },
+      },
+      "project",
+      "/p/.mcp.json",
+    );
+    expect(servers).toEqual([expect.objectContaining({ name: "net", allowedHosts: ["api.example.com", "*.example.org"] })]);
+    expect(problems.map((p) => p.server)).toEqual(["url", "variable", "notList"]);
+    expect(problems[0]?.message).toMatch(/allowedHosts must be a list of host names or patterns/);
+  });
+
   it("reads the shape Claude Code, Cursor and Zed users write; each bad entry is a problem of its own", () => {
     const { servers, problems } = parseMcpServers(
       {

@@ -28,19 +28,22 @@ export interface CommandOptions {
   env: Record<string, string>;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** What runs in place of `<shell> -c command`: the command wrapped in the session's sandbox. */
+  spawn?: { file: string; args: string[]; env?: Record<string, string>; cwd: string };
 }
 
 /** Runs `command` with the shell (bash where there is one), `stdin` written to it, in a process group of its own. */
 export function runHookCommand(command: string, stdin: string, options: CommandOptions): Promise<CommandRun> {
+  const how = options.spawn ?? { file: shellPath(), args: ["-c", command], env: options.env, cwd: options.cwd };
   return new Promise((resolve) => {
     const run: CommandRun = { code: null, signal: null, stdout: "", stderr: "", timedOut: false, aborted: false, overflow: false };
     const chunks = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
     const sizes = { stdout: 0, stderr: 0 };
     let done = false;
     let drain: NodeJS.Timeout | undefined;
-    const child = spawn(shellPath(), ["-c", command], {
-      cwd: options.cwd,
-      env: options.env,
+    const child = spawn(how.file, how.args, {
+      cwd: how.cwd,
+      env: how.env,
       detached: true,
       stdio: ["pipe", "pipe", "pipe"],
     });
@@ -112,7 +115,9 @@ export interface HookReply {
   message?: string;
 }
 
-export type HookResult = { reply: HookReply } | { failure: string; kind: "timeout" | "exit" | "garbage" | "error" } | { aborted: true };
+/** `unsandboxed`: a project's hook that did not run, since no sandbox can run it (the failure says why). */
+export type HookResult =
+  { reply: HookReply } | { failure: string; kind: "timeout" | "exit" | "garbage" | "error" | "unsandboxed" } | { aborted: true };
 
 /** What the command was sent about a tool call, to read `updatedInput` against. */
 export interface SentCall {

@@ -3,6 +3,9 @@ import { peekConfig, type ConfigFile } from "../../config/file.js";
 import type { LoadedConfig } from "../../config/schema.js";
 import { asWorkspace, type Workspace } from "../../config/workspace.js";
 import { childEnvironment } from "../../runtime/sandbox/child-env.js";
+import type { Sandboxed } from "../../runtime/sandbox/sandboxed-spawn.js";
+import type { SpawnRequest } from "../../runtime/shell/scoped.js";
+import { shellPath } from "../../runtime/shell/scoped.js";
 import { readCommandRun, runHookCommand, type HookReply, type HookResult, type SentCall } from "./command.js";
 import {
   DEFAULT_HOOK_TIMEOUT_MS,
@@ -65,6 +68,18 @@ export interface WaitingHooks {
 const FAILS_CLOSED: ReadonlySet<HookEventName> = new Set(["tool_call", "prompt", "tool_result"]);
 
 const emptyBase = (): OutcomeBase => ({ problems: [], messages: [] });
+
+/** Wraps a project hook's command in the session's sandbox (`runtime/sandbox/sandboxed-spawn.ts`), or says why it cannot. */
+export type HookSandbox = (request: SpawnRequest) => Promise<Sandboxed>;
+
+export interface HookRunOptions {
+  signal?: AbortSignal;
+  /** Where the project's command hooks run; without it they do not run (as where no sandbox can). */
+  sandbox?: HookSandbox;
+}
+
+/** A hook whose command comes from the project's files: it runs only inside the sandbox. */
+const projectCommand = (hook: HookSpec) => hook.level === "project" && hook.handler.type === "command";
 
 export class Hooks {
   /** Each event's hooks in order (user → profile → project). */
@@ -157,31 +172,79 @@ export class Hooks {
    * (user → profile → project): the first block wins. A hook that fails, hangs or answers garbage
    * is reported once and has no opinion, unless its entry says `failClosed` (then it blocks).
    */
-  async run<E extends HookEventName>(event: E, input: HookInput<E>, options: { signal?: AbortSignal } = {}): Promise<HookOutcome<E>> {
+  async run<E extends HookEventName>(event: E, input: HookInput<E>, options: HookRunOptions = {}): Promise<HookOutcome<E>> {
     const subject = matchSubject(event, input);
     // Claude Code runs PostToolUse only after a call that succeeded; toolhost's tool_result hooks see every call.
     const failed = event === "tool_result" && (input as HookInput<"tool_result">).result.type === "error";
     const hooks = (this.byEvent.get(event) ?? []).filter((h) => (!subject || h.match(subject)) && !(failed && h.dialect === "claude"));
     if (!hooks.length) return emptyBase() as HookOutcome<E>;
     const signal = options.signal ?? new AbortController().signal;
-    const results = await Promise.all(hooks.map((hook) => this.runOne(hook, event, input, signal)));
-    return this.resolve(event, input, hooks, results);
+    const notices: string[] = [];
+    const results = await Promise.all(hooks.map((hook) => this.runOne(hook, event, input, signal, options.sandbox, notices)));
+    const outcome = this.resolve(event, input, hooks, results);
+    outcome.problems.push(...notices);
+    return outcome;
   }
 
-  private async runOne<E extends HookEventName>(hook: HookSpec, event: E, input: HookInput<E>, signal: AbortSignal): Promise<HookResult> {
+  private async runOne<E extends HookEventName>(
+    hook: HookSpec,
+    event: E,
+    input: HookInput<E>,
+    signal: AbortSignal,
+    sandbox: HookSandbox | undefined,
+    notices: string[],
+  ): Promise<HookResult> {
     if (hook.handler.type === "function") return runFunction(hook, event, input, signal);
+    const command = hook.handler.command;
+    // A project's command (and any script it names) is workspace code: inside the sandbox or not at all.
+    let wrapped: SpawnRequest | undefined;
+    if (projectCommand(hook)) {
+      const request = { file: shellPath(), args: ["-c", command], cwd: input.cwd, env: this.env };
+      const result: Sandboxed = sandbox ? await sandbox(request) : { unavailable: "this session runs no sandbox for hooks" };
+      if ("unavailable" in result) return { failure: result.unavailable, kind: "unsandboxed" };
+      wrapped = result.request;
+    }
     const payload = commandPayload(event, input, hook.dialect);
     const sent: SentCall | undefined =
       event === "tool_call"
         ? { toolId: (input as HookInput<"tool_call">).tool.id, toolInput: payload.tool_input as Record<string, unknown> }
         : undefined;
-    const run = await runHookCommand(hook.handler.command, JSON.stringify(payload), {
-      cwd: input.cwd,
-      env: this.env,
-      timeoutMs: hook.timeoutMs,
-      signal,
-    });
+    let run;
+    try {
+      run = await runHookCommand(command, JSON.stringify(payload), {
+        cwd: input.cwd,
+        env: this.env,
+        timeoutMs: hook.timeoutMs,
+        signal,
+        ...(wrapped ? { spawn: wrapped } : {}),
+      });
+    } finally {
+      // What the command left in the workspace that other programs run later is moved to quarantine.
+      const notice = await wrapped?.settle?.().catch((err: unknown) => `its check after the run failed: ${String(err)}`);
+      if (notice) notices.push(`The hook ${hook.label}: ${notice}`);
+    }
     return readCommandRun(run, event, hook.dialect, sent);
+  }
+
+  /**
+   * A project hook that could not run: said once (which hooks, and why). A tool_call hook's calls
+   * ask (headless: refused), never silently allowed: its refusal is what guarded them. Elsewhere
+   * it is a failure as any other (a `failClosed` prompt or tool_result hook blocks).
+   */
+  private unsandboxed(hook: HookSpec, event: HookEventName, why: string, out: OutcomeBase): HookReply | null {
+    const key = "\0unsandboxed";
+    if (!this.reported.has(key)) {
+      this.reported.add(key);
+      const skipped = this.list.filter(projectCommand).map((h) => h.label);
+      out.problems.push(
+        `The project's hooks were not run: a project's hook runs only inside the sandbox, and ${why}. Not run: ${skipped.join("; ")}. A call one of its PreToolUse (tool_call) hooks covers is asked about (headless: refused).`,
+      );
+    }
+    if (event === "tool_call") return { decision: "ask", reason: `the project's hook could not run (${why}), and it guards this call` };
+    if (!(hook.failClosed && FAILS_CLOSED.has(event))) return null;
+    const reason = `the project's hook ${hook.label} could not run (${why}) and fails closed`;
+    if (event === "tool_result") return { replace: { value: `The result is withheld: ${reason}.`, withheld: true } };
+    return { decision: "block", reason };
   }
 
   /** A failure as a reply: a block when the entry fails closed (and the event can block), else none; said once. */
@@ -206,7 +269,12 @@ export class Hooks {
     hooks.forEach((hook, i) => {
       const result = results[i] as HookResult;
       if ("aborted" in result) return;
-      const reply = "failure" in result ? this.failed(hook, event, result.failure, result.kind, base) : result.reply;
+      const reply =
+        "failure" in result
+          ? result.kind === "unsandboxed"
+            ? this.unsandboxed(hook, event, result.failure, base)
+            : this.failed(hook, event, result.failure, result.kind, base)
+          : result.reply;
       if (!reply) return;
       if (reply.message) base.messages.push(reply.message);
       if (reply.halt !== undefined) base.halt ??= { reason: reply.halt, source: hook.label };

@@ -213,7 +213,7 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     const env = sandboxEnv(request, options);
     let command = [request.file, ...request.args];
     let mount: ProxyMount | undefined;
-    const hosts = [...context.scope.hostPatterns, ...(options.allowedHosts?.(context) ?? [])];
+    const hosts = [...context.scope.hostPatterns, ...(context.scopeHostsOnly ? [] : (options.allowedHosts?.(context) ?? []))];
     // Without socat the proxy cannot be reached: the call keeps no network at all.
     network ??= hosts.length > 0 ? sandboxNetworkStatus(options.socatPath) : undefined;
     if (hosts.length > 0 && network?.available) {

@@ -69,6 +69,8 @@ export interface SpawnContext {
   backend: string;
   /** The user approved this call to run outside the sandbox: a sandbox transform leaves it alone. */
   unsandboxed: boolean;
+  /** It reaches only its scope's hosts, not those the session allows every command (an MCP server: its entry's). */
+  scopeHostsOnly?: boolean;
 }
 
 /**
