@@ -5,6 +5,7 @@ import type { ToolCallRequest } from "../../src/policy/call.js";
 import { normalizeLine } from "../../src/policy/normalize.js";
 import type { SourcedRule } from "../../src/policy/ruleset.js";
 import { SessionRules } from "../../src/policy/session-rules.js";
+import { deniedPrograms } from "../../src/policy/denied-programs.js";
 import type { AnyTool } from "../../src/tool/define.js";
 
 // Issue 33: a command whose effect is not in its text (a script file, a makefile, a package's
@@ -154,5 +155,28 @@ describe("opaque lines under a deny rule", () => {
       expect([line, (await judge(line, [])).verdict]).toEqual([line, "allow"]);
       expect([line, (await judge(line, [rule("allow", "git *")])).verdict]).toEqual([line, "allow"]);
     }
+  });
+});
+
+describe("the programs the sandbox stubs out", () => {
+  it("names a program a bash deny rule denies whole, and nothing a narrower rule names", () => {
+    const r = (pattern: string, permission = "bash", action: SourcedRule["action"] = "deny"): SourcedRule => ({
+      source: "user",
+      permission,
+      pattern,
+      action,
+    });
+    const rules = [
+      r("rm *"),
+      r("/usr/bin/curl *", "shell.run"),
+      r("wget"),
+      r("git push*"),
+      r("rm -rf *"),
+      r("* --force"),
+      r("nc *", "bash", "ask"),
+      r("scp *", "fs.read"),
+      { ...r("dd *"), source: "session" as const },
+    ];
+    expect(deniedPrograms(rules)).toEqual(["rm", "curl", "wget"]);
   });
 });
