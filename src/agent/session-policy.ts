@@ -2,6 +2,7 @@ import path from "node:path";
 import type { ToolKind } from "../tool/kinds.js";
 import { sessionAuthorizer, type AskUser, type PermissionOptions, type SessionAuthorize } from "../policy/authorizer.js";
 import { isKindVisible, type ModeId } from "../policy/modes.js";
+import { deniedPrograms } from "../policy/denied-programs.js";
 import { netFetchHosts } from "../policy/net-hosts.js";
 import type { PermissionRule } from "../policy/rules.js";
 import { loadRules, type SourcedRule } from "../policy/ruleset.js";
@@ -47,14 +48,20 @@ export class SessionPolicy {
 
   /**
    * Bubblewrap per the user's setting. Its network: the hosts a call's tool declares, plus those
-   * the net.fetch rules allow (the rules' deny and ask patterns are refused at its proxy).
+   * the net.fetch rules allow (the rules' deny and ask patterns are refused at its proxy). A
+   * program a bash deny rule denies whole cannot run inside it (a refusing stub over its file).
    */
   defaultSandbox(): SessionSandbox {
     const hosts = () => netFetchHosts(this.loadPermissionRules().rules);
     return new SessionSandbox({
       setting: sandboxSettingOf(peekConfig(this.host.tools.toolset.configFile)),
       // A host an allow rule names exactly may be on a private address, as for the tools' own fetches.
-      bubblewrap: { allowedHosts: () => hosts().allowed, deniedHosts: () => hosts().denied, privateHostsFor: () => hosts().private },
+      bubblewrap: {
+        allowedHosts: () => hosts().allowed,
+        deniedHosts: () => hosts().denied,
+        privateHostsFor: () => hosts().private,
+        deniedPrograms: () => deniedPrograms(this.loadPermissionRules().rules),
+      },
     });
   }
 

@@ -307,12 +307,13 @@ async function readRules(call: ToolCallRequest, options: DecideOptions, facts: (
       : `the line names ${f.unknown.map((u) => `\`${u}\``).join(", ")}, known only when it runs, so no rule can allow it without asking`;
     verdict = { ...verdict, action: "ask" };
   }
-  // A line whose effect cannot be read (eval, `… | sh`, `python3 -c`, `$CMD`) could be any
+  // A line whose effect cannot be read (eval, `… | sh`, `python3 -c`, `$CMD`, `sh ./x.sh`, `make`) could be any
   // spelling of what a deny or ask rule names: where such a rule is in force, it is asked about.
   const guarding = f && verdict?.action !== "deny" && verdict?.action !== "ask" ? commandGuard(inForce, call) : undefined;
   if (f && guarding && (f.unknownCode.length > 0 || f.unparsed)) {
     const what = f.unparsed ? ["the line does not parse"] : f.unknownCode;
-    guard = `unknown spelling: ${what.join("; ")}, so the ${describeRule(guarding)} cannot be checked against it`;
+    const rule = `${guarding.action === "deny" ? "a deny" : "an ask"} rule for \`${guarding.pattern}\``;
+    guard = `unknown spelling: ${what.join("; ")}; its effect cannot be read from its text, and ${rule} is in force (${describeRule(guarding)})`;
     verdict = { action: "ask", rule: guarding };
   }
   const remembered = verdict?.action === "allow" && verdict.rule.source === "session";

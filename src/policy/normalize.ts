@@ -1,4 +1,5 @@
 import { parseBash, type ParsedLine, type SimpleCommand, type Word } from "./bash-parse.js";
+import { codeVariables, opaqueProgram, opaqueRunner } from "./opaque.js";
 import { unwrap } from "./wrappers.js";
 
 // What a command line runs, whatever the spelling (issue 20, class 5). The parser already removes
@@ -14,8 +15,11 @@ import { unwrap } from "./wrappers.js";
 // eval of anything not literal, `source`/`.` of a file, a shell or interpreter running inline
 // code (`python3 -c`, `node -e`, `perl -e`, `ruby -e`, `php -r`) or code fed on stdin (`… | sh`,
 // `sh -s`, `python3 < x.py`), git's `-c` of a key that runs a program, awk with `system()` or a
-// pipe, sed's `e`, `env -S`, `parallel`. Running a script file (`bash x.sh`, `python3 x.py`) is
-// not unknown: the file's name is what the rules judge, as for `./x.sh`.
+// pipe, sed's `e`, `env -S`, `parallel`. So is what runs code the line does not show
+// (policy/opaque.ts): a script file given to a shell or an interpreter (`sh ./x.sh`, `bash <(…)`,
+// `python3 x.py`, `awk -f`), a program named by its path (`./x.sh`), a runner of a project's
+// recipes or a package's programs (`make`, `npm exec`, `npx`), and an environment variable that
+// hands a program code (`BASH_ENV=`, `LD_PRELOAD=`).
 
 /** One command the line runs, as the rules and the watchdog judge it. */
 export interface NormalCommand {
@@ -88,6 +92,12 @@ class Normalizer {
     const vars = new Map<string, Word[]>();
     const assigned = [...line.assignments, ...line.commands.flatMap((c) => c.assignments)];
     for (const a of assigned) vars.set(a.name, [...(vars.get(a.name) ?? []), a.value]);
+    const words = line.commands.flatMap((c) => c.words);
+    for (const name of codeVariables(
+      words,
+      assigned.map((a) => a.name),
+    ))
+      this.unknown(`${name}= makes programs run code the line does not show`);
     for (const source of line.commands) await this.command(source.words, { source, line, vars }, [...via], depth);
   }
 
@@ -138,6 +148,12 @@ class Normalizer {
     if (u.name === null) return void push(`the command name ${u.head.text} is known only when it runs`);
     const name = u.name;
     const args = u.args;
+    // `make -C DIR`, `tar -C DIR`: the folder it works in, for the watchdog.
+    const dir = ["make", "tar"].includes(name) ? args.findIndex((w) => w.text === "-C" || w.text === "--directory") : -1;
+    const eq = ["make", "tar"].includes(name) ? args.find((w) => w.text.startsWith("--directory=")) : undefined;
+    const chdirs = [...(dir >= 0 && args[dir + 1] ? [args[dir + 1] as Word] : []), ...(eq ? [word(eq.text.slice(12))] : [])];
+    const opaque = opaqueProgram(u.head, name) ?? opaqueRunner(name, args);
+    if (opaque) return void push(opaque, chdirs);
     const literal = (w: Word | undefined): w is Word => w !== undefined && w.literal;
     const runScript = async (script: Word | undefined, what: string): Promise<void> => {
       if (!literal(script)) return void push(`${what} runs a script known only when it runs`);
@@ -159,7 +175,9 @@ class Normalizer {
         );
       }
       const operand = args.find((w) => !w.text.startsWith("-") && !w.text.startsWith("+"));
-      if (operand && !args.some((w) => /^-[A-Za-z]*s/.test(w.text))) return void push(null);
+      if (operand && !args.some((w) => /^-[A-Za-z]*s/.test(w.text))) {
+        return void push(`${name} runs the script ${operand.text}, whose commands the line does not show`);
+      }
       if (args.length === 1 && INFO.test(args[0]?.text ?? "")) return void push(null);
       if (fed && fed.kind !== "file" && fed.target?.literal) return runScript(fed.target, `${name} <<<`);
       return void push(`${name} runs commands it reads from stdin (a pipe, a here-string, a here-doc or a file)`);
@@ -184,8 +202,16 @@ class Normalizer {
       case "runuser":
       case "script":
       case "flock": {
-        const c = args.findIndex((w) => w.text === "-c" || w.text === "--command");
-        return c >= 0 ? runScript(args[c + 1], `${name} -c`) : void push(null);
+        // `-c SCRIPT`, `-qc SCRIPT` (options joined before it), `-cSCRIPT`, `--command=SCRIPT`.
+        for (const [i, w] of args.entries()) {
+          if (w.text === "--command") return runScript(args[i + 1], `${name} -c`);
+          if (w.text.startsWith("--command=")) return runScript(w.literal ? word(w.text.slice(10)) : undefined, `${name} -c`);
+          const joined = /^-[A-Za-z]*c(.*)$/s.exec(w.text);
+          if (joined && !w.text.startsWith("--")) {
+            return runScript(joined[1] ? (w.literal ? word(joined[1]) : undefined) : args[i + 1], `${name} -c`);
+          }
+        }
+        return void push(null);
       }
       case "parallel":
         return void push("parallel runs commands it builds when it runs");
@@ -205,13 +231,16 @@ class Normalizer {
         return this.git(args, at, all, depth, push);
     }
     if (AWKS.has(name)) {
-      if (args.some((w) => w.text === "-f" || w.text.startsWith("--file"))) return void push(null);
+      if (args.some((w) => w.text === "-f" || w.text.startsWith("--file")))
+        return void push(`${name} runs a program file the line does not show`);
       const program = args.find((w, i) => !w.text.startsWith("-") && !/^-[vF]$/.test(args[i - 1]?.text ?? ""));
       if (program && !program.literal) return void push(`${name} runs a program known only when it runs`);
       if (program && /\bsystem\s*\(|\|/.test(program.text)) return void push(`${name} runs commands of its own (system() or a pipe)`);
       return void push(null);
     }
     if (name === "sed") {
+      if (args.some((w) => /^-[A-Za-z]*f/.test(w.text) || w.text.startsWith("--file")))
+        return void push("sed runs a script file the line does not show");
       const script = args.filter((w) => !w.text.startsWith("-"));
       if (script.some((w) => /(?:^|[;\n{}]\s*)e(?:\s|$|;)|^s(.).*\1.*\1[gIiMmp0-9w]*e/.test(w.text))) {
         return void push("sed's e command runs what it reads as a command");
@@ -227,15 +256,14 @@ class Normalizer {
       );
       if (inline || (name === "deno" && args[0]?.text === "eval")) return void push(`${name} runs inline code`);
       const operand = args.find((w) => !w.text.startsWith("-") || w.text === "-");
-      const module = args.some((w) => w.text === "-m");
-      if (operand?.text === "-" || (!operand && !module && stdin && !(args.length === 1 && INFO.test(args[0]?.text ?? "")))) {
+      const info = args.length > 0 && args.every((w) => INFO.test(w.text));
+      if (operand?.text === "-" || (!operand && stdin && !info && !args.some((w) => w.text === "-m"))) {
         return void push(`${name} runs code it reads from stdin`);
       }
-      return void push(null);
+      // A file, a module (`-m pytest`) or the project's tests (`node --test`): code the line does not show.
+      return void push(info ? null : `${name} runs ${operand?.text ?? "code"} the line does not show`);
     }
-    const dir = ["make", "tar"].includes(name) ? args.findIndex((w) => w.text === "-C" || w.text === "--directory") : -1;
-    const eq = ["make", "tar"].includes(name) ? args.find((w) => w.text.startsWith("--directory=")) : undefined;
-    push(null, [...(dir >= 0 && args[dir + 1] ? [args[dir + 1] as Word] : []), ...(eq ? [word(eq.text.slice(12))] : [])]);
+    push(null, chdirs);
   }
 
   private async git(

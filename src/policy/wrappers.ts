@@ -11,6 +11,8 @@ interface Wrapper {
   chdir?: readonly string[];
   /** Takes `NAME=value` words before the command (`env A=1 cmd`, `sudo A=1 cmd`). */
   assignments?: boolean;
+  /** An option that makes it run a script string instead (`flock -c`, `flock -xc`): then it is not a wrapper. */
+  script?: RegExp;
 }
 
 export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
@@ -35,7 +37,7 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
     values: ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines"],
   },
   unbuffer: { values: [] },
-  flock: { values: ["-w", "-E", "--timeout", "--conflict-exit-code"], operands: 1 },
+  flock: { values: ["-w", "-E", "--timeout", "--conflict-exit-code"], operands: 1, script: /^(?:-[A-Za-z]*c|--command)/ },
   chronic: { values: [] },
   setsid: { values: [] },
   busybox: { values: [] },
@@ -48,6 +50,16 @@ export const WRAPPERS: Readonly<Record<string, Wrapper>> = {
   proxychains: { values: ["-f"] },
   proxychains4: { values: ["-f"] },
   torsocks: { values: [] },
+  toybox: { values: [] },
+  chrt: { values: [], operands: 1 },
+  setpriv: { values: [] },
+  prlimit: { values: ["-p", "--pid"] },
+  fakeroot: { values: ["-l", "-s", "-i", "--lib", "--faked"] },
+  eatmydata: { values: [] },
+  faketime: { values: ["-m", "-f"], operands: 1 },
+  numactl: { values: ["-C", "-N", "-m", "-i", "-p", "--physcpubind", "--cpunodebind", "--membind", "--interleave", "--preferred"] },
+  nocache: { values: [] },
+  catchsegv: { values: [] },
 };
 
 /** The last segment of a command path (`/bin/rm` → `rm`). */
@@ -88,7 +100,8 @@ export function unwrap<W extends Word>(words: readonly W[]): Unwrapped<W> {
     const wrapper = WRAPPERS[name];
     // `command -v rm` looks a name up; it runs nothing.
     const lookup = (name === "command" || name === "builtin") && /^-[pvV]*[vV]/.test(rest[1]?.text ?? "");
-    if (!wrapper || lookup) return { name, args: rest.slice(1), head, via, chdir, split };
+    const script = wrapper?.script && rest.slice(1).some((w) => wrapper.script?.test(w.text));
+    if (!wrapper || lookup || script) return { name, args: rest.slice(1), head, via, chdir, split };
     via.push(name);
     let i = 1;
     let operands = wrapper.operands ?? 0;

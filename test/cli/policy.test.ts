@@ -43,7 +43,7 @@ describe("toolhost policy", () => {
       (await toolhost(["policy", "explain", "bash", '{"command":"git status"}', "--mode", "ask", "--json"])).stdout,
     );
     expect(allowed).toMatchObject({ tool: "bash", mode: "ask", decision: "allow", rule: expect.stringContaining('allow bash "git *"') });
-    const asked = JSON.parse((await toolhost(["policy", "explain", "bash", '{"command":"make"}', "--mode", "ask", "--json"])).stdout);
+    const asked = JSON.parse((await toolhost(["policy", "explain", "bash", '{"command":"tsc"}', "--mode", "ask", "--json"])).stdout);
     expect(asked).toMatchObject({ decision: "ask", rule: null });
     const read = JSON.parse((await toolhost(["policy", "explain", "read", '{"path":"a.txt"}', "--json"])).stdout);
     expect(read.decision).toBe("allow");
@@ -81,14 +81,20 @@ describe("toolhost policy", () => {
     const denied = await explain("git push origin main");
     expect(denied.verdict).toMatchObject({ action: "deny", layer: "rule", code: "permission_denied", rule: { pattern: "git push*" } });
     expect(denied.reason).toBe(denied.verdict.why);
-    const asked = await explain("make");
+    const asked = await explain("tsc");
     expect(asked.verdict).toMatchObject({
       action: "ask",
       layer: "mode",
       why: asked.why,
       rule: null,
-      alwaysScope: { rules: [{ pattern: "make" }] },
+      alwaysScope: { rules: [{ pattern: "tsc" }, { pattern: "tsc *" }] },
     });
+    // An opaque command (its effect is in a makefile) asks in full mode too, and explain says why.
+    const opaque = await explain("make d", "full");
+    expect(opaque.verdict).toMatchObject({ action: "ask", layer: "guard" });
+    expect(opaque.why).toMatch(
+      /make runs the recipes of a makefile; its effect cannot be read from its text, and a deny rule for `git push\*` is in force/,
+    );
     const guarded = await explain('eval "$X"', "full");
     expect(guarded.verdict).toMatchObject({ action: "ask", layer: "guard", why: guarded.why });
     const { stdout } = await toolhost(["policy", "explain", "bash", '{"command":"eval \\"$X\\""}']);

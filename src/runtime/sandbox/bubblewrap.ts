@@ -10,6 +10,7 @@ import { childEnvironment, ENV_NAME } from "./child-env.js";
 import { NestedGitMap } from "./nested-git.js";
 import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-guard.js";
 import { agentSockets, mountArgs, runtimeDir } from "./mounts.js";
+import { deniedProgramBinds, stubFolder, type StubBind } from "./denied-programs.js";
 import { seccompFilterFile, seccompSupported } from "./seccomp.js";
 import { PROXY_PORT, proxyEnv, sandboxNetworkStatus, sandboxProxies, type SandboxNetworkStatus } from "./proxy.js";
 import type { SpawnContext, SpawnRequest, SpawnTransform } from "../shell/scoped.js";
@@ -47,6 +48,11 @@ export interface BubblewrapOptions {
   privateHostsFor?: (context: SpawnContext) => readonly string[];
   /** How the proxy resolves host names (default: the system resolver). */
   resolveHost?: (host: string) => Promise<readonly string[]>;
+  /**
+   * Programs that cannot run inside (the session's bash deny rules that deny a program whole):
+   * a refusing stub is bound over each one's file (`denied-programs.ts`).
+   */
+  deniedPrograms?: (context: SpawnContext) => readonly string[];
   /** The socat binary that forwards to the proxy inside the sandbox (default: `socat` on PATH). */
   socatPath?: string;
 }
@@ -120,6 +126,7 @@ export function bubblewrapArgs(
   options: BubblewrapOptions = {},
   proxy?: ProxyMount,
   protect: readonly string[] = [],
+  stubs: readonly StubBind[] = [],
 ): string[] {
   const homes = new Set([os.homedir(), ...(options.homes ?? [])]);
   if (request.env?.HOME) homes.add(request.env.HOME);
@@ -130,11 +137,13 @@ export function bubblewrapArgs(
       writable: writableFolders(context, options),
       readable: [...context.scope.read.roots, request.cwd],
       homes: [...homes],
-      hidden: [...(options.hiddenDirs ?? [toolhostHome()]), ...(xdg ? [xdg] : [])],
+      // The denied programs' stubs are bound from the host; their folder is hidden, so nothing inside can reach them.
+      hidden: [...(options.hiddenDirs ?? [toolhostHome()]), ...(xdg ? [xdg] : []), ...(stubs.length ? [stubFolder() as string] : [])],
       // The stored login wherever TOOLHOST_HOME puts it (a call may read in that folder: its sidecars).
       maskPaths: [...(options.maskPaths ?? []), credentialsPath(), ...agentSockets({ ...process.env, ...request.env })],
       protect,
       proxy,
+      stubs,
     }),
     "--chdir",
     request.cwd,
@@ -231,7 +240,9 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     const guard = projectGuard(roots, writableFolders(context, options), nested.found);
     const quarantine = path.join(quarantines, `${Date.now()}-${context.toolId}`);
     const settle = () => settleProjectGuard(guard.watched, quarantine, nested);
-    const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect), command);
+    // The sandbox's own shells stay runnable: /bin/sh (the proxy bridge, the stubs' interpreter) and what runs the line.
+    const stubs = deniedProgramBinds(options.deniedPrograms?.(context) ?? [], env.PATH, ["/bin/sh", request.file]);
+    const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect, stubs), command);
     return {
       file: "/bin/sh",
       args,

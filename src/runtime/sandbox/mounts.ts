@@ -96,7 +96,7 @@ interface MountOp {
   rank: number;
 }
 
-const RANK = { hide: 0, writable: 1, reveal: 2, protect: 3, mask: 4, proxy: 5 } as const;
+const RANK = { hide: 0, writable: 1, reveal: 2, protect: 3, mask: 4, proxy: 5, stub: 6 } as const;
 
 function depth(p: string): number {
   return p === "/" ? 0 : p.split(path.sep).length - 1;
@@ -117,6 +117,8 @@ export interface MountPlanInput {
   protect: readonly string[];
   /** The proxy's folder (hidden) and the one socket shown in it. */
   proxy?: { dir: string; socketPath: string };
+  /** Denied programs (`denied-programs.ts`): a refusing stub bound read-only over each one's file. */
+  stubs?: readonly { stub: string; target: string }[];
 }
 
 /** The bwrap mount arguments, after `--ro-bind / /`, `--dev`, `--proc` and `--tmpfs /tmp`. */
@@ -163,6 +165,7 @@ export function mountArgs(input: MountPlanInput): string[] {
     ops.push({ path: input.proxy.dir, args: ["--tmpfs", input.proxy.dir], rank: RANK.proxy });
     ops.push({ path: input.proxy.socketPath, args: ["--bind", input.proxy.socketPath, input.proxy.socketPath], rank: RANK.proxy });
   }
+  for (const { stub, target } of input.stubs ?? []) ops.push({ path: target, args: ["--ro-bind", stub, target], rank: RANK.stub });
   // Stable: equal depth and rank keep their order.
   return ops
     .map((op, i) => ({ op, i }))
