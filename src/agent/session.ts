@@ -137,7 +137,7 @@ export class AgentSession {
     const { cwd } = workspace;
     const hooks = (this.hooks = new SessionHooks({ tools, session: this, cwd, frontEnd, agentId: options.parent?.agentId }));
     this.mcp = new SessionMcp({ cwd, tools, say: (text) => frontEnd.say(text), commandsChanged: () => frontEnd.commandsChanged?.() });
-    const lsp = (this.lsp = parent ? parent.lsp : sessionLsp(tools, runtime));
+    const lsp = (this.lsp = parent ? parent.lsp : sessionLsp(tools, runtime, this.sandbox));
     const services = (this.sessionServices = new SessionServices(
       { tools, runtime, frontEnd, policy, recorder, hooks, lsp, subagents: () => this.subagents, beforeChange: () => this.beforeChange() },
       options.wired,

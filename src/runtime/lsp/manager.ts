@@ -6,11 +6,13 @@ import type { LanguageServers, LspAnswer, LspQuery } from "../../tool/services.j
 import { LspClient, type LspLaunch } from "./client.js";
 import { newErrors, problemsBlock, type FileProblems } from "./diagnostics.js";
 import { answerQuery } from "./queries.js";
+import type { LspLauncher } from "./sandbox.js";
 import { findCommand, languageId, serverDefinitions, serverFor, serverRoot, typescriptOptions, type LspServerDef } from "./servers.js";
 import { fileUri, uriPath } from "./uri.js";
 
 // A session's language servers: started lazily, one per (server, root), on the first file of
-// their language the session reads or edits; only in a trusted project or inside the sandbox.
+// their language the session reads or edits; always inside the sandbox (`sandbox.ts`), trusted
+// project or not, and none where no sandbox can run.
 // Around an edit: `beginEdit` takes each target's diagnostics before (opening it if need be, in
 // the background while the call is approved), `after` sends the new text and waits for the
 // server to settle — the first publish after the change and a quiet period, bounded by `waitMs`
@@ -30,10 +32,8 @@ const HANG_STRIKES = 2;
 export interface LspManagerOptions {
   workspace: string;
   config: LspConfig | undefined;
-  /** Whether the project is trusted now: its servers then run as they are. */
-  trusted: () => boolean;
-  /** The launch wrapped in the session's sandbox; undefined when no sandbox can run it. */
-  sandbox?: (launch: LspLaunch) => Promise<LspLaunch | undefined>;
+  /** Every launch goes through it (`LspSandbox`: the session's sandbox); closed after the servers stop. */
+  sandbox: LspLauncher;
   /** A file's text as the session's tools see it (editor buffers included); undefined when it does not exist. */
   read: (abs: string) => Promise<string | undefined>;
   /** The servers' environment (the child allow-list). */
@@ -143,7 +143,7 @@ export class LspManager implements LanguageServers {
       if (!builtinDefault) this.note(key, `The ${def.name} language server's command (${def.command}) was not found; it is skipped.`);
       return undefined;
     }
-    let launch: LspLaunch | undefined = {
+    const launch: LspLaunch = {
       file: command,
       args: def.args,
       cwd: root,
@@ -151,19 +151,19 @@ export class LspManager implements LanguageServers {
       root,
       initializationOptions: typescriptOptions(def, roots),
     };
-    if (!this.options.trusted()) {
-      launch = await this.options.sandbox?.(launch).catch(() => undefined);
-      if (!launch) {
-        // Asked again next time: the project may be trusted by then (/trust).
-        this.clients.delete(key);
-        this.note(
-          "untrusted",
-          "Language servers run project code (its tsserver plugins, its pyright config): they start only in a trusted project (/trust) or inside the sandbox, so none ran.",
-        );
-        return undefined;
-      }
+    const sandboxed = await this.options.sandbox
+      .launch(launch)
+      .catch((err: unknown) => ({ reason: err instanceof Error ? err.message : String(err) }));
+    if ("reason" in sandboxed) {
+      this.failed.add(key);
+      this.note(
+        "no-sandbox",
+        `Language servers run workspace code (node_modules/.bin, tsserver.js, pyright's config), so they run only inside the sandbox, trusted project or not, and no sandbox can run them here: ${sandboxed.reason}. None started.`,
+      );
+      return undefined;
     }
-    const client = new LspClient(def.name, launch);
+    if (this.closed) return undefined;
+    const client = new LspClient(def.name, sandboxed);
     this.started.add(client);
     const running: Running = { def, root, client, strikes: 0 };
     try {
@@ -336,6 +336,7 @@ export class LspManager implements LanguageServers {
     this.clients.clear();
     await Promise.all([...this.started].map((client) => client.stop()));
     this.started.clear();
+    await this.options.sandbox.close?.();
   }
 }
 

@@ -69,6 +69,12 @@ export interface SpawnContext {
   backend: string;
   /** The user approved this call to run outside the sandbox: a sandbox transform leaves it alone. */
   unsandboxed: boolean;
+  /**
+   * A launch that may change nothing of the workspace and reach nothing (a language server): the
+   * roots read-only, `writable` (real paths outside them) its only writable folders, no network
+   * whatever the session allows, and so no project guard.
+   */
+  confined?: { writable: readonly string[] };
 }
 
 /**
