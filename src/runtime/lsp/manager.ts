@@ -22,6 +22,7 @@ import { fileUri, uriPath } from "./uri.js";
 /** The default bound on an edit's wait for diagnostics, and the quiet period that ends it early. */
 export const LSP_WAIT_MS = 3000;
 export const LSP_QUIET_MS = 150;
+/** The bound on a server's start and first diagnostics (a longer `waitMs` raises it: a loaded machine). */
 const START_MS = 20_000;
 const REQUEST_MS = 10_000;
 /** Other open documents whose diagnostics an edit compares too (the most recently opened). */
@@ -80,6 +81,7 @@ export class LspManager implements LanguageServers {
   readonly waitMs: number;
   readonly quietMs: number;
   private readonly requestMs: number;
+  private readonly startMs: number;
 
   constructor(private readonly options: LspManagerOptions) {
     const { servers, problems } = serverDefinitions(options.config);
@@ -88,6 +90,7 @@ export class LspManager implements LanguageServers {
     this.waitMs = options.waitMs ?? LSP_WAIT_MS;
     this.quietMs = options.quietMs ?? LSP_QUIET_MS;
     this.requestMs = options.requestMs ?? REQUEST_MS;
+    this.startMs = Math.max(START_MS, this.waitMs);
   }
 
   /** Whether some server serves the file. */
@@ -167,7 +170,7 @@ export class LspManager implements LanguageServers {
     this.started.add(client);
     const running: Running = { def, root, client, strikes: 0 };
     try {
-      await client.initialize(START_MS);
+      await client.initialize(this.startMs);
     } catch (err) {
       return this.dropped(running, key, `failed to start (${err instanceof Error ? err.message : String(err)})`);
     }
@@ -199,7 +202,7 @@ export class LspManager implements LanguageServers {
   touch(abs: string): void {
     if (!this.serves(abs)) return;
     void this.read(abs)
-      .then((text) => this.baseline(abs, text, performance.now() + START_MS))
+      .then((text) => this.baseline(abs, text, performance.now() + this.startMs))
       .catch(() => undefined);
   }
 
@@ -263,7 +266,7 @@ export class LspManager implements LanguageServers {
     const texts = await Promise.all(targets.map((abs) => this.read(abs)));
     const baselines = targets.map((abs, i) => {
       const started: { running?: Running } = {};
-      const baseline = this.baseline(abs, texts[i], performance.now() + START_MS, started).catch(() => undefined);
+      const baseline = this.baseline(abs, texts[i], performance.now() + this.startMs, started).catch(() => undefined);
       return { abs, baseline, started };
     });
     return { after: () => this.afterEdit(baselines) };
