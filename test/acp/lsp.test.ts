@@ -61,7 +61,7 @@ async function start(
       TOOLHOST_BASE_URL: t.fake.url,
       PATH: `${BIN}${path.delimiter}${process.env.PATH ?? ""}`,
       // A loaded machine may take long to start the servers; a settled server ends the wait long before.
-      TOOLHOST_LSP_WAIT_MS: "30000",
+      TOOLHOST_LSP_WAIT_MS: "90000",
       ...env,
     },
   }));
