@@ -150,7 +150,7 @@ export class AgentSession {
       commandsChanged: () => frontEnd.commandsChanged?.(),
       sandbox: (request, spec) => sandbox(`mcp-${spec.name}`, spec.allowedHosts ?? [])(request),
     });
-    const lsp = (this.lsp = parent ? parent.lsp : sessionLsp(tools, runtime));
+    const lsp = (this.lsp = parent ? parent.lsp : sessionLsp(tools, runtime, this.sandbox));
     const services = (this.sessionServices = new SessionServices(
       { tools, runtime, frontEnd, policy, recorder, hooks, lsp, subagents: () => this.subagents, beforeChange: () => this.beforeChange() },
       options.wired,

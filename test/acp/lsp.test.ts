@@ -5,13 +5,15 @@ import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { trust } from "../../src/host/trust.js";
 import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
+import { until } from "../helpers.js";
 import { closeAndCheck, Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js";
 
 // Issue 25's done-when over the real ACP wire: in a trusted project, the model reads a TypeScript
-// and a Python file (their servers start: typescript-language-server and pyright from the dev
-// dependencies, found on PATH), then edits that break each; each edit's result, as the model gets
-// it and as the editor shows it, names exactly the new error, nothing of the errors the files
-// already had. Then the lsp tool finds a definition, and the editor gets its place.
+// and a Python file (their servers start inside the sandbox, as in any project:
+// typescript-language-server and pyright from the dev dependencies, found on PATH), then edits
+// that break each; each edit's result, as the model gets it and as the editor shows it, names
+// exactly the new error, nothing of the errors the files already had. Then the lsp tool finds a
+// definition, and the editor gets its place. A session closed while the agent lives stops its servers.
 
 const BIN = fileURLToPath(new URL("../../node_modules/.bin", import.meta.url));
 
@@ -32,7 +34,8 @@ const t = useAcpTest({
 });
 
 const sandbox = await sandboxAvailable();
-if (!sandbox.available) console.warn(`acp/lsp.test.ts: the sandboxed case is skipped: ${sandbox.reason}`);
+// Language servers run only inside the sandbox: without one, every case here is skipped.
+if (!sandbox.available) console.warn(`acp/lsp.test.ts: skipped, language servers need the sandbox: ${sandbox.reason}`);
 
 /** Live processes whose environment holds `marker` (the servers get it: the config's sandbox.env passes it). */
 async function withMarker(marker: string): Promise<string[]> {
@@ -58,7 +61,7 @@ async function start(
       TOOLHOST_BASE_URL: t.fake.url,
       PATH: `${BIN}${path.delimiter}${process.env.PATH ?? ""}`,
       // A loaded machine may take long to start the servers; a settled server ends the wait long before.
-      TOOLHOST_LSP_WAIT_MS: "30000",
+      TOOLHOST_LSP_WAIT_MS: "90000",
       ...env,
     },
   }));
@@ -70,7 +73,8 @@ async function start(
 
 const call = (id: string, name: string, args: unknown) => ({ id, name, arguments: args });
 
-describe("diagnostics after an edit, over the wire", () => {
+// Three servers starting on a loaded machine take long; each step waits for its event, this bounds the whole.
+describe.skipIf(!sandbox.available)("diagnostics after an edit, over the wire", { timeout: 180_000 }, () => {
   it("an edit that breaks a TypeScript and a Python file returns the new errors, without the old ones", async () => {
     await trust(t.ws, t.home);
     const script: FakeReply[] = [
@@ -140,18 +144,34 @@ describe("diagnostics after an edit, over the wire", () => {
     expect(await withMarker(marker)).toEqual([]);
   });
 
-  it.skipIf(!sandbox.available)(
-    "an untrusted project's server runs inside the sandbox, and the edit still gets its new error",
-    async () => {
-      const { h, sessionId, prompt } = await start([
-        { toolCalls: [call("r1", "read", { path: "a.ts" })] },
-        { toolCalls: [call("e1", "edit", { path: "a.ts", old_string: "return a + b;", new_string: "return a + c;" })] },
-        { text: "Edited." },
-      ]);
-      expect(((await prompt("Edit it.")) as { stopReason: string }).stopReason).toBe("end_turn");
-      const edited = lastUpdate(h, sessionId, h.updatesOf(sessionId, "tool_call")[1]!.toolCallId);
-      expect(edited.status).toBe("completed");
-      expect(textOf(edited).trim()).toBe("New problems after this edit:\na.ts:2:14 Cannot find name 'c'.");
-    },
-  );
+  it("an untrusted project's server runs as a trusted one's, and the edit gets its new error", async () => {
+    const { h, sessionId, prompt } = await start([
+      { toolCalls: [call("r1", "read", { path: "a.ts" })] },
+      { toolCalls: [call("e1", "edit", { path: "a.ts", old_string: "return a + b;", new_string: "return a + c;" })] },
+      { text: "Edited." },
+    ]);
+    expect(((await prompt("Edit it.")) as { stopReason: string }).stopReason).toBe("end_turn");
+    const edited = lastUpdate(h, sessionId, h.updatesOf(sessionId, "tool_call")[1]!.toolCallId);
+    expect(edited.status).toBe("completed");
+    expect(textOf(edited).trim()).toBe("New problems after this edit:\na.ts:2:14 Cannot find name 'c'.");
+  });
+
+  it("a session closed while the agent lives on stops its servers, their whole trees", async () => {
+    const marker = String(Math.random()).slice(2);
+    await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ sandbox: { env: ["LSP_TEST_MARKER"] } }));
+    const { h, sessionId, prompt } = await start(
+      [{ toolCalls: [call("l1", "lsp", { action: "diagnostics", path: "a.ts" })] }, { text: "Looked." }],
+      { LSP_TEST_MARKER: marker },
+    );
+    expect(((await prompt("Look.")) as { stopReason: string }).stopReason).toBe("end_turn");
+    expect(lastUpdate(h, sessionId, h.updatesOf(sessionId, "tool_call")[0]!.toolCallId).status).toBe("completed");
+    // typescript-language-server and its tsserver at least; the agent holds the marker too, and lives on.
+    const servers = async () => (await withMarker(marker)).filter((pid) => pid !== String(h.child.pid));
+    expect((await servers()).length).toBeGreaterThanOrEqual(2);
+    await h.agent.request("session/close", { sessionId });
+    await until(async () => (await servers()).length === 0, 30_000);
+    // The agent lives on, and serves.
+    expect(h.child.exitCode).toBeNull();
+    expect(await h.newSession(t.ws)).toBeTruthy();
+  });
 });

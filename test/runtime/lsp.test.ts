@@ -3,13 +3,18 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LspManager } from "../../src/runtime/lsp/manager.js";
+import { LspSandbox } from "../../src/runtime/lsp/sandbox.js";
+import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
+import { SessionSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
+import { RuntimeSession } from "../../src/runtime/session.js";
 import { tempDir } from "../helpers.js";
 
 // The session's language servers with the real typescript-language-server (+ typescript) and
-// pyright from the dev dependencies, on a small fixture project, one manager for the file: new
+// pyright from the dev dependencies, on a small fixture project, one manager for the file, every
+// server inside the sandbox (confined: the workspace read-only, a cache folder, no network): new
 // errors only after an edit, nothing for a fix, another open file an edit broke, definition and
-// references on the right lines; a server that crashes is said once and skipped; untrusted
-// projects start none; no server process is left after close (/proc).
+// references on the right lines; a server that crashes is said once and skipped; without a
+// sandbox none starts; no server process and no cache folder is left after close (/proc).
 
 const BIN = fileURLToPath(new URL("../../node_modules/.bin", import.meta.url));
 const CRASHY = fileURLToPath(new URL("../fixtures/lsp-crash-server.mjs", import.meta.url));
@@ -26,6 +31,16 @@ const FILES = {
 
 let ws: string;
 let lsp: LspManager;
+/** Where the servers' cache folders are made: empty once the managers closed. */
+let caches: string;
+let runtime: RuntimeSession;
+
+const sandbox = await sandboxAvailable();
+if (!sandbox.available) console.warn(`runtime/lsp.test.ts: the servers need a sandbox, their cases are skipped: ${sandbox.reason}`);
+const withSandbox = describe.skipIf(!sandbox.available);
+
+/** Each manager's launches: the session's sandbox, confined. */
+const sandboxed = () => new LspSandbox({ runtime, tmpRoot: caches });
 
 const LANGUAGE_SERVER = /typescript-language-server|tsserver|pyright|lsp-crash-server/;
 
@@ -60,10 +75,15 @@ const read = (abs: string) => fsp.readFile(abs, "utf8");
 
 beforeAll(async () => {
   ws = await fsp.realpath(await tempDir(FILES));
+  caches = await tempDir();
+  runtime = new RuntimeSession({
+    workspace: ws,
+    spawnTransform: new SessionSandbox({ setting: { value: "on", source: "test" } }).transform,
+  });
   lsp = new LspManager({
     workspace: ws,
     config: { crashy: { command: process.execPath, args: [CRASHY], extensions: [".crash"] } },
-    trusted: () => true,
+    sandbox: sandboxed(),
     read,
     env,
     lookupEnv: env,
@@ -74,10 +94,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await lsp.close();
+  await runtime.close();
   await fsp.rm(ws, { recursive: true, force: true });
+  await fsp.rm(caches, { recursive: true, force: true });
 });
 
-describe("diagnostics after an edit, TypeScript", () => {
+withSandbox("diagnostics after an edit, TypeScript", () => {
   it("an edit that introduces a type error reports exactly that error", async () => {
     const block = await edit("a.ts", FILES["a.ts"].replace("return a + b;", 'return "x";'));
     expect(block).toBe("New problems after this edit:\na.ts:2:3 Type 'string' is not assignable to type 'number'.");
@@ -122,7 +144,7 @@ describe("diagnostics after an edit, TypeScript", () => {
   });
 });
 
-describe("diagnostics after an edit, Python (pyright)", () => {
+withSandbox("diagnostics after an edit, Python (pyright)", () => {
   it("reports exactly the new error, and none after the fix", async () => {
     const block = await edit("m.py", FILES["m.py"].replace("return a + b", 'return "x"'));
     expect(block).toMatch(/^New problems after this edit:\nm\.py:2:12 Type "Literal\['x'\]" is not assignable to return type "int"/);
@@ -131,7 +153,7 @@ describe("diagnostics after an edit, Python (pyright)", () => {
   });
 });
 
-describe("a server that crashes", () => {
+withSandbox("a server that crashes", () => {
   it("is reported once, then skipped without waiting", async () => {
     const first = await edit("note.crash", "changed\n");
     expect(first).toMatch(
@@ -148,12 +170,12 @@ describe("a server that crashes", () => {
   });
 });
 
-describe("a server that hangs", () => {
+withSandbox("a server that hangs", () => {
   it("gives nothing twice in a row: said once, then skipped; an edit waits no longer than the bound", async () => {
     const hung = new LspManager({
       workspace: ws,
       config: { silent: { command: process.execPath, args: [CRASHY, "--silent"], extensions: [".crash"] } },
-      trusted: () => true,
+      sandbox: sandboxed(),
       read,
       env,
       lookupEnv: env,
@@ -181,24 +203,32 @@ describe("a server that hangs", () => {
   });
 });
 
-describe("trust", () => {
-  it("an untrusted project without a sandbox starts no server, and says why once", async () => {
-    const untrusted = new LspManager({ workspace: ws, config: undefined, trusted: () => false, read, env, lookupEnv: env });
+describe("no sandbox", () => {
+  it("starts no server, trusted project or not, and says why once", async () => {
+    const switchedOff = new SessionSandbox({ setting: { value: "off", source: "TOOLHOST_SANDBOX" } });
+    const off = new RuntimeSession({ workspace: ws, spawnTransform: switchedOff.transform });
+    const launcher = new LspSandbox({ runtime: off, state: () => switchedOff.state(), tmpRoot: caches });
+    const none = new LspManager({ workspace: ws, config: undefined, sandbox: launcher, read, env, lookupEnv: env });
     const before = (await serverProcesses()).length;
-    const block = await edit("a.ts", FILES["a.ts"].replace("return a + b;", 'return "x";'), untrusted);
-    expect(block).toMatch(
-      /^Language servers run project code .* they start only in a trusted project \(\/trust\) or inside the sandbox, so none ran\.$/,
+    const block = await edit("a.ts", FILES["a.ts"].replace("return a + b;", 'return "x";'), none);
+    expect(block).toBe(
+      "Language servers run workspace code (node_modules/.bin, tsserver.js, pyright's config), so they run only inside the sandbox, trusted project or not, and no sandbox can run them here: switched off (TOOLHOST_SANDBOX). None started.",
     );
-    expect(await edit("a.ts", FILES["a.ts"], untrusted)).toBeUndefined();
+    expect(await edit("a.ts", FILES["a.ts"], none)).toBeUndefined();
+    expect(await edit("m.py", FILES["m.py"].replace("return a + b", 'return "x"'), none)).toBeUndefined();
+    await edit("m.py", FILES["m.py"], none);
     expect((await serverProcesses()).length).toBe(before);
-    await untrusted.close();
+    await none.close();
+    await off.close();
   });
 });
 
-describe("the session's end", () => {
-  it("leaves no server process behind (/proc)", async () => {
+withSandbox("the session's end", () => {
+  it("leaves no server process and no cache folder behind (/proc)", async () => {
     expect((await serverProcesses()).length).toBeGreaterThanOrEqual(2);
+    expect(await fsp.readdir(caches)).toHaveLength(1);
     await lsp.close();
     expect(await serverProcesses()).toEqual([]);
+    expect(await fsp.readdir(caches)).toEqual([]);
   });
 });

@@ -6,11 +6,13 @@ import type { LanguageServers, LspAnswer, LspQuery } from "../../tool/services.j
 import { LspClient, type LspLaunch } from "./client.js";
 import { newErrors, problemsBlock, type FileProblems } from "./diagnostics.js";
 import { answerQuery } from "./queries.js";
+import type { LspLauncher } from "./sandbox.js";
 import { findCommand, languageId, serverDefinitions, serverFor, serverRoot, typescriptOptions, type LspServerDef } from "./servers.js";
 import { fileUri, uriPath } from "./uri.js";
 
 // A session's language servers: started lazily, one per (server, root), on the first file of
-// their language the session reads or edits; only in a trusted project or inside the sandbox.
+// their language the session reads or edits; always inside the sandbox (`sandbox.ts`), trusted
+// project or not, and none where no sandbox can run.
 // Around an edit: `beginEdit` takes each target's diagnostics before (opening it if need be, in
 // the background while the call is approved), `after` sends the new text and waits for the
 // server to settle — the first publish after the change and a quiet period, bounded by `waitMs`
@@ -20,6 +22,7 @@ import { fileUri, uriPath } from "./uri.js";
 /** The default bound on an edit's wait for diagnostics, and the quiet period that ends it early. */
 export const LSP_WAIT_MS = 3000;
 export const LSP_QUIET_MS = 150;
+/** The bound on a server's start and first diagnostics (a longer `waitMs` raises it: a loaded machine). */
 const START_MS = 20_000;
 const REQUEST_MS = 10_000;
 /** Other open documents whose diagnostics an edit compares too (the most recently opened). */
@@ -30,10 +33,8 @@ const HANG_STRIKES = 2;
 export interface LspManagerOptions {
   workspace: string;
   config: LspConfig | undefined;
-  /** Whether the project is trusted now: its servers then run as they are. */
-  trusted: () => boolean;
-  /** The launch wrapped in the session's sandbox; undefined when no sandbox can run it. */
-  sandbox?: (launch: LspLaunch) => Promise<LspLaunch | undefined>;
+  /** Every launch goes through it (`LspSandbox`: the session's sandbox); closed after the servers stop. */
+  sandbox: LspLauncher;
   /** A file's text as the session's tools see it (editor buffers included); undefined when it does not exist. */
   read: (abs: string) => Promise<string | undefined>;
   /** The servers' environment (the child allow-list). */
@@ -80,6 +81,7 @@ export class LspManager implements LanguageServers {
   readonly waitMs: number;
   readonly quietMs: number;
   private readonly requestMs: number;
+  private readonly startMs: number;
 
   constructor(private readonly options: LspManagerOptions) {
     const { servers, problems } = serverDefinitions(options.config);
@@ -88,6 +90,7 @@ export class LspManager implements LanguageServers {
     this.waitMs = options.waitMs ?? LSP_WAIT_MS;
     this.quietMs = options.quietMs ?? LSP_QUIET_MS;
     this.requestMs = options.requestMs ?? REQUEST_MS;
+    this.startMs = Math.max(START_MS, this.waitMs);
   }
 
   /** Whether some server serves the file. */
@@ -143,7 +146,7 @@ export class LspManager implements LanguageServers {
       if (!builtinDefault) this.note(key, `The ${def.name} language server's command (${def.command}) was not found; it is skipped.`);
       return undefined;
     }
-    let launch: LspLaunch | undefined = {
+    const launch: LspLaunch = {
       file: command,
       args: def.args,
       cwd: root,
@@ -151,23 +154,23 @@ export class LspManager implements LanguageServers {
       root,
       initializationOptions: typescriptOptions(def, roots),
     };
-    if (!this.options.trusted()) {
-      launch = await this.options.sandbox?.(launch).catch(() => undefined);
-      if (!launch) {
-        // Asked again next time: the project may be trusted by then (/trust).
-        this.clients.delete(key);
-        this.note(
-          "untrusted",
-          "Language servers run project code (its tsserver plugins, its pyright config): they start only in a trusted project (/trust) or inside the sandbox, so none ran.",
-        );
-        return undefined;
-      }
+    const sandboxed = await this.options.sandbox
+      .launch(launch)
+      .catch((err: unknown) => ({ reason: err instanceof Error ? err.message : String(err) }));
+    if ("reason" in sandboxed) {
+      this.failed.add(key);
+      this.note(
+        "no-sandbox",
+        `Language servers run workspace code (node_modules/.bin, tsserver.js, pyright's config), so they run only inside the sandbox, trusted project or not, and no sandbox can run them here: ${sandboxed.reason}. None started.`,
+      );
+      return undefined;
     }
-    const client = new LspClient(def.name, launch);
+    if (this.closed) return undefined;
+    const client = new LspClient(def.name, sandboxed);
     this.started.add(client);
     const running: Running = { def, root, client, strikes: 0 };
     try {
-      await client.initialize(START_MS);
+      await client.initialize(this.startMs);
     } catch (err) {
       return this.dropped(running, key, `failed to start (${err instanceof Error ? err.message : String(err)})`);
     }
@@ -199,7 +202,7 @@ export class LspManager implements LanguageServers {
   touch(abs: string): void {
     if (!this.serves(abs)) return;
     void this.read(abs)
-      .then((text) => this.baseline(abs, text, performance.now() + START_MS))
+      .then((text) => this.baseline(abs, text, performance.now() + this.startMs))
       .catch(() => undefined);
   }
 
@@ -263,7 +266,7 @@ export class LspManager implements LanguageServers {
     const texts = await Promise.all(targets.map((abs) => this.read(abs)));
     const baselines = targets.map((abs, i) => {
       const started: { running?: Running } = {};
-      const baseline = this.baseline(abs, texts[i], performance.now() + START_MS, started).catch(() => undefined);
+      const baseline = this.baseline(abs, texts[i], performance.now() + this.startMs, started).catch(() => undefined);
       return { abs, baseline, started };
     });
     return { after: () => this.afterEdit(baselines) };
@@ -336,6 +339,7 @@ export class LspManager implements LanguageServers {
     this.clients.clear();
     await Promise.all([...this.started].map((client) => client.stop()));
     this.started.clear();
+    await this.options.sandbox.close?.();
   }
 }
 

@@ -150,9 +150,11 @@ export function bubblewrapArgs(
   ];
 }
 
-/** The call's writable folders, as real paths: workspace roots, sidecar folder, temp folder. */
+/** The call's writable folders, as real paths: workspace roots, sidecar folder, temp folder; a confined launch's own. */
 function writableFolders(context: SpawnContext, options: BubblewrapOptions): string[] {
-  const all = [...context.roots, context.sidecarDir, ...(options.tmpDir ? [options.tmpDir] : [])];
+  const all = context.confined
+    ? context.confined.writable
+    : [...context.roots, context.sidecarDir, ...(options.tmpDir ? [options.tmpDir] : [])];
   return all.map(realOrUndefined).filter((p): p is string => p !== undefined);
 }
 
@@ -160,11 +162,13 @@ function writableFolders(context: SpawnContext, options: BubblewrapOptions): str
  * The environment a sandboxed command gets: the allow-list (`child-env.ts`) of this process's
  * environment plus the user's `env` names, what the call itself sets, TMPDIR and the proxy's.
  */
-function sandboxEnv(request: SpawnRequest, options: BubblewrapOptions): Record<string, string> {
+function sandboxEnv(request: SpawnRequest, context: SpawnContext, options: BubblewrapOptions): Record<string, string> {
+  // A confined launch names its own temp folder (in its writable cache); a command gets the session's.
+  const ownTmp = context.confined ? request.env?.TMPDIR : undefined;
   return {
     ...childEnvironment(process.env, options.env),
     ...request.env,
-    TMPDIR: options.tmpDir ?? "/tmp",
+    TMPDIR: ownTmp ?? options.tmpDir ?? "/tmp",
   };
 }
 
@@ -215,11 +219,16 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
   // The session's map of nested git repositories (`nested-git.ts`): walked once, then kept current.
   const gitMap = new NestedGitMap();
   const transform = async (request: SpawnRequest, context: SpawnContext): Promise<SpawnRequest> => {
-    // Bound only if it exists, and the session creates it lazily.
-    await mkdir(context.sidecarDir, { recursive: true, mode: 0o700 });
     const bwrap = options.bwrapPath ?? findBwrap();
     if (!bwrap) throw new Error("bubblewrap (bwrap) is not installed");
-    const env = sandboxEnv(request, options);
+    const env = sandboxEnv(request, context, options);
+    if (context.confined) {
+      // Nothing of the workspace writable and no network: nothing to guard, no proxy.
+      const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options), [request.file, ...request.args]);
+      return { file: "/bin/sh", args, commandAt: args.length - 1 - request.args.length, cwd: request.cwd, env, shellLine: undefined };
+    }
+    // Bound only if it exists, and the session creates it lazily.
+    await mkdir(context.sidecarDir, { recursive: true, mode: 0o700 });
     let command = [request.file, ...request.args];
     let mount: ProxyMount | undefined;
     const hosts = [...context.scope.hostPatterns, ...(context.scopeHostsOnly ? [] : (options.allowedHosts?.(context) ?? []))];

@@ -71,6 +71,12 @@ export interface SpawnContext {
   unsandboxed: boolean;
   /** It reaches only its scope's hosts, not those the session allows every command (an MCP server: its entry's). */
   scopeHostsOnly?: boolean;
+  /**
+   * A launch that may change nothing of the workspace and reach nothing (a language server): the
+   * roots read-only, `writable` (real paths outside them) its only writable folders, no network
+   * whatever the session allows, and so no project guard.
+   */
+  confined?: { writable: readonly string[] };
 }
 
 /**
