@@ -2,6 +2,7 @@ import { lstatSync, readFileSync, readlinkSync, symlinkSync, watch, type FSWatch
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { readGitPointer } from "../../config/git-pointer.js";
 import { realOrUndefined } from "../../config/real-path.js";
 import { PROJECT_CONTROL_PATHS } from "../../tool/project-control.js";
 import { isInside } from "../../tool/paths.js";
@@ -108,31 +109,16 @@ const GITDIR_CONTROL = ["config", "config.worktree", "hooks", "commondir"];
  * file points to and its common folder, and what its config files link to (`configLinks`).
  */
 function guardRepo(worktree: string, git: string, guard: (p: string) => void): void {
-  const configs: string[] = [];
-  const stat = lstatOrUndefined(git);
-  if (stat?.isFile()) {
-    // A worktree or submodule: `gitdir: X`, and X/commondir names the shared folder.
-    let gitdir: string | undefined;
-    try {
-      gitdir = /^gitdir:\s*(.+)$/m.exec(readFileSync(git, "utf8"))?.[1]?.trim();
-    } catch {
-      // unreadable: nothing to follow
-    }
-    if (!gitdir) return;
-    const dir = path.resolve(worktree, gitdir);
-    guard(dir);
-    configs.push(path.join(dir, "config"), path.join(dir, "config.worktree"));
-    let common: string | undefined;
-    try {
-      common = path.resolve(dir, readFileSync(path.join(dir, "commondir"), "utf8").trim());
-    } catch {
-      // not a worktree
-    }
-    if (common) {
-      guard(common);
-      configs.push(path.join(common, "config"));
-    }
-  } else if (stat) configs.push(path.join(git, "config"), path.join(git, "config.worktree"));
+  const pointer = readGitPointer(git);
+  if (!pointer) return;
+  const { gitDir, commonDir } = pointer;
+  const configs = [path.join(gitDir, "config"), path.join(gitDir, "config.worktree")];
+  // The `.git` entry itself is guarded by the caller; what it points to is guarded here.
+  if (gitDir !== git) guard(gitDir);
+  if (commonDir !== gitDir) {
+    guard(commonDir);
+    configs.push(path.join(commonDir, "config"));
+  }
   for (const config of configs) for (const link of configLinks(config, worktree)) guard(link);
 }
 
