@@ -265,11 +265,15 @@ export class Quarantine {
   /** `dir`: where the quarantine lives, asked at each call (toolhost's home may move in tests). */
   constructor(private readonly dir: () => string) {}
 
-  /** The quarantine's real path, made when missing (0700): never walked by the map, and checked against the call's mounts. */
+  /** The quarantine's path, its parent made when missing (0700) and resolved: never walked by the map, and checked against the call's mounts. */
   place(): string {
-    const dir = this.dir();
-    mkdirSync(path.dirname(dir), { recursive: true, mode: 0o700 });
-    return path.join(realpathSync(path.dirname(dir)), path.basename(dir));
+    const dir = path.resolve(this.dir());
+    try {
+      mkdirSync(path.dirname(dir), { recursive: true, mode: 0o700 });
+      return path.join(realpathSync(path.dirname(dir)), path.basename(dir));
+    } catch {
+      return dir; // no home to put it in: the move fails, and the plants are deleted
+    }
   }
 
   /**
