@@ -9,12 +9,14 @@ import type { SpawnTransform } from "../../src/runtime/shell/scoped.js";
 
 const requires = { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } };
 
-export function guardedContexts() {
+/** `quarantineDir`: where the sandbox moves plants (a test's own folder, not the user's toolhost home). */
+export function guardedContexts(quarantineDir?: () => string) {
   const sessions: RuntimeSession[] = [];
   return {
     /** A bash call's context in `ws`, its sidecars in `sidecar`; `sandboxed` false runs it on the host, a function wraps the command as it says. */
     context(ws: string, sidecar: string, sandboxed: boolean | SpawnTransform = true, toolId = "bash") {
-      const spawnTransform = typeof sandboxed === "function" ? sandboxed : sandboxed ? bubblewrapSandbox() : undefined;
+      const spawnTransform =
+        typeof sandboxed === "function" ? sandboxed : sandboxed ? bubblewrapSandbox({ quarantineDir: quarantineDir?.() }) : undefined;
       const session = new RuntimeSession({
         workspace: ws,
         sidecarDir: sidecar,

@@ -18,6 +18,8 @@ if (!status.available) console.warn(`nested-git.test.ts: skipped: ${status.reaso
 
 let ws: string;
 let sidecar: string;
+/** Stands for toolhost's home: the quarantine is its `quarantine/`. */
+let home: string;
 let marker: string;
 
 const git = (...args: string[]) => execFileSync("git", args, { cwd: ws, stdio: "pipe" });
@@ -25,6 +27,7 @@ const git = (...args: string[]) => execFileSync("git", args, { cwd: ws, stdio: "
 beforeEach(async () => {
   ws = await tempDir({ "src/a.txt": "a\n", "vendor/lib/index.js": "x\n" });
   sidecar = await tempDir();
+  home = await tempDir();
   marker = path.join(sidecar, "fsmonitor-ran");
   git("init", "-q");
   git("init", "-q", "sub");
@@ -40,9 +43,15 @@ afterEach(async () => {
   await contexts.closeAll();
   await fsp.rm(ws, { recursive: true, force: true });
   await fsp.rm(sidecar, { recursive: true, force: true });
+  await fsp.rm(home, { recursive: true, force: true });
 });
 
-const contexts = guardedContexts();
+/** Where the sandbox keeps its quarantine: toolhost's home's `quarantine/` unless a test says otherwise. */
+let quarantineDir: () => string;
+beforeEach(() => {
+  quarantineDir = () => path.join(home, "quarantine");
+});
+const contexts = guardedContexts(() => quarantineDir());
 const context = (sandboxed = true, toolId = "bash") => contexts.context(ws, sidecar, sandboxed, toolId);
 
 const run = (command: string, sandboxed = true) => context(sandboxed).shell.run(command);
@@ -115,6 +124,18 @@ describe.skipIf(!status.available)("nested git repositories inside the sandbox",
       gone: ["moved/q/.git"],
       command: `mkdir -p /tmp/p/q && (cd /tmp/p/q && git init -q && ${FSMONITOR()}) && mv /tmp/p moved && touch -d 2001-01-01 . moved moved/q`,
     },
+    {
+      name: "a git folder of only HEAD and commondir (no objects, no refs), its config beside it",
+      dir: "cd",
+      gone: ["cd/HEAD", "cd/commondir", "cd/config.worktree"],
+      command: [
+        "mkdir -p common/objects common/refs cd",
+        "printf '[core]\\n\\trepositoryformatversion = 1\\n[extensions]\\n\\tworktreeConfig = true\\n' > common/config",
+        "echo ../common > cd/commondir",
+        `printf '[core]\\n\\tworktree = .\\n\\tfsmonitor = "touch ${marker}; false"\\n' > cd/config.worktree`,
+        "echo 'ref: refs/heads/main' > cd/HEAD",
+      ].join(" && "),
+    },
   ];
 
   it.each(plants().map((p) => [p.name, p.dir]))("%s: moved to quarantine, and the result says so", async (_name, dir) => {
@@ -124,11 +145,11 @@ describe.skipIf(!status.available)("nested git repositories inside the sandbox",
     for (const rel of plant.gone) expect(existsSync(path.join(ws, rel)), rel).toBe(false);
     expect(result.notice).toMatch(/a git repository anywhere in the workspace[\s\S]* → [\s\S]*sandbox: "off"/);
     const moved = new RegExp(`${plant.gone[0]!.replace(/[./]/g, "\\$&")} → (\\S+?)[;.] `).exec(result.notice ?? "")?.[1];
-    expect(moved?.startsWith(path.join(sidecar, "quarantine"))).toBe(true);
+    expect(moved?.startsWith(path.join(home, "quarantine"))).toBe(true);
     expect(userGitStatus(plant.dir)).toBe(false);
     // Control: unsandboxed, it stays, and the user's git status there runs the fsmonitor.
     await fsp.rm(path.join(ws, plant.dir.split("/")[0]!), { recursive: true, force: true });
-    await fsp.rm(path.join(ws, "gd"), { recursive: true, force: true });
+    for (const other of ["gd", "common"]) await fsp.rm(path.join(ws, other), { recursive: true, force: true });
     const plain = await run(plant.command, false);
     expect(plain.notice).toBeUndefined();
     expect(userGitStatus(plant.dir)).toBe(true);
@@ -174,5 +195,66 @@ describe.skipIf(!status.available)("nested git repositories inside the sandbox",
     expect(await plain.processes.wait("srv", { streams: ["stdout"], pattern: /planted/, timeoutMs: 20_000 })).toBe("matched");
     expect(existsSync(path.join(ws, "bg2/.git"))).toBe(true);
     await plain.processes.stop("srv");
+  });
+
+  /** A command that plants a repository with a core.fsmonitor in `dir`, and says so. */
+  const plantIn = (dir: string) => `git init -q ${dir} && (cd ${dir} && ${FSMONITOR()}) && test -e ${dir}/.git && echo planted`;
+
+  describe("a plant that cannot be moved to quarantine is deleted, and the result says so", () => {
+    let elsewhere: string;
+    beforeEach(async () => {
+      elsewhere = await tempDir();
+    });
+    afterEach(async () => {
+      await fsp.rm(elsewhere, { recursive: true, force: true });
+    });
+
+    it("the quarantine is a file: the plant is deleted, the file left as it was", async () => {
+      await fsp.writeFile(path.join(home, "quarantine"), "not a folder\n");
+      const result = await run(`${plantIn("p")}; echo x > .envrc`);
+      expect(result.stdout, result.stderr).toBe("planted\n");
+      expect(existsSync(path.join(ws, "p/.git"))).toBe(false);
+      expect(existsSync(path.join(ws, ".envrc"))).toBe(false);
+      expect(result.notice).toMatch(
+        /could not be moved to quarantine, deleted: .*p\/\.git \(it could not be moved to quarantine: \S+\/quarantine is a symlink or not a folder\)/,
+      );
+      expect(result.notice).toMatch(/\.envrc \(it could not/);
+      expect(userGitStatus("p")).toBe(false);
+      expect(await fsp.readFile(path.join(home, "quarantine"), "utf8")).toBe("not a folder\n");
+      // Nothing is left to stop the next command.
+      expect((await run("echo next")).stdout).toBe("next\n");
+    });
+
+    it("the quarantine is a symlink to a folder outside: nothing is written there, the plant is deleted", async () => {
+      await fsp.symlink(elsewhere, path.join(home, "quarantine"));
+      const result = await run(plantIn("p"));
+      expect(result.stdout, result.stderr).toBe("planted\n");
+      expect(existsSync(path.join(ws, "p/.git"))).toBe(false);
+      expect(result.notice).toMatch(/deleted: .*p\/\.git/);
+      expect(userGitStatus("p")).toBe(false);
+      expect(await fsp.readdir(elsewhere)).toEqual([]);
+    });
+
+    it("the old layout, the quarantine in the sidecar folder: the command's symlink there leads nowhere, the plant is deleted", async () => {
+      quarantineDir = () => path.join(sidecar, "quarantine");
+      const result = await run(`rm -rf ${sidecar}/quarantine && ln -s ${elsewhere} ${sidecar}/quarantine && ${plantIn("p")}`);
+      expect(result.stdout, result.stderr).toBe("planted\n");
+      // The command did reach the old quarantine: it is its symlink now.
+      expect(await fsp.readlink(path.join(sidecar, "quarantine"))).toBe(elsewhere);
+      expect(existsSync(path.join(ws, "p/.git"))).toBe(false);
+      expect(result.notice).toMatch(/deleted: .*p\/\.git \(the quarantine \([^)]*\) is writable to sandboxed commands here\)/);
+      expect(userGitStatus("p")).toBe(false);
+      expect(await fsp.readdir(elsewhere)).toEqual([]);
+    });
+
+    it("a plant made read-only all the way down is deleted all the same", async () => {
+      await fsp.writeFile(path.join(home, "quarantine"), "not a folder\n");
+      const result = await run(`${plantIn("ro/x")} && chmod -R a-w ro/x/.git && chmod 500 ro/x ro && echo locked`);
+      expect(result.stdout, result.stderr).toBe("planted\nlocked\n");
+      expect(existsSync(path.join(ws, "ro/x/.git"))).toBe(false);
+      expect(result.notice).toMatch(/deleted: .*ro\/x\/\.git/);
+      // Its folders keep the mode the command gave them.
+      expect((await fsp.stat(path.join(ws, "ro/x"))).mode & 0o777).toBe(0o500);
+    });
   });
 });

@@ -15,6 +15,8 @@ if (!status.available) console.warn(`project-guard.test.ts: skipped: ${status.re
 
 let ws: string;
 let sidecar: string;
+/** Stands for toolhost's home: the quarantine is its `quarantine/`. */
+let home: string;
 
 beforeEach(async () => {
   ws = await tempDir({
@@ -24,6 +26,7 @@ beforeEach(async () => {
     ".githooks/pre-commit": "#!/bin/sh\nexit 0\n",
   });
   sidecar = await tempDir();
+  home = await tempDir();
   execFileSync("git", ["init", "-q", ws]);
   execFileSync("git", ["-C", ws, "config", "core.hooksPath", ".githooks"]);
 });
@@ -31,9 +34,10 @@ afterEach(async () => {
   await contexts.closeAll();
   await fsp.rm(ws, { recursive: true, force: true });
   await fsp.rm(sidecar, { recursive: true, force: true });
+  await fsp.rm(home, { recursive: true, force: true });
 });
 
-const contexts = guardedContexts();
+const contexts = guardedContexts(() => path.join(home, "quarantine"));
 const context = (sandboxed: boolean = true, toolId = "bash") => contexts.context(ws, sidecar, sandboxed, toolId);
 
 async function run(command: string, sandboxed = true) {
@@ -108,7 +112,7 @@ describe.skipIf(!status.available)("project-control paths inside the sandbox", (
     expect(await exists(path.join(ws, ".mcp.json"))).toBe(false);
     expect(result.notice).toMatch(/protects files that run later[\s\S]*\.toolhost →[\s\S]*\.mcp\.json →[\s\S]*sandbox: "off"/);
     const moved = /\.toolhost → (\S+?)[;.] /.exec(result.notice ?? "")?.[1];
-    expect(moved?.startsWith(path.join(sidecar, "quarantine"))).toBe(true);
+    expect(moved?.startsWith(path.join(home, "quarantine"))).toBe(true);
     expect(await fsp.readFile(path.join(moved!, "tools", "evil.ts"), "utf8")).toBe("export default 1\n");
     // Control: unsandboxed, it stays where it was written, and nothing is said.
     const plain = await run("echo '{}' > .mcp.json", false);

@@ -1,7 +1,8 @@
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { isReadOnlyKind } from "../../tool/kinds.js";
 import type { Word } from "../bash-parse.js";
+import { readGitPointer, type GitPointer } from "../../config/git-pointer.js";
 import { realPath } from "../../config/real-path.js";
 import { isWriteRedirect, operands, wordPath, type CheckInput, type Finding, type ShellCommand, type WatchdogCheck } from "./shell.js";
 
@@ -75,26 +76,12 @@ function readText(file: string): string | null {
   }
 }
 
-/** The repository's git dir and common dir from a folder inside it, or null. */
-function gitDirs(start: string): { gitDir: string; commonDir: string } | null {
+/** The repository's git dir and common dir from a folder inside it, or null: the first `.git` entry up from it. */
+function gitDirs(start: string): GitPointer | null {
   let dir = start;
   for (;;) {
     const dotGit = path.join(dir, ".git");
-    const stat = (() => {
-      try {
-        return statSync(dotGit);
-      } catch {
-        return null;
-      }
-    })();
-    if (stat?.isDirectory()) return { gitDir: dotGit, commonDir: dotGit };
-    if (stat?.isFile()) {
-      const pointer = /^gitdir:\s*(.+)$/m.exec(readText(dotGit) ?? "")?.[1];
-      if (!pointer) return null;
-      const gitDir = path.resolve(dir, pointer);
-      const common = readText(path.join(gitDir, "commondir"));
-      return { gitDir, commonDir: common ? path.resolve(gitDir, common) : gitDir };
-    }
+    if (existsSync(dotGit)) return readGitPointer(dotGit) ?? null;
     const parent = path.dirname(dir);
     if (parent === dir) return null;
     dir = parent;

@@ -1,5 +1,6 @@
 import { lstat, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { readGitPointer } from "../../config/git-pointer.js";
 
 // The shadow repository: the `git` binary run on a GIT_DIR of toolhost's own, with the workspace
 // as its work tree, in an environment where nothing of the user's git set-up applies: no system or
@@ -164,19 +165,8 @@ export class ShadowGit {
 
 /** `.git/info/exclude` of the repository whose top is `root`, when it is a regular file. */
 async function userExcludeFile(root: string): Promise<string | undefined> {
-  const dotGit = path.join(root, ".git");
-  const stat = await lstat(dotGit).catch(() => undefined);
-  let commonDir: string | undefined;
-  if (stat?.isDirectory()) commonDir = dotGit;
-  else if (stat?.isFile() && stat.size < 4096) {
-    // A worktree or submodule: `gitdir: <path>`, whose `commondir` names the shared folder.
-    const gitdir = /^gitdir: (.+)$/m.exec(await readFile(dotGit, "utf8").catch(() => ""))?.[1]?.trim();
-    if (gitdir) {
-      const dir = path.resolve(root, gitdir);
-      const common = (await readFile(path.join(dir, "commondir"), "utf8").catch(() => "")).trim();
-      commonDir = common ? path.resolve(dir, common) : dir;
-    }
-  }
+  // A worktree or submodule's `.git` file names its git folder, whose `commondir` names the shared one.
+  const commonDir = readGitPointer(path.join(root, ".git"))?.commonDir;
   if (!commonDir) return undefined;
   const file = path.join(commonDir, "info", "exclude");
   return (await lstat(file).catch(() => undefined))?.isFile() ? file : undefined;

@@ -9,6 +9,7 @@ import { toolhostHome } from "../../config/paths.js";
 import { childEnvironment, ENV_NAME } from "./child-env.js";
 import { NestedGitMap } from "./nested-git.js";
 import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-guard.js";
+import { Quarantine, quarantineReachable } from "./quarantine.js";
 import { agentSockets, mountArgs, runtimeDir } from "./mounts.js";
 import { deniedProgramBinds, stubFolder, type StubBind } from "./denied-programs.js";
 import { seccompFilterFile, seccompSupported } from "./seccomp.js";
@@ -55,6 +56,8 @@ export interface BubblewrapOptions {
   deniedPrograms?: (context: SpawnContext) => readonly string[];
   /** The socat binary that forwards to the proxy inside the sandbox (default: `socat` on PATH). */
   socatPath?: string;
+  /** Where plants are moved (default: `quarantine/` in toolhost's home, which the sandbox hides); a folder of the session's in it. */
+  quarantineDir?: string;
 }
 
 /** The proxy a call goes out through: the folder the sandbox hides, and the one socket it binds in. */
@@ -130,7 +133,6 @@ export function bubblewrapArgs(
 ): string[] {
   const homes = new Set([os.homedir(), ...(options.homes ?? [])]);
   if (request.env?.HOME) homes.add(request.env.HOME);
-  const xdg = runtimeDir({ ...process.env, ...request.env });
   return [
     ...isolationArgs(context.backend),
     ...mountArgs({
@@ -138,7 +140,7 @@ export function bubblewrapArgs(
       readable: [...context.scope.read.roots, request.cwd],
       homes: [...homes],
       // The denied programs' stubs are bound from the host; their folder is hidden, so nothing inside can reach them.
-      hidden: [...(options.hiddenDirs ?? [toolhostHome()]), ...(xdg ? [xdg] : []), ...(stubs.length ? [stubFolder() as string] : [])],
+      hidden: [...hiddenFolders(request, options), ...(stubs.length ? [stubFolder() as string] : [])],
       // The stored login wherever TOOLHOST_HOME puts it (a call may read in that folder: its sidecars).
       maskPaths: [...(options.maskPaths ?? []), credentialsPath(), ...agentSockets({ ...process.env, ...request.env })],
       protect,
@@ -148,6 +150,12 @@ export function bubblewrapArgs(
     "--chdir",
     request.cwd,
   ];
+}
+
+/** The folders hidden whole inside: toolhost's home (or the option's), the user's runtime folder. */
+function hiddenFolders(request: SpawnRequest, options: BubblewrapOptions): string[] {
+  const xdg = runtimeDir({ ...process.env, ...request.env });
+  return [...(options.hiddenDirs ?? [toolhostHome()]), ...(xdg ? [xdg] : [])];
 }
 
 /** The call's writable folders, as real paths: workspace roots, sidecar folder, temp folder; a confined launch's own. */
@@ -218,6 +226,8 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
   let network: SandboxNetworkStatus | undefined;
   // The session's map of nested git repositories (`nested-git.ts`): walked once, then kept current.
   const gitMap = new NestedGitMap();
+  // Where what a command planted goes: out of every sandbox's reach (`quarantine.ts`).
+  const quarantine = new Quarantine(() => options.quarantineDir ?? path.join(toolhostHome(), "quarantine"));
   const transform = async (request: SpawnRequest, context: SpawnContext): Promise<SpawnRequest> => {
     const bwrap = options.bwrapPath ?? findBwrap();
     if (!bwrap) throw new Error("bubblewrap (bwrap) is not installed");
@@ -242,13 +252,20 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
       command = ["/bin/sh", "-c", PROXY_BRIDGE, "toolhost-net", network.socat, proxy.socketPath, ...command];
     }
     const roots = context.roots.map(realOrUndefined).filter((p): p is string => p !== undefined);
-    const quarantines = path.join(context.sidecarDir, "quarantine");
+    const hidden = hiddenFolders(request, options);
+    const writable = writableFolders(context, options);
+    const place = quarantine.place();
     // Never walked: what was moved to quarantine, and the folders hidden inside (nothing there reaches the host).
-    const skip = [quarantines, ...(options.hiddenDirs ?? [toolhostHome()])].map(realOrUndefined).filter((p) => p !== undefined);
+    const skip = [place, ...hidden].map(realOrUndefined).filter((p) => p !== undefined);
     const nested = gitMap.scan(roots, skip);
-    const guard = projectGuard(roots, writableFolders(context, options), nested.found);
-    const quarantine = path.join(quarantines, `${Date.now()}-${context.toolId}`);
-    const settle = () => settleProjectGuard(guard.watched, quarantine, nested);
+    const guard = projectGuard(roots, writable, nested.found);
+    const reachable = quarantineReachable(
+      place,
+      writable,
+      hidden.map(realOrUndefined).filter((p) => p !== undefined),
+    );
+    const into = quarantine.forCall(place, context.toolId, reachable);
+    const settle = () => settleProjectGuard(guard.watched, into, nested);
     // The sandbox's own shells stay runnable: /bin/sh (the proxy bridge, the stubs' interpreter) and what runs the line.
     const stubs = deniedProgramBinds(options.deniedPrograms?.(context) ?? [], env.PATH, ["/bin/sh", request.file]);
     const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect, stubs), command);

@@ -1,11 +1,12 @@
-import { lstatSync, readFileSync, readlinkSync, symlinkSync, watch, type FSWatcher } from "node:fs";
-import * as fsp from "node:fs/promises";
+import { lstatSync, readFileSync, readlinkSync, watch, type FSWatcher } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { readGitPointer } from "../../config/git-pointer.js";
 import { realOrUndefined } from "../../config/real-path.js";
 import { PROJECT_CONTROL_PATHS } from "../../tool/project-control.js";
 import { isInside } from "../../tool/paths.js";
-import { fileIdentity, type GitFinding, type NestedGitCheck } from "./nested-git.js";
+import { fileIdentity, type GitFinding, type NestedGitCheck, type Plant } from "./nested-git.js";
+import { removePlant, type QuarantineFor } from "./quarantine.js";
 
 // The sandbox's side of issue 20 class 2: a sandboxed command must not plant code that runs
 // later outside it (git hooks, .git/config, .toolhost, .mcp.json, .vscode, .envrc…). Entries that
@@ -25,6 +26,8 @@ interface Watched {
   path: string;
   /** The workspace root it belongs to, for the note. */
   root: string;
+  /** The writable folder it lies in (a real path): from there down, nothing is followed when it is taken out. */
+  base: string;
   /** A symlink's target before the command; undefined when the path did not exist. */
   link?: string;
   /** A protected folder's identity before the command (fileIdentity): another after it was re-created. */
@@ -108,31 +111,16 @@ const GITDIR_CONTROL = ["config", "config.worktree", "hooks", "commondir"];
  * file points to and its common folder, and what its config files link to (`configLinks`).
  */
 function guardRepo(worktree: string, git: string, guard: (p: string) => void): void {
-  const configs: string[] = [];
-  const stat = lstatOrUndefined(git);
-  if (stat?.isFile()) {
-    // A worktree or submodule: `gitdir: X`, and X/commondir names the shared folder.
-    let gitdir: string | undefined;
-    try {
-      gitdir = /^gitdir:\s*(.+)$/m.exec(readFileSync(git, "utf8"))?.[1]?.trim();
-    } catch {
-      // unreadable: nothing to follow
-    }
-    if (!gitdir) return;
-    const dir = path.resolve(worktree, gitdir);
-    guard(dir);
-    configs.push(path.join(dir, "config"), path.join(dir, "config.worktree"));
-    let common: string | undefined;
-    try {
-      common = path.resolve(dir, readFileSync(path.join(dir, "commondir"), "utf8").trim());
-    } catch {
-      // not a worktree
-    }
-    if (common) {
-      guard(common);
-      configs.push(path.join(common, "config"));
-    }
-  } else if (stat) configs.push(path.join(git, "config"), path.join(git, "config.worktree"));
+  const pointer = readGitPointer(git);
+  if (!pointer) return;
+  const { gitDir, commonDir } = pointer;
+  const configs = [path.join(gitDir, "config"), path.join(gitDir, "config.worktree")];
+  // The `.git` entry itself is guarded by the caller; what it points to is guarded here.
+  if (gitDir !== git) guard(gitDir);
+  if (commonDir !== gitDir) {
+    guard(commonDir);
+    configs.push(path.join(commonDir, "config"));
+  }
   for (const config of configs) for (const link of configLinks(config, worktree)) guard(link);
 }
 
@@ -147,20 +135,24 @@ function guardRepo(worktree: string, git: string, guard: (p: string) => void): v
 export function projectGuard(roots: readonly string[], writable: readonly string[], nested: readonly GitFinding[]): ProjectGuard {
   const protect = new Set<string>();
   const watched: Watched[] = [];
-  const inWritable = (p: string) => writable.some((w) => isInside(p, w));
+  /** The deepest writable folder `p` lies in, as written. */
+  const baseOf = (p: string) =>
+    writable.filter((w) => isInside(p, w) && p !== w).reduce<string | undefined>((a, w) => (a && a.length >= w.length ? a : w), undefined);
   /** Protects an existing path (its real path, if writable), or watches a missing one. */
   const guard = (p: string, root: string, watchMissing = true) => {
     const stat = lstatOrUndefined(p);
+    const base = baseOf(p);
     if (!stat) {
-      if (watchMissing && inWritable(p)) watched.push({ path: p, root });
+      if (watchMissing && base) watched.push({ path: p, root, base });
       return;
     }
-    if (stat.isSymbolicLink()) watched.push({ path: p, root, link: readlinkSync(p) });
+    if (stat.isSymbolicLink() && base) watched.push({ path: p, root, base, link: readlinkSync(p) });
     const real = realOrUndefined(p);
-    if (real && inWritable(real)) {
+    if (real && writable.some((w) => isInside(real, w))) {
       protect.add(real);
       // A folder: toolhost's own tools write inside it, never replace it; a file may be replaced by an approved write.
-      if (stat.isDirectory()) watched.push({ path: p, root, id: fileIdentity(stat) });
+      const realBase = baseOf(real);
+      if (stat.isDirectory() && realBase) watched.push({ path: real, root, base: realBase, id: fileIdentity(stat) });
     }
   };
   for (const root of roots) {
@@ -180,90 +172,66 @@ export function projectGuard(roots: readonly string[], writable: readonly string
   return { protect: [...protect], watched };
 }
 
-let quarantined = 0;
-
 /**
- * Moves `p` (inside `root`) to a folder of its own in `quarantineDir`; undefined when it is gone.
- * A plant's folder may have been made read-only (`chmod 555 sub` after planting `sub/.git`, or the
- * plant itself, which a move to another folder must write): it is given write access for the move
- * (toolhost runs as the user who owns it) and its mode put back after.
- */
-async function moveAside(p: string, root: string, quarantineDir: string): Promise<string | undefined> {
-  const rel = path.relative(root, p);
-  // Unique per move: a live watch settles the same call more than once.
-  const dest = path.join(quarantineDir, `${path.basename(root)}-${++quarantined}`, rel);
-  await fsp.mkdir(path.dirname(dest), { recursive: true, mode: 0o700 });
-  const move = () => fsp.rename(p, dest);
-  try {
-    await move();
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return undefined;
-    if (code === "EXDEV") {
-      await fsp.cp(p, dest, { recursive: true, verbatimSymlinks: true });
-      await fsp.rm(p, { recursive: true, force: true });
-    } else if (code === "EACCES" || code === "EPERM") {
-      const parent = path.dirname(p);
-      const parentMode = (await fsp.stat(parent)).mode & 0o7777;
-      const own = await fsp.lstat(p);
-      await fsp.chmod(parent, parentMode | 0o700);
-      if (own.isDirectory()) await fsp.chmod(p, (own.mode & 0o7777) | 0o700);
-      try {
-        await move();
-      } finally {
-        await fsp.chmod(parent, parentMode);
-      }
-    } else throw err;
-  }
-  return dest;
-}
-
-/**
- * After the command: every watched path that appeared (or a symlink that changed) is moved to
- * `quarantineDir`, and so is what the map of nested repositories says the command planted
- * (`nested.changes()`); a changed symlink is put back. Returns the note for the call's result.
+ * After the command: every watched path that appeared (or a symlink that changed) is taken out of
+ * the workspace (`quarantine.ts`: moved to the call's quarantine, or deleted when it cannot be),
+ * and so is what the map of nested repositories says the command planted (`nested.changes()`); a
+ * changed symlink is put back. One that could be neither moved nor deleted is the map's to refuse
+ * commands for (`nested.failed`). Returns the note for the call's result.
  */
 export async function settleProjectGuard(
   watched: readonly Watched[],
-  quarantineDir: string,
+  into: (root: string) => QuarantineFor,
   nested: NestedGitCheck,
 ): Promise<string | undefined> {
   const moved: string[] = [];
+  const deleted: string[] = [];
   const failed: string[] = [];
+  const take = (plant: Plant, base: string) => {
+    const where = path.relative(plant.root, plant.path);
+    try {
+      const removal = removePlant(plant.path, base, into(plant.root), plant.link);
+      if (removal && "moved" in removal) moved.push(`${where} → ${removal.moved}`);
+      else if (removal) deleted.push(`${where} (${removal.deleted})`);
+      return true;
+    } catch (err) {
+      nested.failed(plant);
+      failed.push(`${where} (${(err as Error).message})`);
+      return false;
+    }
+  };
   for (const w of watched) {
     const stat = lstatOrUndefined(w.path);
     if (!stat) continue;
     if (w.id !== undefined && fileIdentity(stat) === w.id) continue;
     if (w.link !== undefined && stat.isSymbolicLink() && readlinkSync(w.path) === w.link) continue;
-    const dest = await moveAside(w.path, w.root, quarantineDir);
-    if (w.link !== undefined) symlinkSync(w.link, w.path);
-    if (dest) moved.push(`${path.relative(w.root, w.path)} → ${dest}`);
+    take({ path: w.path, root: w.root, ...(w.link !== undefined ? { link: w.link } : {}) }, w.base);
   }
   const gone: string[] = [];
   for (const plant of nested.changes()) {
-    // In a plant moved already (a `.git` found inside a planted folder), or in a folder swapped for a symlink since.
-    if (gone.some((g) => isInside(plant.path, g)) || realOrUndefined(path.dirname(plant.path)) !== path.dirname(plant.path)) continue;
-    try {
-      const dest = await moveAside(plant.path, plant.root, quarantineDir);
-      if (plant.link !== undefined) symlinkSync(plant.link, plant.path);
-      gone.push(plant.path);
-      if (dest) moved.push(`${path.relative(plant.root, plant.path)} → ${dest}`);
-    } catch (err) {
-      nested.failed(plant);
-      failed.push(`${path.relative(plant.root, plant.path)} (${(err as Error).message})`);
-    }
+    // In a plant taken already (a `.git` found inside a planted folder).
+    if (gone.some((g) => isInside(plant.path, g))) continue;
+    if (take(plant, plant.root)) gone.push(plant.path);
   }
-  if (!moved.length && !failed.length) return undefined;
-  return [
+  if (!moved.length && !deleted.length && !failed.length) return undefined;
+  const notes = [
     `The sandbox protects files that run later as code outside it (git hooks and config, a git repository anywhere in the workspace, .toolhost, .mcp.json, .vscode, .envrc…).`,
     ...(moved.length
       ? [`This command created or replaced ${moved.length === 1 ? "one" : "some"}, moved to quarantine: ${moved.join("; ")}.`]
       : []),
+    ...(deleted.length
+      ? [
+          `It created or replaced ${deleted.length === 1 ? "one" : "some"} that could not be moved to quarantine, deleted: ${deleted.join("; ")}.`,
+        ]
+      : []),
     ...(failed.length
-      ? [`It planted some that could not be moved, and no command runs until they are removed: ${failed.join("; ")}.`]
+      ? [`It planted some that could be neither moved nor deleted, and no command runs until they are removed: ${failed.join("; ")}.`]
       : []),
     `To write there, run the command again with sandbox: "off" and a justification; the user is asked every time.`,
-  ].join(" ");
+  ];
+  // The user's log hears of what was deleted or left too, not only the model.
+  if (deleted.length || failed.length) console.error(`toolhost: sandbox: ${notes.slice(1, -1).join(" ")}`);
+  return notes.join(" ");
 }
 
 /**
