@@ -6,7 +6,7 @@ import type { AgentConnectOptions, AgentConnector } from "@agentclientprotocol/s
 import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
 import { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } from "@agentclientprotocol/sdk/experimental/node";
 import { WebSocketServer } from "ws";
-import { sweepStaleSidecars } from "../runtime/sidecars.js";
+import { sweepStale } from "../runtime/sidecars.js";
 import { MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { ACP_PATH, isLoopback, refusal, type Refusal } from "./serve-guard.js";
 import { versionRouter } from "./v2/agent.js";
@@ -177,7 +177,7 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
   else log(`token: ${options.token}   (clients send "Authorization: Bearer <token>"; TOOLHOST_SERVE_TOKEN sets one)`);
 
   // As stdio's connection does after its start: sidecar folders of sessions that were not recorded.
-  setTimeout(() => void sweepStaleSidecars().catch(() => {}), 2000).unref();
+  setTimeout(() => void sweepStale().catch(() => {}), 2000).unref();
 
   await new Promise<void>((resolve) => {
     // `on`, not `once`: execa's signal-exit re-raises a signal that no other listener is left to

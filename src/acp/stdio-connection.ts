@@ -1,5 +1,5 @@
 import { ndJsonStream } from "@agentclientprotocol/sdk";
-import { sweepStaleSidecars } from "../runtime/sidecars.js";
+import { sweepStale } from "../runtime/sidecars.js";
 import { concat, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { createAgent, type EarlyState } from "./server.js";
 
@@ -142,7 +142,7 @@ export async function serveConnection(
   // In the background, after the start: sidecar folders of sessions that were not recorded, and
   // data folders of recorded sessions whose file is gone (the retention sweep). Never loud.
   setTimeout(() => {
-    void sweepStaleSidecars().catch(() => {});
+    void sweepStale().catch(() => {});
     void sessionStore()
       .then((store) => store.sweepOrphans())
       .catch(() => {});

@@ -1,7 +1,7 @@
 import { headlessFrontEnd } from "../agent/session.js";
 import type { Workspace } from "../config/workspace.js";
 import { formatLoadProblems } from "../host/toolset-report.js";
-import { sweepStaleSidecars } from "../runtime/sidecars.js";
+import { sweepStale } from "../runtime/sidecars.js";
 import { headlessSession } from "./headless.js";
 
 export interface CallOptions {
@@ -41,7 +41,7 @@ export async function runCall(options: CallOptions): Promise<number> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   // Alongside the call, and awaited: the CLI exits as soon as this returns.
-  const swept = sweepStaleSidecars().catch(() => {});
+  const swept = sweepStale().catch(() => {});
   const envelope = await session.callTool(options.id, options.args, controller.signal);
   await Promise.all([swept, session.mcp.stop()]);
   process.off("SIGINT", onSignal);

@@ -4,7 +4,7 @@ import type { TurnStopReason } from "../agent/turn/turn-types.js";
 import type { BudgetLimits } from "../config/budget.js";
 import type { Workspace } from "../config/workspace.js";
 import { envelopeToText, type Envelope } from "../tool/envelope.js";
-import { sweepStaleSidecars } from "../runtime/sidecars.js";
+import { sweepStale } from "../runtime/sidecars.js";
 import { headlessSession } from "./headless.js";
 
 export interface RunOptions {
@@ -141,7 +141,7 @@ export async function runPrompt(options: RunOptions): Promise<number> {
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
-  const swept = sweepStaleSidecars().catch(() => {});
+  const swept = sweepStale().catch(() => {});
   let stopReason: TurnStopReason;
   try {
     stopReason = await session.prompt({ text: options.prompt, content: () => options.prompt });

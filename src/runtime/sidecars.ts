@@ -2,9 +2,11 @@ import { createWriteStream, lstatSync, writeFile, type WriteStream } from "node:
 import * as fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { toolhostHome } from "../config/paths.js";
 import type { SidecarWriter, Sidecars } from "../tool/context.js";
 import { ToolError } from "../tool/errors.js";
 import { utf8HeadEnd } from "../tool/truncate.js";
+import { sweepStaleQuarantine } from "./sandbox/quarantine.js";
 
 const MB = 1024 * 1024;
 /** What one sidecar file keeps at most; the rest is counted and named in a closing line. */
@@ -348,4 +350,9 @@ export async function sweepStaleSidecars(options: SweepOptions = {}): Promise<vo
         if (s && now - s.mtimeMs > limit) await fsp.rm(dir, { recursive: true, force: true });
       }),
   );
+}
+
+/** Sidecars and the sandbox's quarantine (`sandbox/quarantine.ts`), each past its age. */
+export async function sweepStale(options: SweepOptions = {}): Promise<void> {
+  await Promise.all([sweepStaleSidecars(options), sweepStaleQuarantine(path.join(toolhostHome(), "quarantine"))]);
 }

@@ -3,7 +3,7 @@ import { existsSync, statfsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { quarantineReachable, removePlant, type QuarantineFor } from "../../src/runtime/sandbox/quarantine.js";
+import { quarantineReachable, removePlant, sweepStaleQuarantine, type QuarantineFor } from "../../src/runtime/sandbox/quarantine.js";
 import { tempDir } from "../helpers.js";
 
 // The quarantine's own rules, without a sandbox: which mount layouts leave it out of reach, and a
@@ -63,5 +63,26 @@ describe.skipIf(!shm)("a plant on another file system than the quarantine", () =
     expect(removal).toMatchObject({ deleted: expect.stringMatching(/could not be moved to quarantine: fifo is neither/) as string });
     expect(existsSync(path.join(ws, "sub/.git"))).toBe(false);
     expect(await fsp.readdir(path.join(home, "quarantine/s/c/sub"))).toEqual([]);
+  });
+});
+
+describe("sweepStaleQuarantine", () => {
+  it("removes a session's folder past its age, keeps a young one, and follows no link", async () => {
+    const dir = await tempDir();
+    const outside = await tempDir();
+    await fsp.writeFile(path.join(outside, "keep.txt"), "mine\n");
+    for (const name of ["old", "young"]) await fsp.mkdir(path.join(dir, name, "call", "ws-1", ".git"), { recursive: true });
+    // An old session folder holding a link out: the link goes, what it points at stays.
+    await fsp.symlink(outside, path.join(dir, "old", "call", "link"));
+    const old = new Date(Date.now() - 31 * 24 * 3600_000);
+    await fsp.utimes(path.join(dir, "old"), old, old);
+    // A symlink directly in the quarantine is never a session folder.
+    await fsp.symlink(outside, path.join(dir, "planted-link"));
+    await fsp.lutimes(path.join(dir, "planted-link"), old, old);
+    await sweepStaleQuarantine(dir);
+    expect(existsSync(path.join(dir, "old"))).toBe(false);
+    expect(existsSync(path.join(dir, "young", "call", "ws-1", ".git"))).toBe(true);
+    expect(await fsp.readFile(path.join(outside, "keep.txt"), "utf8")).toBe("mine\n");
+    expect((await fsp.lstat(path.join(dir, "planted-link"))).isSymbolicLink()).toBe(true);
   });
 });

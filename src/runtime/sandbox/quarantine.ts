@@ -18,6 +18,7 @@ import {
   writeSync,
   type Stats,
 } from "node:fs";
+import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { isInside } from "../../tool/paths.js";
 
@@ -288,5 +289,21 @@ export class Quarantine {
       anchor: path.dirname(place),
       parts: [path.basename(place), this.session, call, `${path.basename(root)}-${++this.moves}`],
     });
+  }
+}
+
+/**
+ * Removes the session folders of the quarantine in `dir` that have not changed for `maxAgeMs`
+ * (default 30 days: what a plant looked like stays to be read for a while, then goes, as sidecars
+ * do). Nothing is followed: `rm` unlinks a symlink, and only folders directly in `dir` are swept.
+ */
+export async function sweepStaleQuarantine(dir: string, maxAgeMs = 30 * 24 * 3600_000): Promise<void> {
+  const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
+  const now = Date.now();
+  for (const entry of entries) {
+    if (!entry.isDirectory()) continue;
+    const folder = path.join(dir, entry.name);
+    const s = await fsp.lstat(folder).catch(() => null);
+    if (s?.isDirectory() && now - s.mtimeMs > maxAgeMs) await fsp.rm(folder, { recursive: true, force: true }).catch(() => {});
   }
 }
