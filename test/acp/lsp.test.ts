@@ -4,9 +4,9 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { trust } from "../../src/host/trust.js";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { until } from "../helpers.js";
 import { closeAndCheck, Harness, lastUpdate, selected, textOf, useAcpTest } from "./harness.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
 // Issue 25's done-when over the real ACP wire: in a trusted project, the model reads a TypeScript
 // and a Python file (their servers start inside the sandbox, as in any project:
@@ -33,9 +33,7 @@ const t = useAcpTest({
   "b.ts": 'import { add } from "./a.js";\n\nexport const total = add(1, 2);\n',
 });
 
-const sandbox = await sandboxAvailable();
-// Language servers run only inside the sandbox: without one, every case here is skipped.
-if (!sandbox.available) console.warn(`acp/lsp.test.ts: skipped, language servers need the sandbox: ${sandbox.reason}`);
+const sandbox = await sandboxStatus("acp/lsp.test.ts");
 
 /** Live processes whose environment holds `marker` (the servers get it: the config's sandbox.env passes it). */
 async function withMarker(marker: string): Promise<string[]> {

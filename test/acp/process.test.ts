@@ -3,9 +3,9 @@ import http from "node:http";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { sleepMarker, survivors } from "../helpers.js";
 import { Harness, lastUpdate, selected, textOf, useAcpTest, type ToolCallUpdate } from "./harness.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
 // The process tool over the real wire, with the fake model: a dev server started in the background,
 // its output read, an HTTP request answered, stopped, and nothing left in /proc; the session's end
@@ -19,8 +19,7 @@ const SERVER = [
 ].join("\n");
 
 const t = useAcpTest({ "server.mjs": SERVER });
-const sandbox = await sandboxAvailable();
-if (!sandbox.available) console.warn(`acp/process.test.ts: the sandboxed cases are skipped: ${sandbox.reason}`);
+const sandbox = await sandboxStatus("acp/process.test.ts");
 
 const call = (name: string, args: unknown, id: string): FakeReply => ({ toolCalls: [{ id, name, arguments: args }] });
 

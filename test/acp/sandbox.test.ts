@@ -1,14 +1,13 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { Harness, lastUpdate, selected, useAcpTest, prompt } from "./harness.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
 // The sandbox over the wire: the editor's terminal is handed the sandboxed argv, never the raw
 // line, and a command that leaves the sandbox is asked about with the exact command.
 
-const status = await sandboxAvailable();
-if (!status.available) console.warn(`acp/sandbox.test.ts: skipped: ${status.reason}`);
+const status = await sandboxStatus("acp/sandbox.test.ts");
 
 const t = useAcpTest({ "a.txt": "a\n" });
 let outside: string;

@@ -5,18 +5,17 @@ import { AgentSession, headlessFrontEnd, type SessionFrontEnd } from "../../src/
 import { SessionTools } from "../../src/agent/session-tools.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../../src/policy/authorizer.js";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { sandboxNetworkStatus } from "../../src/runtime/sandbox/proxy.js";
 import { SessionSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
 import type { Envelope } from "../../src/tool/envelope.js";
 import { SANDBOX_NOTICE, type BashResult } from "../../src/tools/bash.js";
 import { useAgentEnv } from "../helpers.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
 // The sandbox as a session runs it: on by default (bubblewrap through the real AgentSession and
 // LocalShell), "off" in the user's config, no sandbox at all, and escalation of one call.
 
-const status = await sandboxAvailable();
-if (!status.available) console.warn(`agent/sandbox.test.ts: the real-sandbox cases skip: ${status.reason}`);
+const status = await sandboxStatus("agent/sandbox.test.ts");
 
 const t = useAgentEnv({ files: { "a.txt": "a\n" } });
 /** Outside the workspace and outside /tmp (which the sandbox replaces). */

@@ -5,13 +5,13 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { CLI_PATH } from "../helpers.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
 // Issue 20 through the built CLI (`toolhost call bash`), as root and as nobody (setpriv): the
 // same attacks, each checked by its effect, and the same line with the sandbox off as control.
 
-const status = await sandboxAvailable();
+const status = await sandboxStatus("cli/sandbox-users.test.ts");
 const root = process.geteuid?.() === 0;
 const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p));
 const NOBODY = 65534;

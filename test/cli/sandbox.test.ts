@@ -1,14 +1,14 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { runCli } from "./harness.js";
 import { useAgentEnv } from "../helpers.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
 // The sandbox as the CLI reports it: doctor, policy explain, and `toolhost call` on a machine
 // without bwrap (a PATH that has node and nothing else).
 
-const status = await sandboxAvailable();
+const status = await sandboxStatus("cli/sandbox.test.ts");
 
 const t = useAgentEnv({ shared: true, files: { "a.txt": "a\n" } });
 let bareBin: string;

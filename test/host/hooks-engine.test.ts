@@ -7,7 +7,7 @@ import { parseUserConfig } from "../../src/config/schema.js";
 import { Hooks, type HookSandbox, type HooksOptions } from "../../src/host/hooks/engine.js";
 import type { HookInput } from "../../src/host/hooks/events.js";
 import { groupHasLiveMembers } from "../../src/runtime/process-groups.js";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
+import { sandboxStatus } from "../sandbox-status.js";
 import { sandboxedSpawn } from "../../src/runtime/sandbox/sandboxed-spawn.js";
 import { SessionSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
@@ -24,7 +24,7 @@ const SCRIPTS: Record<string, string> = {
 };
 
 // A project's command hooks run only inside the sandbox: those cases need one.
-const status = await sandboxAvailable();
+const status = await sandboxStatus("host/hooks-engine.test.ts");
 if (!status.available) console.warn(`hooks-engine.test.ts: the project-hook cases skip: ${status.reason}`);
 
 let home: string;

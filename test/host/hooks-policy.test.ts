@@ -13,7 +13,7 @@ import type { SourcedRule } from "../../src/policy/ruleset.js";
 import { SessionRules } from "../../src/policy/session-rules.js";
 import type { Watchdog } from "../../src/policy/watchdog.js";
 import type { Envelope } from "../../src/tool/envelope.js";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
+import { sandboxStatus } from "../sandbox-status.js";
 import { sandboxedSpawn } from "../../src/runtime/sandbox/sandboxed-spawn.js";
 import { SessionSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
@@ -30,7 +30,7 @@ const SCRIPTS: Record<string, string> = {
   "block-rm.sh": fileURLToPath(new URL("../fixtures/claude-hooks/block-rm.sh", import.meta.url)),
 };
 const registry = builtinRegistry();
-const status = await sandboxAvailable();
+const status = await sandboxStatus("host/hooks-policy.test.ts");
 let ws: Workspace;
 const runtimes: RuntimeSession[] = [];
 beforeEach(async () => {

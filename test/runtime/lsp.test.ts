@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LspManager } from "../../src/runtime/lsp/manager.js";
 import { LspSandbox } from "../../src/runtime/lsp/sandbox.js";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
+import { sandboxStatus } from "../sandbox-status.js";
 import { SessionSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { tempDir } from "../helpers.js";
@@ -35,7 +35,7 @@ let lsp: LspManager;
 let caches: string;
 let runtime: RuntimeSession;
 
-const sandbox = await sandboxAvailable();
+const sandbox = await sandboxStatus("runtime/lsp.test.ts");
 if (!sandbox.available) console.warn(`runtime/lsp.test.ts: the servers need a sandbox, their cases are skipped: ${sandbox.reason}`);
 const withSandbox = describe.skipIf(!sandbox.available);
 

@@ -3,9 +3,9 @@ import { existsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { tempDir, until } from "../helpers.js";
 import { guardedContexts } from "./guarded-context.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
 // Issue 20 class 2, nested git repositories: a sandboxed command can neither change a nested
 // repository's hooks or config (a clone, a vendored copy, a submodule's git folder, a worktree's)
@@ -13,8 +13,7 @@ import { guardedContexts } from "./guarded-context.js";
 // would run, outside the sandbox. Judged by effect: the files, and a real `git status` whose
 // core.fsmonitor would leave a marker. Each with an unsandboxed control that shows the attack lands.
 
-const status = await sandboxAvailable();
-if (!status.available) console.warn(`nested-git.test.ts: skipped: ${status.reason}`);
+const status = await sandboxStatus("runtime/nested-git.test.ts");
 
 let ws: string;
 let sidecar: string;

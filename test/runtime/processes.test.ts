@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createToolContext } from "../../src/runtime/context.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
-import { GROUP_GUARD } from "../../src/runtime/shell/background.js";
+import { GROUP_GUARD } from "../../src/runtime/process-groups.js";
 import { MAX_RUNNING_PROCESSES } from "../../src/runtime/shell/processes.js";
 import type { ToolContext } from "../../src/tool/context.js";
 import type { RequirementSet } from "../../src/tool/requirements.js";

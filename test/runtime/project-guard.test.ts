@@ -2,16 +2,16 @@ import { execFileSync } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { bubblewrapSandbox, sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
+import { bubblewrapSandbox } from "../../src/runtime/sandbox/bubblewrap.js";
 import { tempDir } from "../helpers.js";
 import { guardedContexts } from "./guarded-context.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
 // Issue 20 class 2, the sandbox's side: a sandboxed command cannot plant code that runs later
 // outside it. Existing project-control paths are read-only inside; one the command creates is
 // moved to quarantine once it has ended, and the result says so. Each with an unsandboxed control.
 
-const status = await sandboxAvailable();
-if (!status.available) console.warn(`project-guard.test.ts: skipped: ${status.reason}`);
+const status = await sandboxStatus("runtime/project-guard.test.ts");
 
 let ws: string;
 let sidecar: string;

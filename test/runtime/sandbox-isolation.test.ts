@@ -6,17 +6,17 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createToolContext } from "../../src/runtime/context.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { LocalShell } from "../../src/runtime/shell/local.js";
-import { bubblewrapSandbox, provenIsolation, sandboxAvailable, type BubblewrapOptions } from "../../src/runtime/sandbox/bubblewrap.js";
+import { bubblewrapSandbox, provenIsolation, type BubblewrapOptions } from "../../src/runtime/sandbox/bubblewrap.js";
 import type { SpawnRequest } from "../../src/runtime/shell/scoped.js";
 import { describeSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
 import { tempDir } from "../helpers.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
 // Issue 20, classes 1, 3 and 4, through real bwrap and real processes: each attack is checked by
 // its effect (a file unchanged, a listener that hears nothing, a secret absent from the output),
 // next to a control where the same command runs unsandboxed and the attack lands.
 
-const status = await sandboxAvailable();
-if (!status.available) console.warn(`sandbox-isolation.test.ts: skipped: ${status.reason}`);
+const status = await sandboxStatus("runtime/sandbox-isolation.test.ts");
 const root = process.geteuid?.() === 0;
 const has = (bin: string) => new Promise<boolean>((r) => execFile("sh", ["-c", `command -v ${bin}`], (err) => r(!err)));
 
@@ -29,8 +29,9 @@ const savedEnv = { ...process.env };
 
 beforeAll(async () => {
   ws = await tempDir({ "a.txt": "a\n" });
-  // A stand-in home (secrets, histories) and toolhost home (config, other sessions).
-  home = await tempDir({
+  // A stand-in home (secrets, histories) and toolhost home (config, other sessions), outside /tmp:
+  // the sandbox replaces /tmp with a tmpfs, which would hide a home there whether or not it is hidden.
+  home = await homeOutsideTmp({
     ".bash_history": "export GITHUB_TOKEN=HISTORY-SECRET\n",
     ".config/gh/hosts.yml": "oauth_token: GH-SECRET\n",
     ".ssh/id_ed25519": "SSH-SECRET\n",
@@ -55,6 +56,16 @@ afterEach(async () => {
   for (const s of sessions.splice(0)) await s.close();
 });
 
+/** A folder under /var/tmp holding `files` (relative path → content). */
+async function homeOutsideTmp(files: Record<string, string>): Promise<string> {
+  const dir = await fsp.realpath(await fsp.mkdtemp("/var/tmp/toolhost-home-"));
+  for (const [name, content] of Object.entries(files)) {
+    await fsp.mkdir(path.dirname(path.join(dir, name)), { recursive: true });
+    await fsp.writeFile(path.join(dir, name), content);
+  }
+  return dir;
+}
+
 async function run(command: string, options: BubblewrapOptions | "unsandboxed" = {}, sidecarDir?: string) {
   const session = new RuntimeSession({
     workspace: ws,
@@ -74,6 +85,17 @@ describe.skipIf(!status.available)("class 1: no capabilities, whoever runs toolh
     expect(inside.stdout).toMatch(/^CapBnd:\s+0+$/m);
     const plain = await run("cat /proc/self/status", "unsandboxed");
     if (root) expect(provenIsolation(plain.stdout)).toMatch(/CapEff is 0*1?[0-9a-f]*[1-9a-f]/);
+  });
+
+  it.skipIf(process.arch !== "x64" && process.arch !== "arm64")("cannot set up io_uring (EPERM); unsandboxed it can", async () => {
+    // io_uring_setup(1, &params) is 425 on x86_64 and aarch64 alike; it prints the fd or -1 and errno.
+    const probe = `python3 -c "import ctypes; c=ctypes.CDLL(None, use_errno=True); r=c.syscall(425, 1, ctypes.create_string_buffer(120)); print('RING', r, ctypes.get_errno())"`;
+    if (!(await has("python3"))) return;
+    expect((await run(probe)).stdout).toBe("RING -1 1\n");
+    const plain = (await run(probe, "unsandboxed")).stdout;
+    // Control: the host allows it (unless its io_uring_disabled sysctl says otherwise).
+    if ((await fsp.readFile("/proc/sys/kernel/io_uring_disabled", "utf8").catch(() => "0")).trim() === "0")
+      expect(plain).toMatch(/^RING \d+ 0$/m);
   });
 
   it("cannot undo a mask, remount / writable, mount, or make a namespace: the file outside stays unchanged", async () => {

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createToolContext } from "../../src/runtime/context.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { LocalShell } from "../../src/runtime/shell/local.js";
-import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions } from "../../src/runtime/sandbox/bubblewrap.js";
+import { bubblewrapSandbox, type BubblewrapOptions } from "../../src/runtime/sandbox/bubblewrap.js";
 import { isPrivateAddress } from "../../src/runtime/addresses.js";
 import {
   sandboxNetworkStatus,
@@ -20,8 +20,9 @@ import { netFetchHosts } from "../../src/policy/net-hosts.js";
 import type { SourcedRule } from "../../src/policy/ruleset.js";
 import type { RequirementSet } from "../../src/tool/requirements.js";
 import { tempDir } from "../helpers.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
-const sandbox = await sandboxAvailable();
+const sandbox = await sandboxStatus("runtime/sandbox-proxy.test.ts");
 const network = sandboxNetworkStatus();
 const skipSandbox = !sandbox.available || !network.available;
 if (skipSandbox) {

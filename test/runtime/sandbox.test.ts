@@ -10,11 +10,9 @@ import { bubblewrapSandbox, sandboxAvailable } from "../../src/runtime/sandbox/b
 import type { SpawnTransform } from "../../src/runtime/shell/scoped.js";
 import type { RequirementSet } from "../../src/tool/requirements.js";
 import { tempDir } from "../helpers.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
-const status = await sandboxAvailable();
-if (!status.available) {
-  console.warn(`sandbox.test.ts: skipped, the bubblewrap sandbox is not available here: ${status.reason}`);
-}
+const status = await sandboxStatus("runtime/sandbox.test.ts");
 
 const requires: RequirementSet = { shell: [{ cmd: "bash" }], fs: { read: ["{workspace}/**"] } };
 

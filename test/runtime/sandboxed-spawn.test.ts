@@ -3,7 +3,7 @@ import * as fsp from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
+import { sandboxStatus } from "../sandbox-status.js";
 import { sandboxNetworkStatus } from "../../src/runtime/sandbox/proxy.js";
 import { sandboxedSpawn } from "../../src/runtime/sandbox/sandboxed-spawn.js";
 import { SessionSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
@@ -15,7 +15,7 @@ import { tempDir } from "../helpers.js";
 // session's sandbox: the network it gets (a bash call's, or only the hosts it names), and why it
 // does not run where no sandbox does.
 
-const status = await sandboxAvailable();
+const status = await sandboxStatus("runtime/sandboxed-spawn.test.ts");
 const network = sandboxNetworkStatus();
 const skip = !status.available || !network.available;
 if (skip) console.warn("sandboxed-spawn.test.ts: the network cases skip: no sandbox or no socat here");

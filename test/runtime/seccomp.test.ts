@@ -66,6 +66,9 @@ describe("the seccomp filter", () => {
         "open_by_handle_at",
         "fsopen",
         "move_mount",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
       ] as const) {
         expect(run(program, { arch: audit, nr: nr[name] }), `${arch} ${name}`).toBe(EPERM);
       }

@@ -6,16 +6,15 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { allowAll } from "../../src/policy/call.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { LocalShell } from "../../src/runtime/shell/local.js";
-import { sandboxAvailable } from "../../src/runtime/sandbox/bubblewrap.js";
 import { describeSandbox, SessionSandbox, sandboxSetting } from "../../src/runtime/sandbox/session-sandbox.js";
 import { defineTool } from "../../src/tool/define.js";
 import { call, output, sleepMarker, survivors, tempDir } from "../helpers.js";
+import { sandboxStatus } from "../sandbox-status.js";
 
 // The session's sandbox under the call pipeline: what it wraps, what lifts it (only the policy's
 // grant), where the setting comes from, and that an early kill leaves nothing behind.
 
-const status = await sandboxAvailable();
-if (!status.available) console.warn(`session-sandbox.test.ts: the real-sandbox cases skip: ${status.reason}`);
+const status = await sandboxStatus("runtime/session-sandbox.test.ts");
 
 let ws: string;
 let outside: string;

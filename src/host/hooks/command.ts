@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import type { Socket } from "node:net";
+import { guardedCommand, releaseGuard, unrefGuard } from "../../runtime/process-groups.js";
 import { shellPath } from "../../runtime/shell/scoped.js";
 import { fromHookInput, type HookDialect, type HookEventName } from "./events.js";
 
@@ -41,12 +43,16 @@ export function runHookCommand(command: string, stdin: string, options: CommandO
     const sizes = { stdout: 0, stderr: 0 };
     let done = false;
     let drain: NodeJS.Timeout | undefined;
-    const child = spawn(how.file, how.args, {
+    // Behind the group guard (process-groups.ts): a hook's group ends with toolhost, however it ends.
+    const guarded = guardedCommand("toolhost-hook", how.file, how.args, { env: how.env, cwd: how.cwd });
+    const child = spawn(guarded.file, guarded.args, {
       cwd: how.cwd,
       env: how.env,
       detached: true,
-      stdio: ["pipe", "pipe", "pipe"],
+      stdio: ["pipe", "pipe", "pipe", "pipe"],
     });
+    const guard = child.stdio[3] as Socket | null;
+    unrefGuard(guard);
     const killGroup = () => {
       try {
         if (child.pid) process.kill(-child.pid, "SIGKILL");
@@ -62,6 +68,8 @@ export function runHookCommand(command: string, stdin: string, options: CommandO
       run.stderr = Buffer.concat(chunks.stderr).toString("utf8");
       child.stdout?.destroy();
       child.stderr?.destroy();
+      // Whatever the hook left running in its group was killed above or goes with toolhost; the guard of an ended one goes now.
+      if (child.exitCode !== null || child.signalCode !== null) releaseGuard(guard);
       resolve(run);
     };
     const timer = setTimeout(() => {

@@ -360,7 +360,13 @@ export function sandboxAvailable(bwrapPath?: string): Promise<SandboxStatus> {
       return;
     }
     const env = childEnvironment(process.env);
-    const args = wrapped(bwrap, env, isolationArgs("probe"), ["/bin/sh", "-c", STATUS_PROBE]);
+    let args: string[];
+    try {
+      args = wrapped(bwrap, env, isolationArgs("probe"), ["/bin/sh", "-c", STATUS_PROBE]);
+    } catch (err) {
+      resolve({ available: false, reason: `the sandbox cannot start: ${(err as Error).message}` });
+      return;
+    }
     execFile("/bin/sh", args, { timeout: 10_000, env }, (err, stdout, stderr) => {
       if (err) {
         resolve({ available: false, reason: `bwrap cannot start a sandbox here: ${stderr.trim() || err.message}` });

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -6,7 +7,7 @@ import path from "node:path";
 // runs the command. It denies with EPERM the system calls a command has no business making and
 // that could undo the sandbox or reach the kernel's soft spots: mounts (old and new API),
 // namespaces (unshare, setns, clone with a CLONE_NEW* flag), ptrace and its cousins, keyrings,
-// bpf, perf, kernel modules, kexec, file handles, and the ioctls that type into a terminal. clone3 gets ENOSYS (its flags sit behind a
+// bpf, perf, kernel modules, kexec, file handles, io_uring, and the ioctls that type into a terminal. clone3 gets ENOSYS (its flags sit behind a
 // pointer the filter cannot read), so libc falls back to clone, whose flags it checks.
 
 /** `struct seccomp_data`: nr at 0, arch at 4, args[0] (low 32 bits, little-endian) at 16. */
@@ -69,6 +70,10 @@ const DENIED = [
   "swapon",
   "swapoff",
   "reboot",
+  // io_uring runs system calls in kernel workers, past any filter, and has been a rich seam of bugs.
+  "io_uring_setup",
+  "io_uring_enter",
+  "io_uring_register",
 ] as const;
 
 type Syscall = (typeof DENIED)[number] | "clone" | "clone3" | "ioctl";
@@ -106,6 +111,9 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<Syscall, number>> = {
     swapon: 167,
     swapoff: 168,
     reboot: 169,
+    io_uring_setup: 425,
+    io_uring_enter: 426,
+    io_uring_register: 427,
     clone: 56,
     clone3: 435,
     ioctl: 16,
@@ -141,6 +149,9 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<Syscall, number>> = {
     swapon: 224,
     swapoff: 225,
     reboot: 142,
+    io_uring_setup: 425,
+    io_uring_enter: 426,
+    io_uring_register: 427,
     clone: 220,
     clone3: 435,
     ioctl: 29,
@@ -222,17 +233,46 @@ export function seccompSupported(arch: string = process.arch): boolean {
 
 let written: string | undefined;
 
+/** Why `dir` cannot hold the filter, or undefined: it must be our own folder, not a symlink, closed to others. */
+function unsafeFolder(dir: string): string | undefined {
+  const s = lstatSync(dir);
+  const uid = process.geteuid?.() ?? -1;
+  if (s.isSymbolicLink()) return "is a symlink";
+  if (!s.isDirectory()) return "is not a folder";
+  if (uid >= 0 && s.uid !== uid) return `is owned by uid ${s.uid}, not ${uid}`;
+  if ((s.mode & 0o077) !== 0) return `is open to others (mode ${(s.mode & 0o777).toString(8)})`;
+  return undefined;
+}
+
 /**
- * The filter's file, written once per process: 0600 in a new 0700 folder of this user (mkdtemp:
- * nobody else can have made it or put anything in it), removed when the process exits. bwrap
- * reads it from an fd the wrapper opens.
+ * The filter's file: named by its content's hash in a 0700 folder of this user under the temp dir,
+ * shared by every toolhost of the user and never removed, so no process leaves one behind however
+ * it ends (SIGKILL included). The folder is checked like the sidecar root (ours, not a symlink, no
+ * group or other bits; else an error), and the file is written beside and renamed into place, so
+ * it is whole or absent; one already there is read back and must hold these bytes. bwrap reads it
+ * from an fd the wrapper opens.
  */
 export function seccompFilterFile(): string {
   if (written) return written;
-  const dir = mkdtempSync(path.join(os.tmpdir(), "toolhost-seccomp-"));
-  const file = path.join(dir, "filter.bpf");
-  writeFileSync(file, seccompProgram(), { mode: 0o600, flag: "wx" });
-  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const program = seccompProgram();
+  const uid = process.geteuid?.() ?? "user";
+  const dir = path.join(os.tmpdir(), `toolhost-seccomp-${uid}`);
+  mkdirSync(dir, { mode: 0o700, recursive: true });
+  const problem = unsafeFolder(dir);
+  if (problem) throw new Error(`the seccomp filter's folder ${dir} ${problem}: remove it`);
+  const file = path.join(dir, `${createHash("sha256").update(program).digest("hex").slice(0, 32)}.bpf`);
+  const current = (() => {
+    try {
+      return lstatSync(file).isFile() ? readFileSync(file) : undefined;
+    } catch {
+      return undefined;
+    }
+  })();
+  if (!current?.equals(program)) {
+    const temporary = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    writeFileSync(temporary, program, { mode: 0o600, flag: "wx" });
+    renameSync(temporary, file);
+  }
   written = file;
   return file;
 }

@@ -7,7 +7,18 @@ import type { ShellResult, SidecarWriter } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
 import { utf8HeadEnd, utf8TailStart } from "../../tool/truncate.js";
 import type { ShellBackend, ShellSpawnOptions } from "./backend.js";
-import { groupExists, killTree, signalGroup, terminateTree, waitForGroupExit } from "../process-groups.js";
+import type { Socket } from "node:net";
+import {
+  groupExists,
+  groupLiveMembers,
+  guardedCommand,
+  killTree,
+  releaseGuard,
+  signalGroup,
+  terminateTree,
+  unrefGuard,
+  waitForGroupExit,
+} from "../process-groups.js";
 
 export interface LocalShellOptions {
   /** How long a killed tree gets between SIGTERM and SIGKILL (default 2 s). */
@@ -22,6 +33,9 @@ export interface LocalShellOptions {
 }
 
 type StreamName = "stdout" | "stderr";
+
+/** What a Run needs of execa's child. */
+type RunChild = Pick<ResultPromise, "stdout" | "stderr" | "once"> & PromiseLike<unknown>;
 
 /**
  * What one stream keeps in memory: its first `headCap` bytes (copied) and at least the last
@@ -116,13 +130,19 @@ class Run {
   private settle!: { resolve: (r: ShellResult) => void; reject: (e: unknown) => void };
   readonly done: Promise<ShellResult>;
 
+  /** The guard's pid, as it reports it on its socket (GROUP_GUARD in process-groups.ts). */
+  private guardPid: number | undefined;
+
   constructor(
-    private readonly child: ResultPromise,
+    private readonly child: RunChild,
     private readonly pid: number,
     private readonly options: ShellSpawnOptions,
     private readonly config: Required<LocalShellOptions>,
+    private readonly guard: Socket | undefined,
   ) {
     this.done = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+    unrefGuard(guard);
+    guard?.setEncoding("utf8").on("data", (text: string) => (this.guardPid ??= Number.parseInt(text, 10) || undefined));
     const cap = options.maxOutputBytes;
     this.keepers = {
       stdout: new StreamKeeper(Math.ceil(cap / 2), Math.floor(cap / 2)),
@@ -316,6 +336,16 @@ class Run {
     this.escalateTimer.unref();
   }
 
+  /**
+   * Once the command is done, the guard goes if nothing but itself is left of the group. A
+   * background job that redirected its output stays, and so does its guard, until toolhost ends.
+   */
+  private async releaseGuard(): Promise<void> {
+    if (!this.guard) return;
+    const left = await groupLiveMembers(this.pid);
+    if (left.every((pid) => pid === this.guardPid)) releaseGuard(this.guard);
+  }
+
   private maybeFinish(): void {
     if (this.finishing || this.exit === null || this.openStreams > 0) return;
     this.finishing = true;
@@ -332,6 +362,7 @@ class Run {
       await waitForGroupExit(this.pid, this.config.killGraceMs + 500);
       if (!groupExists(this.pid)) clearTimeout(this.escalateTimer);
     }
+    await this.releaseGuard();
     await this.sidecarOpening;
     while (this.pumping) await this.pumping;
     if (this.sidecar) {
@@ -407,12 +438,15 @@ export class LocalShell implements ShellBackend {
 
     // Loaded on first use: execa's module graph is a large part of start-up otherwise.
     const { execa } = await import("execa");
-    const child = execa(file, args, {
+    const env = { ...process.env, ...options.env };
+    // Behind the group guard (process-groups.ts): the command's whole group ends with toolhost.
+    const command = guardedCommand("toolhost-command", file, args, { env, cwd: options.cwd });
+    const child = execa(command.file, command.args, {
       cwd: options.cwd,
-      env: { ...process.env, ...options.env },
+      env,
       extendEnv: false,
       detached: true,
-      stdin: "ignore",
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
       buffer: false,
       reject: false,
       stripFinalNewline: false,
@@ -425,6 +459,7 @@ export class LocalShell implements ShellBackend {
       if (cause?.code === "EACCES") throw new ToolError("permission_denied", `Command is not executable: ${file}`);
       throw new ToolError("execution_failed", `Could not start ${file}: ${cause?.message ?? result.message}`);
     }
-    return new Run(child, child.pid, options, this.config).done;
+    const guard = command.file === file ? undefined : (child.stdio[3] as Socket);
+    return new Run(child, child.pid, options, this.config, guard).done;
   }
 }
