@@ -7,7 +7,7 @@ import { realOrUndefined } from "../../config/real-path.js";
 import { credentialsPath } from "../../config/credentials.js";
 import { toolhostHome } from "../../config/paths.js";
 import { childEnvironment, ENV_NAME } from "./child-env.js";
-import { NestedGitMap } from "./nested-git.js";
+import { NestedGitWorker } from "./nested-git-client.js";
 import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-guard.js";
 import { agentSockets, mountArgs, runtimeDir } from "./mounts.js";
 import { seccompFilterFile, seccompSupported } from "./seccomp.js";
@@ -203,8 +203,9 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
   const newProxies = () => sandboxProxies({ privateHosts: options.privateHosts, resolve: options.resolveHost });
   let proxies = newProxies();
   let network: SandboxNetworkStatus | undefined;
-  // The session's map of nested git repositories (`nested-git.ts`): walked once, then kept current.
-  const gitMap = new NestedGitMap();
+  // The session's map of nested git repositories (`nested-git.ts`): walked once, then kept current
+  // by the kernel's watch, in a worker thread (`nested-git-client.ts`).
+  const gitMap = new NestedGitWorker();
   const transform = async (request: SpawnRequest, context: SpawnContext): Promise<SpawnRequest> => {
     // Bound only if it exists, and the session creates it lazily.
     await mkdir(context.sidecarDir, { recursive: true, mode: 0o700 });
@@ -227,7 +228,7 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     const quarantines = path.join(context.sidecarDir, "quarantine");
     // Never walked: what was moved to quarantine, and the folders hidden inside (nothing there reaches the host).
     const skip = [quarantines, ...(options.hiddenDirs ?? [toolhostHome()])].map(realOrUndefined).filter((p) => p !== undefined);
-    const nested = gitMap.scan(roots, skip);
+    const nested = await gitMap.scan(roots, skip);
     const guard = projectGuard(roots, writableFolders(context, options), nested.found);
     const quarantine = path.join(quarantines, `${Date.now()}-${context.toolId}`);
     const settle = () => settleProjectGuard(guard.watched, quarantine, nested);
@@ -246,11 +247,11 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
       watch: (said: (note: string) => void) => watchProjectGuard(guard.watched, settle, said, () => Math.max(1000, 50 * gitMap.lastPassMs)),
     };
   };
-  // The session's proxies end with it. Should the transform be used again, new ones start.
-  const close = () => {
+  // The session's proxies and its map's worker end with it. Should the transform be used again, new ones start.
+  const close = async () => {
     const closing = proxies;
     proxies = newProxies();
-    return closing.close();
+    await Promise.all([closing.close(), gitMap.close()]);
   };
   return Object.assign(transform, { close });
 }

@@ -240,7 +240,7 @@ export async function settleProjectGuard(
     if (dest) moved.push(`${path.relative(w.root, w.path)} → ${dest}`);
   }
   const gone: string[] = [];
-  for (const plant of nested.changes()) {
+  for (const plant of await nested.changes()) {
     // In a plant moved already (a `.git` found inside a planted folder), or in a folder swapped for a symlink since.
     if (gone.some((g) => isInside(plant.path, g)) || realOrUndefined(path.dirname(plant.path)) !== path.dirname(plant.path)) continue;
     try {
