@@ -57,9 +57,10 @@ export class FolderWatch {
   private fences = 0;
   private waiting: { name: string; arrived: () => void } | undefined;
 
-  constructor(options: { budget?: number } = {}) {
+  /** `budget` (watches) and `overflowAt` (events between takes): tests only. */
+  constructor(options: { budget?: number; overflowAt?: number } = {}) {
     this.budget = options.budget ?? Math.floor(procNumber("max_user_watches", 8192) / 4);
-    this.overflowAt = Math.floor(procNumber("max_queued_events", 16384) / 2);
+    this.overflowAt = options.overflowAt ?? Math.floor(procNumber("max_queued_events", 16384) / 2);
     this.fenceDir = mkdtempSync(path.join(os.tmpdir(), "toolhost-fence-"));
     this.fenceWatcher = watch(this.fenceDir, { persistent: false }, (_event, name) => {
       this.events++;
