@@ -8,7 +8,16 @@ import type { MapReply, MapRequest } from "./nested-git-client.js";
 // on the agent's thread, whose requests (a cancel, another session's prompt) they would hold.
 // One request at a time: each pass waits for the fence, then runs to its end.
 
-const watch = new FolderWatch();
+/** Without a watch (no temp folder for its fence), every pass is whole, by ctime: slower, as sound. */
+function startWatch(): FolderWatch | undefined {
+  try {
+    return new FolderWatch();
+  } catch {
+    return undefined;
+  }
+}
+
+const watch = startWatch();
 const map = new NestedGitMap(undefined, watch);
 const checks = new Map<number, { changes(): Plant[]; failed(plant: Plant): void }>();
 let queue: Promise<unknown> = Promise.resolve();
@@ -16,7 +25,7 @@ let queue: Promise<unknown> = Promise.resolve();
 async function answer(request: MapRequest): Promise<MapReply | undefined> {
   switch (request.op) {
     case "scan": {
-      await watch.fence();
+      await watch?.fence();
       const check = map.scan(request.roots, request.skip);
       checks.set(request.id, check);
       return { id: request.id, found: check.found, passMs: map.lastPassMs };
@@ -24,7 +33,7 @@ async function answer(request: MapRequest): Promise<MapReply | undefined> {
     case "changes": {
       const check = checks.get(request.check);
       if (!check) throw new Error("the sandbox's check of nested repositories is gone");
-      await watch.fence();
+      await watch?.fence();
       return { id: request.id, plants: check.changes(), passMs: map.lastPassMs };
     }
     case "failed":
@@ -34,7 +43,7 @@ async function answer(request: MapRequest): Promise<MapReply | undefined> {
       checks.delete(request.check);
       return undefined;
     case "close":
-      watch.close();
+      watch?.close();
       return { id: request.id, closed: true };
   }
 }
