@@ -228,6 +228,8 @@ export async function settleProjectGuard(
   quarantineDir: string,
   nested: NestedGitCheck,
 ): Promise<string | undefined> {
+  // Asked first: the map's answer is a round trip to its worker, and a moved path's note must follow its move at once.
+  const plants = await nested.changes();
   const moved: string[] = [];
   const failed: string[] = [];
   for (const w of watched) {
@@ -240,7 +242,7 @@ export async function settleProjectGuard(
     if (dest) moved.push(`${path.relative(w.root, w.path)} → ${dest}`);
   }
   const gone: string[] = [];
-  for (const plant of await nested.changes()) {
+  for (const plant of plants) {
     // In a plant moved already (a `.git` found inside a planted folder), or in a folder swapped for a symlink since.
     if (gone.some((g) => isInside(plant.path, g)) || realOrUndefined(path.dirname(plant.path)) !== path.dirname(plant.path)) continue;
     try {
