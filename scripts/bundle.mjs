@@ -14,7 +14,13 @@ const cli = await build({
   // The library entry (dist/index.js, for embedders) is bundled too, over tsc's output, sharing the
   // CLI's chunks: the installed package then needs only the external dependencies below (and zod,
   // which the AI SDK brings and the .d.ts name); tsc's other .js files are for the tests, not shipped.
-  entryPoints: { cli: "src/cli.ts", index: "src/index.ts", "chunks/web-extract-worker": "src/tools/web-extract-worker.ts" },
+  // So does the map of nested repositories (src/runtime/sandbox/nested-git-client.ts).
+  entryPoints: {
+    cli: "src/cli.ts",
+    index: "src/index.ts",
+    "chunks/web-extract-worker": "src/tools/web-extract-worker.ts",
+    "chunks/nested-git-worker": "src/runtime/sandbox/nested-git-worker.ts",
+  },
   outdir: "dist",
   bundle: true,
   splitting: true,
@@ -44,6 +50,13 @@ const cli = await build({
 const pool = Object.entries(cli.metafile.outputs).find(([, out]) => Object.keys(out.inputs).includes("src/tools/web-extract-pool.ts"));
 if (!pool || !pool[0].startsWith("dist/chunks/")) {
   throw new Error(`bundle: web-extract-pool.ts landed in ${pool?.[0] ?? "no output"}, not dist/chunks/, where its worker is`);
+}
+
+const client = Object.entries(cli.metafile.outputs).find(([, out]) =>
+  Object.keys(out.inputs).includes("src/runtime/sandbox/nested-git-client.ts"),
+);
+if (!client || !client[0].startsWith("dist/chunks/")) {
+  throw new Error(`bundle: nested-git-client.ts landed in ${client?.[0] ?? "no output"}, not dist/chunks/, where its worker is`);
 }
 
 // All of zod in one file, for extension files only (src/host/extension-zod.ts): the start-up

@@ -7,7 +7,7 @@ import { realOrUndefined } from "../../config/real-path.js";
 import { credentialsPath } from "../../config/credentials.js";
 import { toolhostHome } from "../../config/paths.js";
 import { childEnvironment, ENV_NAME } from "./child-env.js";
-import { NestedGitMap } from "./nested-git.js";
+import { NestedGitWorker } from "./nested-git-client.js";
 import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-guard.js";
 import { Quarantine, quarantineReachable } from "./quarantine.js";
 import { agentSockets, mountArgs, runtimeDir } from "./mounts.js";
@@ -224,8 +224,9 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
   const newProxies = () => sandboxProxies({ privateHosts: options.privateHosts, resolve: options.resolveHost });
   let proxies = newProxies();
   let network: SandboxNetworkStatus | undefined;
-  // The session's map of nested git repositories (`nested-git.ts`): walked once, then kept current.
-  const gitMap = new NestedGitMap();
+  // The session's map of nested git repositories (`nested-git.ts`): walked once, then kept current
+  // by the kernel's watch, in a worker thread (`nested-git-client.ts`).
+  const gitMap = new NestedGitWorker();
   // Where what a command planted goes: out of every sandbox's reach (`quarantine.ts`).
   const quarantine = new Quarantine(() => options.quarantineDir ?? path.join(toolhostHome(), "quarantine"));
   const transform = async (request: SpawnRequest, context: SpawnContext): Promise<SpawnRequest> => {
@@ -257,7 +258,7 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     const place = quarantine.place();
     // Never walked: what was moved to quarantine, and the folders hidden inside (nothing there reaches the host).
     const skip = [place, ...hidden].map(realOrUndefined).filter((p) => p !== undefined);
-    const nested = gitMap.scan(roots, skip);
+    const nested = await gitMap.scan(roots, skip);
     const guard = projectGuard(roots, writable, nested.found);
     const reachable = quarantineReachable(
       place,
@@ -283,11 +284,11 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
       watch: (said: (note: string) => void) => watchProjectGuard(guard.watched, settle, said, () => Math.max(1000, 50 * gitMap.lastPassMs)),
     };
   };
-  // The session's proxies end with it. Should the transform be used again, new ones start.
-  const close = () => {
+  // The session's proxies and its map's worker end with it. Should the transform be used again, new ones start.
+  const close = async () => {
     const closing = proxies;
     proxies = newProxies();
-    return closing.close();
+    await Promise.all([closing.close(), gitMap.close()]);
   };
   return Object.assign(transform, { close });
 }

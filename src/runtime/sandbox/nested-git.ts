@@ -1,6 +1,7 @@
 import { accessSync, constants, lstatSync, readdirSync, readlinkSync, type Dirent, type Stats } from "node:fs";
 import path from "node:path";
 import { gitDirLayout } from "../../tool/project-control.js";
+import type { FolderWatch } from "./folder-watch.js";
 
 // Nested git repositories (issue 20 class 2). git runs code from the first repository it finds on
 // its way up from the user's folder: a `.git` folder or file in that folder or any above it, or a
@@ -34,6 +35,17 @@ import { gitDirLayout } from "../../tool/project-control.js";
 // enters a `.git` folder (bound read-only whole). A path longer than PATH_MAX cannot be looked at,
 // by git either (it finds `.git` by absolute path). File systems that do not keep ctime (none
 // of Linux's native ones) are not supported.
+//
+// What a pass costs: with a `FolderWatch` (the session's map, in a worker thread:
+// `nested-git-worker.ts`), the kernel says which folders changed since the last pass, and a pass
+// lists those, stats their subfolders (one replaced under the same name is another inode) and
+// touches nothing else; the ctime rule above still holds for what it looks at, and a pass is whole
+// whenever the watch cannot vouch for every change (`folder-watch.ts`). No pass is skipped: the
+// user's editor or another process may have made a repository between two commands, and the map
+// must know it before the next command (bound read-only, not taken later for that command's
+// plant); when nothing changed, a pass is the fence and a few stats. A command's check compares
+// its own start with the map brought current (`diff`), descending only where the two differ:
+// folders unchanged are the same objects in both.
 
 /** Names that make a folder a git folder to git (`is_git_directory`), and those it runs code from. Lower case. */
 const GITDIR_NAMES = new Set(["head", "objects", "refs", "commondir", "config", "config.worktree", "hooks"]);
@@ -54,6 +66,10 @@ interface Folder {
   ctime: number;
   ino: number;
   hot: boolean;
+  /** Watched since before it was listed (`FolderWatch`): any change since is an event, whatever its ctime. */
+  watched: boolean;
+  /** Which listing this is: a folder listed again is another. */
+  stamp: number;
   /** It could not be listed (no read permission): nothing in it can be seen. */
   opaque: boolean;
   /** Opaque, and another user's that toolhost's cannot write either: no sandboxed command could have changed it. */
@@ -64,6 +80,8 @@ interface Folder {
   /** Its entries that are folders (or of an unknown type), `.git` aside. */
   subdirs: string[];
   children: Map<string, Folder>;
+  /** How many findings it and the folders below it hold (a root's own `.git` counted): where to look for them. */
+  finds: number;
 }
 
 /** What a pass found to protect: a nested `.git`, a git folder (its config, hooks, commondir), a folder it cannot list. */
@@ -84,7 +102,7 @@ export interface Plant {
 /** A command's view: what to protect before it, and what it planted since (each call from the last). */
 export interface NestedGitCheck {
   found: GitFinding[];
-  changes(): Plant[];
+  changes(): Plant[] | Promise<Plant[]>;
   /** A plant that could not be moved: every later command is refused while it is there. */
   failed(plant: Plant): void;
 }
@@ -131,27 +149,40 @@ function unknownType(d: Dirent): boolean {
   return !(d.isFile() || d.isDirectory() || d.isSymbolicLink() || d.isFIFO() || d.isSocket() || d.isBlockDevice() || d.isCharacterDevice());
 }
 
+/** The folder with these children, its count of findings below made again. */
+function withChildren(folder: Folder, children: Map<string, Folder>): Folder {
+  let finds = (folder.opaque ? 1 : 0) + (folder.git ? 1 : 0) + (shaped(folder) ? 1 : 0);
+  for (const child of children.values()) finds += child.finds;
+  return { ...folder, children, finds };
+}
+
+let stamps = 0;
+
 interface Pass {
   /** When the pass started, less the margin below which a ctime is too recent to trust (`HOT_MS`). */
   hotFrom: number;
-  root: string;
   skip: ReadonlySet<string>;
-  /** Plants are looked for (after a command), not only findings. */
-  report: boolean;
-  plants: Plant[];
-  found: GitFinding[];
+  watch: FolderWatch | undefined;
+  /** Whether `p` must be looked at: changed, or holds a folder that changed or is not watched. Always, in a whole pass. */
+  needs: (p: string) => boolean;
+  /** The folders the watch says changed; undefined in a whole pass. */
+  dirty: ReadonlySet<string> | undefined;
 }
 
-/** Lists a folder; undefined when it is gone (or no folder any more). */
+/** Lists a folder (watched first, so no change after the listing goes unseen); undefined when it is gone. */
 function list(pass: Pass, p: string, stat: Stats): Folder | undefined {
+  const watched = pass.watch?.watch(p) ?? false;
   const folder: Folder = {
     ctime: stat.ctimeMs,
     ino: stat.ino,
     hot: stat.ctimeMs >= pass.hotFrom,
+    watched,
+    stamp: ++stamps,
     opaque: false,
     gitdir: [],
     subdirs: [],
     children: new Map(),
+    finds: 0,
   };
   let entries: Dirent[];
   try {
@@ -161,7 +192,7 @@ function list(pass: Pass, p: string, stat: Stats): Folder | undefined {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return undefined;
-    return { ...folder, opaque: true, foreign: stat.uid !== process.getuid?.() && !writable(p) };
+    return { ...folder, opaque: true, finds: 1, foreign: stat.uid !== process.getuid?.() && !writable(p) };
   }
   for (const d of entries) {
     const name = d.name.toLowerCase();
@@ -172,12 +203,64 @@ function list(pass: Pass, p: string, stat: Stats): Folder | undefined {
     if (GITDIR_NAMES.has(name)) folder.gitdir.push(d.name);
     if (d.isDirectory() || unknownType(d)) folder.subdirs.push(d.name);
   }
-  return folder;
+  return withChildren(folder, folder.children);
+}
+
+/** Every folder of a subtree the map no longer holds there: their watches go. */
+function forget(pass: Pass, p: string, folder: Folder): void {
+  if (!pass.watch) return;
+  pass.watch.forget(p);
+  for (const [name, child] of folder.children) forget(pass, `${p}/${name}`, child);
+}
+
+/** The folder at `p` now, from `before` (the map's, undefined when new to it); the same object when nothing changed below it. */
+function visit(pass: Pass, p: string, before: Folder | undefined, top: boolean, force: boolean): Folder | undefined {
+  // Not changed, nothing changed below it, its folder not listed again: as it was.
+  if (before && !top && !force && !pass.needs(p)) return before;
+  let stat: Stats | undefined;
+  try {
+    stat = lstatSync(p, { throwIfNoEntry: false });
+  } catch {
+    stat = undefined; // past PATH_MAX (git cannot look there either), or not to be looked at
+  }
+  if (!stat?.isDirectory()) {
+    if (before) forget(pass, p, before);
+    return undefined;
+  }
+  // Another folder under the same name (replaced, moved in) is new, all of it.
+  const old = before?.ino === stat.ino ? before : undefined;
+  if (before && !old) forget(pass, p, before);
+  // Its ctime vouches for its entries unless too recent; its watch does in a pass the watch vouches for.
+  const trusted = old !== undefined && (!old.hot || (pass.dirty !== undefined && old.watched));
+  const same = trusted && old.ctime === stat.ctimeMs && !pass.dirty?.has(p);
+  const folder = same ? old : list(pass, p, stat);
+  if (!folder) {
+    if (old) forget(pass, p, old);
+    return undefined;
+  }
+  // The folder's children as they were, copied only when one of them changed (most passes change none).
+  let children = folder === old ? old.children : new Map<string, Folder>();
+  let copied = folder !== old;
+  for (const name of folder.subdirs) {
+    const child = `${p}/${name}`;
+    if (pass.skip.has(child)) continue;
+    const prev = old?.children.get(name);
+    const now = visit(pass, child, prev, false, folder !== old);
+    if (now === prev && !copied) continue;
+    if (!copied) {
+      children = new Map(children);
+      copied = true;
+    }
+    if (now) children.set(name, now);
+    else children.delete(name);
+  }
+  // Folders the new listing no longer holds (removed, renamed away).
+  if (old && folder !== old) for (const [name, prev] of old.children) if (!children.has(name)) forget(pass, `${p}/${name}`, prev);
+  return copied ? withChildren(folder, children) : folder;
 }
 
 /** What appeared in `folder` that `old` (the same folder before, if it existed) did not hold. */
-function plantsIn(pass: Pass, p: string, old: Folder | undefined, folder: Folder, top: boolean): Plant[] {
-  const root = pass.root;
+function plantsIn(p: string, root: string, old: Folder | undefined, folder: Folder, top: boolean): Plant[] {
   if (folder.opaque) {
     // One its owner changes as it runs (a database's folder in a volume) is no plant: it is bound read-only.
     const known = old?.opaque === true && !old.hot && old.ctime === folder.ctime;
@@ -195,86 +278,106 @@ function plantsIn(pass: Pass, p: string, old: Folder | undefined, folder: Folder
   return plants;
 }
 
-/** The folder at `p` now, from `before` (the map's, undefined when new to it); the same object when nothing changed below it. */
-function visit(pass: Pass, p: string, before: Folder | undefined, top: boolean): Folder | undefined {
-  let stat: Stats | undefined;
-  try {
-    stat = lstatSync(p, { throwIfNoEntry: false });
-  } catch {
-    return undefined; // past PATH_MAX (git cannot look there either), or not to be looked at
-  }
-  if (!stat?.isDirectory()) return undefined;
-  // Another folder under the same name (replaced, moved in) is new, all of it.
-  const old = before?.ino === stat.ino ? before : undefined;
-  const same = old !== undefined && !old.hot && old.ctime === stat.ctimeMs;
-  let folder = same ? old : list(pass, p, stat);
-  if (!folder) return undefined;
-  if (pass.report && !same) {
-    const plants = plantsIn(pass, p, old, folder, top);
+interface Diff {
+  root: string;
+  watch: FolderWatch | undefined;
+  plants: Plant[];
+}
+
+/**
+ * What `now` (the map brought current) holds that `then` (a command's start) did not: the plants,
+ * and `now` without them. Descends only where the two differ (an unchanged folder is the same object).
+ */
+function diff(d: Diff, p: string, then: Folder | undefined, now: Folder, top: boolean): Folder | undefined {
+  if (then === now) return now;
+  const old = then?.ino === now.ino ? then : undefined;
+  let folder = now;
+  if (old?.stamp !== now.stamp) {
+    const plants = plantsIn(p, d.root, old, now, top);
     if (plants.length) {
-      pass.plants.push(...plants);
-      if (folder.opaque) return undefined;
+      d.plants.push(...plants);
       // The map does not keep them: were one not moved, the next pass finds it again.
+      d.watch?.touch(p);
+      if (now.opaque) return undefined;
       const moved = new Set(plants.map((x) => path.basename(x.path)));
       folder = {
-        ...folder,
+        ...now,
         ctime: NaN,
-        ...(folder.git && moved.has(folder.git.name) ? { git: undefined } : {}),
-        gitdir: folder.gitdir.filter((n) => !moved.has(n)),
+        ...(now.git && moved.has(now.git.name) ? { git: undefined } : {}),
+        gitdir: now.gitdir.filter((n) => !moved.has(n)),
       };
     }
   }
-  if (folder.opaque && !top) pass.found.push({ path: p, root: pass.root, kind: "opaque" });
-  if (folder.git && !top) pass.found.push({ path: `${p}/${folder.git.name}`, root: pass.root, kind: "git" });
-  if (shaped(folder)) pass.found.push({ path: p, root: pass.root, kind: "gitdir" });
-  // The folder's children as they were, copied only when one of them changed (most passes change none).
-  let children = folder === old ? old.children : new Map<string, Folder>();
-  let copied = folder !== old;
-  for (const name of folder.subdirs) {
-    const child = `${p}/${name}`;
-    if (pass.skip.has(child)) continue;
-    const prev = old?.children.get(name);
-    const now = visit(pass, child, prev, false);
-    if (now === prev && !copied) continue;
-    if (!copied) {
-      children = new Map(children);
-      copied = true;
-    }
-    if (now) children.set(name, now);
+  let children = now.children;
+  for (const [name, child] of now.children) {
+    const kept = diff(d, `${p}/${name}`, old?.children.get(name), child, false);
+    if (kept === child) continue;
+    if (children === now.children) children = new Map(children);
+    if (kept) children.set(name, kept);
     else children.delete(name);
   }
-  return copied ? { ...folder, children } : folder;
+  return folder === now && children === now.children ? now : withChildren(folder, children);
+}
+
+/** What a tree holds to protect, found where its counts say. */
+function collect(root: string, p: string, folder: Folder, top: boolean, found: GitFinding[]): void {
+  if (folder.opaque && !top) found.push({ path: p, root, kind: "opaque" });
+  if (folder.git && !top) found.push({ path: `${p}/${folder.git.name}`, root, kind: "git" });
+  if (shaped(folder)) found.push({ path: p, root, kind: "gitdir" });
+  for (const [name, child] of folder.children) if (child.finds > 0) collect(root, `${p}/${name}`, child, false, found);
+}
+
+/** Every folder from `p` up to the file system's root, into `into`. */
+function withAncestors(paths: Iterable<string>, into: Set<string>): void {
+  for (let p of paths) {
+    while (!into.has(p)) {
+      into.add(p);
+      const up = path.dirname(p);
+      if (up === p) break;
+      p = up;
+    }
+  }
 }
 
 /**
  * A session's map of its workspace roots' folders (see above). `scan` before each command gives
  * what to protect and the command's check; the map moves on with every pass, whichever command made it.
+ * With a `FolderWatch`, a pass looks only at what the watch says changed (`fence` it first).
  */
 export class NestedGitMap {
-  private readonly trees = new Map<string, Folder>();
+  private trees = new Map<string, Folder>();
   private readonly stuck = new Set<string>();
   /** How long the last pass took (ms): a background process's check is spaced by it. */
   lastPassMs = 0;
 
   /** `hotMs`: tests only, to see folders the kernel stamped a tick ago trusted by their ctime alone. */
-  constructor(private readonly hotMs = HOT_MS) {}
+  constructor(
+    private readonly hotMs = HOT_MS,
+    private readonly watch?: FolderWatch,
+  ) {}
 
-  private pass(roots: readonly string[], from: ReadonlyMap<string, Folder>, skip: ReadonlySet<string>, report: boolean) {
+  /** The map brought current: a pass from its last state. */
+  private pass(roots: readonly string[], skip: ReadonlySet<string>): Map<string, Folder> {
     const started = performance.now();
-    const hotFrom = Date.now() - this.hotMs;
-    const plants: Plant[] = [];
-    const found: GitFinding[] = [];
+    const changed = this.watch?.take();
+    let needs: (p: string) => boolean = () => true;
+    if (changed) {
+      const touched = new Set<string>();
+      withAncestors(changed.dirty, touched);
+      withAncestors(changed.unwatched, touched);
+      needs = (p) => touched.has(p);
+    }
+    const pass: Pass = { hotFrom: Date.now() - this.hotMs, skip, watch: this.watch, needs, dirty: changed?.dirty };
     const trees = new Map<string, Folder>();
     for (const root of roots) {
-      const pass: Pass = { hotFrom, root, skip, report, plants, found };
-      const tree = visit(pass, root, from.get(root), true);
-      if (!tree) continue;
-      trees.set(root, tree);
-      // Any copy is the folders as they were at some pass: the newest serves the next command.
-      this.trees.set(root, tree);
+      const tree = visit(pass, root, this.trees.get(root), true, false);
+      if (tree) trees.set(root, tree);
     }
+    // Roots no longer asked for keep their folders: another command may name them again.
+    for (const [root, tree] of this.trees) if (!trees.has(root)) trees.set(root, tree);
+    this.trees = trees;
     this.lastPassMs = performance.now() - started;
-    return { trees, plants, found };
+    return trees;
   }
 
   /**
@@ -282,20 +385,35 @@ export class NestedGitMap {
    * command's check. `skip`: folders never walked (the quarantine, hidden folders). Throws while a
    * plant that could not be moved is still there.
    */
-  scan(roots: readonly string[], skip: readonly string[] = []): NestedGitCheck {
+  scan(roots: readonly string[], skip: readonly string[] = []): { found: GitFinding[]; changes(): Plant[]; failed(plant: Plant): void } {
     for (const p of this.stuck) {
       if (identity(p)) throw new Error(`${p} was planted by a sandboxed command and could not be moved; remove it to run commands again`);
       this.stuck.delete(p);
     }
     const skipped = new Set(skip);
-    const { trees, found } = this.pass(roots, this.trees, skipped, false);
+    const trees = this.pass(roots, skipped);
+    const found: GitFinding[] = [];
+    for (const root of roots) {
+      const tree = trees.get(root);
+      if (tree) collect(root, root, tree, true, found);
+    }
     let baseline: ReadonlyMap<string, Folder> = trees;
     return {
       found,
       changes: () => {
-        const after = this.pass(roots, baseline, skipped, true);
-        baseline = after.trees;
-        return after.plants;
+        const now = this.pass(roots, skipped);
+        const plants: Plant[] = [];
+        const next = new Map(now);
+        for (const root of roots) {
+          const tree = now.get(root);
+          if (!tree) continue;
+          const kept = diff({ root, watch: this.watch, plants }, root, baseline.get(root), tree, true);
+          if (kept) next.set(root, kept);
+          else next.delete(root);
+        }
+        this.trees = next;
+        baseline = next;
+        return plants;
       },
       failed: (plant) => this.stuck.add(plant.path),
     };

@@ -184,6 +184,8 @@ export async function settleProjectGuard(
   into: (root: string) => QuarantineFor,
   nested: NestedGitCheck,
 ): Promise<string | undefined> {
+  // Asked first: the map's answer is a round trip to its worker, and a moved path's note must follow its move at once.
+  const plants = await nested.changes();
   const moved: string[] = [];
   const deleted: string[] = [];
   const failed: string[] = [];
@@ -208,7 +210,7 @@ export async function settleProjectGuard(
     take({ path: w.path, root: w.root, ...(w.link !== undefined ? { link: w.link } : {}) }, w.base);
   }
   const gone: string[] = [];
-  for (const plant of nested.changes()) {
+  for (const plant of plants) {
     // In a plant taken already (a `.git` found inside a planted folder).
     if (gone.some((g) => isInside(plant.path, g))) continue;
     if (take(plant, plant.root)) gone.push(plant.path);

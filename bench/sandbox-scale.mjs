@@ -1,0 +1,227 @@
+// Issue 33: the sandbox costs what changed, not the size of the workspace. Over ACP (the built
+// CLI, a fresh TOOLHOST_HOME), prompts of `/bash true` in a generated workspace of 30,000 folders
+// (a node_modules: packages of nested folders with files, a few nested repositories) against the
+// same in one of 100 folders: a session's first command (fresh agents, interleaved) and a command
+// in a session (interleaved). Meanwhile a client pings the agent (an unknown method, answered at
+// once) every 5 ms: the slowest answer is how long a cheap ACP request waits while commands run.
+// With `--baseline DIR` (another built checkout, e.g. the commit before) its CLI runs the same,
+// side by side. The trees are made in a temp folder and removed. Run after `npm run build`:
+// node bench/sandbox-scale.mjs [--baseline DIR] (BENCH_ROUNDS, default 15; BENCH_FIRST, default 5;
+// BENCH_DIRS, default 30000).
+import { spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, statSync } from "node:fs";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import * as fsp from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { fmt, median, onJsonLines } from "./lib.mjs";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const baselineAt = process.argv.indexOf("--baseline");
+const baselineRoot = baselineAt > 0 ? path.resolve(process.argv[baselineAt + 1]) : null;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
+const FIRST = Number(process.env.BENCH_FIRST ?? 5);
+const DIRS = Number(process.env.BENCH_DIRS ?? 30_000);
+
+const { sandboxAvailable } = await import(path.join(root, "dist/runtime/sandbox/bubblewrap.js"));
+const status = await sandboxAvailable();
+if (!status.available) {
+  console.log(`sandbox-scale bench skipped: ${status.reason}`);
+  process.exit(0);
+}
+
+/** A node_modules-like tree of `dirs` folders: packages of ~50 folders, nested 4 deep, 2 files each. */
+async function generate(dirs) {
+  const ws = await fsp.realpath(await fsp.mkdtemp(path.join(os.tmpdir(), "toolhost-bench-scale-")));
+  let made = 1;
+  let pkg = 0;
+  while (made < dirs) {
+    const base = path.join(ws, "node_modules", `pkg${pkg++}`);
+    const stack = [base];
+    for (let i = 0; i < 50 && made < dirs; i++) {
+      const parent = stack[Math.floor(i / 3)] ?? base;
+      const dir = i === 0 ? base : path.join(parent, `d${i}`);
+      await fsp.mkdir(dir, { recursive: true });
+      await fsp.writeFile(path.join(dir, "index.js"), "module.exports = {};\n");
+      await fsp.writeFile(path.join(dir, "package.json"), "{}\n");
+      stack.push(dir);
+      made++;
+    }
+  }
+  for (let i = 0; i < 5; i++) execFileSync("git", ["init", "-q", path.join(ws, "node_modules", `pkg${i * 7}`)]);
+  return ws;
+}
+
+function countDirs(dir) {
+  return Number(
+    execFileSync("sh", ["-c", `find '${dir}' -type d -not -path '*/.git/*' -not -name .git | wc -l`])
+      .toString()
+      .trim(),
+  );
+}
+
+/** An agent over stdio, with a ping that runs while asked. */
+function agent(cli) {
+  const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-bench-home-"));
+  const env = { ...process.env, TOOLHOST_HOME: home };
+  for (const name of Object.keys(env)) if (/^(ANTHROPIC|OPENAI|TOOLHOST_MODEL|TOOLHOST_PROVIDER)/.test(name)) delete env[name];
+  const child = spawn(process.execPath, [cli], { stdio: ["pipe", "pipe", "inherit"], env });
+  const waiting = new Map();
+  let next = 1;
+  onJsonLines(child.stdout, (msg) => {
+    if (msg.id !== undefined && waiting.has(msg.id)) {
+      waiting.get(msg.id)(msg);
+      waiting.delete(msg.id);
+    } else if (msg.method === "session/request_permission") {
+      child.stdin.write(
+        JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: { outcome: { outcome: "selected", optionId: "allow_once" } } }) + "\n",
+      );
+    }
+  });
+  const request = (method, params) =>
+    new Promise((resolve) => {
+      const id = next++;
+      waiting.set(id, resolve);
+      child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n");
+    });
+  let sessionId;
+  return {
+    async open(cwd) {
+      await request("initialize", { protocolVersion: 1, clientCapabilities: {} });
+      sessionId = (await request("session/new", { cwd, mcpServers: [] })).result.sessionId;
+      await request("session/set_mode", { sessionId, modeId: "full" });
+    },
+    async prompt(text) {
+      const start = performance.now();
+      const reply = await request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+      if (reply.error) throw new Error(`prompt failed: ${JSON.stringify(reply.error)}`);
+      return performance.now() - start;
+    },
+    /** Pings every 5 ms (one at a time) until stopped; the answers' waits. */
+    pinging() {
+      const waits = [];
+      let on = true;
+      const loop = (async () => {
+        while (on) {
+          const start = performance.now();
+          await request("bench/ping", {});
+          waits.push(performance.now() - start);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      return async () => {
+        on = false;
+        await loop;
+        return waits;
+      };
+    },
+    async close() {
+      child.stdin.end();
+      await new Promise((r) => child.on("close", r));
+      await fsp.rm(home, { recursive: true, force: true });
+    },
+  };
+}
+
+const builds = [{ name: "this build", cli: path.join(root, "dist/cli.js") }];
+if (baselineRoot) builds.push({ name: "baseline", cli: path.join(baselineRoot, "dist/cli.js") });
+
+const small = await generate(100);
+const big = await generate(DIRS);
+try {
+  // The map lists again every folder stamped within 2 s of a pass: a workspace is measured as it usually is, older.
+  const newest = statSync(path.join(big, "node_modules")).ctimeMs;
+  while (Date.now() - newest < 2500) await new Promise((r) => setTimeout(r, 100));
+  const sizes = { small: countDirs(small), big: countDirs(big) };
+  console.log(`node ${process.version}, ${os.cpus().length} cores; workspaces: ${sizes.small} and ${sizes.big} folders`);
+  const results = new Map();
+  const record = (key, value) => results.set(key, [...(results.get(key) ?? []), ...[value].flat()]);
+
+  // A session's first command: fresh agents, one after another, interleaved across builds and sizes.
+  for (let i = 0; i < FIRST; i++) {
+    for (const b of builds) {
+      for (const [size, ws] of [
+        ["small", small],
+        ["big", big],
+      ]) {
+        const a = agent(b.cli);
+        await a.open(ws);
+        record(`${b.name} first ${size}`, await a.prompt("/bash true"));
+        await a.close();
+      }
+    }
+  }
+
+  // A command in a session: one agent per build and size, prompts interleaved, pings meanwhile.
+  const sessions = [];
+  for (const b of builds) {
+    for (const [size, ws] of [
+      ["small", small],
+      ["big", big],
+    ]) {
+      const a = agent(b.cli);
+      await a.open(ws);
+      await a.prompt("/bash true");
+      sessions.push({ key: `${b.name} ${size}`, a });
+    }
+  }
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const s of i % 2 ? [...sessions].reverse() : sessions) {
+      const stop = s.a.pinging();
+      const ms = await s.a.prompt("/bash true");
+      const waits = await stop();
+      record(`${s.key} prompt`, ms);
+      record(`${s.key} ping`, Math.max(...waits));
+    }
+  }
+  for (const s of sessions) await s.a.close();
+
+  // In process: the event loop's delay (its slowest stall) over a sequence of commands in the big
+  // workspace, the first walk included, each build's RuntimeSession and sandbox in turn.
+  const requires = { shell: [{ cmd: "true" }], fs: { read: ["{workspace}/**"] } };
+  for (const b of builds) {
+    const dist = (p) => import(path.join(path.dirname(b.cli), p));
+    const { RuntimeSession } = await dist("runtime/session.js");
+    const { createToolContext } = await dist("runtime/context.js");
+    const { bubblewrapSandbox } = await dist("runtime/sandbox/bubblewrap.js");
+    for (const [size, ws] of [
+      ["small", small],
+      ["big", big],
+    ]) {
+      const session = new RuntimeSession({ workspace: ws, spawnTransform: bubblewrapSandbox() });
+      const shell = createToolContext({ session, toolId: "bench", callId: "c", requires, signal: new AbortController().signal }).shell;
+      const delay = monitorEventLoopDelay({ resolution: 1 });
+      delay.enable();
+      for (let i = 0; i < ROUNDS; i++) await shell.exec("true", []);
+      delay.disable();
+      record(`${b.name} ${size} loop max`, delay.max / 1e6);
+      record(`${b.name} ${size} loop p99`, delay.percentile(99) / 1e6);
+      await session.close();
+    }
+  }
+
+  const m = (key) => median(results.get(key));
+  const max = (key) => Math.max(...results.get(key));
+  console.log(`\n${FIRST} first commands, ${ROUNDS} prompts each; medians (ping: the slowest answer over all prompts)`);
+  console.log(`| measurement | ${builds.map((b) => b.name).join(" | ")} |\n|---|${builds.map(() => "---|").join("")}`);
+  const line = (label, f) => console.log(`| ${label} | ${builds.map((b) => f(b.name)).join(" | ")} |`);
+  line(`first command, ${sizes.small} folders`, (n) => `${fmt(m(`${n} first small`))} ms`);
+  line(`first command, ${sizes.big} folders`, (n) => `${fmt(m(`${n} first big`))} ms`);
+  line("first command, ratio", (n) => `${fmt(m(`${n} first big`) / m(`${n} first small`), 2)}×`);
+  line(`\`/bash true\` in a session, ${sizes.small} folders`, (n) => `${fmt(m(`${n} small prompt`))} ms`);
+  line(`\`/bash true\` in a session, ${sizes.big} folders`, (n) => `${fmt(m(`${n} big prompt`))} ms`);
+  line("in a session, ratio", (n) => `${fmt(m(`${n} big prompt`) / m(`${n} small prompt`), 2)}×`);
+  line(`slowest ping while commands run, ${sizes.small} folders`, (n) => `${fmt(max(`${n} small ping`))} ms`);
+  line(`slowest ping while commands run, ${sizes.big} folders`, (n) => `${fmt(max(`${n} big ping`))} ms`);
+  for (const size of ["small", "big"]) {
+    line(
+      `event-loop delay over ${ROUNDS} commands in process (first walk included), ${sizes[size]} folders: max / p99`,
+      (n) => `${fmt(m(`${n} ${size} loop max`))} / ${fmt(m(`${n} ${size} loop p99`))} ms`,
+    );
+  }
+} finally {
+  await fsp.rm(big, { recursive: true, force: true });
+  await fsp.rm(small, { recursive: true, force: true });
+}

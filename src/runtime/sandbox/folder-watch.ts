@@ -1,0 +1,151 @@
+import { mkdtempSync, readFileSync, rmSync, unlinkSync, watch, writeFileSync, type FSWatcher } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+// The kernel's account of which folders changed (inotify, through one non-recursive `fs.watch` per
+// folder), so that the map of nested repositories (`nested-git.ts`) lists again only those and
+// stats nothing else. Node 20's `fs.watch(…, { recursive: true })` on Linux is no help: it walks
+// the tree synchronously and watches every file as well as every folder (a node_modules of 30,000
+// folders is 150,000+ watches, past most users' limit), stats a file on each event, and says
+// nothing when the kernel drops events.
+//
+// What the map may trust, and why:
+// - A folder's watch is added before it is listed: any change to its entries or its own mode or
+//   times after the listing is an event (IN_CREATE, IN_DELETE, IN_MOVED_*, IN_ATTRIB), whatever
+//   the times say afterwards (a command that sets mtime back still made the event).
+// - The events of one inotify instance (one per thread: libuv's per loop) form one queue, in the
+//   order they happened. `fence()` creates a file in a folder of its own and waits for that event:
+//   every change made before it (by a command that has ended) has been delivered by then.
+// - The queue holds `max_queued_events` (16,384 by default); past that the kernel drops events, and
+//   libuv does not pass the overflow on. The events that filled it are all delivered, so fewer than
+//   half that many between two fences proves none was dropped; more (or a fence that does not come,
+//   or a watch closed while its folder may still change: libuv drops the events of a closed watch
+//   uncounted) and the next pass is whole (`take` says so), by ctime as before the watch existed.
+// - A folder that cannot be watched (no read permission, the user's watch limit reached: this takes
+//   at most a quarter of it, leaving the rest to the user's editor) is stat'ed on every pass.
+
+const FENCE_MS = 2000;
+
+function procNumber(name: string, fallback: number): number {
+  try {
+    const n = Number(readFileSync(`/proc/sys/fs/inotify/${name}`, "utf8").trim());
+    return Number.isFinite(n) && n > 0 ? n : fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+/** What changed since the last `take`: folders to list again, and those that cannot be watched (stat'ed every pass). */
+export interface Changed {
+  dirty: ReadonlySet<string>;
+  unwatched: ReadonlySet<string>;
+}
+
+export class FolderWatch {
+  private readonly watchers = new Map<string, FSWatcher>();
+  private readonly unwatched = new Set<string>();
+  /** Watches of folders the map dropped: kept open (and counted) until many, then closed and the next pass made whole. */
+  private retired: FSWatcher[] = [];
+  private dirty = new Set<string>();
+  private events = 0;
+  /** Events may have been lost since the last take (or nothing is watched yet): the next pass is whole. */
+  private blind = true;
+  private readonly budget: number;
+  private readonly overflowAt: number;
+  private readonly fenceDir: string;
+  private readonly fenceWatcher: FSWatcher;
+  private fences = 0;
+  private waiting: { name: string; arrived: () => void } | undefined;
+
+  /** `budget` (watches) and `overflowAt` (events between takes): tests only. */
+  constructor(options: { budget?: number; overflowAt?: number } = {}) {
+    this.budget = options.budget ?? Math.floor(procNumber("max_user_watches", 8192) / 4);
+    this.overflowAt = options.overflowAt ?? Math.floor(procNumber("max_queued_events", 16384) / 2);
+    this.fenceDir = mkdtempSync(path.join(os.tmpdir(), "toolhost-fence-"));
+    this.fenceWatcher = watch(this.fenceDir, { persistent: false }, (_event, name) => {
+      this.events++;
+      if (this.waiting && name === this.waiting.name) this.waiting.arrived();
+    });
+    this.fenceWatcher.on("error", () => (this.blind = true));
+  }
+
+  /** Watches folder `p` (call before listing it); false when it cannot be: it is then stat'ed every pass. */
+  watch(p: string): boolean {
+    if (this.watchers.has(p)) return true;
+    if (this.watchers.size < this.budget) {
+      try {
+        const watcher = watch(p, { persistent: false }, () => {
+          this.events++;
+          this.dirty.add(p);
+        });
+        watcher.on("error", () => (this.blind = true));
+        this.watchers.set(p, watcher);
+        this.unwatched.delete(p);
+        return true;
+      } catch {
+        // EACCES (cannot be listed), ENOSPC (the user's limit): stat'ed every pass instead
+      }
+    }
+    this.unwatched.add(p);
+    return false;
+  }
+
+  /** The folder at `p` left the map (gone, replaced, moved): its watch is retired. */
+  forget(p: string): void {
+    this.unwatched.delete(p);
+    const watcher = this.watchers.get(p);
+    if (!watcher) return;
+    this.watchers.delete(p);
+    this.retired.push(watcher);
+    if (this.retired.length > Math.max(256, this.watchers.size / 4)) {
+      for (const w of this.retired) w.close();
+      this.retired = [];
+      this.blind = true;
+    }
+  }
+
+  /** `p` is listed again on the next pass (a plant was found in it). */
+  touch(p: string): void {
+    this.dirty.add(p);
+  }
+
+  /** Resolves once every change made before the call has been delivered (or, on timeout, the next pass is whole). */
+  async fence(): Promise<void> {
+    const name = `f${++this.fences}`;
+    let timer: NodeJS.Timeout | undefined;
+    const arrived = await new Promise<boolean>((resolve) => {
+      this.waiting = { name, arrived: () => resolve(true) };
+      timer = setTimeout(() => resolve(false), FENCE_MS);
+      try {
+        writeFileSync(path.join(this.fenceDir, name), "");
+      } catch {
+        resolve(false);
+      }
+    });
+    clearTimeout(timer);
+    this.waiting = undefined;
+    if (!arrived) this.blind = true;
+    try {
+      unlinkSync(path.join(this.fenceDir, name));
+    } catch {
+      // gone: nothing to remove
+    }
+  }
+
+  /** What changed since the last take; undefined when events may have been lost: the pass must be whole. */
+  take(): Changed | undefined {
+    const lost = this.blind || this.events >= this.overflowAt;
+    const dirty = this.dirty;
+    this.dirty = new Set();
+    this.events = 0;
+    this.blind = false;
+    return lost ? undefined : { dirty, unwatched: this.unwatched };
+  }
+
+  close(): void {
+    for (const w of [...this.watchers.values(), ...this.retired, this.fenceWatcher]) w.close();
+    this.watchers.clear();
+    this.retired = [];
+    rmSync(this.fenceDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,111 @@
+import { Worker } from "node:worker_threads";
+import type { GitFinding, NestedGitCheck, Plant } from "./nested-git.js";
+
+// A session's map of nested repositories, asked of its worker thread (`nested-git-worker.ts`):
+// the agent's thread sends the roots and awaits what to protect, and after the command awaits the
+// plants. Started on the first scan (the first walk is the worker's); unref'd while idle, so it
+// keeps no process alive. A worker that dies fails the call that waits on it (the command is
+// refused, or its check reports the failure) and the next scan starts a new one, walking afresh.
+
+export type MapRequest =
+  | { id: number; op: "scan"; roots: readonly string[]; skip: readonly string[] }
+  | { id: number; op: "changes"; check: number }
+  | { id: number; op: "failed"; check: number; plant: Plant }
+  | { id: number; op: "release"; check: number }
+  | { id: number; op: "close" };
+
+export type MapReply =
+  | { id: number; found: GitFinding[]; passMs: number }
+  | { id: number; plants: Plant[]; passMs: number }
+  | { id: number; closed: true }
+  | { id: number; error: string };
+
+/**
+ * The worker's file. The CLI bundle puts it beside the chunk this module lands in
+ * (dist/chunks/nested-git-worker.js, scripts/bundle.mjs checks); tsc's output has it beside this
+ * file; from src/ (the tests) the built one in dist/runtime/sandbox/ is used, since a worker
+ * cannot load TypeScript.
+ */
+function workerUrl(): URL {
+  const here = import.meta.url;
+  return here.endsWith(".ts")
+    ? new URL("../../../dist/runtime/sandbox/nested-git-worker.js", here)
+    : new URL("./nested-git-worker.js", here);
+}
+
+export class NestedGitWorker {
+  private worker: Worker | undefined;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve: (reply: MapReply) => void; reject: (err: Error) => void }>();
+  /** A check the command no longer holds lets the worker drop the map of its start. */
+  private readonly released = new FinalizationRegistry<number>((check) => this.send({ id: 0, op: "release", check }));
+  /** How long the worker's last pass took (ms): a background process's check is spaced by it. */
+  lastPassMs = 0;
+
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(workerUrl());
+    worker.unref();
+    const fail = (err: Error) => {
+      if (this.worker === worker) this.worker = undefined;
+      for (const w of this.waiting.values()) w.reject(err);
+      this.waiting.clear();
+    };
+    worker.on("message", (reply: MapReply) => {
+      const w = this.waiting.get(reply.id);
+      if (!w) return;
+      this.waiting.delete(reply.id);
+      if (!this.waiting.size) worker.unref();
+      if ("error" in reply) w.reject(new Error(reply.error));
+      else w.resolve(reply);
+    });
+    worker.on("error", (err) => fail(new Error(`the map of nested repositories failed: ${err.message}`)));
+    worker.on("exit", (code) => fail(new Error(`the map of nested repositories ended (exit code ${code})`)));
+    this.worker = worker;
+    return worker;
+  }
+
+  private send(request: MapRequest): void {
+    this.worker?.postMessage(request);
+  }
+
+  private ask(request: MapRequest): Promise<MapReply> {
+    const worker = this.start();
+    return new Promise((resolve, reject) => {
+      this.waiting.set(request.id, { resolve, reject });
+      worker.ref();
+      worker.postMessage(request);
+    });
+  }
+
+  /** As `NestedGitMap.scan`, in the worker: what to protect in `roots`, and the command's check. */
+  async scan(roots: readonly string[], skip: readonly string[] = []): Promise<NestedGitCheck> {
+    const id = this.nextId++;
+    const reply = await this.ask({ id, op: "scan", roots, skip });
+    if (!("found" in reply)) throw new Error("unexpected reply from the map of nested repositories");
+    this.lastPassMs = reply.passMs;
+    const worker = this.worker;
+    const check: NestedGitCheck = {
+      found: reply.found,
+      changes: async () => {
+        if (this.worker !== worker) throw new Error("the map of nested repositories was restarted since the command started");
+        const after = await this.ask({ id: this.nextId++, op: "changes", check: id });
+        if (!("plants" in after)) throw new Error("unexpected reply from the map of nested repositories");
+        this.lastPassMs = after.passMs;
+        return after.plants;
+      },
+      failed: (plant) => this.send({ id: 0, op: "failed", check: id, plant }),
+    };
+    this.released.register(check, id);
+    return check;
+  }
+
+  /** Ends the worker and its watches (its fence folder removed). */
+  async close(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    await this.ask({ id: this.nextId++, op: "close" }).catch(() => undefined);
+    this.worker = undefined;
+    await worker.terminate();
+  }
+}

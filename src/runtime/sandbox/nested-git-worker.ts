@@ -1,0 +1,61 @@
+import { parentPort } from "node:worker_threads";
+import { FolderWatch } from "./folder-watch.js";
+import { NestedGitMap, type Plant } from "./nested-git.js";
+import type { MapReply, MapRequest } from "./nested-git-client.js";
+
+// The worker thread that holds a session's map of nested repositories (`nested-git.ts`) and the
+// kernel's watch of its folders (`folder-watch.ts`): the first walk and every pass run here, never
+// on the agent's thread, whose requests (a cancel, another session's prompt) they would hold.
+// One request at a time: each pass waits for the fence, then runs to its end.
+
+/** Without a watch (no temp folder for its fence), every pass is whole, by ctime: slower, as sound. */
+function startWatch(): FolderWatch | undefined {
+  try {
+    return new FolderWatch();
+  } catch {
+    return undefined;
+  }
+}
+
+const watch = startWatch();
+const map = new NestedGitMap(undefined, watch);
+const checks = new Map<number, { changes(): Plant[]; failed(plant: Plant): void }>();
+let queue: Promise<unknown> = Promise.resolve();
+
+async function answer(request: MapRequest): Promise<MapReply | undefined> {
+  switch (request.op) {
+    case "scan": {
+      await watch?.fence();
+      const check = map.scan(request.roots, request.skip);
+      checks.set(request.id, check);
+      return { id: request.id, found: check.found, passMs: map.lastPassMs };
+    }
+    case "changes": {
+      const check = checks.get(request.check);
+      if (!check) throw new Error("the sandbox's check of nested repositories is gone");
+      await watch?.fence();
+      return { id: request.id, plants: check.changes(), passMs: map.lastPassMs };
+    }
+    case "failed":
+      checks.get(request.check)?.failed(request.plant);
+      return undefined;
+    case "release":
+      checks.delete(request.check);
+      return undefined;
+    case "close":
+      watch?.close();
+      return { id: request.id, closed: true };
+  }
+}
+
+parentPort?.on("message", (request: MapRequest) => {
+  queue = queue.then(async () => {
+    let reply: MapReply | undefined;
+    try {
+      reply = await answer(request);
+    } catch (err) {
+      reply = { id: request.id, error: err instanceof Error ? err.message : String(err) };
+    }
+    if (reply) parentPort?.postMessage(reply);
+  });
+});
