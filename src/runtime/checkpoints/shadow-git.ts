@@ -21,7 +21,13 @@ const SETTINGS: readonly (readonly [string, string])[] = [
   ["core.hooksPath", "/dev/null"],
   // Empty is "off" both for git ≥ 2.36 (a boolean) and before (a hook's path).
   ["core.fsmonitor", ""],
-  ["core.untrackedCache", "false"],
+  // The index's untracked cache (workspace-tree.ts): `status` reads again only the folders whose
+  // stat data moved. Its check of a folder includes ctime, which no command can set back (`touch -d`
+  // sets mtime only), so a file created in a folder is never hidden from it.
+  ["core.untrackedCache", "true"],
+  ["core.trustctime", "true"],
+  ["core.checkStat", "default"],
+  ["status.showUntrackedFiles", "all"],
   ["core.splitIndex", "false"],
   ["core.sparseCheckout", "false"],
   ["core.logAllRefUpdates", "false"],
