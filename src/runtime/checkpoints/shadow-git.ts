@@ -59,6 +59,8 @@ export interface GitRun {
   index?: string;
   /** Another work tree (a nested repository's folder, for its first listing). */
   workTree?: string;
+  /** Lets `status` write the index it refreshed, with its untracked cache (optional locks on: the index is the session's own). */
+  writeIndex?: boolean;
 }
 
 export interface GitResult {
@@ -128,7 +130,10 @@ export class ShadowGit {
     const flags = [...SETTINGS, ["core.excludesFile", this.excludesFile] as const].flatMap(([k, v]) => ["-c", `${k}=${v}`]);
     const result = await execa("git", [...flags, ...args], {
       cwd: workTree,
-      env: isolatedEnv(this.emptyHome, this.gitDir, workTree, options.index ?? this.index),
+      env: {
+        ...isolatedEnv(this.emptyHome, this.gitDir, workTree, options.index ?? this.index),
+        ...(options.writeIndex ? { GIT_OPTIONAL_LOCKS: "1" } : {}),
+      },
       extendEnv: false,
       input: options.input ?? "",
       encoding: "buffer",

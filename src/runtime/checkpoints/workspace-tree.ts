@@ -171,7 +171,9 @@ export class WorkspaceScanner {
    * also shows as added (`A `): only the work tree's column counts. Nested roots are dropped here.
    */
   private async changedEntries(): Promise<{ path: string; utf8: boolean }[]> {
-    const out = await this.git.run(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"]);
+    const out = await this.git.run(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"], {
+      writeIndex: true,
+    });
     const excluded = this.excluded.map((rel) => `${rel}/`);
     return splitZ(out).flatMap((entry) => {
       const worktree = entry.path[1];
