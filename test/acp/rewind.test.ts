@@ -468,6 +468,8 @@ describe("a cancelled prompt's checkpoint", () => {
     await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
     const before = await picture(t.ws);
     const running = prompt(h, sessionId, `/bash mkdir -p deep/a/b && printf 'made\\n' > deep/a/b/made.txt && sleep ${marker}`);
+    // The sandbox's own command line names the sleep too: wait for the file the command makes first.
+    await h.waitFor(async () => (await fsp.stat(path.join(t.ws, "deep/a/b/made.txt")).catch(() => null)) !== null);
     await h.waitFor(async () => (await survivors(`sleep ${marker}`)).length > 0);
     await h.agent.notify("session/cancel", { sessionId });
     expect(await running).toMatchObject({ stopReason: "cancelled" });
