@@ -32,6 +32,8 @@ export interface SessionRecordHost {
 export class SessionRecord {
   readonly checkpoints: SessionCheckpoints;
   readonly rewinder: SessionRewind;
+  /** The closing checkpoint of a cancelled turn, recorded after its answer. */
+  private closing: Promise<void> = Promise.resolve();
 
   constructor(private readonly host: SessionRecordHost) {
     const { recorder, frontEnd } = host;
@@ -62,10 +64,20 @@ export class SessionRecord {
       stopReason = await run();
       return stopReason;
     } finally {
-      // The snapshot after the turn, and the files it changed, before its end.
-      await this.checkpoints.turnEnded().catch(() => undefined);
-      recorder.turnEnded(stopReason, this.host.meter);
+      // The snapshot after the turn, and the files it changed, before its end. A cancelled turn is
+      // answered first (the person waits on it) and closes behind: `settled()` holds what comes next.
+      const closing = this.checkpoints
+        .turnEnded()
+        .catch(() => undefined)
+        .then(() => recorder.turnEnded(stopReason, this.host.meter));
+      if (stopReason === "cancelled") this.closing = closing;
+      else await closing;
     }
+  }
+
+  /** Resolves when the last turn's closing checkpoint is recorded (a cancelled turn's runs after its answer). */
+  settled(): Promise<void> {
+    return this.closing;
   }
 
   /** Runs a control command in a turn's place. */
@@ -89,6 +101,7 @@ export class SessionRecord {
   }
 
   async close(): Promise<void> {
+    await this.closing;
     await this.checkpoints.close();
   }
 }

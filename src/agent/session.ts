@@ -307,13 +307,15 @@ export class AgentSession {
     for (;;) {
       await this.subagents?.settled();
       await this.turnDone;
+      await this.record?.settled();
       if (!this.subagents?.running) return;
     }
   }
 
   /** Runs after the turns and rewinds before it. */
   private queued<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.turnDone.then(fn);
+    // A cancelled turn's closing checkpoint is recorded behind its answer: what comes next waits for it.
+    const run = this.turnDone.then(() => this.record?.settled()).then(fn);
     this.turnDone = run.catch(() => {});
     return run;
   }

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { SessionTree, type TreeEntry } from "../../src/agent/record/session-format.js";
 import { SessionStore } from "../../src/agent/record/session-store.js";
 import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
-import { tempDir } from "../helpers.js";
+import { sleepMarker, survivors, tempDir } from "../helpers.js";
 import { Harness, messageText, useAcpTest } from "./harness.js";
 
 // Issue 23's "done when", over the real ACP wire: a session edits files and runs a command that
@@ -453,5 +453,31 @@ describe("rewind over ACP", () => {
       expect(await picture(t.ws)).toEqual(before.ws);
       expect(await picture(other)).toEqual(before.other);
     });
+  });
+});
+
+describe("a cancelled prompt's checkpoint", () => {
+  it("is answered cancelled during a running command, and its checkpoint is still recorded: a rewind to before it removes what the command made", async () => {
+    const marker = sleepMarker();
+    t.fake = await startFakeOpenAI({ script: [] });
+    const h = (t.h = new Harness({
+      env: { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url, TOOLHOST_HOME: t.home },
+    }));
+    await h.agent.request("initialize", { protocolVersion: 1, clientCapabilities: {}, clientInfo: { name: "t", version: "1" } });
+    const sessionId = await h.newSession(t.ws);
+    await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    const before = await picture(t.ws);
+    const running = prompt(h, sessionId, `/bash mkdir -p deep/a/b && printf 'made\\n' > deep/a/b/made.txt && sleep ${marker}`);
+    // The sandbox's own command line names the sleep too: wait for the file the command makes first.
+    await h.waitFor(async () => (await fsp.stat(path.join(t.ws, "deep/a/b/made.txt")).catch(() => null)) !== null);
+    await h.waitFor(async () => (await survivors(`sleep ${marker}`)).length > 0);
+    await h.agent.notify("session/cancel", { sessionId });
+    expect(await running).toMatchObject({ stopReason: "cancelled" });
+    // The next request waits for the cancelled prompt's closing checkpoint.
+    const points = (await h.agent.request<{ points: Point[] }>("_session/rewind_points", { sessionId })).points;
+    const done = await h.agent.request<Rewound>("_session/rewind", { sessionId, messageId: points.at(-1)!.messageId, mode: "files" });
+    expect(done.applied).toBe(true);
+    expect(done.files).toEqual([{ path: "deep/a/b/made.txt", action: "delete" }]);
+    expect(await picture(t.ws)).toEqual(before);
   });
 });

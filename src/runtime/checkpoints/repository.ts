@@ -1,4 +1,4 @@
-import { lstat, mkdir, readdir, readFile, realpath, writeFile } from "node:fs/promises";
+import { copyFile, lstat, mkdir, readdir, readFile, realpath, rename, rm, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { toolhostHome } from "../../config/paths.js";
 import { projectFolderName } from "../../config/workspace.js";
@@ -58,6 +58,7 @@ export async function openCheckpoints(options: CheckpointsOptions): Promise<Open
     await mkdir(path.join(own, "home"), { recursive: true });
     const shadow = new ShadowGit(gitDir, root, path.join(own, "index", options.session), path.join(own, "home"));
     await initShadowRepo(shadow);
+    await seedIndex(shadow.index);
     // toolhost's own folder is never part of a snapshot (a workspace that is the home folder holds it).
     const realHome = await realpath(home).catch(() => home);
     const exclude = path.join(gitDir, "info", "exclude");
@@ -70,6 +71,37 @@ export async function openCheckpoints(options: CheckpointsOptions): Promise<Open
     return { available: false, reason: `checkpoints: ${error instanceof Error ? error.message : String(error)}` };
   }
 }
+
+/**
+ * A new session's index starts as a copy of the newest index of the repository's other sessions
+ * (same work tree), so its first scan hashes only what changed since that session's last one. The
+ * copy's mtime is set back a little: git re-checks the content of every entry not older than its
+ * index file (racy git), so an entry written in the source's last second is never trusted by its
+ * stat data alone. Anything wrong with the copy (objects gone after a pack) makes the scan start
+ * over from an empty index (workspace-tree.ts).
+ */
+async function seedIndex(index: string): Promise<void> {
+  if (await lstat(index).catch(() => undefined)) return;
+  const dir = path.dirname(index);
+  let newest: { file: string; mtimeMs: number; atime: Date } | undefined;
+  for (const name of (await readdir(dir).catch(() => [] as string[])).filter(validName)) {
+    const file = path.join(dir, name);
+    const stat = await lstat(file).catch(() => undefined);
+    if (stat?.isFile() && stat.mtimeMs > (newest?.mtimeMs ?? -1)) newest = { file, mtimeMs: stat.mtimeMs, atime: stat.atime };
+  }
+  if (!newest) return;
+  const partial = `${index}.seed-${process.pid}.lock`;
+  try {
+    await copyFile(newest.file, partial);
+    await utimes(partial, newest.atime, new Date(newest.mtimeMs - RACY_MARGIN_MS));
+    await rename(partial, index);
+  } catch {
+    await rm(partial, { force: true });
+  }
+}
+
+/** How far back a seeded index's mtime is set (a whole second at least: some file systems keep seconds). */
+const RACY_MARGIN_MS = 2000;
 
 const isRepository = async (gitDir: string): Promise<boolean> => !!(await lstat(path.join(gitDir, "HEAD")).catch(() => undefined));
 

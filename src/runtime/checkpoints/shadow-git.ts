@@ -22,7 +22,13 @@ const SETTINGS: readonly (readonly [string, string])[] = [
   ["core.hooksPath", "/dev/null"],
   // Empty is "off" both for git ≥ 2.36 (a boolean) and before (a hook's path).
   ["core.fsmonitor", ""],
-  ["core.untrackedCache", "false"],
+  // The index's untracked cache (workspace-tree.ts): `status` reads again only the folders whose
+  // stat data moved. Its check of a folder includes ctime, which no command can set back (`touch -d`
+  // sets mtime only), so a file created in a folder is never hidden from it.
+  ["core.untrackedCache", "true"],
+  ["core.trustctime", "true"],
+  ["core.checkStat", "default"],
+  ["status.showUntrackedFiles", "all"],
   ["core.splitIndex", "false"],
   ["core.sparseCheckout", "false"],
   ["core.logAllRefUpdates", "false"],
@@ -54,6 +60,8 @@ export interface GitRun {
   index?: string;
   /** Another work tree (a nested repository's folder, for its first listing). */
   workTree?: string;
+  /** Lets `status` write the index it refreshed, with its untracked cache (optional locks on: the index is the session's own). */
+  writeIndex?: boolean;
 }
 
 export interface GitResult {
@@ -123,7 +131,10 @@ export class ShadowGit {
     const flags = [...SETTINGS, ["core.excludesFile", this.excludesFile] as const].flatMap(([k, v]) => ["-c", `${k}=${v}`]);
     const result = await execa("git", [...flags, ...args], {
       cwd: workTree,
-      env: isolatedEnv(this.emptyHome, this.gitDir, workTree, options.index ?? this.index),
+      env: {
+        ...isolatedEnv(this.emptyHome, this.gitDir, workTree, options.index ?? this.index),
+        ...(options.writeIndex ? { GIT_OPTIONAL_LOCKS: "1" } : {}),
+      },
       extendEnv: false,
       input: options.input ?? "",
       encoding: "buffer",

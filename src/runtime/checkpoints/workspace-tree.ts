@@ -124,7 +124,7 @@ export class WorkspaceScanner {
         else candidates.add(rel);
       }
     };
-    take(splitZ(await git.run(["ls-files", "-z", "-m", "-d", "-o", "--exclude-standard", ...this.excludeArgs()])), "", 0);
+    take(await this.changedEntries(), "", 0);
     for (let item = nested.shift(); item; item = nested.shift()) {
       if (item.depth >= NESTED_DEPTH) continue;
       checkIgnored = true;
@@ -162,6 +162,25 @@ export class WorkspaceScanner {
     this.excludes = excludes;
     skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { tree, skipped };
+  }
+
+  /**
+   * Files modified, deleted or new (not ignored) since the index, and nested repositories (`sub/`),
+   * from `git status`: unlike `ls-files -o`, it keeps the index's untracked cache, so only folders
+   * whose stat data moved are read again. HEAD is unborn in the shadow repository, so every entry
+   * also shows as added (`A `): only the work tree's column counts. Nested roots are dropped here.
+   */
+  private async changedEntries(): Promise<{ path: string; utf8: boolean }[]> {
+    const out = await this.git.run(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"], {
+      writeIndex: true,
+    });
+    const excluded = this.excluded.map((rel) => `${rel}/`);
+    return splitZ(out).flatMap((entry) => {
+      const worktree = entry.path[1];
+      if (entry.path.length < 4 || (worktree === " " && entry.path[0] !== "?")) return [];
+      const rel = entry.path.slice(3);
+      return excluded.some((folder) => rel.startsWith(folder)) ? [] : [{ path: rel, utf8: entry.utf8 }];
+    });
   }
 
   /** Folder → whether it is a real folder, for one scan. */
