@@ -51,9 +51,9 @@ export function guardedCommand(
   file: string,
   args: readonly string[],
   options: { env?: Record<string, string | undefined>; cwd?: string } = {},
-): { file: string; args: string[] } {
-  if (!runnable(file, (options.env ?? process.env).PATH, options.cwd)) return { file, args: [...args] };
-  return { file: "/bin/sh", args: ["-c", GROUP_GUARD, name, file, ...args] };
+): { file: string; args: string[]; guarded: boolean } {
+  if (!runnable(file, (options.env ?? process.env).PATH, options.cwd)) return { file, args: [...args], guarded: false };
+  return { file: "/bin/sh", args: ["-c", GROUP_GUARD, name, file, ...args], guarded: true };
 }
 
 type GuardEnd = (Readable & Writable & { unref?: () => void }) | null | undefined;

@@ -459,7 +459,8 @@ export class LocalShell implements ShellBackend {
       if (cause?.code === "EACCES") throw new ToolError("permission_denied", `Command is not executable: ${file}`);
       throw new ToolError("execution_failed", `Could not start ${file}: ${cause?.message ?? result.message}`);
     }
-    const guard = command.file === file ? undefined : (child.stdio[3] as Socket);
+    // Not `command.file !== file`: a sandboxed command's file is /bin/sh too, and its guard went unreleased and kept toolhost alive.
+    const guard = command.guarded ? (child.stdio[3] as Socket) : undefined;
     return new Run(child, child.pid, options, this.config, guard).done;
   }
 }
