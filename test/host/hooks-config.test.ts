@@ -181,12 +181,19 @@ describe("the sources of hooks", () => {
     expect((await checkTrust(project)).changes).toEqual([{ path: ".claude/settings.json", change: "modified" }]);
     const changed = await build();
     expect(changed.report.trusted).toBe(false);
-    expect(changed.hooks.list).toEqual([]);
+    // Stale trust fails closed: no command of the project runs, and its tool_call hooks stay as guards that ask.
+    const commands = (list: typeof changed.hooks.list) => list.filter((h) => h.handler.type === "command");
+    expect(commands(changed.hooks.list)).toEqual([]);
+    expect(changed.hooks.list.map((h) => [h.event, h.label.endsWith("(a stale project's hook, not run)")])).toEqual([
+      ["tool_call", true],
+      ["tool_call", true],
+      ["tool_call", true],
+    ]);
     // So does a new .claude/settings.local.json (hooks the project brings in a file not committed).
     await trust(project);
     await write(path.join(project, ".claude/settings.local.json"), { hooks: { Stop: [{ hooks: [{ type: "command", command: "d" }] }] } });
     expect((await checkTrust(project)).changes).toEqual([{ path: ".claude/settings.local.json", change: "added" }]);
-    expect((await build()).hooks.list).toEqual([]);
+    expect(commands((await build()).hooks.list)).toEqual([]);
     // "Allow once" (the caller's answer) loads them for that session.
     const once = await buildToolset({ loader, cwd: project, userHome, trusted: true });
     expect(once.hooks.list.map((h) => (h.handler.type === "command" ? h.handler.command : "fn"))).toEqual([
