@@ -1,11 +1,15 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readConfigFile } from "../../src/config/file.js";
 import { parseUserConfig } from "../../src/config/schema.js";
 import { Hooks } from "../../src/host/hooks/engine.js";
 import type { HookInput } from "../../src/host/hooks/events.js";
 import { loadRules } from "../../src/policy/ruleset.js";
+import { sandboxedSpawn } from "../../src/runtime/sandbox/sandboxed-spawn.js";
+import { SessionSandbox } from "../../src/runtime/sandbox/session-sandbox.js";
+import { RuntimeSession } from "../../src/runtime/session.js";
+import { sandboxStatus } from "../sandbox-status.js";
 import { tempDir, writeDeep } from "../helpers.js";
 import { useTempHome } from "./extension-fixtures.js";
 
@@ -23,6 +27,21 @@ beforeEach(async () => {
 });
 
 const STALE = [".claude/settings.json"];
+
+// A trusted project's command hook runs only inside the sandbox: the control that shows it running needs one.
+const status = await sandboxStatus("host/stale-trust.test.ts");
+const runtimes: RuntimeSession[] = [];
+afterEach(async () => {
+  for (const r of runtimes.splice(0)) await r.close();
+});
+function sandbox() {
+  const own = new SessionSandbox({ setting: { value: "on", source: "test" } }).start();
+  const runtime = new RuntimeSession({ workspace: project, spawnTransform: own.transform });
+  runtimes.push(runtime);
+  return {
+    sandbox: (request: Parameters<typeof sandboxedSpawn>[1]) => sandboxedSpawn(runtime, request, { toolId: "hook" }, () => own.state()),
+  };
+}
 
 function hooks(options: { trusted: boolean; stale?: readonly string[] }): Hooks {
   const configFile = readConfigFile(home);
@@ -78,8 +97,11 @@ describe("a stale project's hooks", () => {
     expect((await stale.run("tool_call", call("read", "read", { path: "a" }))).decision).toBeUndefined();
     await expect(fsp.access(marker())).rejects.toThrow();
     // Controls: trusted, the command runs and blocks; never trusted (not stale), no opinion.
-    expect((await hooks({ trusted: true }).run("tool_call", call("bash", "execute", { command: "rm x" }))).decision).toBe("deny");
-    await expect(fsp.access(marker())).resolves.toBeUndefined();
+    if (status.available) {
+      const trusted = await hooks({ trusted: true }).run("tool_call", call("bash", "execute", { command: "rm x" }), sandbox());
+      expect(trusted.decision).toBe("deny");
+      await expect(fsp.access(marker())).resolves.toBeUndefined();
+    }
     expect((await hooks({ trusted: false }).run("tool_call", call("bash", "execute", { command: "rm x" }))).decision).toBeUndefined();
   });
 
