@@ -56,7 +56,8 @@ interface ToolsJson {
 const toolsJson = async () => JSON.parse((await toolhost("tools", "--json")).stdout) as ToolsJson;
 const sourceOf = (json: ToolsJson, id: string) => json.tools.find((tool) => tool.id === id)?.source;
 
-describe("toolhost install (user packages)", () => {
+// npm pack and install, then a session that loads the package: a minute on a busy two-core machine.
+describe("toolhost install (user packages)", { timeout: 90_000 }, () => {
   it("installs a packed package with no install scripts, pins it, offers its tools next session; list, disable, enable, uninstall", async () => {
     const pkg = await packed("toolhost-hello", { hello_pkg: "package" });
     const installed = await toolhost("install", pkg.tarball);
@@ -158,61 +159,67 @@ describe("a package's hooks", () => {
   });
 });
 
-describe("discovery order: builtin → profile → user packages → user tool dir → project packages → project tool dir", () => {
-  it("first found wins, locked ids stay the builtins', collisions are reported (doctor too), project packages need trust", async () => {
-    const userPkg = await packed("toolhost-user", {
-      from_user_pkg: "user-package",
-      contested: "user-package",
-      profile_wins: "user-package",
-      read: "x",
+describe(
+  "discovery order: builtin → profile → user packages → user tool dir → project packages → project tool dir",
+  { timeout: 90_000 },
+  () => {
+    it("first found wins, locked ids stay the builtins', collisions are reported (doctor too), project packages need trust", async () => {
+      const userPkg = await packed("toolhost-user", {
+        from_user_pkg: "user-package",
+        contested: "user-package",
+        profile_wins: "user-package",
+        read: "x",
+      });
+      expect((await toolhost("install", userPkg.tarball)).code).toBe(0);
+      const projectPkg = await packed("toolhost-project", {
+        contested: "project-package",
+        in_project: "project-package",
+        project_pair: "project-package",
+      });
+      const projectInstall = await toolhost("install", projectPkg.tarball, "--project");
+      expect(projectInstall.code).toBe(0);
+      expect(projectInstall.stdout).toContain("once the project is trusted");
+      const profileTool = await put(path.join(t.home, "profiles/default/tools/profile_wins.ts"), toolFile("profile_wins", "profile"));
+      const userDir = await t.dir();
+      await put(path.join(t.home, "config.json"), JSON.stringify({ toolDirs: [userDir] }));
+      await put(path.join(userDir, "contested.ts"), toolFile("contested", "user-dir"));
+      await put(path.join(t.ws, ".toolhost/tools/in_project.ts"), toolFile("in_project", "project-dir"));
+
+      const untrusted = await toolsJson();
+      expect(sourceOf(untrusted, "profile_wins")).toBe(profileTool);
+      expect(sourceOf(untrusted, "contested")).toContain(path.join("node_modules", "toolhost-user"));
+      expect(sourceOf(untrusted, "read")).toBe("builtin");
+      expect(untrusted.errors.map((e) => e.message).join("\n")).toContain('"read" is a locked tool id');
+      // An untrusted project's packages are listed, never imported.
+      expect(sourceOf(untrusted, "project_pair")).toBeUndefined();
+      expect(untrusted.skipped.map((s) => path.basename(s.file))).toContain("project_pair.ts");
+
+      expect((await toolhost("trust")).code).toBe(0);
+      const trusted = await toolsJson();
+      expect(sourceOf(trusted, "project_pair")).toContain(path.join(".toolhost", "packages", "node_modules", "toolhost-project"));
+      // The project's package comes before the project's own folder.
+      expect(sourceOf(trusted, "in_project")).toContain(path.join("node_modules", "toolhost-project"));
+      const userPkgTools = path.join(await fsp.realpath(t.home), "packages", "node_modules", "toolhost-user", "tools");
+      const projectPkgTools = path.join(t.ws, ".toolhost", "packages", "node_modules", "toolhost-project", "tools");
+      expect(trusted.shadowed).toEqual(
+        expect.arrayContaining([
+          { id: "profile_wins", file: path.join(userPkgTools, "profile_wins.ts"), winner: profileTool },
+          { id: "contested", file: path.join(userDir, "contested.ts"), winner: path.join(userPkgTools, "contested.ts") },
+          { id: "contested", file: path.join(projectPkgTools, "contested.ts"), winner: path.join(userPkgTools, "contested.ts") },
+          { id: "in_project", file: path.join(t.ws, ".toolhost/tools/in_project.ts"), winner: path.join(projectPkgTools, "in_project.ts") },
+        ]),
+      );
+      const doctor = await toolhost("doctor");
+      expect(doctor.stdout).toContain(
+        `contested: ${path.join(userDir, "contested.ts")} lost to ${path.join(userPkgTools, "contested.ts")}`,
+      );
+
+      // Installing another project package changes what trust covers: the project asks again.
+      const more = await packed("toolhost-more", { more_tool: "x" });
+      expect((await toolhost("install", more.tarball, "--project")).code).toBe(0);
+      const changed = await toolsJson();
+      expect(sourceOf(changed, "project_pair")).toBeUndefined();
+      expect(sourceOf(changed, "more_tool")).toBeUndefined();
     });
-    expect((await toolhost("install", userPkg.tarball)).code).toBe(0);
-    const projectPkg = await packed("toolhost-project", {
-      contested: "project-package",
-      in_project: "project-package",
-      project_pair: "project-package",
-    });
-    const projectInstall = await toolhost("install", projectPkg.tarball, "--project");
-    expect(projectInstall.code).toBe(0);
-    expect(projectInstall.stdout).toContain("once the project is trusted");
-    const profileTool = await put(path.join(t.home, "profiles/default/tools/profile_wins.ts"), toolFile("profile_wins", "profile"));
-    const userDir = await t.dir();
-    await put(path.join(t.home, "config.json"), JSON.stringify({ toolDirs: [userDir] }));
-    await put(path.join(userDir, "contested.ts"), toolFile("contested", "user-dir"));
-    await put(path.join(t.ws, ".toolhost/tools/in_project.ts"), toolFile("in_project", "project-dir"));
-
-    const untrusted = await toolsJson();
-    expect(sourceOf(untrusted, "profile_wins")).toBe(profileTool);
-    expect(sourceOf(untrusted, "contested")).toContain(path.join("node_modules", "toolhost-user"));
-    expect(sourceOf(untrusted, "read")).toBe("builtin");
-    expect(untrusted.errors.map((e) => e.message).join("\n")).toContain('"read" is a locked tool id');
-    // An untrusted project's packages are listed, never imported.
-    expect(sourceOf(untrusted, "project_pair")).toBeUndefined();
-    expect(untrusted.skipped.map((s) => path.basename(s.file))).toContain("project_pair.ts");
-
-    expect((await toolhost("trust")).code).toBe(0);
-    const trusted = await toolsJson();
-    expect(sourceOf(trusted, "project_pair")).toContain(path.join(".toolhost", "packages", "node_modules", "toolhost-project"));
-    // The project's package comes before the project's own folder.
-    expect(sourceOf(trusted, "in_project")).toContain(path.join("node_modules", "toolhost-project"));
-    const userPkgTools = path.join(await fsp.realpath(t.home), "packages", "node_modules", "toolhost-user", "tools");
-    const projectPkgTools = path.join(t.ws, ".toolhost", "packages", "node_modules", "toolhost-project", "tools");
-    expect(trusted.shadowed).toEqual(
-      expect.arrayContaining([
-        { id: "profile_wins", file: path.join(userPkgTools, "profile_wins.ts"), winner: profileTool },
-        { id: "contested", file: path.join(userDir, "contested.ts"), winner: path.join(userPkgTools, "contested.ts") },
-        { id: "contested", file: path.join(projectPkgTools, "contested.ts"), winner: path.join(userPkgTools, "contested.ts") },
-        { id: "in_project", file: path.join(t.ws, ".toolhost/tools/in_project.ts"), winner: path.join(projectPkgTools, "in_project.ts") },
-      ]),
-    );
-    const doctor = await toolhost("doctor");
-    expect(doctor.stdout).toContain(`contested: ${path.join(userDir, "contested.ts")} lost to ${path.join(userPkgTools, "contested.ts")}`);
-
-    // Installing another project package changes what trust covers: the project asks again.
-    const more = await packed("toolhost-more", { more_tool: "x" });
-    expect((await toolhost("install", more.tarball, "--project")).code).toBe(0);
-    const changed = await toolsJson();
-    expect(sourceOf(changed, "project_pair")).toBeUndefined();
-    expect(sourceOf(changed, "more_tool")).toBeUndefined();
-  });
-});
+  },
+);
