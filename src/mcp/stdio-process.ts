@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import type { Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import type { StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import treeKill from "tree-kill";
-import { groupHasLiveMembers, killAtExitOf, releaseAtExit } from "../runtime/process-groups.js";
+import { groupHasLiveMembers, guardedCommand, killAtExitOf, releaseAtExit, unrefGuard } from "../runtime/process-groups.js";
 
 // A stdio MCP server's process, from spawn to the end of its whole tree. The SDK's
 // StdioClientTransport spawns the server in toolhost's own process group and hands out its pid
@@ -13,7 +14,9 @@ import { groupHasLiveMembers, killAtExitOf, releaseAtExit } from "../runtime/pro
 // unknown by then), and a child it left behind when it exited on SIGTERM was an orphan no walk
 // from its pid could find. Here the server leads a process group of its own, tracked from spawn:
 // closing signals the group (SIGTERM, SIGKILL after the grace period) plus any descendant that
-// left it, and an `exit` hook SIGKILLs every group still running when toolhost exits.
+// left it, an `exit` hook SIGKILLs every group still running when toolhost exits, and the group
+// guard (process-groups.ts) SIGKILLs it when toolhost ends without running any code (SIGKILL, a
+// crash), or once the server itself has exited.
 
 const GROUPS = process.platform !== "win32";
 
@@ -93,19 +96,26 @@ export class StdioProcessTransport implements Transport {
   start(): Promise<void> {
     if (this.child) throw new Error("the stdio transport is already started");
     return new Promise((resolve, reject) => {
-      const child = spawn(this.params.command, this.params.args ?? [], {
-        env: this.params.env,
-        cwd: this.params.cwd,
-        stdio: ["pipe", "pipe", "pipe"],
+      const { command, args = [], env, cwd } = this.params;
+      // Behind the group guard, on fd 3 (stdin and stdout stay the protocol's), never released.
+      const run = GROUPS ? guardedCommand("toolhost-mcp", command, args, { env, cwd }) : { file: command, args };
+      const child = spawn(run.file, run.args, {
+        env,
+        cwd,
+        stdio: GROUPS ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
         detached: GROUPS,
         windowsHide: true,
       });
       this.child = child;
+      const guard = child.stdio[3] as Socket | undefined;
+      unrefGuard(guard);
       if (child.pid !== undefined) {
         this.pid = child.pid;
         const pid = child.pid;
         killAtExitOf(pid, () => signal(pid, "SIGKILL"));
       }
+      // The server is gone: so is what it left in its group (the guard's EOF), and then comes `close`.
+      child.once("exit", () => guard?.destroy());
       child.on("error", (error) => {
         reject(error);
         this.onerror?.(error);

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import type { Socket } from "node:net";
 import {
   createProtocolConnection,
   DidChangeTextDocumentNotification,
@@ -15,14 +16,25 @@ import {
   type DiagnosticSeverity,
   type ProtocolConnection,
 } from "vscode-languageserver-protocol/node";
-import { groupExists, killAtExitOf, killTree, releaseAtExit, signalGroup, terminateTree, waitForGroupExit } from "../process-groups.js";
+import {
+  groupExists,
+  guardedCommand,
+  killAtExitOf,
+  killTree,
+  releaseAtExit,
+  signalGroup,
+  terminateTree,
+  unrefGuard,
+  waitForGroupExit,
+} from "../process-groups.js";
 import { fileUri } from "./uri.js";
 
 // One language server: a process group of its own spoken to over stdio through
 // vscode-languageserver-protocol, the documents it has open, and the diagnostics it last published
 // for each (with a counter, so a caller can wait for the first publish after a change and then a
-// quiet period). The whole tree ends with `stop()`, and an exit hook SIGKILLs every group still
-// running when toolhost exits without stopping them.
+// quiet period). The whole tree ends with `stop()`, an exit hook SIGKILLs every group still
+// running when toolhost exits without stopping them, and the group guard ends it when toolhost
+// ends without running any code (SIGKILL, a crash).
 
 /** How to start one server, after the manager resolved its command (and wrapped it in the sandbox). */
 export interface LspLaunch {
@@ -76,7 +88,16 @@ export class LspClient {
     readonly name: string,
     private readonly launch: LspLaunch,
   ) {
-    this.child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
+    // Behind the group guard (process-groups.ts), never released while the server runs: its group
+    // ends with toolhost even when toolhost is SIGKILLed. stdin and stdout stay the protocol's.
+    const command = guardedCommand("toolhost-lsp", launch.file, launch.args, { env: launch.env, cwd: launch.cwd });
+    this.child = spawn(command.file, command.args, {
+      cwd: launch.cwd,
+      env: launch.env,
+      stdio: ["pipe", "pipe", "pipe", "pipe"],
+      detached: true,
+    });
+    unrefGuard(this.child.stdio[3] as Socket);
     if (this.child.pid) killAtExitOf(this.child.pid);
     this.child.stderr?.on("data", (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-2000);
