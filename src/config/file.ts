@@ -50,6 +50,8 @@ export interface ConfigPeek {
   sandboxEnv: string[];
   /** `sandbox.denyRead`: more paths hidden from sandboxed commands (absolute, or `~/` for the home). */
   sandboxDenyRead: string[];
+  /** `sandbox.allowUnixSockets: true`: sandboxed commands may create AF_UNIX sockets (anything else: refused). */
+  sandboxAllowUnixSockets?: true;
   /** Why the `sandbox` entry was not taken as written (it then fails closed: on, nothing extra passed). */
   sandboxError?: string;
   /** `false` when the file switches checkpoints off (anything else leaves them on). */
@@ -92,21 +94,24 @@ const ENV_ENTRY = /^[A-Za-z_][A-Za-z0-9_]*\*?$/;
 const DENY_ENTRY = (p: string) => path.isAbsolute(p) || p.startsWith("~/");
 
 /**
- * `"sandbox"`: `"on"`, `"off"`, or `{ mode?, env?, denyRead? }`. Anything malformed fails closed:
- * the sandbox stays on and no variable is passed (the paths to hide that are well formed still are).
+ * `"sandbox"`: `"on"`, `"off"`, or `{ mode?, env?, denyRead?, allowUnixSockets? }`. Anything
+ * malformed fails closed: the sandbox stays on, no variable is passed and unix sockets stay refused
+ * (the paths to hide that are well formed still are).
  */
-function peekSandbox(value: unknown): Pick<ConfigPeek, "sandbox" | "sandboxEnv" | "sandboxDenyRead" | "sandboxError"> {
+function peekSandbox(
+  value: unknown,
+): Pick<ConfigPeek, "sandbox" | "sandboxEnv" | "sandboxDenyRead" | "sandboxAllowUnixSockets" | "sandboxError"> {
   const none = { sandboxEnv: [], sandboxDenyRead: [] };
   if (value === undefined || value === "on") return none;
   if (value === "off") return { ...none, sandbox: "off" };
   if (typeof value !== "object" || value === null || Array.isArray(value))
-    return { ...none, sandboxError: 'sandbox must be "on", "off" or { mode, env, denyRead }' };
+    return { ...none, sandboxError: 'sandbox must be "on", "off" or { mode, env, denyRead, allowUnixSockets }' };
   const entry = value as Record<string, unknown>;
   const strings = (v: unknown) => (Array.isArray(v) ? v.filter((s): s is string => typeof s === "string") : []);
   const denyRead = strings(entry.denyRead).filter(DENY_ENTRY);
   const problems = [
     ...Object.keys(entry)
-      .filter((k) => !["mode", "env", "denyRead"].includes(k))
+      .filter((k) => !["mode", "env", "denyRead", "allowUnixSockets"].includes(k))
       .map((k) => `unknown key "${k}"`),
     ...(entry.mode === undefined || entry.mode === "on" || entry.mode === "off" ? [] : ['mode must be "on" or "off"']),
     ...(entry.env === undefined || (Array.isArray(entry.env) && entry.env.every((n) => typeof n === "string" && ENV_ENTRY.test(n)))
@@ -115,7 +120,15 @@ function peekSandbox(value: unknown): Pick<ConfigPeek, "sandbox" | "sandboxEnv" 
     ...(entry.denyRead === undefined || (Array.isArray(entry.denyRead) && denyRead.length === entry.denyRead.length)
       ? []
       : ["denyRead must list absolute or ~/ paths"]),
+    ...(entry.allowUnixSockets === undefined || typeof entry.allowUnixSockets === "boolean"
+      ? []
+      : ["allowUnixSockets must be true or false"]),
   ];
   if (problems.length) return { sandboxEnv: [], sandboxDenyRead: denyRead, sandboxError: `sandbox: ${problems.join("; ")}` };
-  return { ...(entry.mode === "off" ? { sandbox: "off" as const } : {}), sandboxEnv: strings(entry.env), sandboxDenyRead: denyRead };
+  return {
+    ...(entry.mode === "off" ? { sandbox: "off" as const } : {}),
+    sandboxEnv: strings(entry.env),
+    sandboxDenyRead: denyRead,
+    ...(entry.allowUnixSockets === true ? { sandboxAllowUnixSockets: true as const } : {}),
+  };
 }

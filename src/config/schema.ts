@@ -109,10 +109,12 @@ export const UserConfigSchema = z
               denyRead: z
                 .array(z.string().refine((p) => p.startsWith("/") || p.startsWith("~/"), "must be absolute or start with ~/"))
                 .optional(),
+              /** Sandboxed commands may create unix sockets (default false: refused, but in a call with allowed hosts). */
+              allowUnixSockets: z.boolean().optional(),
             })
             .strict(),
         ],
-        { error: 'must be "on", "off" or { mode, env, denyRead }' },
+        { error: 'must be "on", "off" or { mode, env, denyRead, allowUnixSockets }' },
       )
       .optional(),
     /** The web_search tool's providers and bounds; without it the tool is not offered. */

@@ -244,6 +244,39 @@ describe.skipIf(!status.available)("class 4: host sockets are unreachable", () =
     }
   });
 
+  it("a socket in the workspace hears nothing from a command or a language server (even with allowUnixSockets); a command with it does", async () => {
+    const socketPath = path.join(ws, "app.sock");
+    const server = await listener(socketPath);
+    const connect = `python3 -c "import socket; c = socket.socket(socket.AF_UNIX); c.connect('${socketPath}'); print(c.recv(100).decode())"`;
+    /** Runs `connect` through the transform, as a confined launch when `confined`. */
+    const through = async (options: BubblewrapOptions, confined: boolean) => {
+      const inner = bubblewrapSandbox({ homes: [home], ...options });
+      const cache = await fsp.mkdtemp(path.join(outside, "lsp-"));
+      const session = new RuntimeSession({
+        workspace: ws,
+        shell: new LocalShell(),
+        spawnTransform: (request, context) => inner(request, confined ? { ...context, confined: { writable: [cache] } } : context),
+      });
+      sessions.push(session);
+      const ctx = createToolContext({ session, toolId: "bash", callId: "c", requires, signal: new AbortController().signal });
+      return ctx.shell.run(connect);
+    };
+    try {
+      const refused = [await through({}, false), await through({}, true), await through({ allowUnixSockets: true }, true)];
+      for (const result of refused) {
+        expect(result.stdout).not.toContain("HELLO-FROM-HOST");
+        expect(result.stderr).toMatch(/PermissionError: \[Errno 1\] Operation not permitted/);
+      }
+      expect(server.heard).toEqual([]);
+      // Control: a command with the user's allowUnixSockets reaches it.
+      expect((await through({ allowUnixSockets: true }, false)).stdout).toContain("HELLO-FROM-HOST");
+      expect(server.heard.length).toBe(1);
+    } finally {
+      await server.close();
+      await fsp.rm(socketPath, { force: true });
+    }
+  });
+
   it("keeps what name resolution reads: /etc/resolv.conf and /etc/hosts read the same inside", async () => {
     const line = "cat /etc/resolv.conf /etc/hosts";
     const [inside, plain] = [await run(line), await run(line, "unsandboxed")];

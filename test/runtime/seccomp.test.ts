@@ -28,6 +28,7 @@ function run(program: Buffer, data: { arch: number; nr: number; arg0?: number; a
     else if (code === 0x15) pc += acc === k ? jt : jf;
     else if (code === 0x35) pc += acc >= k ? jt : jf;
     else if (code === 0x45) pc += (acc & k) !== 0 ? jt : jf;
+    else if (code === 0x54) acc = (acc & k) >>> 0;
     else throw new Error(`unknown opcode ${code.toString(16)}`);
   }
   throw new Error("fell off the end");
@@ -92,6 +93,45 @@ describe("the seccomp filter", () => {
     expect(run(program, { arch: AUDIT_ARCH_AARCH64, nr: 40 })).toBe(EPERM);
   });
 
+  it("the strict filter refuses AF_UNIX sockets and datagram unix pairs on x86_64 and aarch64; the permissive one does not", () => {
+    const permissive = seccompProgram({ allowUnixSockets: true });
+    const AF_UNIX = 1;
+    const AF_INET = 2;
+    const AF_INET6 = 10;
+    const AF_NETLINK = 16;
+    const SOCK_CLOEXEC = 0x80000;
+    const SOCK_NONBLOCK = 0x800;
+    for (const [arch, audit] of [
+      ["x86_64", AUDIT_ARCH_X86_64],
+      ["aarch64", AUDIT_ARCH_AARCH64],
+    ] as const) {
+      const { socket, socketpair } = SYSCALLS[arch];
+      for (const type of [1, 2, 5, 1 | SOCK_CLOEXEC, 2 | SOCK_NONBLOCK | SOCK_CLOEXEC]) {
+        expect(run(program, { arch: audit, nr: socket, arg0: AF_UNIX, arg1: type }), `${arch} socket AF_UNIX ${type}`).toBe(EPERM);
+        expect(run(permissive, { arch: audit, nr: socket, arg0: AF_UNIX, arg1: type }), `${arch} permissive ${type}`).toBe(ALLOW);
+      }
+      // Only the low 32 bits of the domain are the int the kernel reads.
+      expect(run(program, { arch: audit, nr: socket, arg0: AF_UNIX + 2 ** 32, arg1: 1 })).toBe(EPERM);
+      for (const domain of [AF_INET, AF_INET6, AF_NETLINK, 0]) {
+        expect(run(program, { arch: audit, nr: socket, arg0: domain, arg1: 1 }), `${arch} socket ${domain}`).toBe(ALLOW);
+      }
+      // A stream or seqpacket pair is born connected and cannot reach anything else; a datagram pair can sendto any path.
+      for (const type of [1, 5, 1 | SOCK_CLOEXEC, 5 | SOCK_NONBLOCK]) {
+        expect(run(program, { arch: audit, nr: socketpair, arg0: AF_UNIX, arg1: type }), `${arch} socketpair ${type}`).toBe(ALLOW);
+      }
+      for (const type of [2, 3, 2 | SOCK_CLOEXEC, 3 | SOCK_NONBLOCK | SOCK_CLOEXEC]) {
+        expect(run(program, { arch: audit, nr: socketpair, arg0: AF_UNIX, arg1: type }), `${arch} socketpair ${type}`).toBe(EPERM);
+        expect(run(permissive, { arch: audit, nr: socketpair, arg0: AF_UNIX, arg1: type })).toBe(ALLOW);
+      }
+      // The rest of the filter is the same in both.
+      expect(run(permissive, { arch: audit, nr: SYSCALLS[arch].mount })).toBe(EPERM);
+      expect(run(permissive, { arch: audit, nr: SYSCALLS[arch].ioctl, arg1: 0x5412 })).toBe(EPERM);
+      expect(run(permissive, { arch: audit, nr: SYSCALLS[arch].clone, arg0: 17 | CLONE_NEWUSER })).toBe(EPERM);
+    }
+    // The numbers are per architecture: aarch64's socket (198) is lremovexattr on x86_64.
+    expect(run(program, { arch: AUDIT_ARCH_X86_64, nr: 198, arg0: AF_UNIX })).toBe(ALLOW);
+  });
+
   it("denies the x32 range on x86_64 and kills any other architecture (i386, arm32 compat calls)", () => {
     expect(run(program, { arch: AUDIT_ARCH_X86_64, nr: 0x40000000 | 165 })).toBe(EPERM);
     expect(run(program, { arch: AUDIT_ARCH_X86_64, nr: 0x40000000 })).toBe(EPERM);
@@ -99,16 +139,19 @@ describe("the seccomp filter", () => {
     expect(run(program, { arch: 0x40000028 /* arm */, nr: 3 })).toBe(KILL);
   });
 
-  it("is well formed: whole instructions, every jump forward and inside the program", () => {
-    expect(program.length % 8).toBe(0);
-    const count = program.length / 8;
+  it.each([
+    ["strict", program],
+    ["permissive", seccompProgram({ allowUnixSockets: true })],
+  ])("the %s filter is well formed: whole instructions, every jump forward and inside the program", (_, bytes) => {
+    expect(bytes.length % 8).toBe(0);
+    const count = bytes.length / 8;
     for (let pc = 0; pc < count; pc++) {
-      const code = program.readUInt16LE(pc * 8);
+      const code = bytes.readUInt16LE(pc * 8);
       if ((code & 0x07) === 0x05) {
-        expect(pc + 1 + program.readUInt8(pc * 8 + 2)).toBeLessThan(count);
-        expect(pc + 1 + program.readUInt8(pc * 8 + 3)).toBeLessThan(count);
+        expect(pc + 1 + bytes.readUInt8(pc * 8 + 2)).toBeLessThan(count);
+        expect(pc + 1 + bytes.readUInt8(pc * 8 + 3)).toBeLessThan(count);
       }
     }
-    expect(program.readUInt16LE((count - 1) * 8)).toBe(0x06);
+    expect(bytes.readUInt16LE((count - 1) * 8)).toBe(0x06);
   });
 });

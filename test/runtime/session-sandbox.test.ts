@@ -125,7 +125,7 @@ describe("sandboxSetting", () => {
     try {
       expect(sandboxSetting({}, home)).toEqual({ value: "off", source: path.join(home, "config.json") });
       expect(sandboxSetting({ TOOLHOST_SANDBOX: "on" }, home)).toEqual({ value: "on", source: "TOOLHOST_SANDBOX" });
-      const problem = `${path.join(empty, "config.json")}: sandbox must be "on", "off" or { mode, env, denyRead }`;
+      const problem = `${path.join(empty, "config.json")}: sandbox must be "on", "off" or { mode, env, denyRead, allowUnixSockets }`;
       expect(sandboxSetting({ TOOLHOST_SANDBOX: "OFF" }, empty)).toEqual({ value: "off", source: "TOOLHOST_SANDBOX", problem });
       expect(sandboxSetting({ TOOLHOST_SANDBOX: "0" }, empty)).toEqual({ value: "on", source: "default", problem });
       expect(sandboxSetting({}, path.join(empty, "missing"))).toEqual({ value: "on", source: "default" });
@@ -173,5 +173,33 @@ describe("sandboxSetting, the object form", () => {
       expect(s.problem).toMatch(/sandbox/);
     }
     expect((await setting({ mode: "off", denyRead: ["relative", "/abs"] })).denyRead).toEqual(["/abs"]);
+  });
+
+  it("takes allowUnixSockets: true only when the whole entry is well formed (else unix sockets stay refused)", async () => {
+    expect(await setting({ allowUnixSockets: true })).toMatchObject({ value: "on", allowUnixSockets: true });
+    expect((await setting({ allowUnixSockets: false })).allowUnixSockets).toBeUndefined();
+    expect((await setting({ env: ["A"] })).allowUnixSockets).toBeUndefined();
+    expect((await setting("on")).allowUnixSockets).toBeUndefined();
+    for (const bad of [
+      { allowUnixSockets: "true" },
+      { allowUnixSockets: 1 },
+      { allowUnixSockets: true, extra: 1 },
+      { allowUnixSockets: true, mode: "of" },
+    ]) {
+      const s = await setting(bad);
+      expect(s.allowUnixSockets, JSON.stringify(bad)).toBeUndefined();
+      expect(s.problem).toMatch(/sandbox/);
+    }
+    expect((await setting({ allowUnixSockets: "yes" })).problem).toMatch(/allowUnixSockets must be true or false/);
+  });
+
+  it("the state and describeSandbox say whether unix sockets are refused", async () => {
+    const probe = () => Promise.resolve({ available: true as const });
+    const strict = await new SessionSandbox({ setting: { value: "on", source: "default" }, probe }).state();
+    const allowed = await new SessionSandbox({ setting: { value: "on", source: "default", allowUnixSockets: true }, probe }).state();
+    expect(strict.unixSockets).toBeUndefined();
+    expect(allowed.unixSockets).toBe(true);
+    expect(describeSandbox(strict)).toMatch(/no unix sockets \(a call with allowed hosts keeps them: its proxy bridge needs one/);
+    expect(describeSandbox(allowed)).toMatch(/unix sockets allowed \(sandbox.allowUnixSockets\)/);
   });
 });

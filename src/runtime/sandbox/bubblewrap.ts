@@ -58,6 +58,12 @@ export interface BubblewrapOptions {
   socatPath?: string;
   /** Where plants are moved (default: `quarantine/` in toolhost's home, which the sandbox hides); a folder of the session's in it. */
   quarantineDir?: string;
+  /**
+   * The user's `sandbox.allowUnixSockets`: commands may create AF_UNIX sockets (default: refused
+   * by the seccomp filter, but in a call with a proxy bridge, whose socat needs one). A confined
+   * launch (a language server) is refused them whatever this says.
+   */
+  allowUnixSockets?: boolean;
 }
 
 /** The proxy a call goes out through: the folder the sandbox hides, and the one socket it binds in. */
@@ -198,9 +204,12 @@ export function wrapperScript(names: readonly string[]): string {
   ].join("\n");
 }
 
-/** argv that runs `command` in bwrap with `bwrapArgs`, through the wrapper. */
-function wrapped(bwrap: string, env: Record<string, string>, bwrapArgs: string[], command: string[]): string[] {
-  return ["-c", wrapperScript(Object.keys(env)), bwrap, seccompFilterFile(), ...bwrapArgs, "--", ...command];
+/**
+ * argv that runs `command` in bwrap with `bwrapArgs`, through the wrapper, under the strict
+ * seccomp filter (no AF_UNIX sockets) unless `allowUnixSockets`.
+ */
+function wrapped(bwrap: string, env: Record<string, string>, bwrapArgs: string[], command: string[], allowUnixSockets = false): string[] {
+  return ["-c", wrapperScript(Object.keys(env)), bwrap, seccompFilterFile({ allowUnixSockets }), ...bwrapArgs, "--", ...command];
 }
 
 /**
@@ -234,7 +243,7 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     if (!bwrap) throw new Error("bubblewrap (bwrap) is not installed");
     const env = sandboxEnv(request, context, options);
     if (context.confined) {
-      // Nothing of the workspace writable and no network: nothing to guard, no proxy.
+      // Nothing of the workspace writable, no network, no unix sockets (strict filter): nothing to guard, no proxy.
       const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options), [request.file, ...request.args]);
       return { file: "/bin/sh", args, commandAt: args.length - 1 - request.args.length, cwd: request.cwd, env, shellLine: undefined };
     }
@@ -269,7 +278,10 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     const settle = () => settleProjectGuard(guard.watched, into, nested);
     // The sandbox's own shells stay runnable: /bin/sh (the proxy bridge, the stubs' interpreter) and what runs the line.
     const stubs = deniedProgramBinds(options.deniedPrograms?.(context) ?? [], env.PATH, ["/bin/sh", request.file]);
-    const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect, stubs), command);
+    // The proxy bridge's socat connects to the proxy's socket under the command's filter: such a
+    // call keeps AF_UNIX (seccomp cannot tell socat from the command). Every other call is refused it.
+    const unixSockets = options.allowUnixSockets === true || mount !== undefined;
+    const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect, stubs), command, unixSockets);
     return {
       file: "/bin/sh",
       args,

@@ -7,14 +7,29 @@ import path from "node:path";
 // runs the command. It denies with EPERM the system calls a command has no business making and
 // that could undo the sandbox or reach the kernel's soft spots: mounts (old and new API),
 // namespaces (unshare, setns, clone with a CLONE_NEW* flag), ptrace and its cousins, keyrings,
-// bpf, perf, kernel modules, kexec, file handles, io_uring, and the ioctls that type into a terminal. clone3 gets ENOSYS (its flags sit behind a
-// pointer the filter cannot read), so libc falls back to clone, whose flags it checks.
+// bpf, perf, kernel modules, kexec, file handles, io_uring, and the ioctls that type into a
+// terminal. clone3 gets ENOSYS (its flags sit behind a pointer the filter cannot read), so libc
+// falls back to clone, whose flags it checks.
+//
+// The strict variant (every sandboxed command without a proxy bridge, unless the user's
+// `sandbox.allowUnixSockets`) also refuses AF_UNIX sockets: a socket file in a writable or
+// readable folder (the workspace, the home) may belong to a listener outside the sandbox, and
+// connecting to it is a way out no mount can close. `socket(AF_UNIX, …)` gets EPERM, and so does
+// `socketpair(AF_UNIX, SOCK_DGRAM or SOCK_RAW)`: a datagram pair can `sendto` any socket path.
+// A stream or seqpacket pair stays allowed (pipes between a program's own processes): it is born
+// connected and cannot connect or send elsewhere.
 
 /** `struct seccomp_data`: nr at 0, arch at 4, args[0] (low 32 bits, little-endian) at 16. */
 const OFFSET_NR = 0;
 const OFFSET_ARCH = 4;
 const OFFSET_ARG0 = 16;
 const OFFSET_ARG1 = 24;
+/** `socket(domain, …)`'s domain for unix sockets (AF_UNIX, AF_LOCAL). */
+const AF_UNIX = 1;
+/** `type & SOCK_TYPE_MASK`: the socket types a unix socket pair may not have (SOCK_RAW is a datagram socket there). */
+const SOCK_TYPE_MASK = 0xf;
+const SOCK_DGRAM = 2;
+const SOCK_RAW = 3;
 /** ioctl requests that push input into a terminal (the editor's, when a command shares it). */
 const TIOCSTI = 0x5412;
 const TIOCLINUX = 0x541c;
@@ -23,6 +38,7 @@ const BPF_LD_W_ABS = 0x20;
 const BPF_JEQ_K = 0x15;
 const BPF_JGE_K = 0x35;
 const BPF_JSET_K = 0x45;
+const BPF_ALU_AND_K = 0x54;
 const BPF_RET_K = 0x06;
 
 const RET_ALLOW = 0x7fff0000;
@@ -76,7 +92,7 @@ const DENIED = [
   "io_uring_register",
 ] as const;
 
-type Syscall = (typeof DENIED)[number] | "clone" | "clone3" | "ioctl";
+type Syscall = (typeof DENIED)[number] | "clone" | "clone3" | "ioctl" | "socket" | "socketpair";
 
 /** The numbers from the kernel's unistd tables (x86_64: unistd_64.h; aarch64: asm-generic/unistd.h). */
 export const SYSCALLS: Record<"x86_64" | "aarch64", Record<Syscall, number>> = {
@@ -117,6 +133,8 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<Syscall, number>> = {
     clone: 56,
     clone3: 435,
     ioctl: 16,
+    socket: 41,
+    socketpair: 53,
   },
   aarch64: {
     mount: 40,
@@ -155,6 +173,8 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<Syscall, number>> = {
     clone: 220,
     clone3: 435,
     ioctl: 29,
+    socket: 198,
+    socketpair: 199,
   },
 };
 
@@ -171,24 +191,45 @@ const ld = (offset: number, label?: string): Insn => ({ code: BPF_LD_W_ABS, k: o
 const jump = (code: number, k: number, jt?: string, jf?: string, label?: string): Insn => ({ code, k, jt, jf, label });
 const ret = (k: number, label?: string): Insn => ({ code: BPF_RET_K, k, label });
 
-function archBlock(arch: "x86_64" | "aarch64"): Insn[] {
+function archBlock(arch: "x86_64" | "aarch64", refuseUnixSockets: boolean): Insn[] {
   const nr = SYSCALLS[arch];
-  const deny = `${arch}:deny`;
+  const at = (name: string) => `${arch}:${name}`;
+  const deny = at("deny");
   return [
     ld(OFFSET_NR, arch),
     ...(arch === "x86_64" ? [jump(BPF_JGE_K, X32_SYSCALL_BIT, deny)] : []),
     ...DENIED.map((name) => jump(BPF_JEQ_K, nr[name], deny)),
-    jump(BPF_JEQ_K, nr.clone3, `${arch}:enosys`),
-    jump(BPF_JEQ_K, nr.ioctl, undefined, `${arch}:clone`),
-    ld(OFFSET_ARG1),
+    jump(BPF_JEQ_K, nr.clone3, at("enosys")),
+    jump(BPF_JEQ_K, nr.ioctl, at("ioctl")),
+    jump(BPF_JEQ_K, nr.clone, at("clone")),
+    ...(refuseUnixSockets ? [jump(BPF_JEQ_K, nr.socket, at("socket")), jump(BPF_JEQ_K, nr.socketpair, at("socketpair"))] : []),
+    ret(RET_ALLOW),
+    ld(OFFSET_ARG1, at("ioctl")),
     jump(BPF_JEQ_K, TIOCSTI, deny),
     jump(BPF_JEQ_K, TIOCLINUX, deny, "allow"),
-    jump(BPF_JEQ_K, nr.clone, undefined, "allow", `${arch}:clone`),
-    ld(OFFSET_ARG0),
+    ld(OFFSET_ARG0, at("clone")),
     jump(BPF_JSET_K, CLONE_NEW_FLAGS, deny, "allow"),
-    ret(RET_ERRNO | ENOSYS, `${arch}:enosys`),
+    ...(refuseUnixSockets
+      ? [
+          ld(OFFSET_ARG0, at("socket")),
+          jump(BPF_JEQ_K, AF_UNIX, deny, "allow"),
+          ld(OFFSET_ARG0, at("socketpair")),
+          jump(BPF_JEQ_K, AF_UNIX, undefined, "allow"),
+          ld(OFFSET_ARG1),
+          { code: BPF_ALU_AND_K, k: SOCK_TYPE_MASK },
+          jump(BPF_JEQ_K, SOCK_DGRAM, deny),
+          jump(BPF_JEQ_K, SOCK_RAW, deny, "allow"),
+        ]
+      : []),
+    ret(RET_ERRNO | ENOSYS, at("enosys")),
     ret(RET_ERRNO | EPERM, deny),
   ];
+}
+
+/** Which filter: the strict one refuses unix sockets (see the top of the file). */
+export interface SeccompVariant {
+  /** Leave AF_UNIX sockets alone: a call with a proxy bridge, or the user's `sandbox.allowUnixSockets`. */
+  allowUnixSockets?: boolean;
 }
 
 /**
@@ -196,14 +237,15 @@ function archBlock(arch: "x86_64" | "aarch64"): Insn[] {
  * the kernel reads it on x86_64 and aarch64. An unknown architecture (i386 or arm32 compat calls
  * on these hosts) kills the process: its numbers mean other calls.
  */
-export function seccompProgram(): Buffer {
+export function seccompProgram(variant: SeccompVariant = {}): Buffer {
+  const refuseUnixSockets = !variant.allowUnixSockets;
   const program: Insn[] = [
     ld(OFFSET_ARCH),
     jump(BPF_JEQ_K, AUDIT_ARCH_X86_64, "x86_64"),
     jump(BPF_JEQ_K, AUDIT_ARCH_AARCH64, "aarch64"),
     ret(RET_KILL_PROCESS),
-    ...archBlock("x86_64"),
-    ...archBlock("aarch64"),
+    ...archBlock("x86_64", refuseUnixSockets),
+    ...archBlock("aarch64", refuseUnixSockets),
     ret(RET_ALLOW, "allow"),
   ];
   const at = new Map<string, number>();
@@ -231,7 +273,8 @@ export function seccompSupported(arch: string = process.arch): boolean {
   return arch === "x64" || arch === "arm64";
 }
 
-let written: string | undefined;
+/** Each variant's file, once written by this process. */
+const written = new Map<boolean, string>();
 
 /** Why `dir` cannot hold the filter, or undefined: it must be our own folder, not a symlink, closed to others. */
 function unsafeFolder(dir: string): string | undefined {
@@ -250,11 +293,13 @@ function unsafeFolder(dir: string): string | undefined {
  * it ends (SIGKILL included). The folder is checked like the sidecar root (ours, not a symlink, no
  * group or other bits; else an error), and the file is written beside and renamed into place, so
  * it is whole or absent; one already there is read back and must hold these bytes. bwrap reads it
- * from an fd the wrapper opens.
+ * from an fd the wrapper opens. Each variant is its own file (its own hash).
  */
-export function seccompFilterFile(): string {
-  if (written) return written;
-  const program = seccompProgram();
+export function seccompFilterFile(variant: SeccompVariant = {}): string {
+  const key = variant.allowUnixSockets === true;
+  const known = written.get(key);
+  if (known) return known;
+  const program = seccompProgram(variant);
   const uid = process.geteuid?.() ?? "user";
   const dir = path.join(os.tmpdir(), `toolhost-seccomp-${uid}`);
   mkdirSync(dir, { mode: 0o700, recursive: true });
@@ -273,6 +318,6 @@ export function seccompFilterFile(): string {
     writeFileSync(temporary, program, { mode: 0o600, flag: "wx" });
     renameSync(temporary, file);
   }
-  written = file;
+  written.set(key, file);
   return file;
 }

@@ -14,6 +14,8 @@ export interface SandboxSetting {
   env?: string[];
   /** `sandbox.denyRead` of the user's config, `~/` expanded: more paths hidden from them. */
   denyRead?: string[];
+  /** `sandbox.allowUnixSockets: true` of the user's config: sandboxed commands may create AF_UNIX sockets. */
+  allowUnixSockets?: boolean;
   /** The config's `sandbox` entry was malformed: it fails closed (on, nothing extra passed). */
   problem?: string;
 }
@@ -33,6 +35,7 @@ export function sandboxSettingOf(peek: ConfigPeek, env: NodeJS.ProcessEnv = proc
   const extra = {
     ...(peek.sandboxEnv.length ? { env: peek.sandboxEnv } : {}),
     ...(denyRead.length ? { denyRead } : {}),
+    ...(peek.sandboxAllowUnixSockets ? { allowUnixSockets: true } : {}),
     ...(peek.sandboxError ? { problem: `${peek.path}: ${peek.sandboxError}` } : {}),
   };
   const fromEnv = env.TOOLHOST_SANDBOX?.trim().toLowerCase();
@@ -48,6 +51,8 @@ export interface SessionSandboxState {
   off: boolean;
   /** Why it is not active. */
   reason?: string;
+  /** The user's `sandbox.allowUnixSockets`: commands may create AF_UNIX sockets. */
+  unixSockets?: boolean;
 }
 
 export interface SessionSandboxOptions {
@@ -68,9 +73,10 @@ export class SessionSandbox {
   private readonly wrap: ReturnType<typeof bubblewrapSandbox>;
 
   constructor(private readonly options: SessionSandboxOptions) {
-    const { env, denyRead } = options.setting;
+    const { env, denyRead, allowUnixSockets } = options.setting;
     this.wrap = bubblewrapSandbox({
       ...options.bubblewrap,
+      allowUnixSockets: allowUnixSockets === true || options.bubblewrap?.allowUnixSockets === true,
       env: [...(options.bubblewrap?.env ?? []), ...(env ?? [])],
       maskPaths: [...(options.bubblewrap?.maskPaths ?? []), ...(denyRead ?? [])],
     });
@@ -97,7 +103,8 @@ export class SessionSandbox {
     const { value, source } = this.options.setting;
     if (value === "off") return { active: false, off: true, reason: `switched off (${source})` };
     const status = await this.probe();
-    return status.available ? { active: true, off: false } : { active: false, off: false, reason: status.reason };
+    const unixSockets = this.options.setting.allowUnixSockets === true ? { unixSockets: true } : {};
+    return status.available ? { active: true, off: false, ...unixSockets } : { active: false, off: false, reason: status.reason };
   }
 
   /** Every command of the session goes through it; `close()` ends the network proxies it started. */
@@ -140,7 +147,10 @@ export function describeSandbox(
       "active (bubblewrap): a read-only system, writable workspace roots and a private /tmp, project-control paths (.git, .toolhost, .vscode…) and nested git repositories read-only,",
       ...(wide.length ? [`— the workspace ${wide.join(", ")} covers your whole home folder, so all of it is writable to commands,`] : []),
       "secrets, ~/.toolhost, host sockets (/run) and the agent's environment hidden (an allow-list passes), no network but the hosts a call may reach,",
-      "no capabilities and a seccomp filter (no mount, namespaces, ptrace, bpf…)",
+      "no capabilities and a seccomp filter (no mount, namespaces, ptrace, bpf…);",
+      state.unixSockets
+        ? "unix sockets allowed (sandbox.allowUnixSockets): a command can connect to a listener outside through a socket file it can see"
+        : "no unix sockets (a call with allowed hosts keeps them: its proxy bridge needs one; sandbox.allowUnixSockets allows them)",
       ...(root
         ? [
             "— running as root: commands run in a user namespace as root mapped to root, with no capabilities (mounts cannot be undone); they own root's files, so only the masks keep root's secrets hidden",
