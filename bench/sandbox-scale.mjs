@@ -7,10 +7,10 @@
 // With `--baseline DIR` (another built checkout, e.g. the commit before) its CLI runs the same,
 // side by side. The trees are made in a temp folder and removed. Run after `npm run build`:
 // node bench/sandbox-scale.mjs [--baseline DIR] (BENCH_ROUNDS, default 15; BENCH_FIRST, default 5;
-// BENCH_DIRS, default 30000).
+// BENCH_DIRS, default 30000; BENCH_PAUSE, default 3000; BENCH_CHECKPOINTS=off).
 import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, statSync } from "node:fs";
+import { mkdtempSync, statSync, writeFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import * as fsp from "node:fs/promises";
 import os from "node:os";
@@ -24,6 +24,7 @@ const baselineRoot = baselineAt > 0 ? path.resolve(process.argv[baselineAt + 1])
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const FIRST = Number(process.env.BENCH_FIRST ?? 5);
 const DIRS = Number(process.env.BENCH_DIRS ?? 30_000);
+const PAUSE = Number(process.env.BENCH_PAUSE ?? 3000);
 
 const { sandboxAvailable } = await import(path.join(root, "dist/runtime/sandbox/bubblewrap.js"));
 const status = await sandboxAvailable();
@@ -62,9 +63,16 @@ function countDirs(dir) {
   );
 }
 
-/** An agent over stdio, with a ping that runs while asked. */
-function agent(cli) {
+/** A fresh TOOLHOST_HOME (no project seen yet); BENCH_CHECKPOINTS=off turns the checkpoints off in it. */
+function newHome() {
   const home = mkdtempSync(path.join(os.tmpdir(), "toolhost-bench-home-"));
+  if (process.env.BENCH_CHECKPOINTS === "off") writeFileSync(path.join(home, "config.json"), '{ "checkpoints": false }\n');
+  return home;
+}
+
+/** An agent over stdio (its own fresh home unless `sharedHome`), with a ping that runs while asked. */
+function agent(cli, sharedHome) {
+  const home = sharedHome ?? newHome();
   const env = { ...process.env, TOOLHOST_HOME: home };
   for (const name of Object.keys(env)) if (/^(ANTHROPIC|OPENAI|TOOLHOST_MODEL|TOOLHOST_PROVIDER)/.test(name)) delete env[name];
   const child = spawn(process.execPath, [cli], { stdio: ["pipe", "pipe", "inherit"], env });
@@ -120,7 +128,7 @@ function agent(cli) {
     async close() {
       child.stdin.end();
       await new Promise((r) => child.on("close", r));
-      await fsp.rm(home, { recursive: true, force: true });
+      if (!sharedHome) await fsp.rm(home, { recursive: true, force: true });
     },
   };
 }
@@ -140,19 +148,45 @@ try {
   const record = (key, value) => results.set(key, [...(results.get(key) ?? []), ...[value].flat()]);
 
   // A session's first command: fresh agents, one after another, interleaved across builds and sizes.
+  // Three cases: a project never seen (a fresh home: its checkpoints hash every file once); one seen
+  // before (a home a session of it used: the index is seeded from that session's); and one seen
+  // before, the command sent PAUSE ms after session/new, as a person types (the session's start
+  // work, the first walk and the index check, runs in the background meanwhile).
+  const seen = new Map();
+  for (const b of builds) {
+    for (const [size, ws] of [
+      ["small", small],
+      ["big", big],
+    ]) {
+      const home = newHome();
+      const a = agent(b.cli, home);
+      await a.open(ws);
+      await a.prompt("/bash true");
+      await a.close();
+      seen.set(`${b.name} ${size}`, home);
+    }
+  }
   for (let i = 0; i < FIRST; i++) {
     for (const b of builds) {
       for (const [size, ws] of [
         ["small", small],
         ["big", big],
       ]) {
-        const a = agent(b.cli);
-        await a.open(ws);
-        record(`${b.name} first ${size}`, await a.prompt("/bash true"));
-        await a.close();
+        for (const [kind, home, pause] of [
+          ["new", undefined, 0],
+          ["seen", seen.get(`${b.name} ${size}`), 0],
+          ["typed", seen.get(`${b.name} ${size}`), PAUSE],
+        ]) {
+          const a = agent(b.cli, home);
+          await a.open(ws);
+          if (pause) await new Promise((r) => setTimeout(r, pause));
+          record(`${b.name} first ${kind} ${size}`, await a.prompt("/bash true"));
+          await a.close();
+        }
       }
     }
   }
+  for (const home of seen.values()) await fsp.rm(home, { recursive: true, force: true });
 
   // A command in a session: one agent per build and size, prompts interleaved, pings meanwhile.
   const sessions = [];
@@ -207,9 +241,15 @@ try {
   console.log(`\n${FIRST} first commands, ${ROUNDS} prompts each; medians (ping: the slowest answer over all prompts)`);
   console.log(`| measurement | ${builds.map((b) => b.name).join(" | ")} |\n|---|${builds.map(() => "---|").join("")}`);
   const line = (label, f) => console.log(`| ${label} | ${builds.map((b) => f(b.name)).join(" | ")} |`);
-  line(`first command, ${sizes.small} folders`, (n) => `${fmt(m(`${n} first small`))} ms`);
-  line(`first command, ${sizes.big} folders`, (n) => `${fmt(m(`${n} first big`))} ms`);
-  line("first command, ratio", (n) => `${fmt(m(`${n} first big`) / m(`${n} first small`), 2)}×`);
+  for (const [kind, label] of [
+    ["new", "a project never seen"],
+    ["seen", "a project seen before"],
+    ["typed", `a project seen before, sent ${PAUSE} ms after session/new`],
+  ]) {
+    line(`first command, ${label}, ${sizes.small} folders`, (n) => `${fmt(m(`${n} first ${kind} small`))} ms`);
+    line(`first command, ${label}, ${sizes.big} folders`, (n) => `${fmt(m(`${n} first ${kind} big`))} ms`);
+    line(`first command, ${label}, ratio`, (n) => `${fmt(m(`${n} first ${kind} big`) / m(`${n} first ${kind} small`), 2)}×`);
+  }
   line(`\`/bash true\` in a session, ${sizes.small} folders`, (n) => `${fmt(m(`${n} small prompt`))} ms`);
   line(`\`/bash true\` in a session, ${sizes.big} folders`, (n) => `${fmt(m(`${n} big prompt`))} ms`);
   line("in a session, ratio", (n) => `${fmt(m(`${n} big prompt`) / m(`${n} small prompt`), 2)}×`);

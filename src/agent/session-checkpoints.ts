@@ -1,5 +1,6 @@
 import { peekConfig, type ConfigFile } from "../config/file.js";
 import type { Workspace } from "../config/workspace.js";
+import type { ChangeFeed } from "../runtime/checkpoints/change-feed.js";
 import type { FileChange, Snapshot } from "../runtime/checkpoints/checkpoints.js";
 import { openWorkspaceCheckpoints, type RootSnapshot, type WorkspaceCheckpoints } from "../runtime/checkpoints/roots.js";
 import type { EntryData, RootCheckpoint } from "./record/session-format.js";
@@ -28,6 +29,8 @@ export interface SessionCheckpointsOptions {
   /** toolhost's home (default: `toolhostHome()`). */
   home?: string;
   maxFileBytes?: number;
+  /** What changed below a root since the last snapshot (the sandbox's watch of the workspace's folders). */
+  changes?: ChangeFeed;
   /** Writes a checkpoint entry to the session's record. */
   record(entry: CheckpointRecord): void;
   /** Tells the person (once: checkpoints are off, or a snapshot failed). */
@@ -63,6 +66,7 @@ export class SessionCheckpoints {
           session: options.session,
           home: options.home,
           maxFileBytes: options.maxFileBytes,
+          changes: options.changes,
         }).then(
           (opened) => {
             if (!opened.available) return { reason: opened.reason };

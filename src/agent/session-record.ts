@@ -1,5 +1,6 @@
 import type { ConfigFile } from "../config/file.js";
 import type { Workspace } from "../config/workspace.js";
+import type { ChangeFeed } from "../runtime/checkpoints/change-feed.js";
 import type { PromptInput, SessionFrontEnd } from "./front-end.js";
 import type { SessionRecorder } from "./record/session-recorder.js";
 import type { RestoredState } from "./record/session-restore.js";
@@ -25,6 +26,8 @@ export interface SessionRecordHost {
   unrecorded: SessionFrontEnd;
   /** What the session has used: recorded at each turn's end, so a load goes on from it (budgets). */
   meter: CostMeter;
+  /** What changed in a root since the last snapshot (the sandbox's watch): checkpoints cost what changed. */
+  changes?: ChangeFeed;
   /** The conversation moved (a rewind): the history at the new position. */
   moved(state: RestoredState): void;
 }
@@ -41,6 +44,7 @@ export class SessionRecord {
       workspace: host.workspace,
       session: host.id,
       config: host.config,
+      changes: host.changes,
       record: (entry) => recorder.append({ type: "checkpoint", ...entry }),
       say: (text) => frontEnd.say(text),
     });

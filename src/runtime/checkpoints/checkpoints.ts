@@ -1,3 +1,4 @@
+import type { FsMonitor } from "./change-feed.js";
 import { lstat, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import type { RepoLock } from "./repo-lock.js";
@@ -113,8 +114,9 @@ export class Checkpoints {
     readonly session: string,
     readonly maxFileBytes: number,
     private readonly lock: RepoLock,
+    monitor?: FsMonitor,
   ) {
-    this.scanner = new WorkspaceScanner(git, maxFileBytes, path.join(path.dirname(git.index), "..", "no-index"));
+    this.scanner = new WorkspaceScanner(git, maxFileBytes, path.join(path.dirname(git.index), "..", "no-index"), monitor);
   }
 
   get root(): string {

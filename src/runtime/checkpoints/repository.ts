@@ -3,6 +3,7 @@ import path from "node:path";
 import { toolhostHome } from "../../config/paths.js";
 import { projectFolderName } from "../../config/workspace.js";
 import { isInside } from "../../tool/paths.js";
+import { FsMonitor, type ChangeFeed } from "./change-feed.js";
 import { Checkpoints, DEFAULT_MAX_FILE_BYTES, ROOTS_FOLDER, validName } from "./checkpoints.js";
 import { RepoLock } from "./repo-lock.js";
 import { initShadowRepo, probeGit, ShadowGit } from "./shadow-git.js";
@@ -32,6 +33,8 @@ export interface CheckpointsOptions {
   maxFileBytes?: number;
   /** A further root of the session (not the project's folder): its snapshots go to a repository of its own below the project's. */
   further?: boolean;
+  /** What changed in the work tree since the last snapshot (the sandbox's watch): snapshots then cost what changed. */
+  changes?: ChangeFeed;
 }
 
 export type OpenedCheckpoints = { available: true; checkpoints: Checkpoints } | { available: false; reason: string };
@@ -66,7 +69,11 @@ export async function openCheckpoints(options: CheckpointsOptions): Promise<Open
     const wanted = isInside(realHome, root) && realHome !== root ? `${literalFolder(rel)}\n` : "";
     if ((await readFile(exclude, "utf8").catch(() => "")) !== wanted) await writeFile(exclude, wanted);
     const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
-    return { available: true, checkpoints: new Checkpoints(shadow, options.session, maxFileBytes, new RepoLock(path.join(own, "locks"))) };
+    const monitor = options.changes && new FsMonitor(options.changes, root, own, shadow.index);
+    return {
+      available: true,
+      checkpoints: new Checkpoints(shadow, options.session, maxFileBytes, new RepoLock(path.join(own, "locks")), monitor),
+    };
   } catch (error) {
     return { available: false, reason: `checkpoints: ${error instanceof Error ? error.message : String(error)}` };
   }

@@ -1,6 +1,7 @@
 import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { isInside } from "../../tool/paths.js";
+import type { ChangeFeed } from "./change-feed.js";
 import type { Checkpoints, Snapshot } from "./checkpoints.js";
 import { openCheckpoints } from "./repository.js";
 
@@ -38,12 +39,15 @@ export interface WorkspaceCheckpointsOptions {
   session: string;
   home?: string;
   maxFileBytes?: number;
+  /** What changed below a root since the last snapshot (the sandbox's watch), for every root's checkpoints. */
+  changes?: ChangeFeed;
 }
 
 /** Opens a session's checkpoints of every root, or says why there are none (the primary root's could not be opened). */
 export async function openWorkspaceCheckpoints(options: WorkspaceCheckpointsOptions): Promise<OpenedWorkspaceCheckpoints> {
   const [primaryRoot = "", ...further] = options.roots;
-  const common = { project: options.project, session: options.session, home: options.home, maxFileBytes: options.maxFileBytes };
+  const { project, session, home, maxFileBytes, changes } = options;
+  const common = { project, session, home, maxFileBytes, changes };
   const primary = await openCheckpoints({ ...common, root: primaryRoot });
   if (!primary.available) return primary;
   const opened: RootCheckpoints[] = [{ root: primaryRoot, real: primary.checkpoints.root, checkpoints: primary.checkpoints }];

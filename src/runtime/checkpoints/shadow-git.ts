@@ -5,7 +5,7 @@ import { readGitPointer } from "../../config/git-pointer.js";
 // The shadow repository: the `git` binary run on a GIT_DIR of toolhost's own, with the workspace
 // as its work tree, in an environment where nothing of the user's git set-up applies: no system or
 // global config (HOME points to an empty folder too, for a git older than GIT_CONFIG_GLOBAL), no
-// GIT_* variable of the parent, no hooks, no fsmonitor, no attributes from anywhere (the shadow's
+// GIT_* variable of the parent, no hooks, no fsmonitor but toolhost's own (change-feed.ts), no attributes from anywhere (the shadow's
 // own info/attributes, which outranks every .gitattributes, turns off line-ending conversion,
 // filters and ident, so a snapshot holds the bytes on disk). The only file of the user's repository
 // it reads is `.git/info/exclude`, as its excludes file; the `.git` folders themselves are never
@@ -62,6 +62,8 @@ export interface GitRun {
   workTree?: string;
   /** Lets `status` write the index it refreshed, with its untracked cache (optional locks on: the index is the session's own). */
   writeIndex?: boolean;
+  /** git's fsmonitor hook (a shell command) and its environment, for a snapshot's scan (change-feed.ts); off otherwise. */
+  fsmonitor?: { hook: string; env: Record<string, string> };
 }
 
 export interface GitResult {
@@ -128,12 +130,16 @@ export class ShadowGit {
   async raw(args: readonly string[], options: GitRun = {}): Promise<GitResult> {
     const execa = await loadExeca();
     const workTree = options.workTree ?? this.workTree;
-    const flags = [...SETTINGS, ["core.excludesFile", this.excludesFile] as const].flatMap(([k, v]) => ["-c", `${k}=${v}`]);
+    const monitor = options.fsmonitor;
+    const settings = [...SETTINGS, ["core.excludesFile", this.excludesFile] as const];
+    if (monitor) settings.push(["core.fsmonitor", monitor.hook], ["core.fsmonitorHookVersion", "2"]);
+    const flags = settings.flatMap(([k, v]) => ["-c", `${k}=${v}`]);
     const result = await execa("git", [...flags, ...args], {
       cwd: workTree,
       env: {
         ...isolatedEnv(this.emptyHome, this.gitDir, workTree, options.index ?? this.index),
         ...(options.writeIndex ? { GIT_OPTIONAL_LOCKS: "1" } : {}),
+        ...monitor?.env,
       },
       extendEnv: false,
       input: options.input ?? "",

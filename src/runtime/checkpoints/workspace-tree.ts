@@ -1,7 +1,8 @@
 import { isUtf8 } from "node:buffer";
 import { lstat, rm } from "node:fs/promises";
 import path from "node:path";
-import type { ShadowGit } from "./shadow-git.js";
+import type { FsMonitor } from "./change-feed.js";
+import type { GitRun, ShadowGit } from "./shadow-git.js";
 
 // The workspace as a git tree, through the session's own index: the index keeps each file's stat
 // data between snapshots, so a snapshot lists only what changed since the last one (`ls-files -m
@@ -14,6 +15,9 @@ import type { ShadowGit } from "./shadow-git.js";
 // (an empty index) and its files are added like any other. From then on git walks into it. Its
 // `.git` is never listed (git skips every `.git`). The first listing follows the nested folder's
 // own ignore files; the check below then applies the outer ones too.
+//
+// With a change feed (change-feed.ts) git looks only at the paths the kernel's watch saw change, and
+// when none did, no git runs: the last tree holds.
 //
 // Folders of the work tree that are another root of the session (a nested root: its own
 // repository checkpoints it) are left out like ignored ones, through `--exclude` patterns on each
@@ -70,12 +74,16 @@ export class WorkspaceScanner {
   private tree: string | undefined;
   /** Folders (work-tree relative, with `/`) left out of every listing: nested roots. */
   private excluded: readonly string[] = [];
+  /** The files the last scan left out: still so while nothing changed. */
+  private skipped: SkippedFile[] | undefined;
 
   constructor(
     private readonly git: ShadowGit,
     private readonly maxFileBytes: number,
     /** A path that does not exist: the empty index of a nested repository's first listing. */
     private readonly noIndex: string,
+    /** What changed since the last scan, from the kernel's watch (change-feed.ts); without it git looks at everything. */
+    private readonly monitor?: FsMonitor,
   ) {}
 
   /** Brings the index up to date with the workspace and writes its tree. */
@@ -106,12 +114,20 @@ export class WorkspaceScanner {
     await rm(this.git.index, { force: true });
     this.excludes = undefined;
     this.tree = undefined;
+    this.skipped = undefined;
   }
 
   private async scanOnce(): Promise<WorkspaceTree> {
     const { git } = this;
     this.dirs.clear();
+    const mark = await this.monitor?.mark();
     const excludes = await git.refreshExcludes();
+    // Nothing changed since the last scan (the watch vouches for every folder): its tree holds, no git runs.
+    if (mark?.unchanged && this.tree !== undefined && this.skipped && excludes === this.excludes) {
+      mark.completed();
+      return { tree: this.tree, skipped: this.skipped };
+    }
+    const own = { fsmonitor: mark?.git };
     let checkIgnored = excludes !== this.excludes;
     const candidates = new Set<string>();
     const skipped: SkippedFile[] = [];
@@ -124,7 +140,7 @@ export class WorkspaceScanner {
         else candidates.add(rel);
       }
     };
-    take(await this.changedEntries(), "", 0);
+    take(await this.changedEntries(own), "", 0);
     for (let item = nested.shift(); item; item = nested.shift()) {
       if (item.depth >= NESTED_DEPTH) continue;
       checkIgnored = true;
@@ -148,19 +164,24 @@ export class WorkspaceScanner {
       else remove.push(rel);
       if (verdict.kind === "skip") skipped.push({ path: rel, bytes: verdict.bytes, reason: "too-large" });
     });
-    if (remove.length) await git.run(["update-index", "-z", "--force-remove", "--stdin"], { input: joinZ(remove.sort()) });
-    if (add.length) await git.run(["update-index", "-z", "--add", "--remove", "--replace", "--stdin"], { input: joinZ(add.sort()) });
+    if (remove.length) await git.run(["update-index", "-z", "--force-remove", "--stdin"], { input: joinZ(remove.sort()), ...own });
+    if (add.length)
+      await git.run(["update-index", "-z", "--add", "--remove", "--replace", "--stdin"], { input: joinZ(add.sort()), ...own });
     let changed = add.length + remove.length > 0;
     if (checkIgnored) {
       // Entries an ignore file now covers (a .gitignore changed, or the user's exclude file) leave the index.
-      const ignored = splitZ(await git.run(["ls-files", "-z", "-c", "-i", "--exclude-standard", ...this.excludeArgs()])).map((e) => e.path);
-      if (ignored.length) await git.run(["update-index", "-z", "--force-remove", "--stdin"], { input: joinZ(ignored) });
+      const ignored = splitZ(await git.run(["ls-files", "-z", "-c", "-i", "--exclude-standard", ...this.excludeArgs()], own)).map(
+        (e) => e.path,
+      );
+      if (ignored.length) await git.run(["update-index", "-z", "--force-remove", "--stdin"], { input: joinZ(ignored), ...own });
       changed ||= ignored.length > 0;
     }
-    const tree = !changed && this.tree ? this.tree : await git.text(["write-tree"]);
+    const tree = !changed && this.tree ? this.tree : await git.text(["write-tree"], own);
     this.tree = tree;
     this.excludes = excludes;
     skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    this.skipped = skipped;
+    mark?.completed();
     return { tree, skipped };
   }
 
@@ -170,9 +191,10 @@ export class WorkspaceScanner {
    * whose stat data moved are read again. HEAD is unborn in the shadow repository, so every entry
    * also shows as added (`A `): only the work tree's column counts. Nested roots are dropped here.
    */
-  private async changedEntries(): Promise<{ path: string; utf8: boolean }[]> {
+  private async changedEntries(own: Pick<GitRun, "fsmonitor">): Promise<{ path: string; utf8: boolean }[]> {
     const out = await this.git.run(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"], {
       writeIndex: true,
+      ...own,
     });
     const excluded = this.excluded.map((rel) => `${rel}/`);
     return splitZ(out).flatMap((entry) => {

@@ -229,7 +229,9 @@ function wrapped(bwrap: string, env: Record<string, string>, bwrapArgs: string[]
  * Unlike the plain LocalShell, a background job (`server >log 2>&1 &`) does not outlive the
  * call: it is in the call's pid namespace, which ends when the command does.
  */
-export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransform & { close(): Promise<void> } {
+export function bubblewrapSandbox(
+  options: BubblewrapOptions = {},
+): SpawnTransform & { close(): Promise<void>; changedSince(root: string): Promise<string[] | undefined> } {
   const newProxies = () => sandboxProxies({ privateHosts: options.privateHosts, resolve: options.resolveHost });
   let proxies = newProxies();
   let network: SandboxNetworkStatus | undefined;
@@ -302,7 +304,9 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
     proxies = newProxies();
     await Promise.all([closing.close(), gitMap.close()]);
   };
-  return Object.assign(transform, { close });
+  // The checkpoints' feed: the same watch, what changed below a root since its last mark (`NestedGitWorker.changedSince`).
+  const changedSince = (root: string) => gitMap.changedSince(root);
+  return Object.assign(transform, { close, changedSince });
 }
 
 /** 127.0.0.1:PROXY_PORT as /proc/net/tcp shows it listening: local address, remote address, state. */

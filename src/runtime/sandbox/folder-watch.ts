@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, unlinkSync, watch, writeFileSync, type FSWatcher } from "node:fs";
+import { lstatSync, mkdtempSync, readFileSync, rmSync, unlinkSync, watch, writeFileSync, type FSWatcher } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -23,6 +23,13 @@ import path from "node:path";
 //   uncounted) and the next pass is whole (`take` says so), by ctime as before the watch existed.
 // - A folder that cannot be watched (no read permission, the user's watch limit reached: this takes
 //   at most a quarter of it, leaving the rest to the user's editor) is stat'ed on every pass.
+//
+// The same events also feed the checkpoints (`feed`): which paths of a root changed between two
+// of its marks, by name (a file written, a folder made or removed), so that git looks at those and
+// nothing else (runtime/checkpoints/change-feed.ts). A feed trusts the watch only as far as the map
+// does, and less: it starts blind (what changed before it existed is unknown), and anything that
+// blinds the map, an event from a watch the map dropped (its folder moved: the event's path is
+// stale), a folder that cannot be watched and too many paths all make its next answer "everything".
 
 const FENCE_MS = 2000;
 
@@ -41,7 +48,23 @@ export interface Changed {
   unwatched: ReadonlySet<string>;
 }
 
+/** A root's account for the checkpoints: what changed since its last mark. */
+interface Feed {
+  /** Absolute paths; a folder's own with a final `/` (everything below it). */
+  paths: Set<string>;
+  /** Entries made, removed or renamed: a file's path, or a folder's whole (`feed` looks which). */
+  renamed: Set<string>;
+  /** Something may have changed unseen: the next answer is "everything". */
+  lost: boolean;
+}
+
+/** More paths than this between two marks: git's whole look costs less than the list. */
+const FEED_MAX_PATHS = 20_000;
+/** More folders than this in one answer: git's whole look costs less (each is a pass over its index). */
+const FEED_MAX_FOLDERS = 500;
+
 export class FolderWatch {
+  private readonly feeds = new Map<string, Feed>();
   private readonly watchers = new Map<string, FSWatcher>();
   private readonly unwatched = new Set<string>();
   /** Watches of folders the map dropped: kept open (and counted) until many, then closed and the next pass made whole. */
@@ -66,7 +89,7 @@ export class FolderWatch {
       this.events++;
       if (this.waiting && name === this.waiting.name) this.waiting.arrived();
     });
-    this.fenceWatcher.on("error", () => (this.blind = true));
+    this.fenceWatcher.on("error", () => this.lose());
   }
 
   /** Watches folder `p` (call before listing it); false when it cannot be: it is then stat'ed every pass. */
@@ -74,11 +97,12 @@ export class FolderWatch {
     if (this.watchers.has(p)) return true;
     if (this.watchers.size < this.budget) {
       try {
-        const watcher = watch(p, { persistent: false }, () => {
+        const watcher = watch(p, { persistent: false }, (event, name) => {
           this.events++;
           this.dirty.add(p);
+          if (this.feeds.size) this.fed(p, event, name, this.watchers.get(p) === watcher);
         });
-        watcher.on("error", () => (this.blind = true));
+        watcher.on("error", () => this.lose());
         this.watchers.set(p, watcher);
         this.unwatched.delete(p);
         return true;
@@ -100,7 +124,7 @@ export class FolderWatch {
     if (this.retired.length > Math.max(256, this.watchers.size / 4)) {
       for (const w of this.retired) w.close();
       this.retired = [];
-      this.blind = true;
+      this.lose();
     }
   }
 
@@ -124,7 +148,7 @@ export class FolderWatch {
     });
     clearTimeout(timer);
     this.waiting = undefined;
-    if (!arrived) this.blind = true;
+    if (!arrived) this.lose();
     try {
       unlinkSync(path.join(this.fenceDir, name));
     } catch {
@@ -135,11 +159,57 @@ export class FolderWatch {
   /** What changed since the last take; undefined when events may have been lost: the pass must be whole. */
   take(): Changed | undefined {
     const lost = this.blind || this.events >= this.overflowAt;
+    if (lost) for (const feed of this.feeds.values()) feed.lost = true;
     const dirty = this.dirty;
     this.dirty = new Set();
     this.events = 0;
     this.blind = false;
     return lost ? undefined : { dirty, unwatched: this.unwatched };
+  }
+
+  /** Events may have been lost: the map's next pass is whole, and every feed's next answer is everything. */
+  private lose(): void {
+    this.blind = true;
+    for (const feed of this.feeds.values()) feed.lost = true;
+  }
+
+  /** An event in folder `p` (`name` in it, or `p` itself: the kernel names the folder then) for the feeds of its roots. */
+  private fed(p: string, event: string, name: string | Buffer | null, current: boolean): void {
+    const entry = typeof name === "string" ? name : undefined;
+    for (const [root, feed] of this.feeds) {
+      if (p !== root && !p.startsWith(`${root}/`)) continue;
+      // A dropped watch's folder may be anywhere now: its event's path says nothing. A name that is
+      // not UTF-8 comes decoded with U+FFFD: its folder is named instead.
+      if (!current || entry === undefined) feed.lost = true;
+      else if (entry.includes("\uFFFD") || entry === path.basename(p)) feed.paths.add(`${p}/`);
+      // A file written or its mode changed: that file. Made, removed or renamed: maybe a folder (`feed` looks).
+      else if (event === "change") feed.paths.add(`${p}/${entry}`);
+      else feed.renamed.add(`${p}/${entry}`);
+      if (feed.paths.size + feed.renamed.size > FEED_MAX_PATHS) feed.lost = true;
+    }
+  }
+
+  /**
+   * For the checkpoints of `root` (after a `fence()` and the map's pass, so every folder it holds is
+   * watched): the paths below it that changed since the last call, a folder's whole with a final
+   * `/` (one made, or one removed or renamed away: a path that is gone may have been one), with
+   * every folder that is not watched; undefined when that is not known (the first call, events
+   * lost, too many folders for git to look up one by one): everything may have changed.
+   */
+  feed(root: string): string[] | undefined {
+    const feed = this.feeds.get(root);
+    this.feeds.set(root, { paths: new Set(), renamed: new Set(), lost: false });
+    if (!feed || feed.lost || this.blind || this.events >= this.overflowAt) return undefined;
+    const paths = new Set(feed.paths);
+    for (const p of feed.renamed) {
+      paths.add(p);
+      // A file now: git's `update-index --replace` drops what the index held below it, if a folder.
+      if (!lstatSync(p, { throwIfNoEntry: false })?.isFile()) paths.add(`${p}/`);
+    }
+    for (const p of this.unwatched) if (p === root || p.startsWith(`${root}/`)) paths.add(`${p}/`);
+    const out = [...paths];
+    // git looks each folder up against every index entry: past a few hundred, its whole look is cheaper.
+    return out.filter((p) => p.endsWith("/")).length > FEED_MAX_FOLDERS ? undefined : out;
   }
 
   close(): void {

@@ -10,6 +10,7 @@ import type { GitFinding, NestedGitCheck, Plant } from "./nested-git.js";
 export type MapRequest =
   | { id: number; op: "scan"; roots: readonly string[]; skip: readonly string[] }
   | { id: number; op: "changes"; check: number }
+  | { id: number; op: "feed"; root: string }
   | { id: number; op: "failed"; check: number; plant: Plant }
   | { id: number; op: "release"; check: number }
   | { id: number; op: "close" };
@@ -17,6 +18,7 @@ export type MapRequest =
 export type MapReply =
   | { id: number; found: GitFinding[]; passMs: number }
   | { id: number; plants: Plant[]; passMs: number }
+  | { id: number; paths: string[] | undefined }
   | { id: number; closed: true }
   | { id: number; error: string };
 
@@ -98,6 +100,18 @@ export class NestedGitWorker {
     };
     this.released.register(check, id);
     return check;
+  }
+
+  /**
+   * What changed below `root` (a real path) since the last call for it, absolute, a folder's whole
+   * with a final `/`; undefined when that is not known (the first call, events lost, no watch, the
+   * worker restarted): everything may have. See `FolderWatch.feed`.
+   */
+  async changedSince(root: string): Promise<string[] | undefined> {
+    // A worker started by this call has no feed for the root yet: its answer is "everything".
+    const reply = await this.ask({ id: this.nextId++, op: "feed", root });
+    if (!("paths" in reply)) throw new Error("unexpected reply from the map of nested repositories");
+    return reply.paths;
   }
 
   /** Ends the worker and its watches (its fence folder removed). */

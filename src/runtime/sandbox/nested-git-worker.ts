@@ -20,12 +20,15 @@ function startWatch(): FolderWatch | undefined {
 const watch = startWatch();
 const map = new NestedGitMap(undefined, watch);
 const checks = new Map<number, { changes(): Plant[]; failed(plant: Plant): void }>();
+/** What the last command's scan left unwalked (the quarantine, hidden folders): a mark's pass leaves them so too. */
+let lastSkip: readonly string[] = [];
 let queue: Promise<unknown> = Promise.resolve();
 
 async function answer(request: MapRequest): Promise<MapReply | undefined> {
   switch (request.op) {
     case "scan": {
       await watch?.fence();
+      lastSkip = request.skip;
       const check = map.scan(request.roots, request.skip);
       checks.set(request.id, check);
       return { id: request.id, found: check.found, passMs: map.lastPassMs };
@@ -35,6 +38,17 @@ async function answer(request: MapRequest): Promise<MapReply | undefined> {
       if (!check) throw new Error("the sandbox's check of nested repositories is gone");
       await watch?.fence();
       return { id: request.id, plants: check.changes(), passMs: map.lastPassMs };
+    }
+    case "feed": {
+      // The checkpoints' mark: every change made before it delivered, the map current (new folders
+      // watched, moved ones dropped), then what changed below the root since its last mark.
+      if (!watch) return { id: request.id, paths: undefined };
+      await watch.fence();
+      map.refresh([request.root], lastSkip);
+      const paths = watch.feed(request.root);
+      // A folder the map does not walk is not watched: git looks at all of it, every time.
+      const unwalked = lastSkip.filter((p) => p === request.root || p.startsWith(`${request.root}/`)).map((p) => `${p}/`);
+      return { id: request.id, paths: paths && [...paths, ...unwalked] };
     }
     case "failed":
       checks.get(request.check)?.failed(request.plant);

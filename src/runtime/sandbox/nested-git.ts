@@ -381,6 +381,14 @@ export class NestedGitMap {
   }
 
   /**
+   * The map brought up to date over every root it holds and `roots` (the checkpoints' mark:
+   * `FolderWatch.feed` then trusts the watches of what it holds). `skip` as for `scan`.
+   */
+  refresh(roots: readonly string[], skip: readonly string[] = []): void {
+    this.pass([...new Set([...this.trees.keys(), ...roots])], new Set(skip));
+  }
+
+  /**
    * Before a command: the map brought up to date, what to protect in `roots` (real paths), and the
    * command's check. `skip`: folders never walked (the quarantine, hidden folders). Throws while a
    * plant that could not be moved is still there.

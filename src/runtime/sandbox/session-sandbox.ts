@@ -107,6 +107,14 @@ export class SessionSandbox {
     return status.available ? { active: true, off: false, ...unixSockets } : { active: false, off: false, reason: status.reason };
   }
 
+  /**
+   * What changed below a root since the last call (the map's watch of its folders, in its worker):
+   * the checkpoints' feed (runtime/checkpoints/change-feed.ts). Undefined (everything may have)
+   * while the sandbox is not active: then no map runs.
+   */
+  readonly changes = async (root: string): Promise<string[] | undefined> =>
+    (await this.state()).active ? this.wrap.changedSince(root) : undefined;
+
   /** Every command of the session goes through it; `close()` ends the network proxies it started. */
   readonly transform: SpawnTransform & { close(): Promise<void> } = Object.assign(this.run.bind(this), {
     close: () => this.wrap.close(),
