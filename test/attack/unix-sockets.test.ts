@@ -8,8 +8,9 @@ import { attack, bash, bwrapInstalled, toolResults, stage, USERS, type Stage } f
 
 // Issue 33: a socket file the sandbox can see (in the workspace, in a folder of the home) may
 // belong to a listener outside it; no mount hides it, so the seccomp filter refuses AF_UNIX sockets
-// in every sandboxed command without allowed hosts (`socket(AF_UNIX)`, and a datagram
-// `socketpair`, which can `sendto` any path). Judged by effect: the listeners hear nothing. A stream
+// in every sandboxed command (`socket(AF_UNIX)`, and a datagram `socketpair`, which can `sendto`
+// any path), a call with allowed hosts too: its proxy bridge's socat keeps them, the command runs
+// in an inner bwrap under the strict filter. Judged by effect: the listeners hear nothing. A stream
 // socket pair still works. Control: with `sandbox.allowUnixSockets` the same commands are heard.
 
 interface Listener {
@@ -138,6 +139,17 @@ async function listeners(s: Stage): Promise<{ all: Listener[]; calls: ReturnType
   return { all, calls };
 }
 
+/** A net.fetch allow rule: every sandboxed command gets the proxy bridge (socat inside, which needs AF_UNIX). */
+async function allowHost(s: Stage): Promise<void> {
+  await fsp.mkdir(path.join(s.home, ".toolhost"), { recursive: true });
+  const rule = { permission: "net.fetch", pattern: "example.com", action: "allow" };
+  await fsp.writeFile(path.join(s.home, ".toolhost/config.json"), JSON.stringify({ permissions: [rule] }));
+  await s.own(path.join(s.home, ".toolhost"));
+}
+
+/** The bridge is there: the proxy's address answers inside (socat listening), and the command was told of it. */
+const BRIDGE_UP = `python3 -c "import os, socket; socket.create_connection(('127.0.0.1', 3128)).close(); print('bridge-up', os.environ['HTTPS_PROXY'])"`;
+
 async function allowUnixSockets(s: Stage): Promise<void> {
   await fsp.mkdir(path.join(s.home, ".toolhost"), { recursive: true });
   await fsp.writeFile(path.join(s.home, ".toolhost/config.json"), JSON.stringify({ sandbox: { allowUnixSockets: true } }));
@@ -159,6 +171,27 @@ describe.concurrent.each(USERS)("issue 33, unix sockets, as $name", { timeout: 1
         expect(results.at(-2)).toContain("pair-ok");
         expect(results.at(-1)).toContain("child-ok");
         // Refused by the filter, not missing: python says so.
+        expect(results[2]).toMatch(/PermissionError|Operation not permitted/);
+      } finally {
+        await Promise.all(all.map((l) => l.close()));
+        await s.close();
+      }
+    },
+  );
+
+  it.skipIf(!bwrapInstalled())(
+    "with an allowed host (socat bridging to the proxy inside) the listeners hear nothing either; the bridge is up",
+    async () => {
+      const s = await stage(user);
+      const { all, calls } = await listeners(s);
+      try {
+        await allowHost(s);
+        const result = await attack(s, [...calls, bash(BRIDGE_UP)]);
+        expect(result.code, result.stderr).toBe(0);
+        for (const l of all) await l.drain();
+        expect(all.map((l) => l.heard)).toEqual([[], [], [], []]);
+        const results = toolResults(result);
+        expect(results.at(-1)).toContain("bridge-up http://127.0.0.1:3128");
         expect(results[2]).toMatch(/PermissionError|Operation not permitted/);
       } finally {
         await Promise.all(all.map((l) => l.close()));

@@ -132,6 +132,28 @@ describe("the seccomp filter", () => {
     expect(run(program, { arch: AUDIT_ARCH_X86_64, nr: 198, arg0: AF_UNIX })).toBe(ALLOW);
   });
 
+  it("the bridge filter (a proxy bridge's shell, socat and inner bwrap) leaves unix sockets, namespaces and mounts, and nothing else", () => {
+    const bridge = seccompProgram({ bridge: true });
+    for (const [arch, audit] of [
+      ["x86_64", AUDIT_ARCH_X86_64],
+      ["aarch64", AUDIT_ARCH_AARCH64],
+    ] as const) {
+      const nr = SYSCALLS[arch];
+      expect(run(bridge, { arch: audit, nr: nr.socket, arg0: 1, arg1: 1 })).toBe(ALLOW);
+      expect(run(bridge, { arch: audit, nr: nr.clone, arg0: 17 | CLONE_NEWUSER })).toBe(ALLOW);
+      for (const name of ["mount", "umount2", "pivot_root", "unshare"] as const)
+        expect(run(bridge, { arch: audit, nr: nr[name] }), name).toBe(ALLOW);
+      for (const name of ["setns", "ptrace", "bpf", "keyctl", "open_tree", "move_mount", "io_uring_setup", "process_vm_writev"] as const) {
+        expect(run(bridge, { arch: audit, nr: nr[name] }), name).toBe(EPERM);
+      }
+      expect(run(bridge, { arch: audit, nr: nr.ioctl, arg1: 0x5412 })).toBe(EPERM);
+      // The strict filter, which the inner bwrap loads for the command, refuses all of those again.
+      expect(run(program, { arch: audit, nr: nr.socket, arg0: 1, arg1: 1 })).toBe(EPERM);
+      expect(run(program, { arch: audit, nr: nr.clone, arg0: 17 | CLONE_NEWUSER })).toBe(EPERM);
+      expect(run(program, { arch: audit, nr: nr.unshare })).toBe(EPERM);
+    }
+  });
+
   it("denies the x32 range on x86_64 and kills any other architecture (i386, arm32 compat calls)", () => {
     expect(run(program, { arch: AUDIT_ARCH_X86_64, nr: 0x40000000 | 165 })).toBe(EPERM);
     expect(run(program, { arch: AUDIT_ARCH_X86_64, nr: 0x40000000 })).toBe(EPERM);
@@ -142,6 +164,7 @@ describe("the seccomp filter", () => {
   it.each([
     ["strict", program],
     ["permissive", seccompProgram({ allowUnixSockets: true })],
+    ["bridge", seccompProgram({ bridge: true })],
   ])("the %s filter is well formed: whole instructions, every jump forward and inside the program", (_, bytes) => {
     expect(bytes.length % 8).toBe(0);
     const count = bytes.length / 8;

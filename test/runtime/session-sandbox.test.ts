@@ -199,7 +199,7 @@ describe("sandboxSetting, the object form", () => {
     const allowed = await new SessionSandbox({ setting: { value: "on", source: "default", allowUnixSockets: true }, probe }).state();
     expect(strict.unixSockets).toBeUndefined();
     expect(allowed.unixSockets).toBe(true);
-    expect(describeSandbox(strict)).toMatch(/no unix sockets \(a call with allowed hosts keeps them: its proxy bridge needs one/);
+    expect(describeSandbox(strict)).toMatch(/no unix sockets, a call with allowed hosts included/);
     expect(describeSandbox(allowed)).toMatch(/unix sockets allowed \(sandbox.allowUnixSockets\)/);
   });
 });

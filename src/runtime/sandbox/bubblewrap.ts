@@ -12,7 +12,7 @@ import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-g
 import { Quarantine, quarantineReachable } from "./quarantine.js";
 import { agentSockets, mountArgs, runtimeDir } from "./mounts.js";
 import { deniedProgramBinds, stubFolder, type StubBind } from "./denied-programs.js";
-import { seccompFilterFile, seccompSupported } from "./seccomp.js";
+import { seccompFilterFile, seccompSupported, type SeccompVariant } from "./seccomp.js";
 import { PROXY_PORT, proxyEnv, sandboxNetworkStatus, sandboxProxies, type SandboxNetworkStatus } from "./proxy.js";
 import type { SpawnContext, SpawnRequest, SpawnTransform } from "../shell/scoped.js";
 
@@ -70,6 +70,9 @@ export interface BubblewrapOptions {
 export interface ProxyMount {
   dir: string;
   socketPath: string;
+  /** The strict filter's file, shown read-only at `innerFilterAt` (in the hidden proxy folder) for the bridge's inner bwrap. */
+  innerFilter?: string;
+  innerFilterAt?: string;
 }
 
 /** Where bwrap is on PATH, or undefined. */
@@ -88,7 +91,14 @@ function findBwrap(): string | undefined {
  * mounts below cannot be undone), every capability dropped, own pid, network, IPC, UTS and
  * cgroup namespaces. The seccomp filter comes from the wrapper (`--seccomp`).
  */
-function isolationArgs(backend: string): string[] {
+function isolationArgs(backend: string, bridge = false): string[] {
+  // A call with a proxy bridge: its shell and socat keep the capabilities of this user namespace
+  // (which reach nothing outside it) for the inner bwrap they start, as uid 0 here, so that bwrap
+  // takes its privileged path (a nested user namespace could not mount the inner /proc). The
+  // command itself runs in the inner one: no capability, the strict filter, its own pid namespace.
+  const identity = bridge
+    ? ["--uid", "0", "--gid", "0", "--cap-add", "ALL"]
+    : ["--uid", String(process.getuid?.() ?? 0), "--gid", String(process.getgid?.() ?? 0), "--cap-drop", "ALL"];
   return [
     "--die-with-parent",
     // A new session: the sandboxed command cannot push input to a terminal (TIOCSTI). The local
@@ -97,12 +107,7 @@ function isolationArgs(backend: string): string[] {
     // --die-with-parent holds inside, would otherwise leave the sandbox running.
     ...(backend === "local" ? [] : ["--new-session"]),
     "--unshare-user",
-    "--uid",
-    String(process.getuid?.() ?? 0),
-    "--gid",
-    String(process.getgid?.() ?? 0),
-    "--cap-drop",
-    "ALL",
+    ...identity,
     // Own pid namespace: when bwrap dies (the tree kill, a timeout), everything inside goes with it.
     "--unshare-pid",
     // Its own network namespace: nothing but its own loopback, and the proxy's socket when hosts are allowed.
@@ -140,7 +145,7 @@ export function bubblewrapArgs(
   const homes = new Set([os.homedir(), ...(options.homes ?? [])]);
   if (request.env?.HOME) homes.add(request.env.HOME);
   return [
-    ...isolationArgs(context.backend),
+    ...isolationArgs(context.backend, proxy?.innerFilterAt !== undefined),
     ...mountArgs({
       writable: writableFolders(context, options),
       readable: [...context.scope.read.roots, request.cwd],
@@ -206,10 +211,16 @@ export function wrapperScript(names: readonly string[]): string {
 
 /**
  * argv that runs `command` in bwrap with `bwrapArgs`, through the wrapper, under the strict
- * seccomp filter (no AF_UNIX sockets) unless `allowUnixSockets`.
+ * seccomp filter (no AF_UNIX sockets) unless the variant says otherwise.
  */
-function wrapped(bwrap: string, env: Record<string, string>, bwrapArgs: string[], command: string[], allowUnixSockets = false): string[] {
-  return ["-c", wrapperScript(Object.keys(env)), bwrap, seccompFilterFile({ allowUnixSockets }), ...bwrapArgs, "--", ...command];
+function wrapped(
+  bwrap: string,
+  env: Record<string, string>,
+  bwrapArgs: string[],
+  command: string[],
+  variant: SeccompVariant = {},
+): string[] {
+  return ["-c", wrapperScript(Object.keys(env)), bwrap, seccompFilterFile(variant), ...bwrapArgs, "--", ...command];
 }
 
 /**
@@ -261,7 +272,24 @@ export function bubblewrapSandbox(
       const proxy = await pool.forHosts(hosts, options.deniedHosts?.(context), options.privateHostsFor?.(context));
       mount = { dir: pool.dir, socketPath: proxy.socketPath };
       Object.assign(env, proxyEnv());
-      command = ["/bin/sh", "-c", PROXY_BRIDGE, "toolhost-net", network.socat, proxy.socketPath, ...command];
+      // socat needs AF_UNIX to reach the proxy; the command must not have it: it runs in an inner
+      // bwrap under the strict filter (unless the user allows unix sockets anyway).
+      const inner = options.allowUnixSockets === true ? undefined : path.join(pool.dir, "toolhost-inner.bpf");
+      if (inner) Object.assign(mount, { innerFilter: seccompFilterFile(), innerFilterAt: inner });
+      const uid = process.getuid?.() ?? 0;
+      const ids = inner && uid !== 0 ? [String(uid), String(process.getgid?.() ?? uid)] : ["", ""];
+      command = [
+        "/bin/sh",
+        "-c",
+        PROXY_BRIDGE,
+        "toolhost-net",
+        network.socat,
+        proxy.socketPath,
+        inner ? bwrap : "",
+        inner ?? "",
+        ...ids,
+        ...command,
+      ];
     }
     const roots = context.roots.map(realOrUndefined).filter((p): p is string => p !== undefined);
     const hidden = hiddenFolders(request, options);
@@ -280,10 +308,11 @@ export function bubblewrapSandbox(
     const settle = () => settleProjectGuard(guard.watched, into, nested);
     // The sandbox's own shells stay runnable: /bin/sh (the proxy bridge, the stubs' interpreter) and what runs the line.
     const stubs = deniedProgramBinds(options.deniedPrograms?.(context) ?? [], env.PATH, ["/bin/sh", request.file]);
-    // The proxy bridge's socat connects to the proxy's socket under the command's filter: such a
-    // call keeps AF_UNIX (seccomp cannot tell socat from the command). Every other call is refused it.
-    const unixSockets = options.allowUnixSockets === true || mount !== undefined;
-    const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect, stubs), command, unixSockets);
+    // The bridge's own filter lets its socat reach the proxy and start the inner bwrap; the command
+    // runs under the strict one there. Without a bridge the command runs under the strict one directly.
+    const variant: SeccompVariant =
+      options.allowUnixSockets === true ? { allowUnixSockets: true } : { bridge: mount?.innerFilterAt !== undefined };
+    const args = wrapped(bwrap, env, bubblewrapArgs(request, context, options, mount, guard.protect, stubs), command, variant);
     return {
       file: "/bin/sh",
       args,
@@ -317,15 +346,20 @@ const LISTENING = `0100007F:${PROXY_PORT.toString(16).toUpperCase().padStart(4, 
  * each connection to the proxy's socket. It is started detached (a child of the sandbox's init,
  * not of the command) and waited for, so the command's first request finds it: /proc/net/tcp is
  * read with shell builtins (socat is usually up within a few reads), then every 10 ms, at most
- * 2 s in all. It ends with the sandbox's pid namespace. `$1` is socat, `$2` the socket, the rest
- * the command.
+ * 2 s in all. It ends with the sandbox's pid namespace. Then the command runs in an inner bwrap
+ * (`$3`, unless empty): the same mounts (`--dev-bind / /` keeps every mount below as it is, the
+ * read-only ones too), a pid namespace of its own with its own /proc (socat out of its sight),
+ * no capability, and the strict filter read from `$4`; as uid `$5`/gid `$6` in a user namespace
+ * of its own when toolhost is not root. `$1` is socat, `$2` the socket, the rest the command.
  */
 const PROXY_BRIDGE = [
-  "socat=$1 sock=$2; shift 2",
+  "socat=$1 sock=$2 inner=$3 filter=$4 uid=$5 gid=$6; shift 6",
   `("$socat" TCP-LISTEN:${PROXY_PORT},bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:$sock" </dev/null >/dev/null 2>&1 &)`,
   `listening() { while read -r _ here there state _; do [ "$here $there $state" = "${LISTENING}" ] && return 0; done </proc/net/tcp; return 1; }`,
   "i=0; until listening || [ $i -ge 300 ]; do i=$((i+1)); [ $i -gt 100 ] && sleep 0.01; done",
-  'exec "$@"',
+  '[ -n "$inner" ] || exec "$@"',
+  'if [ -n "$uid" ]; then set -- --unshare-user --uid "$uid" --gid "$gid" -- "$@"; else set -- -- "$@"; fi',
+  'exec "$inner" --dev-bind / / --unshare-pid --proc /proc --die-with-parent --cap-drop ALL --chdir "$PWD" --seccomp 8 "$@" 8<"$filter"',
 ].join("\n");
 
 export type SandboxStatus = { available: true } | { available: false; reason: string };

@@ -115,8 +115,8 @@ export interface MountPlanInput {
   maskPaths: readonly string[];
   /** Paths inside writable roots that stay read-only (project control). Real paths. */
   protect: readonly string[];
-  /** The proxy's folder (hidden) and the one socket shown in it. */
-  proxy?: { dir: string; socketPath: string };
+  /** The proxy's folder (hidden) and the one socket shown in it, and the strict filter the bridge's inner bwrap loads (`innerFilter` → `innerFilterAt`). */
+  proxy?: { dir: string; socketPath: string; innerFilter?: string; innerFilterAt?: string };
   /** Denied programs (`denied-programs.ts`): a refusing stub bound read-only over each one's file. */
   stubs?: readonly { stub: string; target: string }[];
 }
@@ -164,6 +164,8 @@ export function mountArgs(input: MountPlanInput): string[] {
     // Every proxy socket of the session is hidden but the call's own: another allows other hosts.
     ops.push({ path: input.proxy.dir, args: ["--tmpfs", input.proxy.dir], rank: RANK.proxy });
     ops.push({ path: input.proxy.socketPath, args: ["--bind", input.proxy.socketPath, input.proxy.socketPath], rank: RANK.proxy });
+    const { innerFilter, innerFilterAt } = input.proxy;
+    if (innerFilter && innerFilterAt) ops.push({ path: innerFilterAt, args: ["--ro-bind", innerFilter, innerFilterAt], rank: RANK.proxy });
   }
   for (const { stub, target } of input.stubs ?? []) ops.push({ path: target, args: ["--ro-bind", stub, target], rank: RANK.stub });
   // Stable: equal depth and rank keep their order.

@@ -11,13 +11,18 @@ import path from "node:path";
 // terminal. clone3 gets ENOSYS (its flags sit behind a pointer the filter cannot read), so libc
 // falls back to clone, whose flags it checks.
 //
-// The strict variant (every sandboxed command without a proxy bridge, unless the user's
-// `sandbox.allowUnixSockets`) also refuses AF_UNIX sockets: a socket file in a writable or
+// The strict variant (every sandboxed command, unless the user's `sandbox.allowUnixSockets`) also
+// refuses AF_UNIX sockets: a socket file in a writable or
 // readable folder (the workspace, the home) may belong to a listener outside the sandbox, and
 // connecting to it is a way out no mount can close. `socket(AF_UNIX, …)` gets EPERM, and so does
 // `socketpair(AF_UNIX, SOCK_DGRAM or SOCK_RAW)`: a datagram pair can `sendto` any socket path.
 // A stream or seqpacket pair stays allowed (pipes between a program's own processes): it is born
 // connected and cannot connect or send elsewhere.
+//
+// The bridge variant is for what runs before the command in a call with allowed hosts: the proxy
+// bridge's shell and socat, which connects to the proxy's socket (AF_UNIX), and the inner bwrap
+// that then runs the command in a pid namespace of its own under the strict filter (stacked: the
+// stricter answer wins). It leaves AF_UNIX, clone's namespace flags, unshare and the mounts to them.
 
 /** `struct seccomp_data`: nr at 0, arch at 4, args[0] (low 32 bits, little-endian) at 16. */
 const OFFSET_NR = 0;
@@ -191,24 +196,26 @@ const ld = (offset: number, label?: string): Insn => ({ code: BPF_LD_W_ABS, k: o
 const jump = (code: number, k: number, jt?: string, jf?: string, label?: string): Insn => ({ code, k, jt, jf, label });
 const ret = (k: number, label?: string): Insn => ({ code: BPF_RET_K, k, label });
 
-function archBlock(arch: "x86_64" | "aarch64", refuseUnixSockets: boolean): Insn[] {
+/** What the bridge variant leaves to the inner bwrap it starts: namespaces and mounts (the inner filter denies them again). */
+const NESTING: ReadonlySet<Syscall> = new Set(["mount", "umount2", "pivot_root", "unshare"]);
+
+function archBlock(arch: "x86_64" | "aarch64", refuseUnixSockets: boolean, nesting: boolean): Insn[] {
   const nr = SYSCALLS[arch];
   const at = (name: string) => `${arch}:${name}`;
   const deny = at("deny");
   return [
     ld(OFFSET_NR, arch),
     ...(arch === "x86_64" ? [jump(BPF_JGE_K, X32_SYSCALL_BIT, deny)] : []),
-    ...DENIED.map((name) => jump(BPF_JEQ_K, nr[name], deny)),
+    ...DENIED.filter((name) => !(nesting && NESTING.has(name))).map((name) => jump(BPF_JEQ_K, nr[name], deny)),
     jump(BPF_JEQ_K, nr.clone3, at("enosys")),
     jump(BPF_JEQ_K, nr.ioctl, at("ioctl")),
-    jump(BPF_JEQ_K, nr.clone, at("clone")),
+    ...(nesting ? [] : [jump(BPF_JEQ_K, nr.clone, at("clone"))]),
     ...(refuseUnixSockets ? [jump(BPF_JEQ_K, nr.socket, at("socket")), jump(BPF_JEQ_K, nr.socketpair, at("socketpair"))] : []),
     ret(RET_ALLOW),
     ld(OFFSET_ARG1, at("ioctl")),
     jump(BPF_JEQ_K, TIOCSTI, deny),
     jump(BPF_JEQ_K, TIOCLINUX, deny, "allow"),
-    ld(OFFSET_ARG0, at("clone")),
-    jump(BPF_JSET_K, CLONE_NEW_FLAGS, deny, "allow"),
+    ...(nesting ? [] : [ld(OFFSET_ARG0, at("clone")), jump(BPF_JSET_K, CLONE_NEW_FLAGS, deny, "allow")]),
     ...(refuseUnixSockets
       ? [
           ld(OFFSET_ARG0, at("socket")),
@@ -228,8 +235,14 @@ function archBlock(arch: "x86_64" | "aarch64", refuseUnixSockets: boolean): Insn
 
 /** Which filter: the strict one refuses unix sockets (see the top of the file). */
 export interface SeccompVariant {
-  /** Leave AF_UNIX sockets alone: a call with a proxy bridge, or the user's `sandbox.allowUnixSockets`. */
+  /** Leave AF_UNIX sockets alone: the user's `sandbox.allowUnixSockets`. */
   allowUnixSockets?: boolean;
+  /**
+   * The proxy bridge's own (a call with allowed hosts): AF_UNIX for its socat, and the namespaces
+   * and mounts of the inner bwrap that runs the command under the strict filter (`bubblewrap.ts`).
+   * Nothing of the command's runs under this one alone.
+   */
+  bridge?: boolean;
 }
 
 /**
@@ -238,14 +251,15 @@ export interface SeccompVariant {
  * on these hosts) kills the process: its numbers mean other calls.
  */
 export function seccompProgram(variant: SeccompVariant = {}): Buffer {
-  const refuseUnixSockets = !variant.allowUnixSockets;
+  const refuseUnixSockets = !variant.allowUnixSockets && !variant.bridge;
+  const nesting = variant.bridge === true;
   const program: Insn[] = [
     ld(OFFSET_ARCH),
     jump(BPF_JEQ_K, AUDIT_ARCH_X86_64, "x86_64"),
     jump(BPF_JEQ_K, AUDIT_ARCH_AARCH64, "aarch64"),
     ret(RET_KILL_PROCESS),
-    ...archBlock("x86_64", refuseUnixSockets),
-    ...archBlock("aarch64", refuseUnixSockets),
+    ...archBlock("x86_64", refuseUnixSockets, nesting),
+    ...archBlock("aarch64", refuseUnixSockets, nesting),
     ret(RET_ALLOW, "allow"),
   ];
   const at = new Map<string, number>();
@@ -274,7 +288,7 @@ export function seccompSupported(arch: string = process.arch): boolean {
 }
 
 /** Each variant's file, once written by this process. */
-const written = new Map<boolean, string>();
+const written = new Map<string, string>();
 
 /** Why `dir` cannot hold the filter, or undefined: it must be our own folder, not a symlink, closed to others. */
 function unsafeFolder(dir: string): string | undefined {
@@ -296,7 +310,7 @@ function unsafeFolder(dir: string): string | undefined {
  * from an fd the wrapper opens. Each variant is its own file (its own hash).
  */
 export function seccompFilterFile(variant: SeccompVariant = {}): string {
-  const key = variant.allowUnixSockets === true;
+  const key = `${variant.allowUnixSockets === true}:${variant.bridge === true}`;
   const known = written.get(key);
   if (known) return known;
   const program = seccompProgram(variant);

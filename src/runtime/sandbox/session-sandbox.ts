@@ -158,7 +158,7 @@ export function describeSandbox(
       "no capabilities and a seccomp filter (no mount, namespaces, ptrace, bpf…);",
       state.unixSockets
         ? "unix sockets allowed (sandbox.allowUnixSockets): a command can connect to a listener outside through a socket file it can see"
-        : "no unix sockets (a call with allowed hosts keeps them: its proxy bridge needs one; sandbox.allowUnixSockets allows them)",
+        : "no unix sockets, a call with allowed hosts included (sandbox.allowUnixSockets allows them)",
       ...(root
         ? [
             "— running as root: commands run in a user namespace as root mapped to root, with no capabilities (mounts cannot be undone); they own root's files, so only the masks keep root's secrets hidden",
