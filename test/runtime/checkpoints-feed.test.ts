@@ -141,6 +141,29 @@ describe("snapshots fed by the watch", () => {
   });
 });
 
+describe("the watch's fence folder", () => {
+  it("is named by its process; one a killed toolhost left is removed by the next watch, a live one's is kept", async () => {
+    const { execFileSync: run } = await import("node:child_process");
+    const os = await import("node:os");
+    // A process that has ended: its pid is free (for the moment) and its folder is an orphan.
+    const dead = Number(run(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]).toString());
+    const orphan = path.join(os.tmpdir(), `toolhost-fence-${dead}-test`);
+    const live = path.join(os.tmpdir(), `toolhost-fence-${process.ppid}-test`);
+    await fsp.mkdir(orphan, { recursive: true });
+    await fsp.mkdir(live, { recursive: true });
+    const watch = new FolderWatch();
+    try {
+      await expect(fsp.stat(orphan)).rejects.toThrow();
+      expect((await fsp.stat(live)).isDirectory()).toBe(true);
+      const own = (await fsp.readdir(os.tmpdir())).filter((n) => n.startsWith(`toolhost-fence-${process.pid}-`));
+      expect(own).toHaveLength(1);
+    } finally {
+      watch.close();
+      await fsp.rm(live, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("the watch's feed", () => {
   it("names a file written, a path made or removed with its folder's whole, and knows nothing at first or after a lost event", async () => {
     const root = await fsp.realpath(await folder({ "a/f.txt": "f\n", "a/sub/g.txt": "g\n" }));

@@ -1,4 +1,4 @@
-import { lstatSync, mkdtempSync, readFileSync, rmSync, unlinkSync, watch, writeFileSync, type FSWatcher } from "node:fs";
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, watch, writeFileSync, type FSWatcher } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -32,6 +32,35 @@ import path from "node:path";
 // stale), a folder that cannot be watched and too many paths all make its next answer "everything".
 
 const FENCE_MS = 2000;
+const FENCE_PREFIX = "toolhost-fence-";
+
+/** Whether process `pid` is gone (a signal 0 finds no such process). */
+function gone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
+/** Fence folders of this user's toolhosts that ended without closing them (SIGKILL): their pid is in the name. */
+function sweepFences(): void {
+  const tmp = os.tmpdir();
+  let names: string[];
+  try {
+    names = readdirSync(tmp).filter((n) => n.startsWith(FENCE_PREFIX));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(/^toolhost-fence-(\d+)-/.exec(name)?.[1]);
+    const dir = path.join(tmp, name);
+    const stat = lstatSync(dir, { throwIfNoEntry: false });
+    if (!pid || !stat?.isDirectory() || stat.uid !== process.getuid?.() || !gone(pid)) continue;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 function procNumber(name: string, fallback: number): number {
   try {
@@ -84,7 +113,8 @@ export class FolderWatch {
   constructor(options: { budget?: number; overflowAt?: number } = {}) {
     this.budget = options.budget ?? Math.floor(procNumber("max_user_watches", 8192) / 4);
     this.overflowAt = options.overflowAt ?? Math.floor(procNumber("max_queued_events", 16384) / 2);
-    this.fenceDir = mkdtempSync(path.join(os.tmpdir(), "toolhost-fence-"));
+    sweepFences();
+    this.fenceDir = mkdtempSync(path.join(os.tmpdir(), `${FENCE_PREFIX}${process.pid}-`));
     this.fenceWatcher = watch(this.fenceDir, { persistent: false }, (_event, name) => {
       this.events++;
       if (this.waiting && name === this.waiting.name) this.waiting.arrived();
