@@ -103,7 +103,14 @@ export function withRewind(app: AgentApp, routes: RewindRoutes): AgentApp {
         const session = await routes.session(params.sessionId);
         const points = await session.agent.rewindPoints().catch((error: unknown) => asRequestError(error, params));
         return {
-          points: points.map(({ messageId, preview, createdAt, filesChanged }) => ({ messageId, preview, createdAt, filesChanged })),
+          // A state a rewind saved is a point too: `_meta.toolhost.kind` tells it from a prompt.
+          points: points.map(({ messageId, kind, preview, createdAt, filesChanged }) => ({
+            messageId,
+            preview,
+            createdAt,
+            filesChanged,
+            ...(kind === "saved" ? { _meta: { toolhost: { kind } } } : {}),
+          })),
         };
       },
     )
@@ -118,7 +125,7 @@ export function withRewind(app: AgentApp, routes: RewindRoutes): AgentApp {
         files: outcome.files,
         // A file that could not be written is left as it is too: the client shows it with its reason.
         conflicts: [...outcome.conflicts, ...outcome.failed.map((f) => ({ path: f.path, reason: `could not be restored: ${f.reason}` }))],
-        _meta: { toolhost: { message: outcome.message } },
+        _meta: { toolhost: { message: outcome.message, ...(outcome.kept ? { kept: outcome.kept } : {}) } },
       };
     })
     .onRequest("session/fork", forkParams, async ({ params, client }): Promise<ForkSessionResponse> => {

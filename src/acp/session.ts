@@ -334,6 +334,7 @@ export class AcpSession implements SessionFrontEnd {
       case "setting":
       case "wired":
       case "checkpoint":
+      case "saved":
       case "branch":
       case "leaf":
       case "label":

@@ -89,7 +89,7 @@ async function listing(rewind: SessionRewind): Promise<string> {
     return `${i + 1}. ${p.preview || "(no text)"} (${p.createdAt.slice(0, 16).replace("T", " ")}${files})${named ? ` [${named.join(", ")}]` : ""}`;
   });
   return [
-    "Prompts you can rewind to (`/rewind N` puts things back as they were just before prompt N):",
+    "Points you can rewind to (`/rewind N` puts things back as they were just before prompt N, or as a rewind found them):",
     "",
     ...rows,
     "",

@@ -26,21 +26,31 @@ import type { CheckpointRecord } from "./session-checkpoints.js";
 // A rewind that restores files records what it did as a checkpoint entry of its own (`rewind`:
 // the point), so the next rewind knows the workspace's state; so does a rewind of the conversation
 // alone, whose new position then carries the files of the turns it left.
+//
+// Before it moves anything, an applied rewind records the session as it is (a `saved` entry: the
+// position and a snapshot of every root), and that state is a point too: a rewind to it puts back
+// every file that differs from its snapshot and the conversation as it was then, so no state a
+// rewind or /undo left is out of reach (issue 34 §3). Its snapshot is never a known state: a file
+// changed outside toolhost before it is still a conflict for the next rewind.
 
 export type RewindMode = "files" | "conversation" | "both";
 
-/** A prompt one can rewind to: its user entry, oldest first. */
+/** A point one can rewind to: a prompt (its user entry) or the state a rewind left (its `saved` entry). */
 export interface RewindPoint {
   messageId: string;
+  kind: "prompt" | "saved";
   /** The prompt's first line, at most 80 characters. */
   preview: string;
   /** When it was sent (ISO). */
   createdAt: string;
-  /** How many files its turn changed (0: none, or no checkpoint). */
+  /** How many files its turn changed (0: none, no checkpoint, or a saved state). */
   filesChanged: number;
 }
 
 type CheckpointEntry = EntryOf<"checkpoint">;
+type SavedEntry = EntryOf<"saved">;
+/** What a rewind goes back to. */
+export type PointEntry = EntryOf<"user"> | SavedEntry;
 
 /** One root's part of a checkpoint entry: the primary root's (`root` undefined) is the entry's own fields. */
 type RootPart = Omit<RootCheckpoint, "root">;
@@ -69,11 +79,12 @@ function turnCheckpoints(path: readonly TreeEntry[], root?: string): TurnCheckpo
   return [...byPrompt.values()];
 }
 
-/** The further roots the checkpoint entries of these paths name, in order of appearance. */
-/** The further roots the checkpoint entries of `paths` name, once each. */
+/** The further roots the checkpoint (and saved) entries of `paths` name, once each. */
 export function furtherRoots(...paths: (readonly TreeEntry[])[]): string[] {
   const roots = new Set<string>();
-  for (const path of paths) for (const entry of path) if (entry.type === "checkpoint") for (const r of entry.roots ?? []) roots.add(r.root);
+  for (const path of paths)
+    for (const entry of path)
+      if (entry.type === "checkpoint" || entry.type === "saved") for (const r of entry.roots ?? []) roots.add(r.root);
   return [...roots];
 }
 
@@ -100,17 +111,42 @@ export function promptPreview(text: string): string {
   return chars.length > PREVIEW_CHARS ? `${chars.slice(0, PREVIEW_CHARS - 1).join("")}…` : line;
 }
 
-/** The prompts on the current path, oldest first. */
+/** The prompts on the current path and the states rewinds left (wherever they are), in the file's order. */
 export function rewindPoints(tree: SessionTree): RewindPoint[] {
   const path = tree.pathTo();
+  const onPath = new Set(path.map((e) => e.id));
   const changed = filesChanged(path);
-  return path
-    .filter((e): e is EntryOf<"user"> => e.type === "user")
-    .map((e) => ({ messageId: e.id, preview: promptPreview(e.text), createdAt: e.at, filesChanged: changed.get(e.id) ?? 0 }));
+  const points: RewindPoint[] = [];
+  for (const e of tree.entries) {
+    if (e.type === "user" && onPath.has(e.id))
+      points.push({
+        messageId: e.id,
+        kind: "prompt",
+        preview: promptPreview(e.text),
+        createdAt: e.at,
+        filesChanged: changed.get(e.id) ?? 0,
+      });
+    else if (e.type === "saved")
+      points.push({ messageId: e.id, kind: "saved", preview: savedPreview(tree, e), createdAt: e.at, filesChanged: 0 });
+  }
+  return points;
+}
+
+const MOVED: Record<RewindMode, string> = { both: "both", files: "the files", conversation: "the conversation" };
+
+/** A saved state as a listing shows it: what the rewind that left it did. */
+function savedPreview(tree: SessionTree, saved: SavedEntry): string {
+  const target = tree.get(saved.rewind);
+  const short = (text: string) => ([...text].length > 40 ? `${[...text].slice(0, 39).join("")}…` : text);
+  const to =
+    target?.type === "user"
+      ? JSON.stringify(short(promptPreview(target.text)))
+      : `the state of ${(target?.at ?? "").slice(0, 16).replace("T", " ")}`;
+  return `saved: before rewinding ${MOVED[saved.mode] ?? saved.mode} to ${to}`;
 }
 
 /** The point a 1-based number (the points' order) or an entry id names; a problem to tell otherwise. */
-export function findPoint(tree: SessionTree, to: string): { point: EntryOf<"user"> } | { problem: string } {
+export function findPoint(tree: SessionTree, to: string): { point: PointEntry } | { problem: string } {
   // An entry id first: one may be all digits.
   if (/^\d+$/.test(to) && !tree.get(to)) {
     const points = rewindPoints(tree);
@@ -121,11 +157,12 @@ export function findPoint(tree: SessionTree, to: string): { point: EntryOf<"user
           ? `There is no prompt ${to}: the prompts are 1 to ${points.length}.`
           : "There is no prompt to rewind to yet.",
       };
-    return { point: tree.get(point.messageId) as EntryOf<"user"> };
+    return { point: tree.get(point.messageId) as PointEntry };
   }
   const entry = tree.get(to);
   if (!entry) return { problem: `This session has no message ${to}.` };
-  if (entry.type !== "user") return { problem: `${to} is not a prompt: a rewind goes back to a prompt.` };
+  if (entry.type !== "user" && entry.type !== "saved")
+    return { problem: `${to} is not a prompt: a rewind goes back to a prompt or to a state a rewind left.` };
   return { point: entry };
 }
 
@@ -154,8 +191,21 @@ export interface FilesRewindPlan {
   unlisted: Array<{ from: string; to: string | "workspace" }>;
 }
 
+/** The session's last known state of a root's files: the latest snapshot a checkpoint on the current path names. */
+function knownState(current: readonly TreeEntry[], root: string | undefined): string | undefined {
+  const latest = turnCheckpoints(current, root).at(-1)?.part;
+  return latest?.after ?? latest?.before;
+}
+
 /** The files of a rewind to `pointId` in one root (undefined: the primary root; see the top of this file). */
 export function planFilesRewind(tree: SessionTree, pointId: string, root?: string): FilesRewindPlan {
+  const saved = tree.get(pointId);
+  if (saved?.type === "saved") {
+    // Back to a saved state: every file that differs from its snapshot now.
+    const targetId = root === undefined ? saved.before : saved.roots?.find((r) => r.root === root)?.before;
+    const knownId = knownState(tree.pathTo(), root);
+    return { targetId, knownId, paths: new Set(), unlisted: targetId ? [{ from: targetId, to: "workspace" }] : [] };
+  }
   const current = tree.pathTo();
   const toPoint = tree.pathTo(pointId);
   const depth = toPoint.length - 1;
@@ -167,8 +217,7 @@ export function planFilesRewind(tree: SessionTree, pointId: string, root?: strin
   const lastBefore = targetTurns.filter((t) => t.index < depth && t.part.after).at(-1);
   const targetId = first?.part.before ?? lastBefore?.part.after;
   const currentTurns = turnCheckpoints(current, root);
-  const latest = currentTurns.at(-1)?.part;
-  const plan: FilesRewindPlan = { targetId, knownId: latest?.after ?? latest?.before, paths: new Set(), unlisted: [] };
+  const plan: FilesRewindPlan = { targetId, knownId: knownState(current, root), paths: new Set(), unlisted: [] };
   const add = (turns: TurnCheckpoint[], from: number, to: number, end: string | "workspace" | undefined) => {
     const chosen = turns.filter((t) => t.index >= from && t.index < to);
     chosen.forEach(({ part }, i) => {
@@ -206,7 +255,8 @@ export interface FilesRewound extends RestoreResult {
   record?: CheckpointData;
 }
 
-type RewindFilesOptions = { dryRun?: boolean; force?: boolean; moving?: boolean };
+/** `keep`: with `force`, the folder the overwritten conflicts are copied to first (a further root's below it, at its absolute path). */
+type RewindFilesOptions = { dryRun?: boolean; force?: boolean; moving?: boolean; keep?: string };
 
 /** One root's rewind: the engine's outcome (paths relative to the root) and the root's part of the record. */
 interface RootRewound extends RestoreResult {
@@ -235,7 +285,8 @@ export async function rewindFiles(
       continue;
     }
     // A further root's failure (its checkpoints gone) is that root's: the others' restores stand, and are recorded.
-    const rewound = await rewindRoot(tree, pointId, root, one, options).catch((error: unknown) => ({
+    const keep = options.keep && nodePath.join(options.keep, root);
+    const rewound = await rewindRoot(tree, pointId, root, one, { ...options, keep }).catch((error: unknown) => ({
       ...noFiles(),
       problem: error instanceof Error ? error.message : String(error),
     }));
@@ -246,6 +297,7 @@ export async function rewindFiles(
     result.conflicts.push(...named(rewound.conflicts));
     result.skipped.push(...named(rewound.skipped));
     result.failed.push(...named(rewound.failed));
+    result.kept ??= rewound.kept && options.keep;
     if (rewound.record) roots.push({ root, ...rewound.record });
   }
   if (!options.dryRun) result.record = joinRecord(pointId, primaryPart, roots, planFilesRewind(tree, pointId), options.moving);
@@ -294,13 +346,15 @@ async function rewindRoot(
   const { targetId, knownId } = plan;
   if (!targetId) {
     // Nothing was checkpointed from the point on: there is no file to put back.
+    if (root === undefined && tree.get(pointId)?.type === "saved")
+      return { ...noFiles(), problem: "no checkpoint of the files was taken then" };
     return plan.paths.size || plan.unlisted.length
       ? { ...noFiles(), problem: "no checkpoint knows the files before that prompt" }
       : noFiles();
   }
   const paths = await changedPaths(plan, checkpoints);
   if (!paths.length) return { ...noFiles(), applied: !options.dryRun };
-  const restore = { knownId, force: options.force, paths };
+  const restore = { knownId, force: options.force, paths, keep: options.keep };
   if (options.dryRun) return checkpoints.restore(targetId, { ...restore, dryRun: true });
   // Where the conversation stays, the record says what the restore changed: the workspace before it is needed.
   const pre = options.moving ? undefined : await checkpoints.snapshot(`before rewind to ${pointId}`);
@@ -355,17 +409,18 @@ async function carriedPart(plan: FilesRewindPlan, checkpoints: Checkpoints): Pro
 export function undoPoint(tree: SessionTree): EntryOf<"user"> | undefined {
   const path = tree.pathTo();
   const changed = filesChanged(path);
-  // Walking back: a rewind's record hides the prompts from its point on, the point too.
+  // Walking back: a rewind's record hides the prompts from its point on, the point too (a saved
+  // state: what came after it). A record a later rewind hid is itself no longer in force.
   let hiddenTo: number | undefined;
   const place = new Map(path.map((e, i) => [e.id, i]));
   for (let i = path.length - 1; i >= 0; i--) {
     const entry = path[i]!;
+    if (hiddenTo !== undefined && i >= hiddenTo) continue;
     if (entry.type === "checkpoint" && entry.rewind !== undefined) {
       const to = place.get(entry.rewind);
-      if (to !== undefined) hiddenTo = Math.min(hiddenTo ?? to, to);
+      if (to !== undefined) hiddenTo = to;
       continue;
     }
-    if (hiddenTo !== undefined && i >= hiddenTo) continue;
     if (entry.type === "user" && (changed.get(entry.id) ?? 0) > 0) return entry;
   }
   return undefined;
@@ -374,7 +429,10 @@ export function undoPoint(tree: SessionTree): EntryOf<"user"> | undefined {
 /** A short account of the branch a rewind leaves (from the new position's parent to the old leaf): its prompts and the files they changed. */
 export function branchSummary(tree: SessionTree, newParentId: string | null): string {
   const current = tree.pathTo();
-  const start = newParentId === null ? 0 : current.findIndex((e) => e.id === newParentId) + 1;
+  // What the current path shares with the new position's (for a point on another branch, less than all of it).
+  const target = newParentId === null ? [] : tree.pathTo(newParentId);
+  let start = 0;
+  while (start < current.length && start < target.length && current[start]!.id === target[start]!.id) start++;
   const left = current.slice(start);
   const prompts = left.filter((e): e is EntryOf<"user"> => e.type === "user").map((e) => JSON.stringify(promptPreview(e.text)));
   const files = new Set<string>();

@@ -15,7 +15,7 @@ export const MAX_STOP_CONTINUES = 3;
 export interface SessionHooksHost {
   /** The session's tools: their toolset's hooks (a reload reads them again). */
   tools: { readonly toolset: { readonly hooks: Hooks } };
-  session: { readonly id: string; readonly mode: string };
+  session: { readonly id: string; readonly mode: string; transcriptPath?(): string | undefined };
   cwd: string;
   /** A subagent's task id. */
   agentId?: string;
@@ -41,9 +41,11 @@ export class SessionHooks implements CallHooks {
     const hooks = this.host.tools.toolset.hooks;
     if (!hooks.has(event)) return undefined;
     const { host } = this;
+    const transcriptPath = host.session.transcriptPath?.();
     const session: HookSession = {
       sessionId: host.session.id,
       cwd: host.cwd,
+      ...(transcriptPath ? { transcriptPath } : {}),
       mode: host.session.mode,
       ...(host.agentId ? { agentId: host.agentId } : {}),
     };

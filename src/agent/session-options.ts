@@ -48,6 +48,8 @@ export interface ParentSession {
   nextCallId(): string;
   /** The parent's checkpoint before a change: a child's calls take the parent's turn's. */
   beforeChange(): Promise<void>;
+  /** The session's file for hooks' `transcript_path`: a child's hooks get the parent's. */
+  transcriptPath(): string | undefined;
 }
 
 export interface AgentSessionOptions {

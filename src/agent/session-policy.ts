@@ -32,6 +32,17 @@ export interface SessionPolicyHost {
 }
 
 /** Permission rules that could not be read, for a message (empty when all were read). */
+const noted = new Set<string>();
+
+/** Settings toolhost does not use (of Claude Code's files): named on stderr, once a process. */
+function noteOnce(notes: readonly string[]): void {
+  for (const note of notes) {
+    if (noted.has(note)) continue;
+    noted.add(note);
+    console.error(`toolhost: ${note}`);
+  }
+}
+
 export function rulesNote(problems: readonly string[]): string {
   return problems.length ? `\nPermission rules left out:\n${problems.map((p) => `- ${p}`).join("\n")}` : "";
 }
@@ -85,7 +96,8 @@ export class SessionPolicy {
         // A project trusted once and changed since keeps its deny and ask rules (fail closed).
         project: { dir: this.host.tools.workspace, trusted: report.trusted, stale: !report.trusted && !!report.trustChanges?.length },
       });
-      this.permissionRules = { toolset, ...loaded };
+      this.permissionRules = { toolset, rules: loaded.rules, problems: loaded.problems };
+      noteOnce(loaded.notes);
     }
     return this.permissionRules as { rules: SourcedRule[]; problems: string[] };
   }

@@ -46,6 +46,10 @@ export interface RewindOutcome {
   conflicts: PathNote[];
   /** Files the restore could not write or remove. */
   failed: PathNote[];
+  /** With `force`: the folder holding what the overwritten files were just before (at their paths below it). */
+  kept?: string;
+  /** The state the session was in just before this rewind (a `saved` entry): a point to come back to. */
+  savedId?: string;
   /** What happened, for the person. */
   message: string;
 }
@@ -82,24 +86,30 @@ export class SessionRewind {
     return rewindPoints(await this.tree());
   }
 
-  /** Rewinds the files, the conversation or both to just before the prompt `messageId`. */
+  /**
+   * Rewinds the files, the conversation or both to just before the prompt `messageId`, or to the
+   * state a rewind left (a `saved` entry). An applied rewind first saves the state it leaves.
+   */
   async rewind(messageId: string, mode: RewindMode, options: RewindOptions = {}): Promise<RewindOutcome> {
     const tree = await this.tree();
     const point = tree.get(messageId);
-    if (point?.type !== "user") throw new RewindError(`${messageId} is not a prompt of this session: a rewind goes back to a prompt.`);
+    if (point?.type !== "user" && point?.type !== "saved")
+      throw new RewindError(`${messageId} is not a prompt of this session: a rewind goes back to a prompt or to a state a rewind left.`);
     const withFiles = mode !== "conversation";
     const withConversation = mode !== "files";
     let files: FilesRewound = { applied: false, files: [], conflicts: [], skipped: [], failed: [] };
     let filesNote = "";
-    let handle: CheckpointsHandle | undefined;
-    if (withFiles) {
-      handle = await this.host.checkpoints();
+    const handle = withFiles || !options.dryRun ? await this.host.checkpoints() : undefined;
+    const savedId = options.dryRun ? undefined : await this.saveNow(messageId, mode, handle);
+    if (withFiles && handle) {
       if (handle.checkpoints) {
-        files = await rewindFiles(tree, messageId, handle.checkpoints, { ...options, moving: withConversation });
+        const keep = options.force && !options.dryRun ? this.keepFolder() : undefined;
+        files = await rewindFiles(tree, messageId, handle.checkpoints, { ...options, moving: withConversation, keep });
         if (files.problem) filesNote = `The files were not rewound: ${files.problem}.`;
       } else filesNote = `The files were not rewound: ${handle.reason}.`;
     }
-    const which = `prompt ${pointNumber(tree, messageId)} (${JSON.stringify(promptPreview(point.text))})`;
+    const which = describePoint(tree, point);
+    const back = point.type === "user" ? `before ${which}` : which;
     if (options.dryRun) {
       return {
         ...outcome(files, false),
@@ -109,21 +119,47 @@ export class SessionRewind {
     const { recorder } = this.host;
     let leftNote = "";
     if (withConversation) {
-      const summary = branchSummary(tree, point.parentId);
+      // Back to before a prompt: under its parent; back to a saved state: under that entry, the position it saved.
+      const at = point.type === "user" ? point.parentId : point.id;
+      const summary = branchSummary(tree, at);
       // A conversation-only rewind leaves the files as they are: the new position carries what they are.
       let carried = files.record;
-      if (!withFiles) {
-        handle = await this.host.checkpoints();
-        if (handle.checkpoints) carried = await conversationRewindRecord(tree, messageId, handle.checkpoints).catch(() => undefined);
-      }
-      const branchId = recorder.append({ type: "branch", fromId: tree.leafId ?? messageId, summary }, point.parentId);
+      if (!withFiles && handle?.checkpoints)
+        carried = await conversationRewindRecord(tree, messageId, handle.checkpoints).catch(() => undefined);
+      const branchId = recorder.append({ type: "branch", fromId: savedId ?? tree.leafId ?? messageId, summary }, at);
       if (carried) recorder.append({ type: "checkpoint", promptId: branchId, ...carried });
       await this.moved(tree.leafId);
-      leftNote = `The conversation is back to before ${which}; what came after stays in the session file as a branch (${summary}).`;
+      leftNote = `The conversation is back to ${back}; what came after stays in the session file as a branch (${summary}).`;
     } else if (files.record) recorder.append({ type: "checkpoint", promptId: recorder.leafId ?? messageId, ...files.record });
     const filesText = withFiles ? describeFiles(files, false, true) : "";
-    const message = [leftNote || `Rewound to before ${which}.`, filesText, filesNote].filter(Boolean).join(" ");
-    return { ...outcome(files, withConversation || (files.applied && !files.problem)), message };
+    const saved = savedId
+      ? `The state before this rewind is saved as point ${pointNumber(await this.tree(), savedId)}: a rewind to it comes back.`
+      : "";
+    const message = [leftNote || `Rewound to ${back}.`, filesText, filesNote, saved].filter(Boolean).join(" ");
+    return { ...outcome(files, withConversation || (files.applied && !files.problem)), ...(savedId ? { savedId } : {}), message };
+  }
+
+  /**
+   * Records the session as it is, before a rewind moves it: a `saved` entry under the current
+   * position with a snapshot of every root (none when there are no checkpoints: the position alone).
+   */
+  private async saveNow(pointId: string, mode: RewindMode, handle: CheckpointsHandle | undefined): Promise<string> {
+    const snapshots = handle?.checkpoints ? await handle.checkpoints.snapshot(`now, before a rewind to ${pointId}`) : [];
+    const [primary, ...further] = snapshots;
+    const roots = further.flatMap(({ root, snapshot }) => (snapshot ? [{ root, before: snapshot.id }] : []));
+    return this.host.recorder.append({
+      type: "saved",
+      rewind: pointId,
+      mode,
+      ...(primary?.snapshot ? { before: primary.snapshot.id } : {}),
+      ...(roots.length ? { roots } : {}),
+    });
+  }
+
+  /** A new folder, in the session's data folder, for the files a forced rewind overwrites. */
+  private keepFolder(): string {
+    const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+    return path.join(this.host.recorder.dataDir, "overwritten", `${stamp}-${randomUUID().slice(0, 8)}`);
   }
 
   /** `/undo`: the files of the last prompt whose changes no rewind undid yet. */
@@ -201,12 +237,13 @@ type SettingName = "mode" | "model" | "thought_level" | "profile";
 
 /** The snapshots a fork's entries name, made its own in each root's repository (a root that cannot be opened is left). */
 async function adoptCheckpoints(header: SessionHeader, project: string, entries: readonly TreeEntry[], home?: string): Promise<void> {
-  const checkpoints = entries.filter((e): e is EntryOf<"checkpoint"> => e.type === "checkpoint");
+  // The turns' snapshots, and those of the states rewinds saved.
+  const checkpoints = entries.filter((e): e is EntryOf<"checkpoint"> | EntryOf<"saved"> => e.type === "checkpoint" || e.type === "saved");
   if (!checkpoints.length) return;
   const roots = sessionRoots(header, entries);
   const opened = await openWorkspaceCheckpoints({ roots, project, session: header.id, home });
   if (!opened.available) return;
-  const ids = (part: { before: string; after?: string }) => [part.before, ...(part.after ? [part.after] : [])];
+  const ids = (part: { before?: string; after?: string }) => [part.before, part.after].filter((id): id is string => !!id);
   try {
     await opened.checkpoints.primary.adopt(checkpoints.flatMap(ids)).catch(() => []);
     for (const root of roots.slice(1)) {
@@ -232,8 +269,15 @@ function pointNumber(tree: SessionTree, id: string): string {
   return n >= 0 ? String(n + 1) : id;
 }
 
+/** A point as a rewind's message names it: `prompt 2 ("…")`, or "the state saved at … (point 3, before a rewind)". */
+function describePoint(tree: SessionTree, point: EntryOf<"user"> | EntryOf<"saved">): string {
+  const n = pointNumber(tree, point.id);
+  if (point.type === "user") return `prompt ${n} (${JSON.stringify(promptPreview(point.text))})`;
+  return `the state saved at ${point.at.slice(0, 19).replace("T", " ")} (point ${n}, before a rewind)`;
+}
+
 function outcome(files: FilesRewound, applied: boolean): Omit<RewindOutcome, "message"> {
-  return { applied, files: files.files, conflicts: files.conflicts, failed: files.failed };
+  return { applied, files: files.files, conflicts: files.conflicts, failed: files.failed, ...(files.kept ? { kept: files.kept } : {}) };
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
@@ -255,10 +299,11 @@ function describeFiles(files: FilesRewound, dry: boolean, withFiles: boolean): s
   const kept = files.conflicts.filter((c) => !carried.has(c.path));
   const forced = files.conflicts.filter((c) => carried.has(c.path));
   const list = (notes: readonly PathNote[]) => notes.map((c) => `${c.path} (${c.reason})`).join(", ");
+  const keptIn = files.kept ? `; what they were just before is kept in ${files.kept}` : "";
   const conflicts =
     (kept.length
       ? ` ${plural(kept.length, "file")} changed outside toolhost ${dry ? "would be" : "were"} left as ${kept.length === 1 ? "it is" : "they are"}: ${list(kept)}; force overwrites them.`
-      : "") + (forced.length ? ` Overwritten although changed outside toolhost (force): ${list(forced)}.` : "");
+      : "") + (forced.length ? ` Overwritten although changed outside toolhost (force): ${list(forced)}${keptIn}.` : "");
   const failed = files.failed.length ? ` Could not restore: ${files.failed.map((f) => `${f.path} (${f.reason})`).join(", ")}.` : "";
   return `${text}${conflicts}${failed}`;
 }

@@ -327,6 +327,11 @@ export class AgentSession {
     return this.parent ? this.parent.session.beforeChange() : (this.record?.checkpoints.beforeChange() ?? Promise.resolve());
   }
 
+  /** The session's file, written up to now, for hooks' `transcript_path` (a subagent's: its parent's); undefined while none exists. */
+  transcriptPath(): string | undefined {
+    return this.parent ? this.parent.session.transcriptPath() : this.recorder?.transcript();
+  }
+
   /** The prompts one can rewind to, oldest first (a recorded session's: agent/session-record.ts). */
   rewindPoints(): Promise<RewindPoint[]> {
     return recordOf(this.record).rewinder.points();

@@ -89,6 +89,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     ...hooked.waiting,
   ]);
   block("hooks toolhost does not run:", hooked.skipped);
+  block("Claude Code settings toolhost does not use:", rules.notes);
   if (!problems.length) lines.push("", "No problems found.");
   process.stdout.write(`${lines.join("\n")}\n`); // stdout-ok: the command's report
   return problems.length ? 1 : 0;

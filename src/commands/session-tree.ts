@@ -32,7 +32,12 @@ function treeText(stored: StoredSession, tree: SessionTree): string {
   const named = tree.labels();
   const lines = [`Session ${stored.header.id}  [${stored.header.cwd}]`];
   if (stored.header.forkedFrom) lines.push(`Forked from ${stored.header.forkedFrom.session} at ${stored.header.forkedFrom.entryId}`);
-  lines.push("", points.length ? "Prompts (the current path; `toolhost sessions rewind ID --to N`):" : "No prompt yet.");
+  lines.push(
+    "",
+    points.length
+      ? "Points (the current path's prompts and the states rewinds left; `toolhost sessions rewind ID --to N`):"
+      : "No prompt yet.",
+  );
   points.forEach((p, i) => {
     const files = p.filesChanged ? `  ${p.filesChanged} file${p.filesChanged === 1 ? "" : "s"} changed` : "";
     const label = labels.get(p.messageId);
@@ -138,8 +143,10 @@ export async function runFork(store: SessionStore, stored: StoredSession, option
   let at: string | undefined;
   if (options.at !== undefined) {
     const point = findPoint(tree, options.at);
-    if ("problem" in point) {
-      process.stderr.write(`toolhost: ${point.problem}\n`);
+    if ("problem" in point || point.point.type !== "user") {
+      process.stderr.write(
+        `toolhost: ${"problem" in point ? point.problem : `${options.at} is a saved state, not a prompt: a fork ends with a prompt's turn.`}\n`,
+      );
       return 1;
     }
     // The last entry of that prompt's turn on the current path: up to the next prompt.

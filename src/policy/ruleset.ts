@@ -3,15 +3,17 @@ import path from "node:path";
 import picomatch from "picomatch";
 import * as z from "zod";
 import { projectConfigPath } from "../config/project-permissions.js";
-import { readConfigTextSync } from "../config/safe-read.js";
+import { readConfigTextSync, userRoots } from "../config/safe-read.js";
 import { loadUserConfig, type LoadedConfig } from "../config/schema.js";
 import { asWorkspace, type Workspace } from "../config/workspace.js";
 import type { PolicyCall } from "./call.js";
+import { readClaudeRules } from "./claude-rules.js";
 import { readsOnly } from "./modes.js";
 import { PermissionRuleSchema, type PermissionRule } from "./rules.js";
 
 // The permission ruleset (issue 11 §1). A rule is (permission, pattern, action):
-// - permission: a tool id (`bash`), a capability (`fs.read`, `fs.write`, `shell.run`, `net.fetch`) or `*`;
+// - permission: a tool id (`bash`), a capability (`fs.read`, `fs.write`, `shell.run`, `net.fetch`),
+//   `*`, or `mcp__<server>__*` (every tool of one MCP server);
 // - pattern: a glob over what the call touches (its targets): a path (picomatch; relative to the
 //   workspace or absolute, `~` expanded), a command line (`git push*`; `\` makes the next character
 //   plain: `rm \*.txt`), a host (`*.github.com`); `*` is all;
@@ -50,6 +52,8 @@ export interface SourcedRule extends PermissionRule {
   source: RuleSource;
   /** The file the rule was read from, for messages. */
   file?: string;
+  /** The Claude Code rule it was mapped from (policy/claude-rules.ts). */
+  claude?: string;
   /**
    * Why this rule stands in for rules that could not be read (a file that is not JSON, a
    * malformed deny or ask entry): an `ask` that beats every allow but the session's own
@@ -185,6 +189,8 @@ function covers(rule: SourcedRule, call: PolicyCall, capabilities: Set<string>, 
   const forTool =
     rule.permission === "*" ||
     rule.permission === call.tool.id ||
+    // `mcp__server__*`: every tool of one MCP server (a Claude Code rule's `mcp__server`).
+    (rule.permission.endsWith("__*") && rule.permission.startsWith("mcp__") && call.tool.id.startsWith(rule.permission.slice(0, -1))) ||
     (target.kind === "command" && COMMANDS_AS[call.tool.id] === rule.permission);
   if (rule.pattern === "*") return target.primary && (forTool || capabilities.has(rule.permission));
   return (forTool || rule.permission === target.capability) && patternMatches(rule, target, ctx);
@@ -258,7 +264,8 @@ export function evaluateRules(rules: readonly SourcedRule[], call: PolicyCall, c
 export function describeRule(rule: SourcedRule): string {
   const where = rule.file ? `${rule.source} rule in ${rule.file}` : `${rule.source} rule`;
   const closed = rule.failClosed ? ` (fail closed: ${rule.failClosed})` : "";
-  return `${where}: ${rule.action} ${rule.permission} "${rule.pattern}"${closed}`;
+  const claude = rule.claude ? ` (Claude Code: ${rule.claude})` : "";
+  return `${where}: ${rule.action} ${rule.permission} "${rule.pattern}"${claude}${closed}`;
 }
 
 /** The rule that stands in for rules that could not be read: `permission` (default all) asks. */
@@ -357,6 +364,18 @@ function homeWorkspaceRules(workspace: Workspace): SourcedRule[] {
   }));
 }
 
+/** Claude Code's settings files as rules of `source` (their notes: what toolhost does not use of them). */
+function claudeFiles(files: readonly string[], source: RuleSource, roots: readonly string[], root: string) {
+  const out = { rules: [] as SourcedRule[], problems: [] as string[], notes: [] as string[] };
+  for (const file of files) {
+    const read = readClaudeRules(file, roots, root);
+    out.rules.push(...read.rules.map((r): SourcedRule => ({ ...r, source, file })));
+    out.problems.push(...read.problems);
+    out.notes.push(...read.notes);
+  }
+  return out;
+}
+
 interface RuleSources {
   /** The active profile's `permissions` and its profile.json. */
   manifest: { rules: readonly PermissionRule[]; file?: string };
@@ -371,13 +390,15 @@ interface RuleSources {
    * and never its allow rules.
    */
   project: { dir: string | Workspace; trusted: boolean; stale?: boolean };
+  /** The user's home folder, for `~/.claude/settings.json` (default: HOME). */
+  userHome?: string;
 }
 
 /**
  * The rules of every durable source (manifest, user, project), in source order, with the
  * problems found reading them. A broken rule is left out and reported; the others hold.
  */
-export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problems: string[] } {
+export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problems: string[]; notes: string[] } {
   const manifest = sources.manifest.rules.map((r): SourcedRule => ({
     ...r,
     source: "manifest",
@@ -393,13 +414,28 @@ export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problem
       }
     : parseRules(userConfig.config.permissions, "user", userConfig.path);
   const workspace = asWorkspace(sources.project.dir);
+  const userHome = sources.userHome ?? (process.env.HOME || os.homedir());
+  const claudeUser = claudeFiles([path.join(userHome, ".claude", "settings.json")], "user", userRoots(), userHome);
+  // A project's Claude Code settings are its files as its own config is: read when trusted, a stale one's restrictions only.
+  const projectFiles = () => {
+    const own = readProjectRules(workspace.cwd);
+    const dir = path.join(workspace.cwd, ".claude");
+    const claude = claudeFiles(
+      [path.join(dir, "settings.json"), path.join(dir, "settings.local.json")],
+      "project",
+      [workspace.cwd],
+      workspace.cwd,
+    );
+    return { rules: [...own.rules, ...claude.rules], problems: [...own.problems, ...claude.problems], notes: claude.notes };
+  };
   const project = sources.project.trusted
-    ? readProjectRules(workspace.cwd)
+    ? projectFiles()
     : sources.project.stale
-      ? restrictionsOnly(readProjectRules(workspace.cwd))
-      : { rules: [], problems: [] };
+      ? { ...restrictionsOnly(projectFiles()), notes: [] }
+      : { rules: [], problems: [], notes: [] };
   return {
-    rules: [...manifest, ...user.rules, ...project.rules, ...homeWorkspaceRules(workspace)],
-    problems: [...user.problems, ...project.problems],
+    rules: [...manifest, ...user.rules, ...claudeUser.rules, ...project.rules, ...homeWorkspaceRules(workspace)],
+    problems: [...user.problems, ...claudeUser.problems, ...project.problems],
+    notes: [...claudeUser.notes, ...project.notes],
   };
 }

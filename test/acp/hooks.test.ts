@@ -2,6 +2,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { SessionStore } from "../../src/agent/record/session-store.js";
 import { Harness, lastUpdate, messageText, textOf, useAcpTest } from "./harness.js";
 
 // Hooks at their sites over the real ACP wire with the fake model: a Claude Code hook script,
@@ -102,6 +103,8 @@ process.stdin.on("data", (d) => (s += d)).on("end", () => {
     const seen = JSON.parse((await fsp.readFile(log, "utf8")).trim().split("\n")[0]!);
     expect(seen).toMatchObject({ hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command: "rm victim.txt" }, cwd: t.ws });
     expect(seen.agent_id).toMatch(/^task_/);
+    // A subagent's hooks get its parent's session file.
+    expect(seen.transcript_path).toBe((await new SessionStore(t.home).read(sessionId))!.file);
   });
 
   it("a hook's updatedInput rewrites the call: it runs with the new value", async () => {
@@ -152,15 +155,19 @@ process.stdin.on("data", (d) => (s += d)).on("end", () => {
     );
   });
 
-  it("a stop hook makes the model continue once", async () => {
+  it("a stop hook makes the model continue once; it reads the turn so far from transcript_path", async () => {
     const log = path.join(t.userHome, "stop.log");
+    // transcript_path is the session's own file (format 2: a header, then one entry per line), written up to the hook.
     const stop = await script(
       "stop.js",
       `const fs = require("fs");
 let s = "";
 process.stdin.on("data", (d) => (s += d)).on("end", () => {
   const input = JSON.parse(s);
-  fs.appendFileSync(${JSON.stringify(log)}, String(input.stop_hook_active) + "\\n");
+  const entries = fs.readFileSync(input.transcript_path, "utf8").trim().split("\\n").map((line) => JSON.parse(line));
+  const said = entries.filter((e) => e.type === "agent_text").map((e) => e.text).join("");
+  const asked = entries.filter((e) => e.type === "user").map((e) => e.text).join("|");
+  fs.appendFileSync(${JSON.stringify(log)}, [input.stop_hook_active, entries[0].type, asked, said].join(" ") + "\\n");
   if (!input.stop_hook_active) process.stdout.write(JSON.stringify({ decision: "block", reason: "Also run the tests." }));
 });
 `,
@@ -173,7 +180,10 @@ process.stdin.on("data", (d) => (s += d)).on("end", () => {
     expect((await prompt(sessionId, "Fix it")).stopReason).toBe("end_turn");
     expect(t.fake!.requests).toHaveLength(2);
     expect(messageText(t.h!, sessionId, "")).toBe("Fixed it.Tests pass.");
-    expect((await fsp.readFile(log, "utf8")).trim().split("\n")).toEqual(["false", "true"]);
+    expect((await fsp.readFile(log, "utf8")).trim().split("\n")).toEqual([
+      "false session Fix it Fixed it.",
+      "true session Fix it Fixed it.Tests pass.",
+    ]);
   });
 
   it('a tool_result hook\'s "continue": false ends the turn after the call', async () => {

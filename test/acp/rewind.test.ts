@@ -156,17 +156,20 @@ describe("rewind over ACP", () => {
     // The editor is told what happened.
     expect(messageText(h, sessionId)).toMatch(/back to before prompt 2 \("second: run the generator"\)/);
 
-    // The conversation: prompts 2 and 3 are no longer points; the branch left is still in the file.
+    // The conversation: prompts 2 and 3 are no longer points, the state the rewind left is; the branch left is still in the file.
     const after = (await h.agent.request<{ points: Point[] }>("_session/rewind_points", { sessionId })).points;
-    expect(after.map((p) => p.preview)).toEqual(["first: edit the app"]);
+    expect(after.map((p) => p.preview)).toEqual(["first: edit the app", 'saved: before rewinding both to "second: run the generator"']);
     const file = await stored();
     const tree = new SessionTree(file.entries);
     const users = file.entries.filter((e): e is Extract<TreeEntry, { type: "user" }> => e.type === "user").map((e) => e.text);
     expect(users).toEqual(["first: edit the app", "second: run the generator", "third: write more"]);
     const branch = file.entries.find((e): e is Extract<TreeEntry, { type: "branch" }> => e.type === "branch")!;
-    expect(branch).toMatchObject({ fromId: oldLeaf, parentId: tree.get(second!.messageId)!.parentId });
+    // The branch left ends with the state saved just before the rewind, under the old position.
+    const saved = tree.get(branch.fromId)!;
+    expect(saved).toMatchObject({ type: "saved", parentId: oldLeaf, rewind: second!.messageId, mode: "both" });
+    expect(branch).toMatchObject({ parentId: tree.get(second!.messageId)!.parentId });
     expect(branch.summary).toMatch(/^2 prompts left: "second: run the generator", "third: write more"; files changed: /);
-    expect(tree.branches().filter((b) => b.length > 0)).toEqual([expect.objectContaining({ tipId: oldLeaf, summary: branch.summary })]);
+    expect(tree.branches().filter((b) => b.length > 0)).toEqual([expect.objectContaining({ tipId: saved.id, summary: branch.summary })]);
 
     // The next prompt goes on from prompt 1: its request holds nothing of prompts 2 and 3.
     const requests = t.fake!.requests.length;
@@ -210,7 +213,7 @@ describe("rewind over ACP", () => {
   });
 
   it("the slash commands: /rewind lists and asks which, /undo, /label and /fork; none of them is a prompt", async () => {
-    const { h, sessionId, pictures, stored } = await threePrompts();
+    const { h, sessionId, pictures, stored, rewind } = await threePrompts();
     const users = async () => (await stored()).entries.filter((e) => e.type === "user").length;
     const said = () => messageText(h, sessionId);
 
@@ -220,9 +223,29 @@ describe("rewind over ACP", () => {
     );
 
     // /undo puts back the files of the last prompt that changed files: the third.
+    const end = await picture(t.ws);
     await prompt(h, sessionId, "/undo");
     expect(await picture(t.ws)).toEqual(pictures[2]);
-    expect(said()).toMatch(/Rewound to before prompt 3 \("third: write more"\)\. Files: 1 file restored, 1 created file removed\./);
+    expect(said()).toMatch(
+      /Rewound to before prompt 3 \("third: write more"\)\. Files: 1 file restored, 1 created file removed\. The state before this rewind is saved as point 4: a rewind to it comes back\./,
+    );
+
+    // Forward again: the state /undo left is point 4, and a rewind to it brings prompt 3's changes back.
+    await prompt(h, sessionId, "/rewind");
+    expect(said()).toMatch(/3\. third: write more \(.*2 files changed\)\n4\. saved: before rewinding the files to "third: write more" \(/);
+    const listed = (await h.agent.request<{ points: Point[] }>("_session/rewind_points", { sessionId })).points;
+    expect(listed[3]).toMatchObject({
+      preview: 'saved: before rewinding the files to "third: write more"',
+      _meta: { toolhost: { kind: "saved" } },
+    });
+    await prompt(h, sessionId, "/rewind 4 files");
+    expect(await picture(t.ws)).toEqual(end);
+    expect(said()).toMatch(
+      /Rewound to the state saved at .* \(point 4, before a rewind\)\. Files: 1 file restored, 1 deleted file brought back\./,
+    );
+    // /undo then knows the workspace is as after prompt 3 again: it undoes prompt 3 once more.
+    await prompt(h, sessionId, "/undo");
+    expect(await picture(t.ws)).toEqual(pictures[2]);
 
     // /rewind 2 asks what goes back (one choice among three: session/request_permission); the first is both.
     h.permission = () => ({ outcome: { outcome: "selected", optionId: "answer_1" } });
@@ -235,7 +258,25 @@ describe("rewind over ACP", () => {
     expect(await picture(t.ws)).toEqual(pictures[1]);
     expect(said()).toMatch(/The conversation is back to before prompt 2/);
     const points = (await h.agent.request<{ points: Point[] }>("_session/rewind_points", { sessionId })).points;
-    expect(points.map((p) => p.preview)).toEqual(["first: edit the app"]);
+    expect(points.map((p) => p.preview)).toEqual([
+      "first: edit the app",
+      'saved: before rewinding the files to "third: write more"',
+      expect.stringMatching(/^saved: before rewinding the files to the state of /),
+      'saved: before rewinding the files to "third: write more"',
+      'saved: before rewinding both to "second: run the generator"',
+    ]);
+    // Forward again over ACP, files and conversation: as before `/rewind 2`, prompts 2 and 3 in the conversation again.
+    await rewind({ messageId: points[4]!.messageId, mode: "both" });
+    // Byte for byte but the folder prompt 2 emptied: a snapshot records files, and a restore removes the folders its removals empty.
+    const { "data/": emptied, ...beforeThird } = pictures[2]!;
+    expect(emptied).toBe("folder");
+    expect(await picture(t.ws)).toEqual(beforeThird);
+    const back = new SessionTree((await stored()).entries).pathTo().filter((e) => e.type === "user");
+    expect(back.map((e) => (e as { text: string }).text)).toEqual([
+      "first: edit the app",
+      "second: run the generator",
+      "third: write more",
+    ]);
 
     await prompt(h, sessionId, "/label before-anything");
     expect(said()).toContain('This point is labelled "before-anything"');
@@ -246,12 +287,16 @@ describe("rewind over ACP", () => {
     const forkId = /Forked: session (\S+) starts from here/.exec(said())![1]!;
     const fork = (await new SessionStore(t.home).read(forkId))!;
     expect(fork.header.forkedFrom).toEqual({ session: sessionId, entryId: expect.any(String) });
-    expect(fork.entries.filter((e) => e.type === "user").map((e) => (e as { text: string }).text)).toEqual(["first: edit the app"]);
+    expect(fork.entries.filter((e) => e.type === "user").map((e) => (e as { text: string }).text)).toEqual([
+      "first: edit the app",
+      "second: run the generator",
+      "third: write more",
+    ]);
 
     // None of the commands is a prompt: no user entry, no rewind point.
     expect(await users()).toBe(3);
-    await prompt(h, sessionId, "/rewind 7");
-    expect(said()).toContain('/rewind takes the number of a prompt (1 to 1; `/rewind` lists them), not "7".');
+    await prompt(h, sessionId, "/rewind 99");
+    expect(said()).toContain('/rewind takes the number of a prompt (1 to 8; `/rewind` lists them), not "99".');
   });
 
   it("session/fork starts a session from where this one is; delete drops a session's checkpoints", async () => {

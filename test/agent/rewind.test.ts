@@ -179,10 +179,10 @@ describe("the session's checkpoints", () => {
     expect(s.recorded[5]!.files?.map((f) => f.path).sort()).toEqual(["b.txt", "new/d.txt"]);
     expect(s.said).toEqual([]);
     expect(rewindPoints(s.record.tree)).toEqual([
-      { messageId: s.p1, preview: "first: edit a", createdAt: expect.any(String), filesChanged: 1 },
-      { messageId: s.p2, preview: "second: make and remove files", createdAt: expect.any(String), filesChanged: 4 },
-      { messageId: s.p3, preview: "third: more", createdAt: expect.any(String), filesChanged: 2 },
-      { messageId: expect.any(String), preview: "a question only", createdAt: expect.any(String), filesChanged: 0 },
+      { messageId: s.p1, kind: "prompt", preview: "first: edit a", createdAt: expect.any(String), filesChanged: 1 },
+      { messageId: s.p2, kind: "prompt", preview: "second: make and remove files", createdAt: expect.any(String), filesChanged: 4 },
+      { messageId: s.p3, kind: "prompt", preview: "third: more", createdAt: expect.any(String), filesChanged: 2 },
+      { messageId: expect.any(String), kind: "prompt", preview: "a question only", createdAt: expect.any(String), filesChanged: 0 },
     ]);
   });
 
@@ -371,7 +371,9 @@ describe("rewinding the files", () => {
     expect(findPoint(tree, "4")).toEqual({ problem: "There is no prompt 4: the prompts are 1 to 3." });
     expect(findPoint(tree, "nothere")).toEqual({ problem: "This session has no message nothere." });
     const notPrompt = tree.entries.find((e) => e.type === "turn_end")!.id;
-    expect(findPoint(tree, notPrompt)).toEqual({ problem: `${notPrompt} is not a prompt: a rewind goes back to a prompt.` });
+    expect(findPoint(tree, notPrompt)).toEqual({
+      problem: `${notPrompt} is not a prompt: a rewind goes back to a prompt or to a state a rewind left.`,
+    });
     // An entry id that happens to be all digits names the entry, not a number.
     const digits = new SessionTree(tree.entries.map((e) => (e.id === s.p3 ? { ...e, id: "12345678" } : e)));
     expect(findPoint(digits, "12345678")).toEqual({ point: expect.objectContaining({ id: "12345678" }) });

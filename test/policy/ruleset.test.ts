@@ -71,6 +71,14 @@ describe("evaluateRules: rules × calls", () => {
     ],
     ["an ask on one path asks", [rule("write", "**", "allow"), rule("write", "*.lock", "ask")], write(`${WS}/a`, `${WS}/b.lock`), "ask"],
     ["hosts match case-insensitively", [rule("net.fetch", "*.github.com", "allow")], fetch("API.github.com"), "allow"],
+    // A Claude Code rule's `mcp__github`: every tool of that server, not another server's.
+    [
+      "mcp__server__* covers the server's tools",
+      [rule("mcp__github__*", "*", "deny")],
+      policyCall("mcp__github__push", "execute", {}),
+      "deny",
+    ],
+    ["mcp__server__* is that server's only", [rule("mcp__github__*", "*", "deny")], policyCall("mcp__githubx__push", "execute", {}), null],
     ["a host glob is not a suffix of its own", [rule("net.fetch", "*.github.com", "allow")], fetch("evilgithub.com"), null],
     [
       "a call without targets: only * patterns",

@@ -122,6 +122,13 @@ export type EntryData =
       roots?: RootCheckpoint[];
     }
   /**
+   * The session just before a rewind moved it (issue 34 §3): its position (this entry's parent) and
+   * the workspace then (`before`: the primary root's snapshot, `roots`: the further roots'), so a
+   * later rewind can come back to it. It is a rewind point of its own. `rewind`: the point that
+   * rewind went to; `mode`: what it moved.
+   */
+  | { type: "saved"; rewind: string; mode: "files" | "conversation" | "both"; before?: string; roots?: RootCheckpoint[] }
+  /**
    * A rewind: its parentId is the position rewound to, and the position is now this entry.
    * `fromId` is the position it left (the tip of the branch left), `summary` a short account of that branch.
    */

@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import type { ModelMessage } from "ai";
 import type { Envelope } from "../../tool/envelope.js";
 import type { ToolEvent } from "../../tool/context.js";
@@ -100,6 +101,12 @@ export class SessionRecorder {
     this.writer.append({ type, id, parentId, at: new Date().toISOString(), ...fields } as TreeEntry);
     this.leaf = data.type === "leaf" ? data.targetId : id;
     return id;
+  }
+
+  /** The session's file with everything so far written (a hook's `transcript_path`); undefined while nothing is (no prompt yet). */
+  transcript(): string | undefined {
+    this.flush();
+    return fs.existsSync(this.writer.file) ? this.writer.file : undefined;
   }
 
   /** Writes the streamed text not written yet. */

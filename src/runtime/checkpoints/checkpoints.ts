@@ -2,7 +2,7 @@ import type { FsMonitor } from "./change-feed.js";
 import { lstat, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import type { RepoLock } from "./repo-lock.js";
-import { applyRestore, diffTrees, planRestore, proceeds, readObjects, type PathNote, type RestoreFile } from "./restore.js";
+import { applyRestore, diffTrees, keepFiles, planRestore, proceeds, readObjects, type PathNote, type RestoreFile } from "./restore.js";
 import type { ShadowGit } from "./shadow-git.js";
 import { WorkspaceScanner, type SkippedFile } from "./workspace-tree.js";
 
@@ -28,7 +28,8 @@ import { WorkspaceScanner, type SkippedFile } from "./workspace-tree.js";
 //   removed, deleted ones brought back, folders the removals emptied removed. Ignored files, and
 //   files the snapshot left out, stay as they are. With `knownId` (the last state toolhost knew),
 //   a file that differs from it was changed outside toolhost: a conflict, left alone unless
-//   `force`. Nothing is written through a symlink or outside the root (never overridden). With
+//   `force`, which first copies each one it overwrites to `keep` (one it cannot copy is left
+//   alone). Nothing is written through a symlink or outside the root (never overridden). With
 //   `paths`, only those paths are restored (a rewind restores the files its turns changed).
 // - No git on the machine: `openCheckpoints` (repository.ts) says so with the reason, and the
 //   session goes on without checkpoints. A session's roots together: roots.ts.
@@ -62,6 +63,8 @@ export interface RestoreResult extends RestorePlan {
   applied: boolean;
   /** Files the restore could not write or remove, and why. */
   failed: PathNote[];
+  /** With `force` and `keep`: the folder that holds what the overwritten conflicts were just before (their paths below it). */
+  kept?: string;
 }
 
 export interface RestoreOptions {
@@ -73,6 +76,8 @@ export interface RestoreOptions {
   dryRun?: boolean;
   /** Restore only these paths (workspace-relative, with `/`); the rest of the workspace stays as it is. */
   paths?: readonly string[];
+  /** With `force`: a folder to copy each conflict to (at its relative path) before it is overwritten; one that cannot be copied is not overwritten. */
+  keep?: string;
 }
 
 export interface CheckpointInfo {
@@ -268,15 +273,22 @@ export class Checkpoints {
       const paths = options.paths ? new Set(options.paths) : undefined;
       const { git, root, maxFileBytes } = this;
       const plan = await planRestore({ git, root, maxFileBytes, target, workspace, known, force, paths });
-      const carried = plan.steps.filter((s) => proceeds(s, force));
+      let carried = plan.steps.filter((s) => proceeds(s, force));
+      const forced = carried.filter((s) => s.conflict).map((s) => s.path);
+      // What force overwrites is copied first: a conflict that cannot be kept is left as it is.
+      const unkept = !options.dryRun && options.keep && forced.length ? await keepFiles(root, forced, options.keep) : [];
+      if (unkept.length) carried = carried.filter((s) => !unkept.some((u) => u.path === s.path));
       const result: RestoreResult = {
         applied: !options.dryRun,
         files: carried.map(({ path, action }) => ({ path, action })),
-        conflicts: plan.steps.filter((s) => s.conflict).map((s) => ({ path: s.path, reason: s.conflict as string })),
+        conflicts: plan.steps
+          .filter((s) => s.conflict && !unkept.some((u) => u.path === s.path))
+          .map((s) => ({ path: s.path, reason: s.conflict as string })),
         skipped: plan.skipped,
-        failed: [],
+        failed: unkept,
+        ...(!options.dryRun && options.keep && forced.length > unkept.length ? { kept: options.keep } : {}),
       };
-      if (!options.dryRun) result.failed = await applyRestore(this.git, this.root, carried);
+      if (!options.dryRun) result.failed.push(...(await applyRestore(this.git, this.root, carried)));
       return result;
     });
   }

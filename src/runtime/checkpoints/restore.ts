@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { lstat, mkdir, open, readFile, readlink, rename, rm, rmdir, symlink, unlink } from "node:fs/promises";
+import { constants } from "node:fs";
+import { copyFile, lstat, mkdir, open, readFile, readlink, rename, rm, rmdir, symlink, unlink } from "node:fs/promises";
 import path from "node:path";
 import type { ShadowGit } from "./shadow-git.js";
 import { splitZ, type SkippedFile } from "./workspace-tree.js";
@@ -357,6 +358,32 @@ export async function applyRestore(git: ShadowGit, root: string, steps: readonly
       await writeEntry(root, step.path, step.target, content);
     } catch (error) {
       failed.push({ path: step.path, reason: message(error) });
+    }
+  }
+  return failed;
+}
+
+/**
+ * Copies what is at each path now to the same path under `folder` (user-only), before a forced
+ * restore overwrites it: a file byte for byte, a symlink as a symlink; nothing there, nothing to
+ * keep. Returns the paths that could not be kept, with why: those must not be overwritten.
+ */
+export async function keepFiles(root: string, paths: readonly string[], folder: string): Promise<PathNote[]> {
+  const failed: PathNote[] = [];
+  for (const rel of paths) {
+    try {
+      const blocked = await blockedParent(root, rel);
+      if (blocked) throw new Refused(blocked);
+      const abs = path.join(root, rel);
+      const stat = await lstat(abs).catch(() => undefined);
+      if (!stat) continue;
+      const kept = path.join(folder, rel);
+      await mkdir(path.dirname(kept), { recursive: true, mode: 0o700 });
+      if (stat.isSymbolicLink()) await symlink(await readlink(abs), kept);
+      else if (stat.isFile()) await copyFile(abs, kept, constants.COPYFILE_EXCL);
+      else throw new Refused("it is not a file");
+    } catch (error) {
+      failed.push({ path: rel, reason: `not overwritten: it could not be kept first (${message(error)})` });
     }
   }
   return failed;
