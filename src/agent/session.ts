@@ -136,7 +136,17 @@ export class AgentSession {
     const moved = (state: RestoredState) => ((this.lastUsage = undefined), this.restore(state));
     if (recorder && !parent) {
       const changes = this.sandbox?.changes;
-      this.record = new SessionRecord({ id: this.id, workspace, recorder, config, frontEnd, unrecorded, moved, meter: this.meter, changes });
+      this.record = new SessionRecord({
+        id: this.id,
+        workspace,
+        recorder,
+        config,
+        frontEnd,
+        unrecorded,
+        moved,
+        meter: this.meter,
+        changes,
+      });
     }
     const { cwd } = workspace;
     // A project's hooks and stdio MCP servers are workspace code: they run inside the sandbox, or not at all.

@@ -16,8 +16,12 @@ import type { GitRun } from "./shadow-git.js";
 // events. So a wrong answer costs time, never a missed change. The hook and the answer live in
 // the shadow repository's own folder, which no sandbox can reach.
 
-/** What changed below a root (its real path) since the last call: absolute paths, a folder's whole with a final `/`; undefined: unknown (everything may have). */
-export type ChangeFeed = (root: string) => Promise<string[] | undefined>;
+/**
+ * What changed below a root (its real path) since the last call: absolute paths, a folder's whole
+ * with a final `/`; undefined: unknown (everything may have); null: nothing watches the workspace
+ * (no sandbox running): git looks at everything, without the hook.
+ */
+export type ChangeFeed = (root: string) => Promise<string[] | undefined | null>;
 
 /** git's fsmonitor hook: `$1` the protocol version, `$2` the token the index holds. */
 const HOOK = [
@@ -35,8 +39,8 @@ const HOOK = [
 export interface ChangeMark {
   /** Nothing changed since the last scan that completed: its tree still holds. */
   unchanged: boolean;
-  /** For each git command of the scan on the session's index. */
-  git: NonNullable<GitRun["fsmonitor"]>;
+  /** For each git command of the scan on the session's index (none: no watch, git looks at everything). */
+  git: GitRun["fsmonitor"];
   /** The scan completed: its token is the one the index holds. */
   completed(): void;
 }
@@ -71,8 +75,12 @@ export class FsMonitor {
 
   /** Asks the feed what changed; the scan that follows runs git with the returned settings. */
   async mark(): Promise<ChangeMark> {
-    await this.hook();
     const changed = await this.feed(this.root);
+    if (changed === null) {
+      this.token = undefined;
+      return { unchanged: false, git: undefined, completed: () => {} };
+    }
+    await this.hook();
     const since = this.token;
     // The index holds `since` only once a scan completed; until then, or when the feed does not know, everything.
     this.token = undefined;

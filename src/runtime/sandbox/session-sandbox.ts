@@ -109,11 +109,11 @@ export class SessionSandbox {
 
   /**
    * What changed below a root since the last call (the map's watch of its folders, in its worker):
-   * the checkpoints' feed (runtime/checkpoints/change-feed.ts). Undefined (everything may have)
-   * while the sandbox is not active: then no map runs.
+   * the checkpoints' feed (runtime/checkpoints/change-feed.ts). Null while the sandbox is not
+   * active: then no map runs, and git looks at everything.
    */
-  readonly changes = async (root: string): Promise<string[] | undefined> =>
-    (await this.state()).active ? this.wrap.changedSince(root) : undefined;
+  readonly changes = async (root: string): Promise<string[] | undefined | null> =>
+    (await this.state()).active ? this.wrap.changedSince(root) : null;
 
   /** Every command of the session goes through it; `close()` ends the network proxies it started. */
   readonly transform: SpawnTransform & { close(): Promise<void> } = Object.assign(this.run.bind(this), {
