@@ -2,6 +2,7 @@
 // The toolhost command. Sub-commands load lazily so `toolhost` starts fast.
 import * as nodeModule from "node:module";
 import { parseArgs } from "node:util";
+import { guardHostPath } from "./config/host-path.js";
 import type { Workspace } from "./config/workspace.js";
 
 // Node 22.1+ keeps V8's compiled code of the bundle's chunks on disk between runs; Node 20 has no
@@ -243,6 +244,8 @@ async function thenExit(run: Promise<number>, out?: StdoutWriter): Promise<never
 }
 
 async function main(argv: string[]): Promise<number> {
+  // What toolhost itself runs (git, bwrap, a user hook…) is never found in a relative PATH entry.
+  guardHostPath();
   const [command, ...rest] = argv;
   switch (command) {
     case "tools": {

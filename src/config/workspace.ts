@@ -1,3 +1,4 @@
+import { guardHostPath } from "./host-path.js";
 import { createHash } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
@@ -40,6 +41,8 @@ export function resolveWorkspace(cwd: string, additionalRoots: readonly string[]
   const roots = [folder, ...others];
   const realRoots = roots.map(real);
   const trustKey = realRoots[0] as string;
+  // From now on nothing toolhost runs outside the sandbox is looked up in these roots (host-path.ts).
+  guardHostPath(roots);
   return {
     cwd: folder,
     additionalRoots: others,

@@ -1,3 +1,4 @@
+import { guardHostPath } from "../config/host-path.js";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { realOrUndefined } from "../config/real-path.js";
@@ -99,6 +100,8 @@ export class RuntimeSession implements SessionState {
     // On disk a root may sit behind a symlink (/tmp → /private/tmp): allow both spellings (a
     // Workspace resolved them already).
     const onDisk = this.fs.kind === "node";
+    // Nothing toolhost runs outside the sandbox is looked up in these roots from now on (config/host-path.ts).
+    if (onDisk) guardHostPath(this.roots);
     const withReal = (dirs: string[]) => [...new Set(dirs.flatMap((d) => (onDisk ? [d, realOrSame(d)] : [d])))];
     const workspaceRoots =
       typeof given === "string"

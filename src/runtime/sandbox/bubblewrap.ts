@@ -6,6 +6,7 @@ import path from "node:path";
 import { realOrUndefined } from "../../config/real-path.js";
 import { credentialsPath } from "../../config/credentials.js";
 import { toolhostHome } from "../../config/paths.js";
+import { userPath } from "../../config/host-path.js";
 import { childEnvironment, ENV_NAME } from "./child-env.js";
 import { NestedGitWorker } from "./nested-git-client.js";
 import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-guard.js";
@@ -186,6 +187,8 @@ function sandboxEnv(request: SpawnRequest, context: SpawnContext, options: Bubbl
   const ownTmp = context.confined ? request.env?.TMPDIR : undefined;
   return {
     ...childEnvironment(process.env, options.env),
+    // Inside, the user's PATH as it was (toolhost's own leaves the workspaces out: config/host-path.ts).
+    PATH: userPath(),
     ...request.env,
     TMPDIR: ownTmp ?? options.tmpDir ?? "/tmp",
   };

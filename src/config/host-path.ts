@@ -1,0 +1,57 @@
+import { realpathSync } from "node:fs";
+import path from "node:path";
+
+// What toolhost runs outside the sandbox (git for the checkpoints, bwrap, socat, the `ps` of a
+// tree kill, a user-level hook or MCP server and what they run, a command the user approved to run
+// unsandboxed) is found on PATH. A PATH that names a workspace folder (direnv's `bin/`, a
+// project's `node_modules/.bin`) or a relative one (`.`, `bin`: the process's cwd) would find a
+// file a sandboxed command wrote there, and run it with toolhost's rights. So toolhost's own PATH
+// (`process.env.PATH`, which every program it starts inherits or looks up) leaves out relative
+// entries and every entry inside a workspace root of a session it opened; sandboxed commands get
+// the user's PATH as it was (`userPath`): inside the sandbox a workspace program is as confined as
+// the rest.
+
+const original = process.env.PATH ?? "";
+const roots = new Set<string>();
+
+/** The PATH the process started with: what sandboxed commands get. */
+export function userPath(): string {
+  return original;
+}
+
+const real = (p: string): string => {
+  try {
+    return realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+};
+
+const inside = (p: string, root: string): boolean => p === root || p.startsWith(root.endsWith("/") ? root : `${root}/`);
+
+/** Whether a PATH entry may be searched for what toolhost runs outside the sandbox. */
+function safeEntry(entry: string): boolean {
+  if (!entry || !path.isAbsolute(entry)) return false;
+  const lexical = path.resolve(entry);
+  const resolved = real(entry);
+  for (const root of roots) if (inside(lexical, root) || inside(resolved, root)) return false;
+  return true;
+}
+
+/** Recomputes toolhost's own PATH from the one it started with, less the unsafe entries. */
+function apply(): void {
+  if (process.env.PATH === undefined && original === "") return;
+  process.env.PATH = original.split(path.delimiter).filter(safeEntry).join(path.delimiter);
+}
+
+/**
+ * Leaves `workspaceRoots` (and relative entries) out of toolhost's own PATH from now on. The
+ * filesystem root is never a workspace here: a session over `/` has nothing outside to protect.
+ */
+export function guardHostPath(workspaceRoots: readonly string[] = []): void {
+  for (const root of workspaceRoots) {
+    const r = real(root);
+    if (r !== "/") roots.add(r);
+  }
+  apply();
+}
