@@ -23,13 +23,11 @@ interface Ran {
   stderr: string;
 }
 
-/** The CLI as a user runs it; `shell` wraps it as `sh -c '<shell> exec node cli …'`. */
-function toolhost(args: string[], options: { env?: NodeJS.ProcessEnv; shell?: string } = {}): Promise<Ran> {
+/** The CLI as a user runs it; `prefix` runs it under another command (`sh -c 'ulimit …; exec "$0" "$@"'`, setpriv). */
+function toolhost(args: string[], options: { env?: NodeJS.ProcessEnv; prefix?: string[] } = {}): Promise<Ran> {
   const env = { ...t.env(), NODE_DISABLE_COMPILE_CACHE: "1", ...options.env };
   if (t.fake) Object.assign(env, { TOOLHOST_MODEL: "openai-compatible/fake", TOOLHOST_BASE_URL: t.fake.url });
-  const [file, argv] = options.shell
-    ? ["sh", ["-c", `${options.shell}; exec "$0" "$@"`, process.execPath, CLI_PATH, ...args]]
-    : [process.execPath, [CLI_PATH, ...args]];
+  const [file = process.execPath, ...argv] = [...(options.prefix ?? []), process.execPath, CLI_PATH, ...args];
   return new Promise((resolve, reject) => {
     const child = spawn(file, argv, { cwd: t.ws, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -131,7 +129,9 @@ describe("toolhost run tells the truth", { timeout: 90_000 }, () => {
   });
 
   it("a refused key names toolhost login; under a file-size limit the session file stops whole and the run goes on", async () => {
-    t.fake = await startFakeOpenAI({ script: [{ status: 401, message: "Incorrect API key provided" }, { text: "Done." }] });
+    t.fake = await startFakeOpenAI({
+      script: [{ status: 401, message: "Incorrect API key provided" }, { text: "Done." }, { text: "Done." }],
+    });
     const refused = await toolhost(["run", "hello"]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("(401): Incorrect API key provided");
@@ -140,7 +140,7 @@ describe("toolhost run tells the truth", { timeout: 90_000 }, () => {
 
     // 8 KiB at most per file (dash counts 512-byte blocks); the prompt alone is larger.
     const prompt = `summarise: ${"word ".repeat(4000)}`;
-    const limited = await toolhost(["run", prompt], { shell: "ulimit -f 16" });
+    const limited = await toolhost(["run", prompt], { prefix: ["sh", "-c", 'ulimit -f 16; exec "$0" "$@"'] });
     expect(limited.stderr).toContain("Saving this session stopped");
     expect(limited.stderr).toContain("ulimit -f");
     expect(limited.stderr).not.toContain("Free some space");
@@ -151,5 +151,17 @@ describe("toolhost run tells the truth", { timeout: 90_000 }, () => {
     // Whole lines of JSON only: the entry that did not fit was taken back.
     expect(text.endsWith("\n")).toBe(true);
     for (const line of text.split("\n").filter(Boolean)) expect(() => JSON.parse(line) as unknown).not.toThrow();
+
+    // A sessions folder toolhost may not write (root without its override of file permissions: setpriv needs root): said as that, with the path.
+    if (process.getuid?.() !== 0) return;
+    const home = await t.dir({ "sessions/.keep": "" });
+    await fsp.chmod(path.join(home, "sessions"), 0o500);
+    const denied = await toolhost(["run", "hello"], {
+      env: { TOOLHOST_HOME: home },
+      prefix: ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"],
+    });
+    expect(denied).toMatchObject({ code: 0, stdout: "Done.\n" });
+    expect(denied.stderr).toMatch(/toolhost is not allowed to write \S+\.jsonl \(EACCES\): check the permissions/);
+    expect(denied.stderr).not.toContain("Free some space");
   });
 });
