@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The toolhost command. Sub-commands load lazily so `toolhost` starts fast.
+import { statSync } from "node:fs";
 import * as nodeModule from "node:module";
 import { parseArgs } from "node:util";
 import { guardHostPath } from "./config/host-path.js";
@@ -8,6 +9,10 @@ import type { Workspace } from "./config/workspace.js";
 // Node 22.1+ keeps V8's compiled code of the bundle's chunks on disk between runs; Node 20 has no
 // such API (nothing happens there). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
 (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+
+// Past a file-size limit (ulimit -f) the kernel's default for SIGXFSZ kills the process (rc 153):
+// caught, the write fails with EFBIG instead, and the session file's writer stops as on a full disk.
+process.on("SIGXFSZ", () => {});
 
 const USAGE = `toolhost — an ACP agent and tool-plugin host
 
@@ -25,7 +30,7 @@ Usage:
   toolhost policy explain <tool> '<json args>' [--cwd DIR] [--mode MODE] [--json]
                                                  what the policy decides about one call, and which rule wins
   toolhost policy list [--cwd DIR] [--json]      the permission rules in force, with their sources
-  toolhost run "<prompt>" [--cwd DIR] [--model ID] [--mode MODE] [--json]
+  toolhost run "<prompt>" [--cwd DIR] [--model ID] [--mode MODE] [--json] [--continue | --resume ID]
               [--max-turns N] [--max-tool-calls N] [--max-cost-usd X] [--max-tokens N]
                                                  one model turn without an editor (prompt "-": read stdin)
   toolhost trust [DIR] [--revoke]                let a project's .toolhost/tools/ load (they run code)
@@ -64,6 +69,8 @@ Exit codes of call: 0 output envelope, 1 error envelope, 2 bad usage.
 run streams the model's text on stdout and one line per tool call on stderr (--json: one JSON
 event per line on stdout). It runs in mode ask unless --mode says otherwise; nobody can approve
 a call, so one that needs approval is refused. A slash command works too: run "/grep TODO".
+--continue (-c) goes on with the workspace's newest saved session, --resume (-r) ID with that one
+(an id or at least 8 characters of it).
 The --max-* flags cap the run (model requests, tool calls, cost in USD, tokens) over the config's
 budget; at a cap the turn stops with max_turn_requests.
 Exit codes of run: 0 the turn ended normally, 1 it did not (no model, a provider error, max tokens,
@@ -87,9 +94,11 @@ const WORKSPACE_OPTIONS = { ...SESSION_OPTIONS, "allow-home": { type: "boolean" 
  * session. It refuses `/` and the system folders, and the home folder itself unless --allow-home
  * says so (then every change and command asks: refused headless).
  */
-async function checkWorkspace(values: { cwd?: string; "allow-home"?: boolean }): Promise<Workspace> {
+async function checkWorkspace(values: { cwd?: string; profile?: string; "allow-home"?: boolean }): Promise<Workspace> {
   const { resolveWorkspace, systemFolderProblem } = await import("./config/workspace.js");
   const dir = values.cwd ?? process.cwd();
+  if (values.cwd !== undefined) refuseMissingFolder(values.cwd);
+  await checkProfile(values.profile);
   const workspace = resolveWorkspace(dir);
   const problem = systemFolderProblem(dir, values.cwd === undefined ? "the current folder" : "--cwd", workspace.trustKey);
   if (problem) fail(problem);
@@ -98,6 +107,31 @@ async function checkWorkspace(values: { cwd?: string; "allow-home"?: boolean }):
       `${values.cwd === undefined ? "the current folder" : "--cwd"} ${dir} is your home folder: as a workspace, all of it would be writable to tools and commands. Run it in a project folder, or pass --allow-home (every change and command then needs approval)`,
     );
   return workspace;
+}
+/** The profile chosen (--profile, TOOLHOST_PROFILE, the config's) must exist: a typo is one line and exit 2, never a read-only fallback. */
+async function checkProfile(requested: string | undefined): Promise<void> {
+  const [{ unknownProfileProblem }, { peekConfig, readConfigFile }] = await Promise.all([
+    import("./config/profile-name.js"),
+    import("./config/file.js"),
+  ]);
+  const problem = unknownProfileProblem({ requested, config: peekConfig(readConfigFile()) });
+  if (!problem) return;
+  process.stderr.write(`toolhost: ${problem}\n`);
+  process.exit(2);
+}
+
+/** --cwd must name an existing folder (as ACP's cwd must): one line and exit 2, before anything is created. */
+function refuseMissingFolder(dir: string): void {
+  let problem: string | null = null;
+  try {
+    if (!statSync(dir).isDirectory()) problem = "is not a folder";
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    problem = code === "ENOENT" || code === "ENOTDIR" ? "does not exist" : `cannot be read (${code ?? String(err)})`;
+  }
+  if (!problem) return;
+  process.stderr.write(`toolhost: --cwd ${dir} ${problem}\n`);
+  process.exit(2);
 }
 const MODES = ["read-only", "ask", "accept-edits", "full"];
 
@@ -250,12 +284,14 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "tools": {
       const { values } = parse(rest, { json: { type: "boolean" }, ...SESSION_OPTIONS });
+      await checkProfile(values.profile);
       const out = guardStdout();
       const { runTools } = await import("./commands/tools.js");
       return thenExit(runTools({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
     }
     case "skills": {
       const { values } = parse(rest, { json: { type: "boolean" }, ...SESSION_OPTIONS });
+      await checkProfile(values.profile);
       const out = guardStdout();
       const { runSkills } = await import("./commands/skills.js");
       return thenExit(runSkills({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
@@ -297,7 +333,11 @@ async function main(argv: string[]): Promise<number> {
     case "run": {
       const parsed = parse(
         rest,
-        { ...WORKSPACE_OPTIONS, mode: { type: "string" }, model: { type: "string" }, json: { type: "boolean" }, ...BUDGET_OPTIONS },
+        {
+          ...WORKSPACE_OPTIONS,
+          ...{ mode: { type: "string" }, model: { type: "string" }, json: { type: "boolean" }, ...BUDGET_OPTIONS },
+          ...{ continue: { type: "boolean", short: "c" }, resume: { type: "string", short: "r" } },
+        },
         1,
       );
       const budget = budgetFlags(parsed.values);
@@ -309,10 +349,22 @@ async function main(argv: string[]): Promise<number> {
       if (prompt === "-") prompt = await readStdin();
       if (!prompt.trim()) fail("the prompt is empty");
       const { values } = parsed;
+      if (values.continue && values.resume !== undefined) fail("run takes --continue or --resume ID, not both");
+      const resume = values.continue ? { continue: true as const } : values.resume !== undefined ? { id: values.resume } : undefined;
       const out = guardStdout();
       const { runPrompt } = await import("./commands/run.js");
       return thenExit(
-        runPrompt({ prompt, workspace, profile: values.profile, model: values.model, mode, json: values.json ?? false, budget, out }),
+        runPrompt({
+          prompt,
+          workspace,
+          profile: values.profile,
+          model: values.model,
+          mode,
+          json: values.json ?? false,
+          budget,
+          out,
+          resume,
+        }),
         out,
       );
     }
@@ -372,6 +424,7 @@ async function main(argv: string[]): Promise<number> {
       const list = sub === undefined || sub.startsWith("-");
       if (!list && sub !== "list") fail(`hooks takes the sub-command list, got ${JSON.stringify(sub)}`);
       const { values } = parse(list ? rest : more, { json: { type: "boolean" }, ...SESSION_OPTIONS });
+      await checkProfile(values.profile);
       const out = guardStdout();
       const { runHooksList } = await import("./commands/hooks.js");
       return thenExit(runHooksList({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);

@@ -5,10 +5,10 @@ import { modelOptionState } from "../agent/model/model-config.js";
 import { peekConfig, type ConfigFile } from "../config/file.js";
 import { version } from "../config/paths.js";
 import { systemFolderProblem } from "../config/workspace.js";
-import { selectProfileName } from "../config/profile-name.js";
+import { listProfileNames, selectProfileName, unknownProfileProblem } from "../config/profile-name.js";
 import { DEFAULT_MODE } from "../policy/modes.js";
 import { authMethods } from "./auth.js";
-import { configOptions, listProfileNames, modeState } from "./modes.js";
+import { configOptions, modeState } from "./modes.js";
 
 // The answers to `initialize` and `session/new`, light on purpose: the early reader (acp/stdio.ts)
 // gives them before the SDK has loaded, and the SDK's handlers give the same ones afterwards.
@@ -62,6 +62,12 @@ export function directoriesProblem(dirs: readonly string[]): string | null {
     if (problem) return problem;
   }
   return null;
+}
+
+/** Why no session can start with the configured profile (TOOLHOST_PROFILE or the config's names none), or null: refused, never a read-only fallback. */
+export function configuredProfileProblem(config: ConfigFile): string | null {
+  const problem = unknownProfileProblem({ config: peekConfig(config) });
+  return problem && `toolhost cannot start a session: ${problem}. Fix the name, or unset it for the default profile`;
 }
 
 /**

@@ -1,7 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
-import path from "node:path";
 import type { SessionConfigOption, SessionModeState, SessionUpdate } from "@agentclientprotocol/sdk";
-import { packageRoot, toolhostHome } from "../config/paths.js";
 import { NO_MODEL, type ModelOptionState } from "../agent/model/model-config.js";
 import { supportsThinking, THOUGHT_LEVELS, type ThoughtLevel } from "../agent/model/thinking.js";
 import type { AgentSession } from "../agent/session.js";
@@ -16,29 +13,6 @@ export function modeState(mode: ModeId): SessionModeState {
 export interface ProfileOptionState {
   current: string;
   names: string[];
-}
-
-/** A profile folder's name (host/profiles.ts checks the same when it loads one). */
-const PROFILE_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-
-/**
- * The profile names for session/new's answer, from a directory listing alone (no zod, no
- * profile is read): each user or shipped folder with a profile.json, and a user folder that
- * extends a shipped profile of its name. The list after loading leaves out a broken profile.json.
- */
-export function listProfileNames(home = toolhostHome(), root = packageRoot()): string[] {
-  const names = new Set<string>();
-  const has = (dir: string, name: string) => existsSync(path.join(dir, "profiles", name, "profile.json"));
-  for (const dir of [home, root]) {
-    let entries: string[];
-    try {
-      entries = readdirSync(path.join(dir, "profiles"));
-    } catch {
-      continue;
-    }
-    for (const name of entries) if (PROFILE_NAME.test(name) && (has(home, name) || has(root, name))) names.add(name);
-  }
-  return [...names].sort();
 }
 
 const THOUGHT_NAMES: Record<ThoughtLevel, { name: string; description: string }> = {

@@ -12,7 +12,7 @@ import { readConfigFile, type ConfigFile } from "../config/file.js";
 import { resolveWorkspace, type Workspace } from "../config/workspace.js";
 import { modelReadiness } from "../agent/model/model-config.js";
 import { SAVED_LOGIN_ID, TERMINAL_LOGIN_ID } from "./auth.js";
-import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
+import { configuredProfileProblem, cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { configOptionRow, modeRefusal, modeState, type ConfigRefusal } from "./modes.js";
 import { sessionModules } from "./session-modules.js";
 import { withSubagents } from "./subagents.js";
@@ -186,6 +186,8 @@ export function createAgent(
         const id = randomUUID();
         // Read once: the answer's options and the session's tools, rules, sandbox and MCP servers.
         const config = readConfigFile();
+        const profileProblem = configuredProfileProblem(config);
+        if (profileProblem) throw RequestError.invalidParams({ profile: profileProblem }, profileProblem);
         // Loaded after the response goes out, so the answer does not wait for the tools.
         open(id, workspace, params.mcpServers ?? [], client, config);
         return newSessionResponse(id, config);

@@ -3,7 +3,7 @@ import type { ClientCapabilities, McpServer } from "@agentclientprotocol/sdk";
 import { readConfigFile } from "../config/file.js";
 import { resolveWorkspace } from "../config/workspace.js";
 import { answerEarly, type EarlyAnswer } from "./early.js";
-import { cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
+import { configuredProfileProblem, cwdProblem, directoriesProblem, initializeResponse, newSessionResponse } from "./handshake.js";
 import { guardLines, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { prefetchRestore } from "./session-modules.js";
 import { isV2Initialize, v1Capabilities, v2InitializeResponse, v2NewSessionResponse } from "./v2/handshake.js";
@@ -137,6 +137,8 @@ export async function serveStdio(out: Out): Promise<void> {
       if (sessionId === null) return null;
       // Read once: the answer's options and, once the SDK has loaded, the session's tools.
       const config = readConfigFile();
+      // A configured profile that does not exist: the SDK's path refuses the request with the reason.
+      if (configuredProfileProblem(config) !== null) return null;
       // Resolved once here: the session takes this Workspace when it starts.
       state.sessions.push({ id: sessionId, workspace: resolveWorkspace(params.cwd, plainDirs), mcpServers: servers, config });
       loadAfterWrite = true;

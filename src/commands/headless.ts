@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
-import { newSessionRecorder } from "../agent/record/session-recorder.js";
+import { loadedSessionRecorder, newSessionRecorder } from "../agent/record/session-recorder.js";
+import { restoredState } from "../agent/record/session-restore.js";
 import { SessionStore } from "../agent/record/session-store.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { toolhostHome } from "../config/paths.js";
@@ -9,6 +10,7 @@ import type { BudgetLimits } from "../config/budget.js";
 import type { Workspace } from "../config/workspace.js";
 import { trustChangeNotice } from "../host/toolset-report.js";
 import { CLI_SIDECAR_PREFIX } from "../runtime/sidecars.js";
+import type { ResumedSession } from "./run-resume.js";
 
 /**
  * The session a CLI command runs on: the toolset of `workspace` (and `profile`), in `mode`. Its
@@ -25,18 +27,27 @@ export async function headlessSession(options: {
   frontEnd: SessionFrontEnd;
   /** Save the session (unless TOOLHOST_SESSIONS=off), as the editor's sessions are. */
   record?: boolean;
+  /** A saved session to go on with (`run --continue`, `--resume`): its history, its file, its profile unless `profile` says another. */
+  resume?: ResumedSession;
 }): Promise<AgentSession> {
-  const { workspace } = options;
-  const tools = await SessionTools.create(workspace, { profile: options.profile });
+  const { workspace, resume } = options;
+  const state = resume ? restoredState(resume.stored) : undefined;
+  const tools = await SessionTools.create(workspace, { profile: options.profile ?? state?.profile });
   // Nobody can answer the trust question here: a project that changed since it was trusted loads none of it, and says why.
   const changed = trustChangeNotice(tools.toolset.report);
   if (changed) process.stderr.write(`toolhost: ${changed}\n`);
   // A trusted project's file whose imports are not the trusted ones: not loaded, and said why.
   for (const problem of tools.toolset.report.errors.filter((e) => e.untrusted))
     process.stderr.write(`toolhost: ${problem.file}: ${problem.message}\n`);
-  const id = `${CLI_SIDECAR_PREFIX}${randomUUID()}`;
-  const recorder = options.record ? newSessionRecorder(new SessionStore(), id, workspace) : undefined;
+  const store = new SessionStore();
+  const id = resume?.stored.header.id ?? `${CLI_SIDECAR_PREFIX}${randomUUID()}`;
+  const recorder = resume
+    ? loadedSessionRecorder(store, resume.stored, resume.hold)
+    : options.record
+      ? newSessionRecorder(store, id, workspace)
+      : undefined;
   const session = new AgentSession({ id, tools, frontEnd: options.frontEnd, recorder, budget: options.budget });
+  if (state) session.restore(state);
   if (!session.setMode(options.mode)) throw new Error(`Unknown mode ${options.mode}`);
   for (const line of configNotes(session)) process.stderr.write(`toolhost: ${line}\n`);
   return session;

@@ -5,7 +5,9 @@ import type { BudgetLimits } from "../config/budget.js";
 import type { Workspace } from "../config/workspace.js";
 import { envelopeToText, type Envelope } from "../tool/envelope.js";
 import { sweepStale } from "../runtime/sidecars.js";
+import { recordingEnabled } from "../agent/record/session-store.js";
 import { headlessSession } from "./headless.js";
+import { resumeSession, type ResumeChoice, type ResumedSession } from "./run-resume.js";
 
 export interface RunOptions {
   prompt: string;
@@ -22,6 +24,8 @@ export interface RunOptions {
   json: boolean;
   /** The real stdout (the CLI sends every other write to stdout to stderr). */
   out: (text: string) => Promise<void>;
+  /** Go on with a saved session of the workspace (`--continue`, `--resume ID`) instead of a new one. */
+  resume?: ResumeChoice;
 }
 
 /** What `--json` prints, one per line. */
@@ -29,7 +33,17 @@ export type RunEvent =
   | { type: "text"; delta: string }
   | { type: "thought"; delta: string }
   | { type: "tool_call_start"; id: string; tool: string; kind: string }
-  | { type: "tool_call_end"; id: string; tool: string; title: string; status: "completed" | "failed"; error_code?: string; error?: string }
+  | {
+      type: "tool_call_end";
+      id: string;
+      tool: string;
+      title: string;
+      status: "completed" | "failed";
+      error_code?: string;
+      error?: string;
+      /** A command that exited non-zero: its exit code. */
+      exit_code?: number;
+    }
   | { type: "tool_result"; id: string; text: string }
   | { type: "usage"; used: number; size: number; cost?: { amount: number; currency: string } }
   | { type: "message"; text: string }
@@ -42,8 +56,18 @@ const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 const EXIT_INTERRUPTED = 130;
 
-/** The hint a refused call gets on stderr: run has nobody to ask. */
-const DENIED_HINT = "(toolhost run is headless: --mode accept-edits or --mode full allows more)";
+/**
+ * The hint a refused call gets on stderr, naming only a mode that would let it run: a refusal of
+ * the mode's own (policy/decide.ts's mode layer: "ask mode asks before …", "not available in
+ * read-only mode"). A rule's, a hook's, the watchdog's or the sandbox's holds in every mode.
+ */
+function modeHint(reason: string, mode: string): string {
+  const modeAsked = /nobody can answer here/.test(reason) && /\b(?:ask|accept-edits) mode asks before/.test(reason);
+  const modeRefused = /is not available in read-only mode/.test(reason);
+  if (mode === "full" || (!modeAsked && !modeRefused) || /outside the workspace/.test(reason)) return "";
+  const edits = mode === "ask" && /mode asks before changing files/.test(reason);
+  return ` (toolhost run is headless: ${edits ? "--mode accept-edits or --mode full" : "--mode full"} allows it)`;
+}
 
 /**
  * `toolhost run`: one prompt without an editor, on the same session machinery — a model turn
@@ -67,26 +91,35 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     pending: (info) => (options.json ? emit({ type: "tool_call_start", id: info.callId, tool: info.toolId, kind: info.kind }) : undefined),
     event: () => {},
     running: () => {},
-    done: async (callId, envelope: Envelope, info) => {
+    done: async (callId, envelope: Envelope, info, display) => {
       const error = envelope.type === "error" ? envelope : undefined;
+      // Data that reports a failure (a command that exited non-zero, was killed, timed out) failed too, as the editor shows it.
+      const failedOutput = !error && display?.failed === true;
       // A slash command's call is the prompt's whole answer: it fails the run as `call` would.
-      if (slash && error) failed = true;
+      if (slash && (error || failedOutput)) failed = true;
       if (options.json) {
         await emit({
           type: "tool_call_end",
           id: callId,
           tool: info.toolId,
           title: info.title,
-          status: error ? "failed" : "completed",
+          status: error || failedOutput ? "failed" : "completed",
           ...(error ? { error_code: error.metadata.error_code, error: error.error_text } : {}),
+          ...(failedOutput
+            ? { error: display.failure ?? "failed", ...(display.exitCode !== undefined ? { exit_code: display.exitCode } : {}) }
+            : {}),
         });
         if (slash && !error) await emit({ type: "tool_result", id: callId, text: envelopeToText(envelope) });
         return;
       }
       await endLine();
       const code = error?.metadata.error_code;
-      const why = error ? `: ${code ? `${code} ` : ""}${error.error_text}${code === "permission_denied" ? ` ${DENIED_HINT}` : ""}` : "";
-      process.stderr.write(`${error ? "✗" : "✓"} ${info.title}${why}\n`);
+      const why = error
+        ? `: ${code ? `${code} ` : ""}${error.error_text}${code === "permission_denied" ? modeHint(error.error_text, options.mode ?? "ask") : ""}`
+        : failedOutput
+          ? `: ${display.failure ?? "failed"}`
+          : "";
+      process.stderr.write(`${error || failedOutput ? "✗" : "✓"} ${info.title}${why}\n`);
       if (slash && !error) await print(`${envelopeToText(envelope)}\n`); // an error is the line above
     },
     text: (delta) => (options.json ? emit({ type: "text", delta }) : print(delta)),
@@ -113,8 +146,18 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     },
   };
 
+  let resumed: ResumedSession | undefined;
+  if (options.resume) {
+    const found = await resumeSession(options.resume, options.workspace);
+    if ("error" in found) {
+      process.stderr.write(`toolhost: ${found.error}\n`);
+      return EXIT_USAGE;
+    }
+    resumed = found;
+  }
   const session = await headlessSession({
-    workspace: options.workspace,
+    workspace: resumed?.workspace ?? options.workspace,
+    resume: resumed,
     profile: options.profile,
     mode: options.mode ?? "ask",
     budget: options.budget,
@@ -159,5 +202,8 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     await endLine();
     if (stopReason !== "end_turn") process.stderr.write(`toolhost: the turn ended: ${stopReason}\n`);
   }
+  // A cap (or the request limit) stopped the turn: the session is saved, and this goes on with it.
+  if (stopReason === "max_turn_requests" && (resumed !== undefined || recordingEnabled()))
+    process.stderr.write(`toolhost: go on with: toolhost run --resume ${session.id} "…" (with a higher cap, as said above)\n`);
   return code;
 }

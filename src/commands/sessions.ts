@@ -120,7 +120,7 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
  * The session an id names: the id itself, or the one saved session whose id starts with it (a
  * prefix that fits several is an error listing them, never a guess).
  */
-async function resolveSessionId(store: SessionStore, given: string): Promise<{ id: string } | { error: string }> {
+export async function resolveSessionId(store: SessionStore, given: string): Promise<{ id: string } | { error: string }> {
   if (await store.find(given)) return { id: given };
   const { sessions } = given.trim() === "" ? { sessions: [] } : await store.list({ limit: Number.MAX_SAFE_INTEGER });
   const matches = sessions.filter((s) => s.id.startsWith(given));

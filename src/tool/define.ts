@@ -71,6 +71,10 @@ export interface ToolDisplay {
    * gets the data as a normal result.
    */
   failed?: boolean;
+  /** With `failed`: how, in a few words (`exit code 1`, `killed by SIGINT`, `timed out`); `toolhost run` prints it. */
+  failure?: string;
+  /** With `failed`: the exit code of the command the call ran, when it exited (`toolhost run --json` reports it). */
+  exitCode?: number;
   /** Plain text shown after the result, each its own block: what the host adds (the new problems after an edit). */
   notes?: string[];
 }

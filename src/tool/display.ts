@@ -70,14 +70,17 @@ function isListOf<T>(value: unknown, check: (item: unknown) => item is T): value
 /** The display with only its known fields, or null when any of them has the wrong shape. */
 function checkedDisplay(value: unknown): ToolDisplay | null {
   if (!isObject(value)) return null;
-  const { text, language, markdown, diffs, images, locations, failed } = value;
+  const { text, language, markdown, diffs, images, locations, failed, failure, exitCode } = value;
   if (!isOptionalString(text) || !isOptionalString(language) || !isOptionalBoolean(markdown) || !isOptionalBoolean(failed)) return null;
+  if (!isOptionalString(failure) || !(exitCode === undefined || Number.isInteger(exitCode))) return null;
   if (!isListOf(diffs, isDiff) || !isListOf(images, isImage) || !isListOf(locations, isLocation)) return null;
   const display: ToolDisplay = {};
   if (text !== undefined) display.text = text;
   if (language !== undefined) display.language = language;
   if (markdown !== undefined) display.markdown = markdown;
   if (failed !== undefined) display.failed = failed;
+  if (failed && failure !== undefined) display.failure = failure;
+  if (failed && exitCode !== undefined) display.exitCode = exitCode as number;
   if (diffs !== undefined) display.diffs = diffs.map(({ path: file, oldText, newText }) => ({ path: file, oldText, newText }));
   if (images !== undefined) display.images = images.map(({ data, mimeType }) => ({ data, mimeType }));
   if (locations !== undefined) {

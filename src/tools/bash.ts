@@ -112,6 +112,13 @@ export default defineTool({
     const text = parts.reduce((shown, part) => (shown === "" || shown.endsWith("\n") ? shown + part : `${shown}\n${part}`), "");
     // A non-zero exit, a signal (a cancel kills with one), a timeout: the editor marks the call failed.
     const failed = data.timed_out || data.signal !== null || data.exit_code !== 0;
-    return { text, language: "console", ...(failed ? { failed } : {}) };
+    if (!failed) return { text, language: "console" };
+    return {
+      text,
+      language: "console",
+      failed,
+      failure: status,
+      ...(data.exit_code !== null && !data.timed_out && !data.signal ? { exitCode: data.exit_code } : {}),
+    };
   },
 });

@@ -178,7 +178,7 @@ describe("provider errors", () => {
   it("tells the user what to do", () => {
     const ctx = { modelId: "openai/gpt-5", keyHint: keyHint("openai", "/cfg.json"), attempts: 1 };
     expect(providerErrorMessage(classifyProviderError(error(401, "Incorrect API key")), ctx)).toBe(
-      "The model provider refused the request for openai/gpt-5 (401): Incorrect API key\nCheck the key: OPENAI_API_KEY (or providers.openai.apiKey in /cfg.json).",
+      "The model provider refused the request for openai/gpt-5 (401): Incorrect API key\nCheck the key: OPENAI_API_KEY (or providers.openai.apiKey in /cfg.json), or run `toolhost login` to store another (a key set in the environment wins over it).",
     );
     expect(providerErrorMessage(classifyProviderError(error(404, "no such model")), ctx)).toMatch(/Check the model id/);
     expect(providerErrorMessage(classifyProviderError(error(500, "oops")), { ...ctx, attempts: 4 })).toMatch(

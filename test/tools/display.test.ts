@@ -36,6 +36,8 @@ describe("bash", () => {
       text: "out\nerr\n[exit code 3]",
       language: "console",
       failed: true,
+      failure: "exit code 3",
+      exitCode: 3,
     });
     expect((await shown(bash, { command: "printf out" })).text).toBe("out\n[exit code 0]");
     expect(await shown(bash, { command: "true" })).toEqual({ text: "[exit code 0]", language: "console" });
@@ -53,8 +55,9 @@ describe("bash", () => {
     expect((await shown(bash, { command: "echo before; kill -TERM $$" })).text).toBe("before\n[killed by SIGTERM]");
     expect((await shown(bash, { command: "sleep 5", timeout_ms: 200 })).text).toBe("[timed out]");
     // A kill and a timeout are failures in the editor's eyes (the model still gets the data).
-    expect((await shown(bash, { command: "kill -TERM $$" })).failed).toBe(true);
-    expect((await shown(bash, { command: "sleep 5", timeout_ms: 200 })).failed).toBe(true);
+    expect(await shown(bash, { command: "kill -TERM $$" })).toMatchObject({ failed: true, failure: "killed by SIGTERM" });
+    expect(await shown(bash, { command: "sleep 5", timeout_ms: 200 })).toMatchObject({ failed: true, failure: "timed out" });
+    expect((await shown(bash, { command: "kill -TERM $$" })).exitCode).toBeUndefined();
   });
 });
 

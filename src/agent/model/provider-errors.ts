@@ -66,7 +66,7 @@ export function providerErrorMessage(failure: ProviderFailure, ctx: ErrorContext
   const tries = ctx.attempts > 1 ? ` (tried ${ctx.attempts} times)` : "";
   switch (true) {
     case failure.status === 401 || failure.status === 403:
-      return `The model provider refused the request for ${ctx.modelId} (${failure.status}): ${detail}\nCheck the key: ${ctx.keyHint}.`;
+      return `The model provider refused the request for ${ctx.modelId} (${failure.status}): ${detail}\nCheck the key: ${ctx.keyHint}, or run \`toolhost login\` to store another (a key set in the environment wins over it).`;
     case failure.status === 404:
       return `The model provider does not know ${ctx.modelId} (404): ${detail}\nCheck the model id and the provider's base URL.`;
     case failure.status === 429:

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import type { ModelMessage } from "ai";
+import path from "node:path";
 import type { Envelope } from "../../tool/envelope.js";
 import type { ToolEvent } from "../../tool/context.js";
 import type { ToolDisplay } from "../../tool/define.js";
@@ -46,7 +47,7 @@ export class SessionRecorder {
     options: { titled?: boolean } = {},
   ) {
     this.titled = options.titled ?? false;
-    writer.onFailure = (message) => this.stopped(message);
+    writer.onFailure = (error) => this.stopped(error);
     this.ids = new Set(stored.map((e) => e.id));
     const tree = new SessionTree(stored);
     this.leaf = tree.leafId ?? undefined;
@@ -74,11 +75,12 @@ export class SessionRecorder {
     return sessionDataDir(this.writer.file);
   }
 
-  /** Recording stopped (a full disk): the editor is told once, after the write that failed; the session goes on. */
-  private stopped(message: string): void {
+  /** Recording stopped (a full disk, a file-size limit, no permission): the editor is told once, after the write that failed; the session goes on. */
+  private stopped(error: NodeJS.ErrnoException): void {
     const tell = this.tell;
     if (!tell) return;
-    const text = `Saving this session stopped: ${message}. The session goes on, but from here on nothing is added to its file (${this.writer.file}), so a later load shows it only up to here. Free some space and start a new session to keep a record.`;
+    const file = this.writer.file;
+    const text = `Saving this session stopped: ${error.message}. The session goes on, but from here on nothing is added to its file (${file}), so a later load shows it only up to here. ${recordingAdvice(error.code, file)}`;
     void Promise.resolve()
       .then(() => tell(text))
       .catch(() => {});
@@ -240,4 +242,13 @@ export function newSessionRecorder(store: SessionStore, id: string, workspace: W
 /** The recorder of a loaded session: it appends to the session's own file, under its current position, and keeps its title. */
 export function loadedSessionRecorder(store: SessionStore, stored: StoredSession, hold?: SessionHold): SessionRecorder {
   return new SessionRecorder(store.writerFor(stored, hold), stored.entries, { titled: stored.entries.some((e) => e.type === "title") });
+}
+
+/** What to do when the session file cannot be written, by the error's code: the knob that fixes it. */
+function recordingAdvice(code: string | undefined, file: string): string {
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS")
+    return `toolhost is not allowed to write ${file} (${code}): check the permissions of the file and of ${path.dirname(file)} (it should be yours), then start a new session to keep a record.`;
+  if (code === "EFBIG")
+    return `The file reached the size limit of this process (ulimit -f): raise it (ulimit -f unlimited) and start a new session to keep a record.`;
+  return "Free some space and start a new session to keep a record.";
 }

@@ -98,9 +98,11 @@ export function titleFromPrompt(text: string, max = 80): string | undefined {
  */
 export class SessionWriter {
   private fd: number | null = null;
+  /** The file's length after the last whole line: a write cut short is taken back to it. */
+  private size = 0;
   private failed = false;
-  /** Called once, when recording stops for an error. */
-  onFailure?: (message: string) => void;
+  /** Called once, when recording stops for an error (its `code`: ENOSPC, EFBIG, EACCES …). */
+  onFailure?: (error: NodeJS.ErrnoException) => void;
 
   constructor(
     readonly file: string,
@@ -115,13 +117,32 @@ export class SessionWriter {
     if (this.failed) return;
     try {
       if (this.fd === null) this.open();
-      fs.writeSync(this.fd!, `${JSON.stringify(entry)}\n`);
+      this.writeLine(`${JSON.stringify(entry)}\n`);
     } catch (error) {
       this.failed = true;
-      const message = (error as Error).message;
-      console.error(`toolhost: recording session ${this.header.id} stopped: ${message}`);
-      this.onFailure?.(message);
+      console.error(`toolhost: recording session ${this.header.id} stopped: ${(error as Error).message}`);
+      this.onFailure?.(error as NodeJS.ErrnoException);
     }
+  }
+
+  /**
+   * One whole line or none: a write cut short (a full disk, a file-size limit: the kernel writes
+   * what fits, then refuses) is truncated back, so the file stays whole lines of JSON.
+   */
+  private writeLine(text: string): void {
+    const data = Buffer.from(text);
+    let written = 0;
+    try {
+      while (written < data.length) {
+        const n = fs.writeSync(this.fd!, data, written);
+        if (n === 0) throw Object.assign(new Error(`nothing more could be written to ${this.file}`), { code: "ENOSPC" });
+        written += n;
+      }
+    } catch (error) {
+      if (written > 0) fs.ftruncateSync(this.fd!, this.size);
+      throw error;
+    }
+    this.size += written;
   }
 
   private open(): void {
@@ -139,11 +160,12 @@ export class SessionWriter {
       }
       this.rewrite = undefined;
     }
-    const size = fs.statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
     this.fd = fs.openSync(this.file, "a", 0o600);
-    if (size === 0) fs.writeSync(this.fd, `${JSON.stringify(this.header)}\n`);
+    const size = fs.fstatSync(this.fd).size;
+    this.size = size;
+    if (size === 0) this.writeLine(`${JSON.stringify(this.header)}\n`);
     // A line torn by a crash ends without a newline: start on a fresh line, or the next entry would be lost with it.
-    else if (!endsWithNewline(this.file, size)) fs.writeSync(this.fd, "\n");
+    else if (!endsWithNewline(this.file, size)) this.writeLine("\n");
   }
 
   close(): void {
