@@ -1,7 +1,7 @@
 // The usage of each subcommand, taken from the general usage (its one source of truth): the lines
 // of its \`toolhost SUB …\` entries. serve has a page of its own.
 
-export const SERVE_USAGE = `toolhost serve — the Agent Client Protocol over the network
+const SERVE_USAGE = `toolhost serve — the Agent Client Protocol over the network
 
 Usage:
   toolhost serve [--listen HOST:PORT | --socket PATH] [--allow-origin ORIGIN]...
