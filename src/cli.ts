@@ -5,6 +5,7 @@ import * as nodeModule from "node:module";
 import { parseArgs } from "node:util";
 import { guardHostPath } from "./config/host-path.js";
 import type { Workspace } from "./config/workspace.js";
+import { subcommandsOf, usageOf } from "./commands/usage.js";
 
 // Node 22.1+ keeps V8's compiled code of the bundle's chunks on disk between runs; Node 20 has no
 // such API (nothing happens there). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
@@ -80,9 +81,24 @@ a budget's cap, a refusal, a failed slash command), 2 bad usage, 130 interrupted
 const say = (text: string) => process.stdout.write(`${text}\n`); // stdout-ok: the command's report
 const sayError = (text: string) => process.stderr.write(`${text}\n`);
 
+/** The subcommand being run: its usage follows a usage error. */
+let subcommand: string | undefined;
+
+/** A usage error: one line, then the subcommand's usage (not the whole help); exit 2. */
 function fail(message: string): never {
-  process.stderr.write(`toolhost: ${message}\n\n${USAGE}\n`);
+  const usage = subcommand === undefined ? undefined : usageOf(USAGE, subcommand);
+  const tail = usage ?? `commands: ${subcommandsOf(USAGE).join(", ")} (toolhost --help)`;
+  process.stderr.write(`toolhost${subcommand === undefined ? "" : ` ${subcommand}`}: ${message}\n\n${tail}\n`);
   process.exit(2);
+}
+
+/** `toolhost SUB --help` (before any `--`) and `toolhost help SUB`: SUB's usage, exit 0. */
+function helpRequest(argv: string[]): string | undefined {
+  const [command, ...rest] = argv;
+  if (command === "help" && rest[0] !== undefined) return rest[0];
+  const end = rest.indexOf("--");
+  const flags = end === -1 ? rest : rest.slice(0, end);
+  return command !== undefined && (flags.includes("--help") || flags.includes("-h")) ? command : undefined;
 }
 
 const SESSION_OPTIONS = { cwd: { type: "string" }, profile: { type: "string" } } as const;
@@ -198,31 +214,6 @@ function guardStdout(): StdoutWriter {
   return (chunk) => new Promise<void>((resolve, reject) => void real(chunk, (err) => (err ? reject(err) : resolve())));
 }
 
-const SERVE_USAGE = `toolhost serve — the Agent Client Protocol over the network
-
-Usage:
-  toolhost serve [--listen HOST:PORT | --socket PATH] [--allow-origin ORIGIN]...
-                 [--max-connections N] [--max-sessions N] [--grace SECONDS]
-
-Serves ACP on the endpoint /acp, over WebSocket and over Streamable HTTP (POST and SSE), as the
-ACP Remote Transports RFD describes. Each client gets its own sessions; one process serves them all.
-
-  --listen HOST:PORT   where to listen (default 127.0.0.1:7700; port 0 picks a free one). Anything
-                       but loopback sends the token in clear text: put TLS in front, or use SSH.
-  --socket PATH        a unix socket instead (made 0600)
-  --allow-origin O     a browser Origin let in (exact, as https://app.example:8443); repeatable.
-                       A request with any other Origin header is refused.
-  --max-connections N  clients connected at once (default 8)
-  --max-sessions N     sessions open on one connection (default 16)
-  --grace SECONDS      how long a disconnected client's sessions wait for session/resume on a new
-                       connection (default 60; 0: they close at once). Their running turns are
-                       cancelled at the disconnect, and the commands those turns started killed.
-
-Every request needs "Authorization: Bearer <token>". The token is TOOLHOST_SERVE_TOKEN, or one made at
-start and printed once on stderr. On a loopback address the Host header must name loopback too (no
-DNS rebinding). Messages are limited to 32 MiB. Logs go to stderr; stdout is not used. SIGTERM or
-SIGINT closes every session and exits 0. The model and config are the same as for stdio (TOOLHOST_MODEL, ~/.toolhost).`;
-
 /** serve's flags, checked, as acp/serve.ts takes them. */
 async function serveOptions(args: string[]) {
   const { values } = parse(args, {
@@ -281,6 +272,14 @@ async function main(argv: string[]): Promise<number> {
   // What toolhost itself runs (git, bwrap, a user hook…) is never found in a relative PATH entry.
   guardHostPath();
   const [command, ...rest] = argv;
+  const helpOf = helpRequest(argv);
+  if (helpOf !== undefined) {
+    const usage = usageOf(USAGE, helpOf);
+    if (usage === undefined) fail(`unknown command ${JSON.stringify(helpOf)}`);
+    process.stdout.write(`${usage}\n`); // stdout-ok
+    return 0;
+  }
+  if (command !== undefined && subcommandsOf(USAGE).includes(command)) subcommand = command;
   switch (command) {
     case "tools": {
       const { values } = parse(rest, { json: { type: "boolean" }, ...SESSION_OPTIONS });
@@ -430,14 +429,19 @@ async function main(argv: string[]): Promise<number> {
       return thenExit(runHooksList({ json: values.json ?? false, cwd: values.cwd, profile: values.profile, out }), out);
     }
     case "serve": {
-      if (rest.includes("--help") || rest.includes("-h")) {
-        process.stdout.write(`${SERVE_USAGE}\n`); // stdout-ok
-        return 0;
-      }
       const options = await serveOptions(rest);
       guardStdout();
       const { serveRemote } = await import("./acp/serve.js");
-      await serveRemote(options);
+      await serveRemote(options).catch((err: NodeJS.ErrnoException) => {
+        const why = { EADDRINUSE: "is in use", EACCES: "is not permitted", EADDRNOTAVAIL: "is not an address of this machine" }[
+          err.code ?? ""
+        ];
+        if (why === undefined) throw err;
+        const host = options.listen?.host ?? "";
+        const where = options.socket ?? `${host.includes(":") ? `[${host}]` : host}:${options.listen?.port}`;
+        sayError(`toolhost serve: ${where} ${why}`);
+        process.exit(1);
+      });
       return 0;
     }
     case "connect": {

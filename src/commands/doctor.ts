@@ -4,6 +4,7 @@ import { extensionLoader } from "../agent/extension-loader.js";
 import { defaultModelId, parseModelId, isModelSpec } from "../agent/model/model-config.js";
 import { peekUserConfig } from "../config/file.js";
 import { loadRules } from "../policy/ruleset.js";
+import { firstTimeSaid } from "../config/said-once.js";
 import { packageRoot, toolhostHome, version } from "../config/paths.js";
 import { describeWebSearch, resolveWebSearch } from "../config/web-search.js";
 import { sandboxNetworkStatus } from "../runtime/sandbox/proxy.js";
@@ -65,10 +66,11 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   });
   const model = modelProblem(home);
   // One line per problem: the config file's trouble reaches several readers (tools, rules, MCP).
+  // The rules' line first: for a config file that cannot be read it says the most (fail closed).
   const problems = dedupe([
     ...(model ? [model] : []),
-    ...report.errors.map((e) => `${e.file}: ${e.message}`),
     ...rules.problems,
+    ...report.errors.map((e) => `${e.file}: ${e.message}`),
     ...agents.problems.map((p) => `${p} (the agent is left out; \`toolhost agents\` lists them)`),
     ...skills.problems.map((p) => `${p.file}: ${p.message} (the skill is left out)`),
     ...report.folders
@@ -96,15 +98,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
 }
 
 /** The same problem said once (the config file's invalid JSON reaches the tools, the rules and MCP). */
-function dedupe(problems: string[]): string[] {
-  const seen = new Set<string>();
-  return problems.filter((p) => {
-    const key = p.replace(/^(\S+): \1 /, "$1: ").replace(/^(\S+): (is )?not valid JSON.*/, "$1: not valid JSON");
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-}
+const dedupe = (problems: string[]): string[] => problems.filter(firstTimeSaid);
 
 const KEY_ENV: Record<string, string> = { anthropic: "ANTHROPIC_API_KEY", openai: "OPENAI_API_KEY" };
 

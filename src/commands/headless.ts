@@ -6,6 +6,7 @@ import { restoredState } from "../agent/record/session-restore.js";
 import { SessionStore } from "../agent/record/session-store.js";
 import { SessionTools } from "../agent/session-tools.js";
 import { toolhostHome } from "../config/paths.js";
+import { firstTimeSaid } from "../config/said-once.js";
 import type { BudgetLimits } from "../config/budget.js";
 import type { Workspace } from "../config/workspace.js";
 import { trustChangeNotice } from "../host/toolset-report.js";
@@ -60,5 +61,6 @@ export async function headlessSession(options: {
 function configNotes(session: AgentSession): string[] {
   const file = path.join(toolhostHome(), "config.json");
   const config = session.tools.toolset.report.errors.filter((e) => e.file === file).map((e) => `${e.file}: ${e.message}`);
-  return [...new Set([...config, ...session.permissionProblems])];
+  // The rules' line first: for a config file that cannot be read it says the most (fail closed).
+  return [...session.permissionProblems, ...config].filter(firstTimeSaid);
 }

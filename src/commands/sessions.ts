@@ -43,6 +43,13 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
     process.stderr.write(`toolhost: sessions ${action} needs a session id (toolhost sessions list shows them)\n`);
     return 2;
   }
+  // A delete cannot be undone: a short prefix could name another session tomorrow.
+  if (action === "delete" && options.id.length < MIN_DELETE_PREFIX && !(await store.find(options.id))) {
+    process.stderr.write(
+      `toolhost: sessions delete takes the whole id or at least ${MIN_DELETE_PREFIX} of its characters, not ${JSON.stringify(options.id)}\n`,
+    );
+    return 2;
+  }
   const id = await resolveSessionId(store, options.id);
   if ("error" in id) {
     process.stderr.write(`toolhost: ${id.error}\n`);
@@ -106,7 +113,12 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
         process.stderr.write(`toolhost: ${err.message}\n`);
         return 1;
       }
-      await out(`Deleted session ${stored.header.id}.\n`);
+      {
+        const title = new SessionTree(stored.entries).pathTo().findLast((e) => e.type === "title")?.title;
+        await out(
+          `Deleted session ${stored.header.id}${title ? ` (${JSON.stringify(title)})` : ""}: its file ${stored.file}, its large outputs and its checkpoints of ${stored.header.cwd}.\n`,
+        );
+      }
       return 0;
     default:
       process.stderr.write(
@@ -115,6 +127,9 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
       return 2;
   }
 }
+
+/** The fewest characters of an id that `sessions delete` takes as a prefix. */
+const MIN_DELETE_PREFIX = 8;
 
 /**
  * The session an id names: the id itself, or the one saved session whose id starts with it (a

@@ -410,7 +410,9 @@ export function loadRules(sources: RuleSources): { rules: SourcedRule[]; problem
   const user = userConfig.unreadable
     ? {
         rules: [failClosedRule("user", userConfig.path, "the file could not be read")],
-        problems: [`${userConfig.path}: the permission rules could not be read; until the file is fixed every call asks (fail closed)`],
+        problems: [
+          `${userConfig.error?.startsWith(userConfig.path) ? userConfig.error : `${userConfig.path}: ${userConfig.error ?? "could not be read"}`}: the permission rules could not be read; until the file is fixed every call asks (fail closed)`,
+        ],
       }
     : parseRules(userConfig.config.permissions, "user", userConfig.path);
   const workspace = asWorkspace(sources.project.dir);

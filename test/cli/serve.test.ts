@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { createServer, type AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { CLI_PATH, useAgentEnv } from "../helpers.js";
 import { RemoteClient } from "../acp/remote.js";
@@ -29,6 +30,19 @@ describe("toolhost serve's command line", () => {
       const ran = await runCli(["serve", ...args], { cwd: t.ws, env: t.env(env) });
       expect(ran.code, args.join(" ")).toBe(2);
       expect(ran.stderr).toMatch(says);
+    }
+  });
+
+  it("a port in use is one line, exit 1, no stack", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const ran = await runCli(["serve", "--listen", `127.0.0.1:${port}`], { cwd: t.ws, env: t.env() });
+      expect(ran.code).toBe(1);
+      expect(ran.stderr).toBe(`toolhost serve: 127.0.0.1:${port} is in use\n`);
+    } finally {
+      taken.close();
     }
   });
 

@@ -62,7 +62,11 @@ describe("toolhost sessions", () => {
     expect(lines.map((l) => l.type)).toContain("tool_result");
 
     expect((await sessions(["export", id, "--format", "pdf"])).code).toBe(2);
-    expect((await sessions(["delete", id])).stdout).toBe(`Deleted session ${id}.\n`);
+    expect((await sessions(["delete", id])).stdout).toMatch(
+      new RegExp(
+        `^Deleted session ${id} \\("[^"]+"\\): its file \\S+${id}\\.jsonl, its large outputs and its checkpoints of ${t.ws}\\.\n$`,
+      ),
+    );
     const gone = await sessions(["show", id]);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain(`no saved session ${id}`);
@@ -106,7 +110,15 @@ describe("toolhost sessions", () => {
     expect(ambiguous.stderr).toContain(`${shared} names 2 saved sessions; give more of the id:`);
     expect(ambiguous.stderr).toContain(a);
     expect(ambiguous.stderr).toContain(b);
-    expect((await sessions(["delete", unique])).stdout).toBe(`Deleted session ${a}.\n`);
+    // delete refuses a prefix under 8 characters and an ambiguous one; it names what it removes.
+    const short = await sessions(["delete", a.slice(0, 7)]);
+    expect(short.code).toBe(2);
+    expect(short.stderr).toMatch(/sessions delete takes the whole id or at least 8 of its characters/);
+    expect((await sessions(["delete", shared])).code).toBe(n - 1 >= 8 ? 1 : 2);
+    expect((await sessions(["list", "--json"])).stdout).toContain(b);
+    expect((await sessions(["delete", a.slice(0, Math.max(8, n + 2))])).stdout).toMatch(
+      new RegExp(`^Deleted session ${a} \\("first"\\): its file .*checkpoints of ${t.ws}\\.\n$`),
+    );
     expect((await sessions(["show", "nope"])).stderr).toContain("no saved session nope");
   });
 
