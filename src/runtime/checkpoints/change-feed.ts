@@ -26,10 +26,10 @@ export type ChangeFeed = (root: string) => Promise<string[] | undefined | null>;
 /** git's fsmonitor hook: `$1` the protocol version, `$2` the token the index holds. */
 const HOOK = [
   "# toolhost's checkpoints: git's fsmonitor hook (protocol 2); see runtime/checkpoints/change-feed.ts",
-  'if [ "$1" = 2 ] && [ -n "$TOOLHOST_FSMONITOR_TOKEN" ]; then',
-  '  if [ "$2" = "$TOOLHOST_FSMONITOR_TOKEN" ]; then printf \'%s\\0\' "$TOOLHOST_FSMONITOR_TOKEN"; exit 0; fi',
-  '  if [ -n "$TOOLHOST_FSMONITOR_SINCE" ] && [ "$2" = "$TOOLHOST_FSMONITOR_SINCE" ]; then exec cat "$TOOLHOST_FSMONITOR_ANSWER"; fi',
-  "  printf '%s\\0/\\0' \"$TOOLHOST_FSMONITOR_TOKEN\"; exit 0",
+  'if [ "$1" = 2 ] && [ -n "$TH_FSMONITOR_TOKEN" ]; then',
+  '  if [ "$2" = "$TH_FSMONITOR_TOKEN" ]; then printf \'%s\\0\' "$TH_FSMONITOR_TOKEN"; exit 0; fi',
+  '  if [ -n "$TH_FSMONITOR_SINCE" ] && [ "$2" = "$TH_FSMONITOR_SINCE" ]; then exec cat "$TH_FSMONITOR_ANSWER"; fi',
+  "  printf '%s\\0/\\0' \"$TH_FSMONITOR_TOKEN\"; exit 0",
   "fi",
   "exit 1",
   "",
@@ -94,9 +94,9 @@ export class FsMonitor {
       git: {
         hook: `sh ${shellQuote(path.join(this.ownDir, "fsmonitor-hook.sh"))}`,
         env: {
-          TOOLHOST_FSMONITOR_TOKEN: token,
-          TOOLHOST_FSMONITOR_SINCE: known && !unchanged ? since : "",
-          TOOLHOST_FSMONITOR_ANSWER: answer,
+          TH_FSMONITOR_TOKEN: token,
+          TH_FSMONITOR_SINCE: known && !unchanged ? since : "",
+          TH_FSMONITOR_ANSWER: answer,
         },
       },
       completed: () => {
