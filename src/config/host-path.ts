@@ -9,14 +9,18 @@ import path from "node:path";
 // (`process.env.PATH`, which every program it starts inherits or looks up) leaves out relative
 // entries and every entry inside a workspace root of a session it opened; sandboxed commands get
 // the user's PATH as it was (`userPath`): inside the sandbox a workspace program is as confined as
-// the rest.
+// the rest. A PATH set after the guard (an embedder's, a test's) is the user's from then on.
 
-const original = process.env.PATH ?? "";
 const roots = new Set<string>();
+/** The PATH as the user (or an embedder, or a test) last set it, before the guard took entries out. */
+let user = process.env.PATH ?? "";
+/** What the guard last set: a PATH that differs was set by someone else since, and is the user's now. */
+let guarded: string | undefined;
 
-/** The PATH the process started with: what sandboxed commands get. */
+/** The PATH as the user set it: what sandboxed commands get. */
 export function userPath(): string {
-  return original;
+  const current = process.env.PATH ?? "";
+  return current === guarded ? user : current;
 }
 
 const real = (p: string): string => {
@@ -38,10 +42,12 @@ function safeEntry(entry: string): boolean {
   return true;
 }
 
-/** Recomputes toolhost's own PATH from the one it started with, less the unsafe entries. */
+/** Recomputes toolhost's own PATH from the user's, less the unsafe entries. */
 function apply(): void {
-  if (process.env.PATH === undefined && original === "") return;
-  process.env.PATH = original.split(path.delimiter).filter(safeEntry).join(path.delimiter);
+  if (process.env.PATH === undefined) return;
+  user = userPath();
+  guarded = user.split(path.delimiter).filter(safeEntry).join(path.delimiter);
+  process.env.PATH = guarded;
 }
 
 /**
