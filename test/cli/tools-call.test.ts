@@ -132,7 +132,8 @@ describe("toolhost call", () => {
       const bad = await toolhost(args);
       expect(bad.code).toBe(2);
       expect(bad.stdout).toBe("");
-      expect(bad.stderr).toMatch(/Usage/);
+      // The subcommand's usage, or for an unknown command the list of commands.
+      expect(bad.stderr).toMatch(/Usage|commands: /);
     }
   });
 
