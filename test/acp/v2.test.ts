@@ -233,6 +233,22 @@ describe("ACP v2", () => {
     expect(text(h, sessionId, "user_message_chunk")).toContain("What is in a.txt?");
     expect(text(h, sessionId, "agent_message_chunk")).toBe("It says alpha.");
     for (const u of h.updatesOf(sessionId, "agent_message_chunk")) expect(u.messageId).toMatch(/^msg_/);
+    // acp-tck's RESUME-205, ported: every replayed chunk follows its message's whole-message header (no content).
+    const replay = h.updates
+      .filter((n) => n.sessionId === sessionId)
+      .map((n) => n.update as { sessionUpdate: string; messageId?: string; content?: unknown });
+    const chunks = replay.filter((u) => u.sessionUpdate.endsWith("_chunk"));
+    expect(chunks.length).toBeGreaterThan(0);
+    replay.forEach((u, i) => {
+      if (!u.sessionUpdate.endsWith("_chunk")) return;
+      const whole = u.sessionUpdate.slice(0, -"_chunk".length);
+      expect(
+        replay
+          .slice(0, i)
+          .some((p) => p.sessionUpdate === whole && p.messageId === u.messageId && Array.isArray(p.content) && p.content.length === 0),
+        `${u.sessionUpdate} ${u.messageId}`,
+      ).toBe(true);
+    });
     // The call, replayed as v2 upserts: named, then completed.
     const replayed = h.updatesOf(sessionId, "tool_call_update");
     const read = replayed.find((u) => u.name === "read")?.toolCallId;
