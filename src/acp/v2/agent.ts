@@ -262,7 +262,7 @@ function createV2Agent(makeInner: InnerFactory, earlySessions: string[]) {
       void send(sessionId, { sessionUpdate: "user_message", messageId, content: params.prompt });
       void sendState(sessionId, { state: "running" });
       const turn: Promise<void> = v1()
-        .request("session/prompt", { sessionId, prompt: params.prompt as v1.ContentBlock[] })
+        .request("session/prompt", { sessionId, prompt: params.prompt as v1.ContentBlock[], _meta: { messageId } })
         .then(
           async ({ stopReason }) => {
             await sendState(sessionId, { state: "idle", stopReason } as StateUpdate);

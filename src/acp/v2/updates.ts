@@ -94,7 +94,10 @@ export class UpdateMapper {
     this.run = null;
   }
 
-  private messageId(kind: string): string {
+  /** A recorded user message keeps its own id (its prompt's messageId, in `_meta`). */
+  private messageId(kind: string, meta?: unknown): string {
+    const recorded = (meta as { messageId?: unknown } | null | undefined)?.messageId;
+    if (typeof recorded === "string" && this.run?.messageId !== recorded) this.run = { kind, messageId: recorded };
     if (this.run?.kind !== kind) this.run = { kind, messageId: `msg_${randomUUID()}` };
     return this.run.messageId;
   }
@@ -130,7 +133,7 @@ export class UpdateMapper {
       case "agent_thought_chunk":
         return {
           sessionUpdate: update.sessionUpdate,
-          messageId: this.messageId(update.sessionUpdate),
+          messageId: this.messageId(update.sessionUpdate, update._meta),
           content: update.content as v2.ContentBlock,
           ...(update._meta ? { _meta: update._meta } : {}),
         } as v2.SessionUpdate;
