@@ -77,11 +77,25 @@ export class EditorFs implements FsBackend {
   private async requestText(abs: string): Promise<string> {
     try {
       const { content } = await this.options.client.request("fs/read_text_file", { sessionId: this.options.sessionId, path: abs });
-      return content;
+      return await this.withDiskEnding(abs, content);
     } catch (err) {
       // Clients report a missing file in their own words; the tools need ENOENT.
       throw fsError("ENOENT", `The editor could not read ${abs}: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * Some editors (agentic.nvim) give a buffer's lines without the file's final newline: written
+   * back, the file would lose it. A text that differs from the disk's only by that ending is the
+   * disk's.
+   */
+  private async withDiskEnding(abs: string, text: string): Promise<string> {
+    if (text.endsWith("\n")) return text;
+    const disk = await this.options.local.stat(abs).catch(() => null);
+    const extra = disk ? disk.size - Buffer.byteLength(text, "utf8") : 0;
+    if (extra !== 1 && extra !== 2) return text;
+    const onDisk = Buffer.from(await this.options.local.readFile(abs)).toString("utf8");
+    return onDisk === `${text}\n` || onDisk === `${text}\r\n` ? onDisk : text;
   }
 
   private async viaEditor(abs: string): Promise<boolean> {

@@ -7,6 +7,7 @@ import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
 import { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } from "@agentclientprotocol/sdk/experimental/node";
 import { WebSocketServer } from "ws";
 import { sweepStale } from "../runtime/sidecars.js";
+import { batchedWebSocket } from "./batch.js";
 import { MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { ACP_PATH, isLoopback, refusal, type Refusal } from "./serve-guard.js";
 import { versionRouter } from "./v2/agent.js";
@@ -96,6 +97,10 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
   const acp = new AcpServer({ createAgent: connectionAgent });
   const onHttp = createNodeHttpHandler(acp, { maxRequestBodyBytes: MAX_MESSAGE_BYTES + 1024 });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES + 1024 });
+  // JSON-RPC batches: split before the SDK's server (which refuses arrays), answers joined after it.
+  const handleUpgrade = wss.handleUpgrade.bind(wss);
+  wss.handleUpgrade = (req, socket, head, done) =>
+    handleUpgrade(req, socket, head, (webSocket, request) => done(batchedWebSocket(webSocket), request));
   const onUpgrade = createNodeWebSocketUpgradeHandler(acp, wss);
   const guard = {
     token: options.token,

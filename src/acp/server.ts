@@ -212,7 +212,7 @@ export function createAgent(
         refuse(await option.set(session, params.value));
         return { configOptions: session.configOptions() };
       })
-      .onRequest("session/prompt", async ({ params }) => (await handle(params.sessionId).ready).prompt(params.prompt))
+      .onRequest("session/prompt", async ({ params }) => (await handle(params.sessionId).ready).prompt(params.prompt, params._meta))
       .onNotification("session/cancel", async ({ params }) => {
         const own = sessions.get(params.sessionId);
         if (own) return (await own.ready).cancel();

@@ -206,7 +206,7 @@ export class AcpSession implements SessionFrontEnd {
    * Runs one prompt turn (turns of one session run one after another). A slash command is the
    * first text block alone: with more text blocks after it, the session refuses to guess.
    */
-  async prompt(blocks: ContentBlock[]): Promise<PromptResponse> {
+  async prompt(blocks: ContentBlock[], meta?: Record<string, unknown> | null): Promise<PromptResponse> {
     if (blocks.some((b) => b.type === "audio")) {
       throw RequestError.invalidParams(
         { prompt: "audio" },
@@ -222,6 +222,8 @@ export class AcpSession implements SessionFrontEnd {
       text,
       moreText: more.length > 0,
       blocks,
+      // A v2 client's messageId (acp/v2/ passes it here), replayed with the message.
+      ...(typeof meta?.messageId === "string" ? { messageId: meta.messageId } : {}),
       content: (model) => promptContent(blocks, model),
     });
     const login = this.loginNeeded;
@@ -300,7 +302,8 @@ export class AcpSession implements SessionFrontEnd {
       case "user": {
         // Every block the user sent (a second text, a resource link, an image); format-1 files before blocks kept the first text only.
         const blocks = entry.blocks?.filter(isContentBlock) ?? (entry.text ? [{ type: "text" as const, text: entry.text }] : []);
-        for (const content of blocks) await this.update({ sessionUpdate: "user_message_chunk", content });
+        const meta = entry.messageId === undefined ? {} : { _meta: { messageId: entry.messageId } };
+        for (const content of blocks) await this.update({ sessionUpdate: "user_message_chunk", content, ...meta });
         return;
       }
       case "title":

@@ -1,5 +1,6 @@
 import { ndJsonStream } from "@agentclientprotocol/sdk";
 import { sweepStale } from "../runtime/sidecars.js";
+import { batchedRequests } from "./batch.js";
 import { concat, MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { createAgent, type EarlyState } from "./server.js";
 
@@ -118,9 +119,12 @@ export async function serveConnection(
   const encoder = new TextEncoder();
   // A load's replay, written beside the SDK (see AcpSession.replay).
   const { app, shutdown, adoptEarly, sessionStore } = createAgent(early, (lines) => output.write(encoder.encode(lines)));
-  const replay = early.initializeParams === undefined ? null : replayInitialize(input, early.initializeParams, early.v2 === true);
-  const write = replay ? replay.filter(output.write) : output.write;
-  const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) }), replay?.input ?? input, {
+  // JSON-RPC batches are split before the SDK (which refuses arrays) and their answers joined after it.
+  const batches = batchedRequests(input);
+  const replay = early.initializeParams === undefined ? null : replayInitialize(batches.input, early.initializeParams, early.v2 === true);
+  const batchedWrite = batches.filter(output.write);
+  const write = replay ? replay.filter(batchedWrite) : batchedWrite;
+  const stream = ndJsonStream(new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) }), replay?.input ?? batches.input, {
     maxMessageBytes: MAX_MESSAGE_BYTES + 1024,
   });
   let closed: Promise<void>;

@@ -84,6 +84,8 @@ export interface PromptInput {
   text: string;
   /** More text follows the first (another block): a slash command then is refused, since which text it takes is a guess. */
   moreText?: boolean;
+  /** The client's id of this user message (a v2 client's `messageId`), kept in the record for a replay. */
+  messageId?: string;
   /** The prompt as the front end shows it (every block), kept in the record for a replay; opaque here. */
   blocks?: readonly unknown[];
   /** The user message for a model that takes images or not. */

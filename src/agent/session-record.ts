@@ -60,7 +60,7 @@ export class SessionRecord {
   async turn(input: PromptInput, run: () => Promise<TurnStopReason>): Promise<TurnStopReason> {
     if (this.control(input)) return run();
     const { recorder, frontEnd } = this.host;
-    const { title, promptId } = recorder.turnStarted(input.text, input.blocks);
+    const { title, promptId } = recorder.turnStarted(input.text, input.blocks, input.messageId);
     this.checkpoints.turnStarted(promptId);
     if (title) await frontEnd.titleChanged?.(title);
     let stopReason: TurnStopReason | "failed" = "failed";

@@ -58,7 +58,11 @@ export class AgentSession {
   private readonly parent: AgentSessionOptions["parent"];
   private ownMode: ModeId;
   private modelId: string | undefined;
-  private turn: AbortController | null = null;
+  /**
+   * Every turn received and not yet ended, running or waiting its turn: a cancel stops them all,
+   * so one that arrives before a turn's first await (its setup, the turn before it) is never lost.
+   */
+  private readonly turns = new Set<AbortController>();
   private turnDone: Promise<unknown> = Promise.resolve();
   /** Set by close: no turn starts for a background task's answer after it. */
   private closing = false;
@@ -285,11 +289,25 @@ export class AgentSession {
 
   /** Runs one prompt: a slash command or a model turn. Turns of one session run one after another. */
   prompt(input: PromptInput): Promise<TurnStopReason> {
-    return this.queued(() => this.recordedTurn(input));
+    const controller = this.received();
+    return this.queued(() => this.recordedTurn(input, controller));
   }
 
-  private recordedTurn(input: PromptInput): Promise<TurnStopReason> {
-    return this.record ? this.record.turn(input, () => this.runTurn(input)) : this.runTurn(input);
+  /** A turn's controller, from the moment it is received: cancel() reaches it before it starts. */
+  private received(): AbortController {
+    const controller = new AbortController();
+    this.turns.add(controller);
+    return controller;
+  }
+
+  private async recordedTurn(input: PromptInput, controller: AbortController): Promise<TurnStopReason> {
+    try {
+      return await (this.record
+        ? this.record.turn(input, () => this.runTurn(input, controller.signal))
+        : this.runTurn(input, controller.signal));
+    } finally {
+      this.turns.delete(controller);
+    }
   }
 
   /**
@@ -302,13 +320,16 @@ export class AgentSession {
       const finished = this.closing ? undefined : this.subagents?.takeFinished();
       if (!finished) return;
       const answers = finished.message;
+      // Registered as it starts (a cancel of the turn before it must not drop the answers), before the front end hears of it.
+      const controller = this.received();
       // The person sees why the agent speaks up unasked; the model gets the answers as the turn's prompt.
-      await this.frontEnd.ownTurn?.("running");
       let stopReason: TurnStopReason | "error" = "error";
       try {
+        await this.frontEnd.ownTurn?.("running");
         await this.frontEnd.say(`${finished.summary}: the answer goes to the model.\n\n`);
-        stopReason = await this.recordedTurn({ text: answers, content: () => answers });
+        stopReason = await this.recordedTurn({ text: answers, content: () => answers }, controller);
       } finally {
+        this.turns.delete(controller);
         await this.frontEnd.ownTurn?.("idle", stopReason);
       }
     });
@@ -364,7 +385,7 @@ export class AgentSession {
 
   /** Aborts the running turn (tools, pending approvals); it ends `cancelled`. */
   cancel(): void {
-    this.turn?.abort(new Error("Cancelled by the user"));
+    for (const turn of this.turns) turn.abort(new Error("Cancelled by the user"));
   }
 
   /**
@@ -405,11 +426,10 @@ export class AgentSession {
     return this.sessionServices.services();
   }
 
-  private async runTurn(input: PromptInput): Promise<TurnStopReason> {
-    const controller = new AbortController();
-    this.turn = controller;
-    const { signal } = controller;
+  private async runTurn(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason> {
     const stop = (reason: TurnStopReason): TurnStopReason => (signal.aborted ? "cancelled" : reason);
+    // Cancelled before it started (while its setup or the turn before it ran): it does nothing.
+    if (signal.aborted) return "cancelled";
     try {
       const control = this.record?.control(input);
       if (control) return stop((await this.record?.runControl(control, signal), "end_turn"));
@@ -421,8 +441,6 @@ export class AgentSession {
       process.stderr.write(`toolhost: turn failed: ${err instanceof Error ? err.stack : String(err)}\n`);
       await Promise.resolve(this.fail(`The turn failed: ${(err as Error).message}`)).catch(() => {});
       return stop("end_turn");
-    } finally {
-      if (this.turn === controller) this.turn = null;
     }
   }
 

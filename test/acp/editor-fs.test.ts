@@ -23,12 +23,17 @@ class FakeEditor {
   save = (text: string) => text;
   /** Reads of a file fail once it was written (an editor that closed the buffer, a dropped request). */
   failReadsAfterWrite = false;
+  /** Gives a buffer without its final newline, as agentic.nvim does. */
+  dropFinalNewline = false;
   private readonly written = new Set<string>();
   readonly client = {
     request: async (method: string, params: { path: string; content?: string }) => {
       this.requests.push({ method, path: params.path });
       if (method === "fs/read_text_file" && this.failReadsAfterWrite && this.written.has(params.path)) throw new Error("buffer closed");
-      if (method === "fs/read_text_file") return { content: this.buffers.get(params.path) ?? (await fsp.readFile(params.path, "utf8")) };
+      if (method === "fs/read_text_file") {
+        const content = this.buffers.get(params.path) ?? (await fsp.readFile(params.path, "utf8"));
+        return { content: this.dropFinalNewline ? content.replace(/\r?\n$/, "") : content };
+      }
       if (method === "fs/write_text_file") {
         const saved = this.save(params.content ?? "");
         this.written.add(params.path);
@@ -83,6 +88,20 @@ describe("file tools through the editor's fs", () => {
     expect(await fsp.readFile(path.join(root, "a.ts"), "utf8")).toBe("const a = 2;\n");
     expect(editor.count("fs/write_text_file")).toBe(1);
     expect(editor.count("fs/read_text_file")).toBe(3);
+  });
+
+  it("keeps the file's final newline when the editor's text lacks only that (agentic.nvim)", async () => {
+    const { editor, session, root } = await editorWorkspace({ "a.ts": "one\ntwo\n", "b.ts": "one\r\ntwo\r\n", "c.ts": "one\ntwo\n" });
+    editor.dropFinalNewline = true;
+    await call(edit, { path: "a.ts", old_string: "one", new_string: "uno" }, session);
+    expect(await fsp.readFile(path.join(root, "a.ts"), "utf8")).toBe("uno\ntwo\n");
+    await call(edit, { path: "b.ts", old_string: "two", new_string: "dos" }, session);
+    expect(await fsp.readFile(path.join(root, "b.ts"), "utf8")).toBe("one\r\ndos\r\n");
+    // An unsaved buffer that differs in more than its ending is the editor's, as it is.
+    editor.dropFinalNewline = false;
+    editor.buffers.set(path.join(root, "c.ts"), "one\nthree");
+    await call(edit, { path: "c.ts", old_string: "one", new_string: "uno" }, session);
+    expect(await fsp.readFile(path.join(root, "c.ts"), "utf8")).toBe("uno\nthree");
   });
 
   it("sees a buffer changed while the approval was pending", async () => {

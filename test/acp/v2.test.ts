@@ -216,7 +216,7 @@ describe("ACP v2", () => {
     const first = await start([{ toolCalls: [{ id: "r2", name: "read", arguments: { path: "a.txt" } }] }, { text: "It says alpha." }]);
     await first.initialize();
     const { sessionId } = await first.agent.request("session/new", { cwd: t.ws });
-    await first.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "What is in a.txt?" }] });
+    const prompted = await first.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "What is in a.txt?" }] });
     await first.waitFor(() => first.states(sessionId).includes("idle:end_turn"));
     expect((await first.agent.request("session/list", {})).sessions.map((s) => s.sessionId)).toContain(sessionId);
     await first.agent.request("session/close", { sessionId });
@@ -233,6 +233,26 @@ describe("ACP v2", () => {
     expect(text(h, sessionId, "user_message_chunk")).toContain("What is in a.txt?");
     expect(text(h, sessionId, "agent_message_chunk")).toBe("It says alpha.");
     for (const u of h.updatesOf(sessionId, "agent_message_chunk")) expect(u.messageId).toMatch(/^msg_/);
+    // acp-tck's RESUME-204, ported: the replayed user message keeps the messageId its prompt got.
+    const users = h.updatesOf(sessionId, "user_message_chunk");
+    expect(users.length).toBeGreaterThan(0);
+    for (const u of users) expect(u.messageId).toBe(prompted.messageId);
+    // acp-tck's RESUME-205, ported: every replayed chunk follows its message's whole-message header (no content).
+    const replay = h.updates
+      .filter((n) => n.sessionId === sessionId)
+      .map((n) => n.update as { sessionUpdate: string; messageId?: string; content?: unknown });
+    const chunks = replay.filter((u) => u.sessionUpdate.endsWith("_chunk"));
+    expect(chunks.length).toBeGreaterThan(0);
+    replay.forEach((u, i) => {
+      if (!u.sessionUpdate.endsWith("_chunk")) return;
+      const whole = u.sessionUpdate.slice(0, -"_chunk".length);
+      expect(
+        replay
+          .slice(0, i)
+          .some((p) => p.sessionUpdate === whole && p.messageId === u.messageId && Array.isArray(p.content) && p.content.length === 0),
+        `${u.sessionUpdate} ${u.messageId}`,
+      ).toBe(true);
+    });
     // The call, replayed as v2 upserts: named, then completed.
     const replayed = h.updatesOf(sessionId, "tool_call_update");
     const read = replayed.find((u) => u.name === "read")?.toolCallId;

@@ -137,8 +137,8 @@ function createV2Agent(makeInner: InnerFactory, earlySessions: string[]) {
   const relay = (sessionId: string, update: unknown): Promise<void> => {
     const s = state(sessionId);
     if (s.waiting) return (s.waiting.push(update), out);
-    const mapped = s.mapper.map(update as Parameters<UpdateMapper["map"]>[0]);
-    return mapped ? send(sessionId, mapped) : out;
+    for (const mapped of s.mapper.mapAll(update as Parameters<UpdateMapper["map"]>[0])) void send(sessionId, mapped);
+    return out;
   };
   /**
    * A turn the agent starts by itself (a background task's answer): `running` once the last turn's
@@ -262,7 +262,7 @@ function createV2Agent(makeInner: InnerFactory, earlySessions: string[]) {
       void send(sessionId, { sessionUpdate: "user_message", messageId, content: params.prompt });
       void sendState(sessionId, { state: "running" });
       const turn: Promise<void> = v1()
-        .request("session/prompt", { sessionId, prompt: params.prompt as v1.ContentBlock[] })
+        .request("session/prompt", { sessionId, prompt: params.prompt as v1.ContentBlock[], _meta: { messageId } })
         .then(
           async ({ stopReason }) => {
             await sendState(sessionId, { state: "idle", stopReason } as StateUpdate);
@@ -324,10 +324,14 @@ function createV2Agent(makeInner: InnerFactory, earlySessions: string[]) {
       let answer: v1.LoadSessionResponse | v1.ResumeSessionResponse;
       try {
         // A replay from the start is v1's session/load; without one, v1's session/resume.
+        s.mapper.replaying = replayFrom !== undefined && replayFrom !== null;
         answer = replayFrom ? await v1().request("session/load", request) : await v1().request("session/resume", request);
       } catch (err) {
         if (!s.turn) sessions.delete(sessionId);
         throw err;
+      } finally {
+        s.mapper.replaying = false;
+        s.mapper.endRun();
       }
       // The session's current state, after the replay and before the answer.
       await sendState(sessionId, s.turn ? { state: "running" } : { state: "idle" });

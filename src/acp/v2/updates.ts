@@ -72,12 +72,32 @@ export class UpdateMapper {
     this.cancelled.add(toolCallId);
   }
 
+  /**
+   * A replay (a resume from the start) is on: each message starts with its whole-message header
+   * (`user_message`, `agent_message`, `agent_thought` with no content) before its chunks, as v2
+   * asks of a replay.
+   */
+  replaying = false;
+
+  /** The v2 updates for a v1 one: its mapping, after its message's header when a replayed message starts. */
+  mapAll(update: V1Update): v2.SessionUpdate[] {
+    const before = this.run;
+    const mapped = this.map(update);
+    if (!mapped) return [];
+    if (!this.replaying || !CHUNK_KINDS.has(update.sessionUpdate) || this.run === before) return [mapped];
+    const header = { sessionUpdate: update.sessionUpdate.slice(0, -"_chunk".length), messageId: this.run!.messageId, content: [] };
+    return [header as v2.SessionUpdate, mapped];
+  }
+
   /** A new user message begins (a prompt): the agent's next words are a new message. */
   endRun(): void {
     this.run = null;
   }
 
-  private messageId(kind: string): string {
+  /** A recorded user message keeps its own id (its prompt's messageId, in `_meta`). */
+  private messageId(kind: string, meta?: unknown): string {
+    const recorded = (meta as { messageId?: unknown } | null | undefined)?.messageId;
+    if (typeof recorded === "string" && this.run?.messageId !== recorded) this.run = { kind, messageId: recorded };
     if (this.run?.kind !== kind) this.run = { kind, messageId: `msg_${randomUUID()}` };
     return this.run.messageId;
   }
@@ -113,7 +133,7 @@ export class UpdateMapper {
       case "agent_thought_chunk":
         return {
           sessionUpdate: update.sessionUpdate,
-          messageId: this.messageId(update.sessionUpdate),
+          messageId: this.messageId(update.sessionUpdate, update._meta),
           content: update.content as v2.ContentBlock,
           ...(update._meta ? { _meta: update._meta } : {}),
         } as v2.SessionUpdate;

@@ -60,7 +60,7 @@ interface EntryBase {
 /** An entry's own fields, by type (what a writer hands in; the writer adds id, parentId and at). */
 export type EntryData =
   /** A prompt starts a turn: its first text, and every block of it as the front end showed it. Its id is the rewind point's messageId. */
-  | { type: "user"; text: string; blocks?: unknown[] }
+  | { type: "user"; text: string; blocks?: unknown[]; messageId?: string }
   /** `usage`: the session's meter after the turn (its totals, every turn so far), so a load goes on from them. */
   | { type: "turn_end"; stopReason: string; usage?: CostMeter }
   /** A message of the model's history (AI SDK ModelMessage, of the header's `ai` major). */

@@ -34,16 +34,19 @@ export function holdPathFor(file: string): string {
   return file.replace(/\.jsonl$/, "") + ".hold";
 }
 
-/** A process's start time, from /proc (Linux); undefined elsewhere. */
-function processStart(pid: number): string | undefined {
+/** A process's state and start time, from /proc (Linux); undefined elsewhere. */
+function processStat(pid: number): { state?: string; start?: string } {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The fields after the command name (which may hold spaces and parentheses): the 22nd is starttime.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    // The fields after the command name (which may hold spaces and parentheses): the 3rd is the state, the 22nd starttime.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { state: fields[0], start: fields[19] };
   } catch {
-    return undefined;
+    return {};
   }
 }
+
+const processStart = (pid: number) => processStat(pid).start;
 
 function alive(body: HoldBody): boolean {
   if (body.host !== hostname()) return true;
@@ -52,7 +55,9 @@ function alive(body: HoldBody): boolean {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
-  const start = processStart(body.pid);
+  const { state, start } = processStat(body.pid);
+  // A killed holder its parent (the editor) has not reaped yet is a zombie: its pid answers, but it is gone.
+  if (state === "Z" || state === "X") return false;
   return body.start === undefined || start === undefined || start === body.start;
 }
 

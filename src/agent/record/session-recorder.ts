@@ -133,8 +133,13 @@ export class SessionRecorder {
   }
 
   /** A prompt starts a turn (its `user` entry, the rewind point); the first one with text names the session. */
-  turnStarted(text: string, blocks?: readonly unknown[]): { title?: string; promptId: string } {
-    const promptId = this.append({ type: "user", text, ...(blocks?.length ? { blocks: [...blocks] } : {}) });
+  turnStarted(text: string, blocks?: readonly unknown[], messageId?: string): { title?: string; promptId: string } {
+    const promptId = this.append({
+      type: "user",
+      text,
+      ...(blocks?.length ? { blocks: [...blocks] } : {}),
+      ...(messageId === undefined ? {} : { messageId }),
+    });
     this.prompt = promptId;
     if (this.titled) return { promptId };
     const title = titleFromPrompt(text);
