@@ -167,7 +167,7 @@ const SERVE_USAGE = `toolhost serve — the Agent Client Protocol over the netwo
 
 Usage:
   toolhost serve [--listen HOST:PORT | --socket PATH] [--allow-origin ORIGIN]...
-                 [--max-connections N] [--max-sessions N] [--grace SECONDS]
+                 [--max-connections N] [--max-sessions N] [--grace SECONDS] [--ping-interval SECONDS]
 
 Serves ACP on the endpoint /acp, over WebSocket and over Streamable HTTP (POST and SSE), as the
 ACP Remote Transports RFD describes. Each client gets its own sessions; one process serves them all.
@@ -182,6 +182,9 @@ ACP Remote Transports RFD describes. Each client gets its own sessions; one proc
   --grace SECONDS      how long a disconnected client's sessions wait for session/resume on a new
                        connection (default 60; 0: they close at once). Their running turns are
                        cancelled at the disconnect, and the commands those turns started killed.
+  --ping-interval S    WebSocket pings this often (default 30; 0: none); a client that has not
+                       answered one by the next is dropped. session/resume or session/load of a
+                       session from a new connection takes it over even while the old one is open.
 
 Every request needs "Authorization: Bearer <token>". The token is TOOLHOST_SERVE_TOKEN, or one made at
 start and printed once on stderr. On a loopback address the Host header must name loopback too (no
@@ -197,6 +200,7 @@ async function serveOptions(args: string[]) {
     "max-connections": { type: "string" },
     "max-sessions": { type: "string" },
     grace: { type: "string" },
+    "ping-interval": { type: "string" },
   } as const);
   if (values.listen !== undefined && values.socket !== undefined) fail("serve takes --listen or --socket, not both");
   const whole = (flag: string, text: string | undefined, byDefault: number, least: number): number => {
@@ -205,6 +209,11 @@ async function serveOptions(args: string[]) {
     if (text.trim() === "" || !Number.isInteger(n) || n < least)
       fail(`--${flag} takes a whole number of at least ${least}, not ${JSON.stringify(text)}`);
     return n;
+  };
+  const seconds = (flag: string, text: string | undefined, byDefault: number): number => {
+    const n = text === undefined ? byDefault : Number(text);
+    if (text?.trim() === "" || !Number.isFinite(n) || n < 0) fail(`--${flag} takes a number of seconds, not ${JSON.stringify(text)}`);
+    return Math.round(n * 1000);
   };
   const { parseListen, newToken } = await import("./acp/serve-guard.js");
   const listen = values.socket === undefined ? parseListen(values.listen ?? "127.0.0.1:7700") : undefined;
@@ -221,6 +230,7 @@ async function serveOptions(args: string[]) {
     maxConnections: whole("max-connections", values["max-connections"], 8, 1),
     maxSessions: whole("max-sessions", values["max-sessions"], 16, 1),
     graceMs: whole("grace", values.grace, 60, 0) * 1000,
+    pingIntervalMs: seconds("ping-interval", values["ping-interval"], 30),
   };
 }
 
