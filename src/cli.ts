@@ -223,6 +223,7 @@ async function serveOptions(args: string[]) {
     "max-connections": { type: "string" },
     "max-sessions": { type: "string" },
     grace: { type: "string" },
+    "ping-interval": { type: "string" },
   } as const);
   if (values.listen !== undefined && values.socket !== undefined) fail("serve takes --listen or --socket, not both");
   const whole = (flag: string, text: string | undefined, byDefault: number, least: number): number => {
@@ -231,6 +232,11 @@ async function serveOptions(args: string[]) {
     if (text.trim() === "" || !Number.isInteger(n) || n < least)
       fail(`--${flag} takes a whole number of at least ${least}, not ${JSON.stringify(text)}`);
     return n;
+  };
+  const seconds = (flag: string, text: string | undefined, byDefault: number): number => {
+    const n = text === undefined ? byDefault : Number(text);
+    if (text?.trim() === "" || !Number.isFinite(n) || n < 0) fail(`--${flag} takes a number of seconds, not ${JSON.stringify(text)}`);
+    return Math.round(n * 1000);
   };
   const { parseListen, newToken } = await import("./acp/serve-guard.js");
   const listen = values.socket === undefined ? parseListen(values.listen ?? "127.0.0.1:7700") : undefined;
@@ -247,6 +253,7 @@ async function serveOptions(args: string[]) {
     maxConnections: whole("max-connections", values["max-connections"], 8, 1),
     maxSessions: whole("max-sessions", values["max-sessions"], 16, 1),
     graceMs: whole("grace", values.grace, 60, 0) * 1000,
+    pingIntervalMs: seconds("ping-interval", values["ping-interval"], 30),
   };
 }
 

@@ -5,7 +5,7 @@ import type { Duplex } from "node:stream";
 import type { AgentConnectOptions, AgentConnector } from "@agentclientprotocol/sdk";
 import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
 import { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } from "@agentclientprotocol/sdk/experimental/node";
-import { WebSocketServer } from "ws";
+import { WebSocketServer, type WebSocket } from "ws";
 import { sweepStale } from "../runtime/sidecars.js";
 import { batchedWebSocket } from "./batch.js";
 import { MAX_MESSAGE_BYTES } from "./line-guard.js";
@@ -31,6 +31,8 @@ export interface ServeOptions {
   maxConnections: number;
   maxSessions: number;
   graceMs: number;
+  /** WebSocket pings this often; a client that has not answered the last one by the next is dropped (0: none). */
+  pingIntervalMs: number;
 }
 
 /** An HTTP connection whose client has no stream open this long is taken as gone (the SDK's client keeps one open from its initialize on). */
@@ -51,6 +53,28 @@ function refuseUpgrade(socket: Duplex, r: Refusal): void {
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join("");
   socket.end(`HTTP/1.1 ${r.status} Refused\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
+
+/**
+ * Pings every WebSocket client each `intervalMs`; one whose pong to the last ping has not come by
+ * the next is terminated, which drops its connection (its sessions wait the grace for a resume).
+ */
+function pingClients(wss: WebSocketServer, intervalMs: number): NodeJS.Timeout {
+  const answered = new WeakMap<WebSocket, boolean>();
+  const timer = setInterval(() => {
+    for (const ws of wss.clients) {
+      if (!answered.has(ws)) ws.on("pong", () => answered.set(ws, true));
+      else if (!answered.get(ws)) {
+        log("a WebSocket client did not answer a ping: dropped");
+        ws.terminate();
+        continue;
+      }
+      answered.set(ws, false);
+      ws.ping();
+    }
+  }, intervalMs);
+  timer.unref();
+  return timer;
 }
 
 /**
@@ -102,6 +126,7 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
   wss.handleUpgrade = (req, socket, head, done) =>
     handleUpgrade(req, socket, head, (webSocket, request) => done(batchedWebSocket(webSocket), request));
   const onUpgrade = createNodeWebSocketUpgradeHandler(acp, wss);
+  const pinger = options.pingIntervalMs > 0 ? pingClients(wss, options.pingIntervalMs) : undefined;
   const guard = {
     token: options.token,
     allowOrigins: options.allowOrigins,
@@ -148,7 +173,8 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
     });
   };
 
-  const server = createServer((req, res) => {
+  // TCP keepalive: a peer whose machine or network vanished is found by the kernel too.
+  const server = createServer({ keepAlive: true, keepAliveInitialDelay: 30_000 }, (req, res) => {
     const newConnection = req.method === "POST" && req.headers["acp-connection-id"] === undefined;
     const refused = refusal(req.url, req.headers, guard) ?? (newConnection ? full() : null);
     if (refused) return refuse(res, refused);
@@ -193,6 +219,7 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
   });
   log("stopping: closing every session");
   server.close();
+  clearInterval(pinger);
   for (const timer of absent.values()) clearTimeout(timer);
   await acp.close().catch(() => {});
   await keeper.closeAll();

@@ -90,6 +90,14 @@ async function loadSession(
   if (restore && state) {
     session.agent.restore(state);
     if (restore.replay) await session.replay(restore.stored);
+    // A torn last line (a write cut off by a crash) or a damaged one is skipped on load: say so.
+    const skipped = restore.stored.skippedLines;
+    if (skipped > 0) {
+      const lines = skipped === 1 ? "1 line" : `${skipped} lines`;
+      await session.say(
+        `toolhost: ${lines} of the session file ${restore.stored.file} could not be read (cut off or damaged) and ${skipped === 1 ? "was" : "were"} skipped.`,
+      );
+    }
   }
   // MCP servers connect in the background; a model turn's first request waits for them (bounded),
   // and so does the first command update, so the menu arrives once with their prompts.

@@ -17,10 +17,10 @@ export interface ConnectionKeeper {
   /** Before session/new: refuses past the connection's limit of sessions. */
   admit(open: number): void;
   /**
-   * session/load or session/resume of a session another connection of this process has: a
-   * dropped connection's session within its grace period is taken over live (a resume by a
-   * client of the same capabilities and roots), or closed so the load starts it from its file
-   * (undefined); one that a live connection has is refused.
+   * session/load or session/resume of a session another connection of this process has (a
+   * dropped one's within its grace period, or a live one's: its running turn is cancelled) is
+   * taken over live (a resume by a client of the same capabilities and roots), or closed so the
+   * load starts it from its file (undefined).
    */
   takeOver(
     sessionId: string,
@@ -108,11 +108,15 @@ export class SessionKeeper {
       takeOver: async (sessionId, client, caps, replay, workspace) => {
         const from = [...this.connections].find((c) => c !== conn && c.sessions.has(sessionId));
         if (!from) return undefined;
-        if (!from.dropped)
-          throw RequestError.invalidRequest({ sessionId }, `Session ${sessionId} is open on another connection to this toolhost.`);
         const handle = from.sessions.get(sessionId)!;
         from.sessions.delete(sessionId);
         const session = await handle.ready;
+        // A connection still up (its client may have vanished without closing, pings not yet
+        // missed) loses the session to the client that asks for it with the token: its turn ends.
+        if (!from.dropped) {
+          await session.cancel();
+          this.options.log(`session ${sessionId} taken over from a connection still open`);
+        }
         const relay = this.relays.get(sessionId);
         // A load replays from the file; a client of other capabilities, or other roots, needs a session
         // built for them: each starts again from the file.

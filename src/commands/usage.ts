@@ -5,7 +5,7 @@ const SERVE_USAGE = `toolhost serve — the Agent Client Protocol over the netwo
 
 Usage:
   toolhost serve [--listen HOST:PORT | --socket PATH] [--allow-origin ORIGIN]...
-                 [--max-connections N] [--max-sessions N] [--grace SECONDS]
+                 [--max-connections N] [--max-sessions N] [--grace SECONDS] [--ping-interval SECONDS]
 
 Serves ACP on the endpoint /acp, over WebSocket and over Streamable HTTP (POST and SSE), as the
 ACP Remote Transports RFD describes. Each client gets its own sessions; one process serves them all.
@@ -20,6 +20,9 @@ ACP Remote Transports RFD describes. Each client gets its own sessions; one proc
   --grace SECONDS      how long a disconnected client's sessions wait for session/resume on a new
                        connection (default 60; 0: they close at once). Their running turns are
                        cancelled at the disconnect, and the commands those turns started killed.
+  --ping-interval S    WebSocket pings this often (default 30; 0: none); a client that has not
+                       answered one by the next is dropped. session/resume or session/load of a
+                       session from a new connection takes it over even while the old one is open.
 
 Every request needs "Authorization: Bearer <token>". The token is TOOLHOST_SERVE_TOKEN, or one made at
 start and printed once on stderr. On a loopback address the Host header must name loopback too (no

@@ -50,6 +50,14 @@ function connect(s: Started, kind: "ws" | "http", options: ConstructorParameters
   return c;
 }
 
+/** What the agent said to a remote client in a session. */
+const messageTextOf = (c: RemoteClient, sessionId: string) =>
+  c.updates
+    .filter((u) => u.sessionId === sessionId)
+    .map((u) => u.update)
+    .map((u) => (u.sessionUpdate === "agent_message_chunk" && u.content.type === "text" ? u.content.text : ""))
+    .join("");
+
 /** A prompt's text. */
 const text = (value: string): ContentBlock[] => [{ type: "text", text: value }];
 
@@ -97,13 +105,6 @@ describe("toolhost serve", () => {
         .join("");
       expect(said).toBe(`I read: ${word}`);
     }
-    // Another client cannot take a session that a live connection has.
-    const third = connect(s, "ws");
-    await third.initialize();
-    await expect(third.agent.request("session/resume", { sessionId: wsSession, cwd: t.ws, mcpServers: [] })).rejects.toMatchObject({
-      code: -32600,
-      message: expect.stringMatching(/open on another connection/),
-    });
   });
 
   it("refuses a missing or wrong token, a foreign Origin and a rebinding Host, before ACP starts", async () => {
@@ -234,6 +235,33 @@ describe("toolhost serve", () => {
       .join("");
     expect(said).toMatch(/I have seen 4 prompt\(s\): .*kumquat.*from elsewhere/);
     expect(s.server.stderr.join("").match(/session \S+ resumed on a new connection/g)).toHaveLength(2);
+  });
+
+  it("drops a WebSocket client that stops answering pings, and a new connection takes a session over at once, even from a live one", async () => {
+    const s = await serve(
+      (body) => ({ text: `prompt ${(body.messages ?? []).filter((m) => m.role === "user").length}` }),
+      ["--ping-interval", "2"],
+    );
+    const silent = connect(s, "ws");
+    await silent.initialize();
+    const sessionId = await silent.newSession(t.ws);
+    // Its process hangs: nothing it receives is read, no ping answered.
+    silent.socket!.pause();
+    await until(() => /did not answer a ping: dropped/.test(s.server.stderr.join("")));
+    await until(() => /kept 60s for session\/resume/.test(s.server.stderr.join("")));
+
+    const second = connect(s, "ws");
+    await second.initialize();
+    await second.agent.request("session/resume", { sessionId, cwd: t.ws, mcpServers: [] });
+    expect((await second.agent.request("session/prompt", { sessionId, prompt: text("one") })).stopReason).toBe("end_turn");
+    // A client that answers its pings stays; a third connection still takes the session from it.
+    const third = connect(s, "ws");
+    await third.initialize();
+    await third.agent.request("session/resume", { sessionId, cwd: t.ws, mcpServers: [] });
+    expect(s.server.stderr.join("")).toMatch(new RegExp(`session ${sessionId} taken over from a connection still open`));
+    expect((await third.agent.request("session/prompt", { sessionId, prompt: text("two") })).stopReason).toBe("end_turn");
+    expect(messageTextOf(third, sessionId)).toContain("prompt 2");
+    expect(s.server.stderr.join("").match(/did not answer a ping/g)).toHaveLength(1);
   });
 
   it("an HTTP client whose streams close and stay closed is gone too: its command is killed", async () => {

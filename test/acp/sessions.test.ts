@@ -223,6 +223,27 @@ describe("session/list, session/load, session/resume, session/delete", () => {
     expect(replayed).toEqual(before.filter((u) => u.sessionUpdate !== "user_message_chunk"));
   });
 
+  it("a load or a resume of a session file with a torn last line tells the editor the line was skipped", async () => {
+    const { h, sessionId } = await start();
+    await prompt(h, sessionId, "What does src/a.ts export?");
+    await h.agent.request("session/close", { sessionId });
+    const file = (await new SessionStore(t.home).read(sessionId))!.file;
+    await fsp.appendFile(file, '{"type":"agent_text","id":"0badf00d","text":"cut off he');
+    const skippedNotices = (h2: Harness) =>
+      h2
+        .updatesOf(sessionId, "agent_message_chunk")
+        .map((u) => (u.content.type === "text" ? u.content.text : ""))
+        .filter((text) => text.includes("skipped"));
+
+    const h2 = await restart();
+    await h2.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
+    expect(skippedNotices(h2)).toEqual([expect.stringContaining(`1 line of the session file ${file} could not be read`)]);
+    await h2.agent.request("session/close", { sessionId });
+
+    await h2.agent.request("session/resume", { sessionId, cwd: t.ws });
+    expect(skippedNotices(h2)).toHaveLength(2);
+  });
+
   it("resume restores the history without replaying it", async () => {
     const { h, sessionId } = await start();
     await h.agent.request("session/set_mode", { sessionId, modeId: "full" });

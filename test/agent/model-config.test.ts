@@ -1,5 +1,9 @@
 import * as fsp from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { createOpenAI } from "@ai-sdk/openai";
+import { generateText } from "ai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { modelOptionState, noModelHelp, parseModelId, resolveModel } from "../../src/agent/model/model-config.js";
 import { peekUserConfig } from "../../src/config/file.js";
@@ -173,6 +177,31 @@ describe("provider errors", () => {
     });
     expect(classifyProviderError(error(400, "bad request"))).toMatchObject({ retryable: false, status: 400 });
     expect(classifyProviderError(new Error("plain"))).toMatchObject({ retryable: false, message: "plain" });
+  });
+
+  it("says a model's answer that broke off mid-body was cut, not that a 200 failed", async () => {
+    // A real local server answers 200 and closes the socket half-way through the body.
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "400" });
+      res.write('{"id":"r1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assist');
+      setImmediate(() => res.socket?.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const model = createOpenAI({ apiKey: "sk", baseURL: `http://127.0.0.1:${port}/v1` }).chat("gpt-5");
+      const err: unknown = await generateText({ model, prompt: "hi", maxRetries: 0 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      const failure = classifyProviderError(err);
+      expect(failure).toMatchObject({ streamCut: true, retryable: true });
+      const text = providerErrorMessage(failure, { modelId: "openai/gpt-5", keyHint: "", attempts: 1 });
+      expect(text).toMatch(/^The model's stream for openai\/gpt-5 was cut: the connection closed mid-answer \(.+\)/);
+      expect(text).not.toMatch(/Failed to process successful response/);
+    } finally {
+      server.close();
+    }
   });
 
   it("tells the user what to do", () => {

@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -92,6 +92,30 @@ describe("atomic writes on disk", () => {
     expect(await fsp.readFile(path.join(root, "new/nested/file.txt"), "utf8")).toBe("created");
     const leftovers = (await fsp.readdir(root, { recursive: true })).filter((f) => String(f).endsWith(".tmp"));
     expect(leftovers).toEqual([]);
+  });
+
+  it("removes temp files a killed writer left in a folder it writes into, and nothing else", async () => {
+    const { root, ctx } = await setup();
+    const dead = spawnSync(process.execPath, ["-e", "0"]).pid!;
+    const dir = path.join(root, "dir");
+    const old = new Date(Date.now() - 5 * 60_000);
+    const plant = async (name: string, mtime = old) => {
+      await fsp.writeFile(path.join(dir, name), "half");
+      await fsp.utimes(path.join(dir, name), mtime, mtime);
+    };
+    const deadTemp = `.b.txt.toolhost-${dead}-0123456789ab.tmp`;
+    const liveTemp = `.b.txt.toolhost-${process.pid}-0123456789ab.tmp`;
+    const freshDeadTemp = `.c.txt.toolhost-${dead}-ba9876543210.tmp`;
+    const userFiles = [`.notes.toolhost-${dead}-draft.tmp`, `notes.toolhost-${dead}-0123456789ab.tmp`, `.b.txt.0123456789ab.tmp`];
+    await plant(deadTemp);
+    await plant(liveTemp);
+    await plant(freshDeadTemp, new Date());
+    for (const name of userFiles) await plant(name);
+    await ctx.fs.writeFile("dir/new.txt", "written");
+    const left = await fsp.readdir(dir);
+    expect(left).not.toContain(deadTemp);
+    expect(left).toEqual(expect.arrayContaining([liveTemp, freshDeadTemp, ...userFiles, "new.txt", "b.txt"]));
+    expect(left.filter((f) => f.includes("new.txt"))).toEqual(["new.txt"]);
   });
 
   it("replaces the file with a new inode; a reader holding the old file still reads it whole", async () => {

@@ -19,10 +19,22 @@ export interface ProviderFailure {
   retryAfterMs?: number;
   message: string;
   url?: string;
+  /** The connection closed after the provider had answered (a 2xx whose body never finished). */
+  streamCut?: boolean;
 }
 
 function shape(err: unknown): ErrorShape {
   return typeof err === "object" && err !== null ? (err as ErrorShape) : {};
+}
+
+/** The messages of an error's cause chain ("terminated: other side closed"), for what cut a stream. */
+function causeChain(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = shape(e).cause, depth++) {
+    const m = shape(e).message;
+    if (typeof m === "string" && m && !parts.includes(m)) parts.push(m);
+  }
+  return parts.join(": ");
 }
 
 function retryAfter(headers: unknown): number | undefined {
@@ -44,6 +56,18 @@ export function classifyProviderError(err: unknown): ProviderFailure {
   const status = typeof e.statusCode === "number" ? e.statusCode : undefined;
   const retryable = e.isRetryable === true || status === 429 || (status !== undefined && status >= 500);
   const message = typeof e.message === "string" ? e.message : String(err);
+  // The AI SDK reports a body that broke off after a 200 as "Failed to process successful response":
+  // the answer had started, so what happened is that the connection was cut.
+  if (status !== undefined && status >= 200 && status < 300) {
+    const cause = causeChain(e.cause) || message;
+    return {
+      status,
+      retryable: true,
+      streamCut: true,
+      message: `the connection closed mid-answer (${cause})`,
+      url: typeof e.url === "string" ? e.url : undefined,
+    };
+  }
   return {
     status,
     retryable,
@@ -65,6 +89,8 @@ export function providerErrorMessage(failure: ProviderFailure, ctx: ErrorContext
   const detail = failure.message.trim().replace(/\s+$/, "");
   const tries = ctx.attempts > 1 ? ` (tried ${ctx.attempts} times)` : "";
   switch (true) {
+    case failure.streamCut === true:
+      return `The model's stream for ${ctx.modelId} was cut${tries}: ${detail}\nSend the prompt again to retry.`;
     case failure.status === 401 || failure.status === 403:
       return `The model provider refused the request for ${ctx.modelId} (${failure.status}): ${detail}\nCheck the key: ${ctx.keyHint}, or run \`toolhost login\` to store another (a key set in the environment wins over it).`;
     case failure.status === 404:

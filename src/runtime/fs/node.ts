@@ -5,6 +5,7 @@ import path from "node:path";
 import type { DirEntry, EntryType } from "../../tool/context.js";
 import { RipgrepSearch } from "../search/ripgrep.js";
 import { withFileLock } from "./file-lock.js";
+import { removeStaleTemps, tempNameFor } from "./stale-temps.js";
 import { readOnlyError, type BackendStat, type FsBackend, type SearchBackend } from "./backend.js";
 
 function entryType(s: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryType {
@@ -18,6 +19,8 @@ function entryType(s: { isFile(): boolean; isDirectory(): boolean; isSymbolicLin
 export class NodeFs implements FsBackend {
   readonly kind = "node";
   readonly search: SearchBackend = new RipgrepSearch();
+  /** Folders already swept of temp files left by killed writes: once per folder per process. */
+  private readonly sweptFolders = new Set<string>();
 
   async stat(abs: string): Promise<BackendStat | null> {
     try {
@@ -94,7 +97,13 @@ export class NodeFs implements FsBackend {
     // Always a new inode, hard links included: a file with nlink > 1 shares its inode with paths
     // elsewhere (pnpm's store, or a file outside the workspace linked in by someone else), and
     // writing in place would change those too. The rename replaces this link only.
-    const temp = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString("hex")}.tmp`);
+    // The writer's pid in the name lets a later write into this folder remove what a killed one left.
+    const temp = tempNameFor(target, randomBytes(6).toString("hex"));
+    const folder = path.dirname(target);
+    if (!this.sweptFolders.has(folder)) {
+      this.sweptFolders.add(folder);
+      await removeStaleTemps(folder);
+    }
     try {
       const handle = await fsp.open(temp, "wx", mode ?? options.newFileMode ?? 0o666);
       try {
