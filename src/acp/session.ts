@@ -152,6 +152,12 @@ export class AcpSession implements SessionFrontEnd {
     });
   }
 
+  /** `/mode` or `/model`: the editor is told as after session/set_mode or set_config_option. */
+  async settingsChanged(): Promise<void> {
+    await this.update({ sessionUpdate: "current_mode_update", currentModeId: this.agent.mode });
+    await this.update({ sessionUpdate: "config_option_update", configOptions: this.configOptions() });
+  }
+
   /** Switches the profile: rebuilds the tools and tells the user what changed. */
   async setProfile(name: string): Promise<string | null> {
     if (!this.profiles.includes(name)) return `Unknown profile ${name}; profiles: ${this.profiles.join(", ")}`;

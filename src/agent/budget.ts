@@ -30,7 +30,7 @@ export interface BudgetHost {
 }
 
 /** Dollars for a message: cents, or four places below a cent. */
-function usd(amount: number): string {
+export function usd(amount: number): string {
   return `$${amount >= 0.01 || amount === 0 ? amount.toFixed(2) : amount.toFixed(4)}`;
 }
 

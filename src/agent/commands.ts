@@ -5,17 +5,27 @@ import type { PromptInput, SessionFrontEnd } from "./front-end.js";
 import type { History } from "./turn/history.js";
 import { turnModel } from "./model/model-config.js";
 import type { SessionMcp } from "./session-mcp.js";
+import { clearCommand, costCommand, modeCommand, modelCommand, type SettingHost } from "./setting-commands.js";
 import { rulesNote } from "./session-policy.js";
 import type { SessionTools, TrustAnswer } from "./session-tools.js";
 import type { CompactionEvent, TurnStopReason } from "./turn/turn-types.js";
 
-// The slash grammar and its meaning, shared by every front end: `/tool args`, `/help`, `/tools`, `/reload`.
+// The slash grammar and its meaning, shared by every front end: `/tool args`, `/help`, `/tools`, `/reload`;
+// `/model`, `/mode`, `/cost`, `/clear` are agent/setting-commands.ts's.
 
 /** The commands that are not tools, with what they do. */
 export const BUILTIN_COMMANDS: readonly { name: string; description: string; hint?: string }[] = [
   { name: "tools", description: "List the tools of this session with their kinds" },
   { name: "reload", description: "Re-scan the tool folders and re-import extension tools" },
-  { name: "help", description: "How slash commands run tools directly" },
+  { name: "help", description: "Every slash command, and how they run tools directly" },
+  { name: "model", description: "Show the model and the choices; `/model ID` picks one", hint: "nothing, or provider/model" },
+  {
+    name: "mode",
+    description: "Show the mode and the modes; `/mode ID` switches",
+    hint: "nothing, or read-only / ask / accept-edits / full",
+  },
+  { name: "cost", description: "What this session has spent: cost, tokens, requests, tool calls" },
+  { name: "clear", description: "Start a new conversation in this session (the clear hooks run)" },
   { name: "compact", description: "Summarize the conversation so far to free the model's context" },
   { name: "processes", description: "List this session's background processes (the process tool's)" },
   {
@@ -71,6 +81,10 @@ export type SlashCommand =
   | { type: "reload" }
   | { type: "compact" }
   | { type: "processes" }
+  | { type: "model"; arg: string }
+  | { type: "mode"; arg: string }
+  | { type: "cost" }
+  | { type: "clear" }
   | { type: "skill"; name: string; args: string }
   | { type: "invalid"; message: string };
 
@@ -90,6 +104,8 @@ export function parseSlash(text: string, registry: ToolRegistry, skills: readonl
   if (name === "reload") return { type: "reload" };
   if (name === "compact") return { type: "compact" };
   if (name === "processes") return { type: "processes" };
+  if (name === "model" || name === "mode") return { type: name, arg: rest };
+  if (name === "cost" || name === "clear") return { type: name };
   if (CONTROL.has(name))
     return { type: "invalid", message: `/${name} needs a recorded session, and this one is not recorded (TOOLHOST_SESSIONS=off).` };
   const tool = registry.get(name);
@@ -128,10 +144,15 @@ export function helpText(registry: ToolRegistry): string {
     '- `/<tool> {json}` — any tool with a JSON object of arguments, e.g. `/edit {"path":"a.ts","old_string":"x","new_string":"y"}`',
     "- `/read src/a.ts:10-40`, `/grep TODO`, `/glob **/*.ts`, `/bash ls -la` — plain-text shorthands",
     "- `/tools` — the tools of this session; `/reload` — re-scan and re-import tool files; `/help` — this text",
+    "- `/model [ID]`, `/mode [ID]` — show or change the model, the mode; `/cost` — what the session spent; `/clear` — a new conversation",
     "- `/processes` — the session's background processes (`/process start <command line>` starts one)",
     "- `/trust` — load this project's own tools for this session (`/trust always`: in every session)",
     "- `/rewind` — the prompts so far; `/rewind N` puts back the files and/or the conversation as they were before prompt N; `/undo` — the files of the last prompt that changed files; `/fork` — a new session from here; `/label NAME` — name this point",
     "- `/<skill> [text]` — a model turn with an Agent Skill loaded (`toolhost skills` lists them)",
+    "",
+    "",
+    "Commands:",
+    ...BUILTIN_COMMANDS.map((c) => `- \`/${c.name}\` — ${c.description}`),
     "",
     `Tools: ${registry.ids().join(", ")}`,
   ].join("\n");
@@ -160,6 +181,8 @@ export interface SlashHost {
   modelTurn(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason>;
   /** A compaction as the front end sees it. */
   compacted(event: CompactionEvent): Promise<void>;
+  /** `/model`, `/mode`, `/cost`, `/clear` (agent/setting-commands.ts). */
+  settings: SettingHost;
 }
 
 /** A session's slash commands: `/trust`, MCP prompts, built-in commands, skills and tools. */
@@ -290,6 +313,18 @@ export class SlashCommands {
         break;
       case "compact":
         await this.compactNow(signal);
+        break;
+      case "model":
+        await modelCommand(this.host.settings, slash.arg);
+        break;
+      case "mode":
+        await modeCommand(this.host.settings, slash.arg);
+        break;
+      case "cost":
+        await costCommand(this.host.settings);
+        break;
+      case "clear":
+        await clearCommand(this.host.settings, signal);
         break;
       case "processes":
         // The process tool's list, reported like any call (it reads, so no mode asks).

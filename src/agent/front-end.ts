@@ -22,6 +22,8 @@ export interface SessionFrontEnd extends TurnObserver {
    * it as a login to ask for (ACP: the prompt's `auth_required` error) instead of saying `text`.
    */
   loginRequired?(text: string): boolean;
+  /** The mode or the model changed by a slash command (`/mode`, `/model`). */
+  settingsChanged?(): void | Promise<void>;
   /** The slash commands changed (a reload, a profile, trusted project tools). */
   commandsChanged?(): void | Promise<void>;
   /**
@@ -160,6 +162,7 @@ export function recordedFrontEnd(frontEnd: SessionFrontEnd, recorder: SessionRec
     compaction: frontEnd.compaction?.bind(frontEnd),
     loginRequired: frontEnd.loginRequired?.bind(frontEnd),
     commandsChanged: frontEnd.commandsChanged?.bind(frontEnd),
+    settingsChanged: frontEnd.settingsChanged?.bind(frontEnd),
     titleChanged: frontEnd.titleChanged?.bind(frontEnd),
     ownTurn: frontEnd.ownTurn?.bind(frontEnd),
     approve: frontEnd.approve?.bind(frontEnd),

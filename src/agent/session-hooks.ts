@@ -26,6 +26,8 @@ export interface SessionHooksHost {
 
 export class SessionHooks implements CallHooks {
   private started = false;
+  /** What the `clear` session_start hooks said, for the next model prompt. */
+  private clearContext: string | undefined;
   private readonly compactions = new Set<string>();
   /** A tool_call or tool_result hook's `"continue": false`, until the turn's loop takes it. */
   private halt: string | undefined;
@@ -75,7 +77,9 @@ export class SessionHooks implements CallHooks {
    * request and so stays cached).
    */
   async start(history: History, signal: AbortSignal): Promise<string | undefined> {
-    if (this.started || this.subagent) return undefined;
+    const cleared = this.clearContext;
+    this.clearContext = undefined;
+    if (this.started || this.subagent) return cleared;
     this.started = true;
     const outcome = await this.run("session_start", { source: history.messages.length ? "resume" : "startup" }, signal);
     return outcome?.addContext?.join("\n\n") || undefined;
@@ -101,6 +105,16 @@ export class SessionHooks implements CallHooks {
     if (event.status !== "in_progress" || this.compactions.has(event.id)) return;
     this.compactions.add(event.id);
     await this.run("compact", { trigger });
+  }
+
+  /** `/clear` (as Claude Code's): the history emptied, session_end with reason `clear`, then session_start with source `clear`; its context goes with the next prompt. */
+  async cleared(signal: AbortSignal, history: History): Promise<void> {
+    history.replace([]);
+    if (this.subagent) return;
+    this.started = true;
+    await this.run("session_end", { reason: "clear" }, signal);
+    const outcome = await this.run("session_start", { source: "clear" }, signal);
+    this.clearContext = outcome?.addContext?.join("\n\n") || undefined;
   }
 
   /** The session ends (closed). */

@@ -183,6 +183,7 @@ export class AgentSession {
       callTool: (toolId, args, signal) => this.callTool(toolId, args, signal),
       modelTurn: (input, signal) => this.modelTurn(input, signal),
       compacted: (event) => this.compacted(event, "manual"),
+      settings: { session: this, frontEnd },
     });
     const depth = options.parent?.depth ?? 0;
     const subagents: SubagentHost = {
@@ -279,6 +280,13 @@ export class AgentSession {
     this.recorder?.setting("profile", this.tools.toolset.profile.name);
     await this.frontEnd.commandsChanged?.();
     return change;
+  }
+
+  /** `/clear`: a new conversation in this session (agent/setting-commands.ts); id, settings, meter and rules stay. */
+  async clearConversation(signal: AbortSignal): Promise<void> {
+    [this.lastUsage, this.interruptedNote] = [undefined, undefined];
+    this.recorder?.restart({ mode: this.ownMode, model: this.modelId ?? NO_MODEL, thought_level: this.ownThoughtLevel });
+    await this.hooks.cleared(signal, this.history);
   }
 
   nextCallId(): string {

@@ -105,6 +105,16 @@ export class SessionRecorder {
     return id;
   }
 
+  /**
+   * `/clear`: the path starts again at a root `branch` entry (the conversation before it stays in
+   * the file, off the path), with the session's settings again so a load keeps them.
+   */
+  restart(settings: Record<"mode" | "model" | "thought_level", string>): void {
+    if (!this.leaf) return;
+    this.append({ type: "branch", fromId: this.leaf, summary: "cleared by /clear" }, null);
+    for (const [name, value] of Object.entries(settings)) this.setting(name as keyof typeof settings, value);
+  }
+
   /** The session's file with everything so far written (a hook's `transcript_path`); undefined while nothing is (no prompt yet). */
   transcript(): string | undefined {
     this.flush();
