@@ -1,5 +1,6 @@
+import { lstatSync } from "node:fs";
 import path from "node:path";
-import { mergeLogin, readCredentials, type CredentialsRead } from "./credentials.js";
+import { credentialsPath, mergeLogin, readCredentials, type CredentialsRead } from "./credentials.js";
 import { toolhostHome } from "./paths.js";
 import { readConfigTextSync, userRoots } from "./safe-read.js";
 
@@ -25,6 +26,24 @@ export interface ConfigFile {
  */
 export function readConfigFile(home = toolhostHome()): ConfigFile {
   const file = path.join(home, "config.json");
+  // The same files, unchanged (inode, size, times), read a moment ago: that reading, not another
+  // (a command checks the profile before its session reads the config for the rest).
+  const key = [file, credentialsPath(home)].map(statKey).join("|");
+  if (lastRead?.key === key) return lastRead.config;
+  const config = readConfigFileNow(home, file);
+  lastRead = { key, config };
+  return config;
+}
+
+let lastRead: { key: string; config: ConfigFile } | undefined;
+
+/** A file's identity and version as stat sees it ("-" when it is not there). */
+function statKey(file: string): string {
+  const st = lstatSync(file, { throwIfNoEntry: false, bigint: true });
+  return st ? `${file}:${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : `${file}:-`;
+}
+
+function readConfigFileNow(home: string, file: string): ConfigFile {
   const login = readCredentials(home);
   // A regular file of the user's own only (config/safe-read.ts); a refused one is reported.
   const { text, error } = readConfigTextSync(file, [home, ...userRoots()]);
