@@ -1,3 +1,4 @@
+import { processAlive } from "../process-alive.js";
 import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -17,19 +18,9 @@ const STALE_MS = 10 * 60_000;
 const WAIT_MS = 120_000;
 let counter = 0;
 
-function alive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** Whether a lock file named `<kind>-<pid>-…` (pid also for pack.lock's content) is stale. */
 async function stale(file: string, pid: number): Promise<boolean> {
-  if (!alive(pid)) return true;
+  if (!processAlive(pid)) return true;
   const info = await stat(file).catch(() => undefined);
   return !info || Date.now() - info.mtimeMs > STALE_MS;
 }

@@ -1,3 +1,4 @@
+import { processAlive } from "../process-alive.js";
 import { randomBytes } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import { hostname } from "node:os";
@@ -40,15 +41,6 @@ export async function lockPathFor(abs: string): Promise<string> {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 async function readBody(lock: string): Promise<{ body: LockBody | null; mtimeMs: number } | null> {
   try {
     const [text, stat] = await Promise.all([fsp.readFile(lock, "utf8"), fsp.stat(lock)]);
@@ -68,7 +60,7 @@ function isStale(found: { body: LockBody | null; mtimeMs: number }, now: number)
   if (now - found.mtimeMs > MAX_HOLD_MS) return true;
   const { body } = found;
   if (!body || typeof body.pid !== "number") return now - found.mtimeMs > 5000;
-  return body.host === hostname() && !alive(body.pid);
+  return body.host === hostname() && !processAlive(body.pid);
 }
 
 /** Takes a stale lock away: renamed aside first, so of two processes that both saw it stale, one removes it. */

@@ -1,3 +1,4 @@
+import { processAlive } from "../process-alive.js";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 
@@ -9,17 +10,6 @@ const STALE_AFTER_MS = 60_000;
 
 export function tempNameFor(target: string, hex: string): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.toolhost-${process.pid}-${hex}.tmp`);
-}
-
-function processIsGone(pid: number): boolean {
-  if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else.
-    return (err as NodeJS.ErrnoException).code === "ESRCH";
-  }
 }
 
 /**
@@ -37,7 +27,7 @@ export async function removeStaleTemps(dir: string, now = Date.now()): Promise<s
   }
   for (const name of names) {
     const match = TEMP_NAME.exec(name);
-    if (!match || !processIsGone(Number(match[1]))) continue;
+    if (!match || processAlive(Number(match[1]))) continue;
     const abs = path.join(dir, name);
     try {
       const s = await fsp.lstat(abs);

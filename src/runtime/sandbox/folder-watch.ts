@@ -1,3 +1,4 @@
+import { processAlive } from "../process-alive.js";
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, watch, writeFileSync, type FSWatcher } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -34,16 +35,6 @@ import path from "node:path";
 const FENCE_MS = 2000;
 const FENCE_PREFIX = "toolhost-fence-";
 
-/** Whether process `pid` is gone (a signal 0 finds no such process). */
-function gone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "ESRCH";
-  }
-}
-
 /** Fence folders of this user's toolhosts that ended without closing them (SIGKILL): their pid is in the name. */
 function sweepFences(): void {
   const tmp = os.tmpdir();
@@ -57,7 +48,7 @@ function sweepFences(): void {
     const pid = Number(/^toolhost-fence-(\d+)-/.exec(name)?.[1]);
     const dir = path.join(tmp, name);
     const stat = lstatSync(dir, { throwIfNoEntry: false });
-    if (!pid || !stat?.isDirectory() || stat.uid !== process.getuid?.() || !gone(pid)) continue;
+    if (!pid || !stat?.isDirectory() || stat.uid !== process.getuid?.() || processAlive(pid)) continue;
     rmSync(dir, { recursive: true, force: true });
   }
 }
