@@ -5,7 +5,7 @@ import * as nodeModule from "node:module";
 import { parseArgs } from "node:util";
 import { guardHostPath } from "./config/host-path.js";
 import type { Workspace } from "./config/workspace.js";
-import { subcommandsOf, usageOf } from "./commands/usage.js";
+import { subcommandsOf, usageOf, USAGE } from "./commands/usage.js";
 
 // Node 22.1+ keeps V8's compiled code of the bundle's chunks on disk between runs; Node 20 has no
 // such API (nothing happens there). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
@@ -14,68 +14,6 @@ import { subcommandsOf, usageOf } from "./commands/usage.js";
 // Past a file-size limit (ulimit -f) the kernel's default for SIGXFSZ kills the process (rc 153):
 // caught, the write fails with EFBIG instead, and the session file's writer stops as on a full disk.
 process.on("SIGXFSZ", () => {});
-
-const USAGE = `toolhost — an ACP agent and tool-plugin host
-
-Usage:
-  toolhost                                       serve the Agent Client Protocol on stdin/stdout
-  toolhost serve [--listen HOST:PORT | --socket PATH]
-                                                 serve it over the network: WebSocket and HTTP on /acp (serve --help)
-  toolhost connect URL                           stdin/stdout to a toolhost serve at URL (ws://…/acp, http://…/acp),
-                                                 with TOOLHOST_SERVE_TOKEN: for an editor that starts agents as commands
-  toolhost tools [--json] [--cwd DIR]            list a session's tools, where each came from, load problems
-  toolhost call <tool> '<json args>' [--cwd DIR] [--mode MODE] [--allow-home]
-                                                 run one tool call through the session's policy, print its envelope
-  toolhost skills [--json] [--cwd DIR]           list a session's skills, where each came from, shadowing, problems
-  toolhost agents [--json] [--cwd DIR]           list the agents task may run, where each came from, bad files (exit 1)
-  toolhost policy explain <tool> '<json args>' [--cwd DIR] [--mode MODE] [--json]
-                                                 what the policy decides about one call, and which rule wins
-  toolhost policy list [--cwd DIR] [--json]      the permission rules in force, with their sources
-  toolhost run "<prompt>" [--cwd DIR] [--model ID] [--mode MODE] [--json] [--continue | --resume ID]
-              [--max-turns N] [--max-tool-calls N] [--max-cost-usd X] [--max-tokens N]
-                                                 one model turn without an editor (prompt "-": read stdin)
-  toolhost trust [DIR] [--revoke]                let a project's .toolhost/tools/ load (they run code)
-  toolhost mcp list [--cwd DIR] [--json]         the MCP servers a session starts, their status, tools, errors
-  toolhost hooks list [--cwd DIR] [--json]       the hooks a session runs, in order: event, matcher, source file
-  toolhost sessions [list] [--cwd DIR] [--limit N] [--json]
-                                                 saved sessions, newest first
-  toolhost sessions show|delete ID [--json]      one saved session's summary; delete it
-  toolhost sessions export ID [--format md|jsonl]
-                                                 a readable transcript (md, default) or the raw file
-  toolhost sessions tree ID [--json]             its prompts (numbered), labels and the branches rewinds left
-  toolhost sessions rewind ID --to N|MESSAGE_ID [--files|--conversation] [--dry-run] [--force]
-                                                 put back the files and the conversation (default: both)
-                                                 as they were before prompt N
-  toolhost sessions fork ID [--at N]             a new session from this one (at the end of prompt N's turn)
-  toolhost doctor [--cwd DIR]                    config, profile and extension problems (exit 1 if any)
-  toolhost login                                 choose a model provider, its key or URL, and a model (asks in the terminal);
-                                                 stored in ~/.toolhost/credentials.json (0600) for every session after
-  toolhost login --status                        the stored login, what the environment sets (it wins), whether a model is ready
-  toolhost logout                                remove the stored login
-  toolhost install <npm-spec | path | tarball> [--project] [--cwd DIR]
-                                                 install a tool package (its install scripts never run) into
-                                                 ~/.toolhost/packages, or the project's .toolhost/packages
-  toolhost uninstall NAME [--project] [--cwd DIR]
-  toolhost packages [list] [--json] [--cwd DIR]  the user's and the project's tool packages, what they add, problems
-  toolhost packages enable|disable NAME[/ITEM] [--project] [--cwd DIR]
-                                                 switch a package, or one of its tools, skills or agents, on or off
-  toolhost --version | --help
-
-tools, skills, hooks, call, run and doctor take --profile NAME (default: TOOLHOST_PROFILE, the config's, or "default").
-call, run and policy refuse / and the system folders as the workspace, and the home folder itself
-unless --allow-home (then every change and command needs approval, so headless they are refused).
-call runs in mode full (typing the command approves that one call) unless --mode says read-only,
-ask or accept-edits; what the policy denies stays denied, and a call that needs approval is refused.
-Exit codes of call: 0 output envelope, 1 error envelope, 2 bad usage.
-run streams the model's text on stdout and one line per tool call on stderr (--json: one JSON
-event per line on stdout). It runs in mode ask unless --mode says otherwise; nobody can approve
-a call, so one that needs approval is refused. A slash command works too: run "/grep TODO".
---continue (-c) goes on with the workspace's newest saved session, --resume (-r) ID with that one
-(an id or at least 8 characters of it).
-The --max-* flags cap the run (model requests, tool calls, cost in USD, tokens) over the config's
-budget; at a cap the turn stops with max_turn_requests.
-Exit codes of run: 0 the turn ended normally, 1 it did not (no model, a provider error, max tokens,
-a budget's cap, a refusal, a failed slash command), 2 bad usage, 130 interrupted.`;
 
 /** A line of a command's report, and of its error. */
 const say = (text: string) => process.stdout.write(`${text}\n`); // stdout-ok: the command's report
@@ -86,8 +24,8 @@ let subcommand: string | undefined;
 
 /** A usage error: one line, then the subcommand's usage (not the whole help); exit 2. */
 function fail(message: string): never {
-  const usage = subcommand === undefined ? undefined : usageOf(USAGE, subcommand);
-  const tail = usage ?? `commands: ${subcommandsOf(USAGE).join(", ")} (toolhost --help)`;
+  const usage = subcommand === undefined ? undefined : usageOf(subcommand);
+  const tail = usage ?? `commands: ${subcommandsOf().join(", ")} (toolhost --help)`;
   process.stderr.write(`toolhost${subcommand === undefined ? "" : ` ${subcommand}`}: ${message}\n\n${tail}\n`);
   process.exit(2);
 }
@@ -281,12 +219,12 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   const helpOf = helpRequest(argv);
   if (helpOf !== undefined) {
-    const usage = usageOf(USAGE, helpOf);
+    const usage = usageOf(helpOf);
     if (usage === undefined) fail(`unknown command ${JSON.stringify(helpOf)}`);
     process.stdout.write(`${usage}\n`); // stdout-ok
     return 0;
   }
-  if (command !== undefined && subcommandsOf(USAGE).includes(command)) subcommand = command;
+  if (command !== undefined && subcommandsOf().includes(command)) subcommand = command;
   switch (command) {
     case "tools": {
       const { values } = parse(rest, { json: { type: "boolean" }, ...SESSION_OPTIONS });

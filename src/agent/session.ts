@@ -8,8 +8,6 @@ import type { Workspace } from "../config/workspace.js";
 import type { ToolRegistry } from "../host/registry.js";
 import { RuntimeSession } from "../runtime/session.js";
 import type { SessionSandbox } from "../runtime/sandbox/session-sandbox.js";
-import { sandboxedSpawn } from "../runtime/sandbox/sandboxed-spawn.js";
-import type { SpawnRequest } from "../runtime/shell/scoped.js";
 import { stricterMode } from "./agents.js";
 import { headlessFrontEnd, recordedFrontEnd, turnObserver, type PromptInput, type SessionFrontEnd } from "./front-end.js";
 import { MAX_SUBAGENT_DEPTH, SessionSubagents, type ChildSession, type ChildSpec, type SubagentHost } from "./subagents.js";
@@ -23,9 +21,10 @@ import type { RestoredState } from "./record/session-restore.js";
 import { NO_MODEL, sessionModelId } from "./model/model-config.js";
 import { askModel } from "./session-model-turn.js";
 import type { SessionTools } from "./session-tools.js";
-import { SessionMcp } from "./session-mcp.js";
+import type { SessionMcp } from "./session-mcp.js";
+import { projectCodeServices } from "./session-project-code.js";
 import { SessionPolicy } from "./session-policy.js";
-import { SessionHooks } from "./session-hooks.js";
+import type { SessionHooks } from "./session-hooks.js";
 import type { AgentSessionOptions } from "./session-options.js";
 import { SessionServices } from "./session-services.js";
 import { sessionLsp } from "./session-lsp.js";
@@ -138,34 +137,16 @@ export class AgentSession {
     const { tools, runtime, recorder } = this;
     const [config, unrecorded] = [tools.toolset.configFile, options.frontEnd];
     const moved = (state: RestoredState) => ((this.lastUsage = undefined), this.restore(state));
-    if (recorder && !parent) {
-      const changes = this.sandbox?.changes;
-      this.record = new SessionRecord({
-        id: this.id,
-        workspace,
-        recorder,
-        config,
-        frontEnd,
-        unrecorded,
-        moved,
-        meter: this.meter,
-        changes,
-      });
-    }
+    const recordHost = { id: this.id, workspace, config, frontEnd, unrecorded, moved, meter: this.meter, changes: this.sandbox?.changes };
+    if (recorder && !parent) this.record = new SessionRecord({ ...recordHost, recorder });
     const { cwd } = workspace;
-    // A project's hooks and stdio MCP servers are workspace code: they run inside the sandbox, or not at all.
-    const own = this.sandbox;
-    const sandbox = (toolId: string, hosts?: readonly string[]) => (request: SpawnRequest) =>
-      sandboxedSpawn(runtime, request, { toolId, hosts }, own && (() => own.state()));
-    const agentId = options.parent?.agentId;
-    const hooks = (this.hooks = new SessionHooks({ tools, session: this, cwd, frontEnd, agentId, sandbox: sandbox("hook") }));
-    this.mcp = new SessionMcp({
-      cwd,
-      tools,
-      say: (text) => frontEnd.say(text),
-      commandsChanged: () => frontEnd.commandsChanged?.(),
-      sandbox: (request, spec) => sandbox(`mcp-${spec.name}`, spec.allowedHosts ?? [])(request),
+    const { hooks, mcp } = projectCodeServices({
+      runtime,
+      sandbox: this.sandbox,
+      hooks: { tools, session: this, cwd, frontEnd, agentId: options.parent?.agentId },
+      mcp: { cwd, tools, say: (text) => frontEnd.say(text), commandsChanged: () => frontEnd.commandsChanged?.() },
     });
+    [this.hooks, this.mcp] = [hooks, mcp];
     const lsp = (this.lsp = parent ? parent.lsp : sessionLsp(tools, runtime, this.sandbox));
     const services = (this.sessionServices = new SessionServices(
       { tools, runtime, frontEnd, policy, recorder, hooks, lsp, subagents: () => this.subagents, beforeChange: () => this.beforeChange() },
