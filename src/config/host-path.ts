@@ -1,3 +1,4 @@
+import { isInside } from "../tool/paths.js";
 import { realpathSync } from "node:fs";
 import path from "node:path";
 
@@ -31,14 +32,12 @@ const real = (p: string): string => {
   }
 };
 
-const inside = (p: string, root: string): boolean => p === root || p.startsWith(root.endsWith("/") ? root : `${root}/`);
-
 /** Whether a PATH entry may be searched for what toolhost runs outside the sandbox. */
 function safeEntry(entry: string): boolean {
   if (!entry || !path.isAbsolute(entry)) return false;
   const lexical = path.resolve(entry);
   const resolved = real(entry);
-  for (const root of roots) if (inside(lexical, root) || inside(resolved, root)) return false;
+  for (const root of roots) if (isInside(lexical, root) || isInside(resolved, root)) return false;
   return true;
 }
 

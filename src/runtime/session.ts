@@ -100,8 +100,9 @@ export class RuntimeSession implements SessionState {
     // On disk a root may sit behind a symlink (/tmp → /private/tmp): allow both spellings (a
     // Workspace resolved them already).
     const onDisk = this.fs.kind === "node";
-    // Nothing toolhost runs outside the sandbox is looked up in these roots from now on (config/host-path.ts).
-    if (onDisk) guardHostPath(this.roots);
+    // Nothing toolhost runs outside the sandbox is looked up in these roots from now on (config/host-path.ts;
+    // a Workspace was guarded when it was resolved).
+    if (onDisk && typeof given === "string") guardHostPath(this.roots);
     const withReal = (dirs: string[]) => [...new Set(dirs.flatMap((d) => (onDisk ? [d, realOrSame(d)] : [d])))];
     const workspaceRoots =
       typeof given === "string"

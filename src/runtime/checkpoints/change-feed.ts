@@ -92,7 +92,7 @@ export class FsMonitor {
     return {
       unchanged,
       git: {
-        hook: `sh ${shellQuote(path.join(this.ownDir, "fsmonitor-hook.sh"))}`,
+        hook: `/bin/sh ${shellQuote(path.join(this.ownDir, "fsmonitor-hook.sh"))}`,
         env: {
           TH_FSMONITOR_TOKEN: token,
           TH_FSMONITOR_SINCE: known && !unchanged ? since : "",

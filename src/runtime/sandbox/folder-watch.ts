@@ -1,3 +1,4 @@
+import { isInside } from "../../tool/paths.js";
 import { processAlive } from "../process-alive.js";
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, watch, writeFileSync, type FSWatcher } from "node:fs";
 import os from "node:os";
@@ -198,7 +199,7 @@ export class FolderWatch {
   private fed(p: string, event: string, name: string | Buffer | null, current: boolean): void {
     const entry = typeof name === "string" ? name : undefined;
     for (const [root, feed] of this.feeds) {
-      if (p !== root && !p.startsWith(`${root}/`)) continue;
+      if (!isInside(p, root)) continue;
       // A dropped watch's folder may be anywhere now: its event's path says nothing. A name that is
       // not UTF-8 comes decoded with U+FFFD: its folder is named instead.
       if (!current || entry === undefined) feed.lost = true;
@@ -227,7 +228,7 @@ export class FolderWatch {
       // A file now: git's `update-index --replace` drops what the index held below it, if a folder.
       if (!lstatSync(p, { throwIfNoEntry: false })?.isFile()) paths.add(`${p}/`);
     }
-    for (const p of this.unwatched) if (p === root || p.startsWith(`${root}/`)) paths.add(`${p}/`);
+    for (const p of this.unwatched) if (isInside(p, root)) paths.add(`${p}/`);
     const out = [...paths];
     // git looks each folder up against every index entry: past a few hundred, its whole look is cheaper.
     return out.filter((p) => p.endsWith("/")).length > FEED_MAX_FOLDERS ? undefined : out;

@@ -1,3 +1,4 @@
+import { isInside } from "../../tool/paths.js";
 import { parentPort } from "node:worker_threads";
 import { FolderWatch } from "./folder-watch.js";
 import { NestedGitMap, type Plant } from "./nested-git.js";
@@ -47,7 +48,7 @@ async function answer(request: MapRequest): Promise<MapReply | undefined> {
       map.refresh([request.root], lastSkip);
       const paths = watch.feed(request.root);
       // A folder the map does not walk is not watched: git looks at all of it, every time.
-      const unwalked = lastSkip.filter((p) => p === request.root || p.startsWith(`${request.root}/`)).map((p) => `${p}/`);
+      const unwalked = lastSkip.filter((p) => isInside(p, request.root)).map((p) => `${p}/`);
       return { id: request.id, paths: paths && [...paths, ...unwalked] };
     }
     case "failed":
