@@ -53,6 +53,13 @@ const LAYER_ZONES = [
     message: "agent/record/ (sessions on disk) imports of agent/ only record/ and turn/turn-types.ts.",
   },
   {
+    target: "src/agent/rewind",
+    from: "src/agent",
+    except: ["./rewind", "./record", "./session/front-end.ts", "./turn/turn-types.ts"],
+    message:
+      "agent/rewind/ (checkpoints, the rewind engine, /rewind) imports of agent/ only rewind/, record/ and the front end's types: the session drives it.",
+  },
+  {
     target: [upperFolders("agent", "commands"), "src/!(index).ts"],
     from: ["src/public.ts", "src/index.ts"],
     message: "The public entry sits on top: only the front ends (agent/, commands/) hand it to the extension loader.",

@@ -1,5 +1,5 @@
 import type { AgentContext, SessionUpdate } from "@agentclientprotocol/sdk";
-import type { Confirmation } from "../agent/front-end.js";
+import type { Confirmation } from "../agent/session/front-end.js";
 import { textContent } from "./content.js";
 import { askClient } from "./permission.js";
 

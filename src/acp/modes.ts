@@ -1,7 +1,7 @@
 import type { SessionConfigOption, SessionModeState, SessionUpdate } from "@agentclientprotocol/sdk";
 import { NO_MODEL, type ModelOptionState } from "../agent/model/model-config.js";
 import { supportsThinking, THOUGHT_LEVELS, type ThoughtLevel } from "../agent/model/thinking.js";
-import type { AgentSession } from "../agent/session.js";
+import type { AgentSession } from "../agent/session/agent-session.js";
 import { isModeId, MODES, type ModeId } from "../policy/modes.js";
 
 /** The modes as ACP session modes. Light on purpose: session/new answers with it before the tools load. */

@@ -1,6 +1,6 @@
 import { RequestError, type AgentApp, type AgentContext, type McpServer } from "@agentclientprotocol/sdk";
 import type { ForkSessionResponse } from "@agentclientprotocol/sdk/unstable";
-import { RewindError, isRewindMode, type RewindMode } from "../agent/session-rewind.js";
+import { RewindError, isRewindMode, type RewindMode } from "../agent/rewind/rewinder.js";
 import { modeState } from "./modes.js";
 import type { AcpSession } from "./session.js";
 

@@ -168,7 +168,7 @@ export function createAgent(
       const store = await sessionStore();
       const stored = await store.read(sessionId);
       if (!stored) throw RequestError.sessionNotFound(sessionId);
-      return (await import("../agent/session-rewind.js")).forkStoredSession(store, stored);
+      return (await import("../agent/rewind/rewinder.js")).forkStoredSession(store, stored);
     },
     resume: (sessionId, params, client) => restoreSession(sessionId, sessionWorkspace(params), params.mcpServers, client, false),
   };

@@ -5,7 +5,7 @@
 export function sessionModules() {
   return Promise.all([
     import("./session.js"),
-    import("../agent/session-tools.js"),
+    import("../agent/session/tools.js"),
     import("../host/profiles.js"),
     import("../agent/record/session-restore.js"),
     import("../agent/record/session-recorder.js"),

@@ -15,12 +15,12 @@ import type { ApprovalAnswer, ApprovalRequest } from "../policy/authorizer.js";
 import type { ModeId } from "../policy/modes.js";
 import { isInsideAny } from "../tool/paths.js";
 import { modelOptionState } from "../agent/model/model-config.js";
-import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
+import { AgentSession, type SessionFrontEnd } from "../agent/session/agent-session.js";
 import type { SessionRecorder } from "../agent/record/session-recorder.js";
 import { INTERRUPTED_RESULT } from "../agent/record/session-restore.js";
 import { SessionTree, type TreeEntry } from "../agent/record/session-format.js";
 import type { StoredSession } from "../agent/record/session-store.js";
-import type { SessionTools, TrustAnswer } from "../agent/session-tools.js";
+import type { SessionTools, TrustAnswer } from "../agent/session/tools.js";
 import type { CompactionEvent, UsageReport } from "../agent/turn/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
 import type { McpServerSpec } from "../mcp/servers.js";
@@ -181,7 +181,7 @@ export class AcpSession implements SessionFrontEnd {
   /** Session start: the commands (once the MCP servers started with it settle), and load problems once. */
   async announceStart(): Promise<void> {
     void this.commandsChanged().catch(() => {});
-    const rules = this.agent.permissionProblems;
+    const rules = this.agent.policy.problems;
     const problems = [
       this.agent.workspace.isHome
         ? `This session's workspace includes your whole home folder (${os.homedir()}): tools and sandboxed commands can change any file in it, so every file change and every command asks first, whatever the mode. Open a project folder instead to work without that.`

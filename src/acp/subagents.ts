@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { AgentContext, SessionUpdate } from "@agentclientprotocol/sdk";
 import type { ClientCapabilities as UnstableCapabilities, SessionUpdate as UnstableSessionUpdate } from "@agentclientprotocol/sdk/unstable";
-import type { SessionFrontEnd, SubagentView } from "../agent/front-end.js";
+import type { SessionFrontEnd, SubagentView } from "../agent/session/front-end.js";
 import type { TurnStopReason } from "../agent/turn/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
 import { ToolCallViews } from "./calls.js";

@@ -1,13 +1,13 @@
 import type { AnyTool } from "../tool/define.js";
 import type { LoadedSkill } from "../tool/services.js";
 import type { ToolRegistry } from "../host/registry.js";
-import type { PromptInput, SessionFrontEnd } from "./front-end.js";
+import type { PromptInput, SessionFrontEnd } from "./session/front-end.js";
 import type { History } from "./turn/history.js";
 import { turnModel } from "./model/model-config.js";
-import type { SessionMcp } from "./session-mcp.js";
+import type { SessionMcp } from "./session/mcp.js";
 import { clearCommand, costCommand, modeCommand, modelCommand, type SettingHost } from "./setting-commands.js";
-import { rulesNote } from "./session-policy.js";
-import type { SessionTools, TrustAnswer } from "./session-tools.js";
+import { rulesNote } from "./session/policy.js";
+import type { SessionTools, TrustAnswer } from "./session/tools.js";
 import type { CompactionEvent, TurnStopReason } from "./turn/turn-types.js";
 
 // The slash grammar and its meaning, shared by every front end: `/tool args`, `/help`, `/tools`, `/reload`;
@@ -33,7 +33,7 @@ export const BUILTIN_COMMANDS: readonly { name: string; description: string; hin
     description: "Load this project's own tools (.toolhost/tools/) for this session; `always` trusts the project",
     hint: "nothing, or always",
   },
-  // The session's control commands (agent/rewind-commands.ts): not prompts, never recorded as one.
+  // The session's control commands (agent/rewind/commands.ts): not prompts, never recorded as one.
   {
     name: "rewind",
     description: "List the prompts to rewind to; `/rewind N` puts back the files and/or the conversation as they were before prompt N",
@@ -47,9 +47,6 @@ export const BUILTIN_COMMANDS: readonly { name: string; description: string; hin
   { name: "fork", description: "Start a new session from here; this one stays as it is" },
   { name: "label", description: "Name this point of the session (toolhost sessions tree shows it)", hint: "a name" },
 ];
-
-/** The control commands: a recorded session runs them before anything else (agent/session-record.ts). */
-const CONTROL = new Set(["rewind", "undo", "fork", "label"]);
 
 /**
  * `/trust` or `/trust <arg>`: the argument (empty for none), or null for any other text. Read
@@ -106,8 +103,6 @@ export function parseSlash(text: string, registry: ToolRegistry, skills: readonl
   if (name === "processes") return { type: "processes" };
   if (name === "model" || name === "mode") return { type: name, arg: rest };
   if (name === "cost" || name === "clear") return { type: name };
-  if (CONTROL.has(name))
-    return { type: "invalid", message: `/${name} needs a recorded session, and this one is not recorded (TOOLHOST_SESSIONS=off).` };
   const tool = registry.get(name);
   if (!tool && skills.includes(name)) return { type: "skill", name, args: rest };
   if (!tool) return { type: "invalid", message: `Unknown command /${name}. ${helpText(registry)}` };
@@ -190,15 +185,10 @@ export class SlashCommands {
   constructor(private readonly host: SlashHost) {}
 
   /**
-   * A prompt before any model sees it: `/trust` first (typing it is the consent the trust question
-   * asks for), then the trust question, then an MCP prompt or a slash command. null: a model turn.
+   * A prompt before any model sees it (a `/trust` was taken before: agent/session/parsed-prompt.ts):
+   * the trust question, then an MCP prompt or a slash command. null: a model turn.
    */
   async handle(input: PromptInput, signal: AbortSignal): Promise<TurnStopReason | null> {
-    const trust = input.moreText ? null : parseTrust(input.text);
-    if (trust !== null) {
-      await this.trust(trust);
-      return "end_turn";
-    }
     await this.askTrust(signal);
     return this.run(input, signal);
   }
@@ -207,7 +197,7 @@ export class SlashCommands {
    * `/trust` loads the project's own tools for this session, `/trust always` trusts the project
    * for good: the way back after "don't load" (or a failed question), and consent typed by the user.
    */
-  private async trust(arg: string): Promise<void> {
+  async trust(arg: string): Promise<void> {
     const { tools, mcp, frontEnd } = this.host;
     if (arg !== "" && arg !== "always") {
       await frontEnd.say(

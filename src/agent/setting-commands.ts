@@ -1,14 +1,14 @@
 import { peekConfig, type ConfigFile } from "../config/file.js";
 import { MODES } from "../policy/modes.js";
-import { usd } from "./budget.js";
+import { usd } from "./session/budget.js";
 import { modelOptionState, NO_MODEL } from "./model/model-config.js";
-import type { SessionFrontEnd } from "./front-end.js";
+import type { SessionFrontEnd } from "./session/front-end.js";
 import type { CostMeter } from "./turn/turn-types.js";
 
 // `/model`, `/mode`, `/cost`, `/clear`: the session's settings and meter as commands, for clients
 // that do not render config options. What they change, they change as session/set_config_option would.
 
-/** What the setting commands reach of their session (agent/session.ts's AgentSession). */
+/** What the setting commands reach of their session (agent/session/agent-session.ts's AgentSession). */
 export interface SettingHost {
   session: {
     readonly model: string | undefined;

@@ -1,4 +1,4 @@
-import { headlessFrontEnd } from "../agent/session.js";
+import { headlessFrontEnd } from "../agent/session/agent-session.js";
 import type { Workspace } from "../config/workspace.js";
 import { formatLoadProblems } from "../host/toolset-report.js";
 import { sweepStale } from "../runtime/sidecars.js";

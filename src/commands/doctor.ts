@@ -1,3 +1,4 @@
+import { keyRequired } from "../agent/model/provider-table.js";
 import path from "node:path";
 import { loadAgents } from "../agent/agents.js";
 import { extensionLoader } from "../agent/extension-loader.js";
@@ -100,8 +101,6 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
 /** The same problem said once (the config file's invalid JSON reaches the tools, the rules and MCP). */
 const dedupe = (problems: string[]): string[] => problems.filter(firstTimeSaid);
 
-const KEY_ENV: Record<string, string> = { anthropic: "ANTHROPIC_API_KEY", openai: "OPENAI_API_KEY" };
-
 /** No model configured, or one whose provider has no key: how to set one. Null when a model can run. */
 function modelProblem(home: string): string | null {
   const peek = peekUserConfig(home);
@@ -110,7 +109,7 @@ function modelProblem(home: string): string | null {
     return `no model is configured, so prompts are not sent to one (slash commands still work): run \`toolhost login\`, or set TOOLHOST_MODEL=provider/model (e.g. anthropic/claude-sonnet-4-5 with ANTHROPIC_API_KEY) in the agent's environment, or "model" in ${peek.path}`;
   const spec = parseModelId(picked.id);
   if (!isModelSpec(spec)) return `model ${picked.id} (${picked.source === "env" ? "TOOLHOST_MODEL" : peek.path}): ${spec.error}`;
-  const env = KEY_ENV[spec.provider];
+  const env = keyRequired(spec.provider);
   if (env && !process.env[env] && !peek.keyed.includes(spec.provider))
     return `model ${spec.id} needs an API key: set ${env} in the agent's environment, run \`toolhost login\`, or "providers": {"${spec.provider}": {"apiKey": "…"}} in ${peek.path}`;
   return null;

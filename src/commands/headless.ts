@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { AgentSession, type SessionFrontEnd } from "../agent/session.js";
+import { AgentSession, type SessionFrontEnd } from "../agent/session/agent-session.js";
 import { loadedSessionRecorder, newSessionRecorder } from "../agent/record/session-recorder.js";
 import { restoredState } from "../agent/record/session-restore.js";
 import { SessionStore } from "../agent/record/session-store.js";
-import { SessionTools } from "../agent/session-tools.js";
+import { SessionTools } from "../agent/session/tools.js";
 import { toolhostHome } from "../config/paths.js";
 import { firstTimeSaid } from "../config/said-once.js";
 import type { BudgetLimits } from "../config/budget.js";
@@ -62,5 +62,5 @@ function configNotes(session: AgentSession): string[] {
   const file = path.join(toolhostHome(), "config.json");
   const config = session.tools.toolset.report.errors.filter((e) => e.file === file).map((e) => `${e.file}: ${e.message}`);
   // The rules' line first: for a config file that cannot be read it says the most (fail closed).
-  return [...session.permissionProblems, ...config].filter(firstTimeSaid);
+  return [...session.policy.problems, ...config].filter(firstTimeSaid);
 }

@@ -3,7 +3,7 @@ import path from "node:path";
 import * as readline from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { modelReadiness } from "../agent/model/model-config.js";
-import { DEFAULT_OLLAMA_URL } from "../agent/model/providers.js";
+import { PROVIDERS, type ProviderInfo } from "../agent/model/provider-table.js";
 import { credentialsPath, readCredentials, removeCredentials, writeCredentials, type SavedProvider } from "../config/credentials.js";
 import { readConfigFile } from "../config/file.js";
 import { toolhostHome } from "../config/paths.js";
@@ -12,30 +12,6 @@ import { isInside } from "../tool/paths.js";
 // `toolhost login`, `toolhost login --status`, `toolhost logout`: the stored login
 // (config/credentials.ts). An editor runs `toolhost login` in a terminal (ACP terminal auth,
 // acp/auth.ts); a person can too. Every session after reads it; keys in the environment win.
-
-interface Provider {
-  id: string;
-  label: string;
-  /** The environment variable whose key wins over the saved one. */
-  keyEnv?: string;
-  /** What is asked: a key, or a server URL (with an optional key). */
-  asks: "key" | "url";
-  defaultURL?: string;
-  models: string[];
-}
-
-const PROVIDERS: Provider[] = [
-  {
-    id: "anthropic",
-    label: "Anthropic (API key)",
-    keyEnv: "ANTHROPIC_API_KEY",
-    asks: "key",
-    models: ["claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5"],
-  },
-  { id: "openai", label: "OpenAI (API key)", keyEnv: "OPENAI_API_KEY", asks: "key", models: ["gpt-5", "gpt-5-mini", "gpt-4.1"] },
-  { id: "openai-compatible", label: "An OpenAI-compatible server (its URL, and a key if it needs one)", asks: "url", models: [] },
-  { id: "ollama", label: "Ollama on this machine or your network (its URL)", asks: "url", defaultURL: DEFAULT_OLLAMA_URL, models: [] },
-];
 
 export interface LoginOptions {
   status?: boolean;
@@ -125,7 +101,7 @@ async function interactiveLogin(prompter: Prompter, say: Say, env: Record<string
   say("Log in to a model provider for toolhost. Every session after uses this; keys in the environment still win.");
   say("");
   PROVIDERS.forEach((p, i) => say(`  ${i + 1}. ${p.id} — ${p.label}`));
-  let provider: Provider | undefined;
+  let provider: ProviderInfo | undefined;
   while (!provider) {
     const answer = await prompter.ask(`Provider [1]: `);
     if (answer === null) return gone();
@@ -186,9 +162,10 @@ function loginStatus(say: Say, env: Record<string, string | undefined>): number 
     say(`  model: ${login.credentials.model ?? "(none)"}`);
     say(`  providers: ${providers.join("; ") || "(none)"}`);
   }
-  const fromEnv = ["TOOLHOST_MODEL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TOOLHOST_BASE_URL", "TOOLHOST_API_KEY", "OLLAMA_HOST"].filter(
-    (name) => env[name]?.trim(),
-  );
+  const fromEnv = [
+    "TOOLHOST_MODEL",
+    ...PROVIDERS.flatMap((p) => [p.keyEnv, p.urlEnv]).filter((name): name is string => name !== undefined),
+  ].filter((name) => env[name]?.trim());
   if (fromEnv.length) say(`Set in the environment (these win): ${fromEnv.join(", ")}`);
   if (config.error) say(`Config file: ${config.error}`);
   const readiness = modelReadiness(env, config);
@@ -206,7 +183,7 @@ export function runLogout(output: Writable = process.stdout, env: Record<string,
   const file = credentialsPath(toolhostHome());
   const removed = removeCredentials();
   output.write(removed ? `Removed the stored login (${file}).\n` : `No stored login at ${file}; nothing changed.\n`);
-  const left = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TOOLHOST_API_KEY"].filter((name) => env[name]?.trim());
+  const left = PROVIDERS.flatMap((p) => (p.keyEnv ? [p.keyEnv] : [])).filter((name) => env[name]?.trim());
   if (left.length) output.write(`Still set in the environment (toolhost cannot unset them): ${left.join(", ")}\n`);
   return 0;
 }

@@ -1,4 +1,4 @@
-import { headlessFrontEnd, type AgentSession } from "../agent/session.js";
+import { headlessFrontEnd, type AgentSession } from "../agent/session/agent-session.js";
 import type { Workspace } from "../config/workspace.js";
 import { discardPreparedCall, examine, prepareCall } from "../host/invoke.js";
 import type { HookOutcome } from "../host/hooks/events.js";
@@ -40,8 +40,8 @@ const ruleJson = (rule: SourcedRule) => ({
 /** `toolhost policy list`: the rules in force with their sources, and the rules left out. */
 export async function runPolicyList(options: PolicyOptions): Promise<number> {
   const session = await openSession(options);
-  const rules = session.rulesInForce;
-  const problems = session.permissionProblems;
+  const rules = session.policy.rulesInForce;
+  const problems = session.policy.problems;
   if (options.json) {
     await options.out(`${JSON.stringify({ rules: rules.map(ruleJson), problems }, null, 2)}\n`);
   } else {
@@ -89,7 +89,7 @@ export async function runPolicyExplain(toolId: string, args: unknown, options: P
     discardPreparedCall(call);
   }
   // The session's own policy as a value: nothing is asked, remembered or run.
-  const verdict = await decide(call, { ...session.permissionOptions(), layers: hookPolicyLayers(hook) }, { explain: true });
+  const verdict = await decide(call, { ...session.policy.permissionOptions(), layers: hookPolicyLayers(hook) }, { explain: true });
   const hookLine = hookText(hook);
   const facts = verdict.facts;
   const decision = verdict.action;

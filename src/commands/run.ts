@@ -1,5 +1,5 @@
 import { parseSlash } from "../agent/commands.js";
-import type { SessionFrontEnd } from "../agent/session.js";
+import type { SessionFrontEnd } from "../agent/session/agent-session.js";
 import type { TurnStopReason } from "../agent/turn/turn-types.js";
 import type { BudgetLimits } from "../config/budget.js";
 import type { Workspace } from "../config/workspace.js";

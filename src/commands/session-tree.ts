@@ -3,8 +3,8 @@ import { SessionTree, type TreeEntry } from "../agent/record/session-format.js";
 import { loadedSessionRecorder } from "../agent/record/session-recorder.js";
 import { SessionHeldError, takeHold, type SessionHold } from "../agent/record/session-hold.js";
 import type { SessionStore, StoredSession } from "../agent/record/session-store.js";
-import { findPoint, promptPreview, rewindPoints, type RewindMode } from "../agent/rewind.js";
-import { forkStoredSession, pointLabels, RewindError, SessionRewind, sessionRoots } from "../agent/session-rewind.js";
+import { findPoint, promptPreview, rewindPoints, type RewindMode } from "../agent/rewind/engine.js";
+import { forkStoredSession, pointLabels, RewindError, SessionRewind, sessionRoots } from "../agent/rewind/rewinder.js";
 import { openWorkspaceCheckpoints } from "../runtime/checkpoints/roots.js";
 
 // `toolhost sessions tree|rewind|fork ID` (issue 23 §3–4): a stored session's tree (its prompts,

@@ -4,7 +4,7 @@ import { readConfigTextSync } from "./safe-read.js";
 
 // A session's budget (issue 24 §2): the caps a session stops at, from the user's config, the
 // profile, `toolhost run`'s flags and a trusted project, which may only lower them. What each cap
-// counts, and what happens at one, is agent/budget.ts's.
+// counts, and what happens at one, is agent/session/budget.ts's.
 
 /** `budget` in `~/.toolhost/config.json`, a profile.json or a trusted project's `.toolhost/config.json`. */
 export const BudgetSchema = z

@@ -1,10 +1,10 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { SessionBudget, sessionLimits, type BudgetHost } from "../../src/agent/budget.js";
-import type { Confirmation } from "../../src/agent/front-end.js";
-import { AgentSession, type SessionFrontEnd } from "../../src/agent/session.js";
-import { SessionTools } from "../../src/agent/session-tools.js";
+import { SessionBudget, sessionLimits, type BudgetHost } from "../../src/agent/session/budget.js";
+import type { Confirmation } from "../../src/agent/session/front-end.js";
+import { AgentSession, type SessionFrontEnd } from "../../src/agent/session/agent-session.js";
+import { SessionTools } from "../../src/agent/session/tools.js";
 import { newMeter } from "../../src/agent/turn/turn-types.js";
 import { mergeBudget, readProjectBudget, type SessionLimits } from "../../src/config/budget.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";

@@ -1,8 +1,8 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
-import { SessionTools } from "../../src/agent/session-tools.js";
+import { AgentSession, headlessFrontEnd } from "../../src/agent/session/agent-session.js";
+import { SessionTools } from "../../src/agent/session/tools.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
 import { BUILTIN_TOOLS } from "../../src/host/builtins.js";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";

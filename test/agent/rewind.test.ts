@@ -12,8 +12,8 @@ import {
   rewindFiles,
   rewindPoints,
   undoPoint,
-} from "../../src/agent/rewind.js";
-import { SessionCheckpoints, type CheckpointRecord } from "../../src/agent/session-checkpoints.js";
+} from "../../src/agent/rewind/engine.js";
+import { SessionCheckpoints, type CheckpointRecord } from "../../src/agent/rewind/checkpoints.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
 import { openWorkspaceCheckpoints, type WorkspaceCheckpoints } from "../../src/runtime/checkpoints/roots.js";
 import { tempDir } from "../helpers.js";

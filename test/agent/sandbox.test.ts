@@ -1,8 +1,8 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { AgentSession, headlessFrontEnd, type SessionFrontEnd } from "../../src/agent/session.js";
-import { SessionTools } from "../../src/agent/session-tools.js";
+import { AgentSession, headlessFrontEnd, type SessionFrontEnd } from "../../src/agent/session/agent-session.js";
+import { SessionTools } from "../../src/agent/session/tools.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../../src/policy/authorizer.js";
 import { sandboxNetworkStatus } from "../../src/runtime/sandbox/proxy.js";

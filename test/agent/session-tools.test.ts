@@ -1,7 +1,7 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { SessionTools } from "../../src/agent/session-tools.js";
+import { SessionTools } from "../../src/agent/session/tools.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
 import { defineTool } from "../../src/tool/define.js";
 import { projectToolDir } from "../../src/host/discovery.js";

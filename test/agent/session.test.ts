@@ -1,8 +1,8 @@
 import * as fsp from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
-import { AgentSession, type SessionFrontEnd } from "../../src/agent/session.js";
-import { SessionTools } from "../../src/agent/session-tools.js";
+import { AgentSession, type SessionFrontEnd } from "../../src/agent/session/agent-session.js";
+import { SessionTools } from "../../src/agent/session/tools.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
 import { defineTool } from "../../src/tool/define.js";
 import type { Envelope } from "../../src/tool/envelope.js";
@@ -98,7 +98,7 @@ describe("slash commands", () => {
     await s.prompt({ text: "/bash touch made", content: () => "" });
     await s.prompt({ text: "/bash touch made", content: () => "" });
     expect(asked).toBe(1);
-    expect(s.rulesInForce.filter((r) => r.source === "session")).toEqual([
+    expect(s.policy.rulesInForce.filter((r) => r.source === "session")).toEqual([
       { permission: "bash", pattern: "touch made", action: "allow", source: "session" },
       { permission: "bash", pattern: "touch made *", action: "allow", source: "session" },
     ]);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import { DEFERRAL_MAX_TOOLS, deferredSection, planOffer, type CandidateTool } from "../../src/agent/turn/deferral.js";
-import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
-import { SessionTools } from "../../src/agent/session-tools.js";
+import { AgentSession, headlessFrontEnd } from "../../src/agent/session/agent-session.js";
+import { SessionTools } from "../../src/agent/session/tools.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
 import type { ToolDeclaration } from "../../src/agent/turn/turn-types.js";
 import toolSearch from "../../src/tools/tool_search.js";

@@ -1,10 +1,10 @@
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AgentSession, headlessFrontEnd } from "../../src/agent/session.js";
+import { AgentSession, headlessFrontEnd } from "../../src/agent/session/agent-session.js";
 import { newSessionRecorder } from "../../src/agent/record/session-recorder.js";
 import { SessionStore } from "../../src/agent/record/session-store.js";
-import { SessionTools } from "../../src/agent/session-tools.js";
+import { SessionTools } from "../../src/agent/session/tools.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
 import { readTrust, trust } from "../../src/host/trust.js";
 import { tempDir } from "../helpers.js";

@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import { credentialsPath, mergeLogin, readCredentials } from "../../src/config/credentials.js";
 import { readConfigFile } from "../../src/config/file.js";
 import { modelReadiness } from "../../src/agent/model/model-config.js";
+import { PROVIDERS } from "../../src/agent/model/provider-table.js";
+import { keyHint } from "../../src/agent/model/provider-errors.js";
 import { bubblewrapArgs } from "../../src/runtime/sandbox/bubblewrap.js";
 import { secretPath } from "../../src/policy/watchdog/secrets.js";
 import { CLI_PATH, runToEnd, useAgentEnv, type Ran } from "../helpers.js";
@@ -126,5 +128,25 @@ describe("the stored login as sessions read it", () => {
     expect(args.join(" ")).toContain(`--tmpfs ${t.home}`);
     expect(args.join(" ")).toContain(`--ro-bind /dev/null ${file()}`);
     expect(args.join(" ").lastIndexOf(file())).toBeGreaterThan(args.join(" ").indexOf(`--tmpfs ${t.home}`));
+  });
+});
+
+describe("one provider table for login, doctor and the errors (issue 34 §8)", () => {
+  it("each provider of the table is offered by login; each keyed one is named by doctor, the readiness check and a 401's hint", async () => {
+    // The menu lists the table, in order; an answer past its end names its size.
+    const menu = await login(["0"]);
+    PROVIDERS.forEach((p, i) => expect(menu.stdout).toContain(`${i + 1}. ${p.id} — ${p.label}`));
+    expect(menu.stdout).toContain(`Answer 1 to ${PROVIDERS.length}`);
+    const keyed = PROVIDERS.filter((p) => p.asks === "key");
+    expect(keyed.length).toBeGreaterThan(1);
+    for (const p of keyed) {
+      const model = `${p.id}/${p.models[0]}`;
+      const doctor = await runCli(["doctor"], { cwd: t.ws, env: t.env({ TOOLHOST_MODEL: model }) });
+      expect(doctor.stdout).toContain(`model ${model} needs an API key: set ${p.keyEnv}`);
+      const ready = modelReadiness({ TOOLHOST_MODEL: model }, readConfigFile(path.join(t.home, "none.json")));
+      expect(ready).toMatchObject({ ready: false, reason: expect.stringContaining(p.keyEnv as string) });
+      expect(keyHint(p.id, "/c.json")).toBe(`${p.keyEnv} (or providers.${p.id}.apiKey in /c.json)`);
+    }
+    expect(keyHint("openai-compatible", "/c.json")).toBe('TOOLHOST_API_KEY (or providers["openai-compatible"].apiKey in /c.json)');
   });
 });

@@ -68,12 +68,14 @@ describe("layers (import-x/no-restricted-paths)", () => {
     ["src/mcp/x.ts", "src/host"],
     ["src/mcp/x.ts", "src/agent"],
     // agent/'s sub-rooms never reach back up.
-    ["src/agent/turn/x.ts", "src/agent/session.ts"],
+    ["src/agent/turn/x.ts", "src/agent/session/agent-session.ts"],
     ["src/agent/turn/x.ts", "src/agent/record"],
     ["src/agent/model/x.ts", "src/agent/turn"],
-    ["src/agent/model/x.ts", "src/agent/session.ts"],
+    ["src/agent/model/x.ts", "src/agent/session/agent-session.ts"],
     ["src/agent/record/x.ts", "src/agent/turn/loop.ts"],
-    ["src/agent/record/x.ts", "src/agent/session.ts"],
+    ["src/agent/record/x.ts", "src/agent/session/agent-session.ts"],
+    ["src/agent/rewind/x.ts", "src/agent/session/agent-session.ts"],
+    ["src/agent/rewind/x.ts", "src/agent/turn/loop.ts"],
   ];
   it.each(forbidden)("%s may not import %s", async (file, target) => {
     const found = await lint(file, `import "${specifier(file, target)}";\n`);

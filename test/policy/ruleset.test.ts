@@ -3,8 +3,8 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AgentSession } from "../../src/agent/session.js";
-import { SessionTools } from "../../src/agent/session-tools.js";
+import { AgentSession } from "../../src/agent/session/agent-session.js";
+import { SessionTools } from "../../src/agent/session/tools.js";
 import { resolveWorkspace } from "../../src/config/workspace.js";
 import { builtinRegistry } from "../../src/host/builtins.js";
 import { invoke } from "../../src/host/invoke.js";
@@ -314,7 +314,7 @@ describe("AgentSession loads the sources", () => {
       await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ permissions: [{ permission: "bash", action: "never" }] }));
       await s.prompt({ text: "/reload", content: () => "" });
       expect(said.at(-1)).toMatch(/Permission rules left out:\n- .*config\.json: permissions\[0\]/);
-      expect(s.permissionProblems).toHaveLength(1);
+      expect(s.policy.problems).toHaveLength(1);
     } finally {
       await s.close();
     }

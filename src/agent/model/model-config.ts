@@ -1,3 +1,4 @@
+import { keyRequired, PROVIDERS } from "./provider-table.js";
 import { peekConfig, peekUserConfig, readConfigFile, type ConfigFile, type ConfigPeek } from "../../config/file.js";
 
 // Light on purpose: session/new reads the configured model from here, so nothing heavy (zod,
@@ -108,7 +109,7 @@ export function modelReadiness(
   switch (spec.provider) {
     case "anthropic":
     case "openai": {
-      const variable = KEY_ENV[spec.provider] as string;
+      const variable = keyRequired(spec.provider) as string;
       return has(env[variable]) || has(saved?.apiKey) ? { ready: true, id: spec.id, source } : needs(`an API key (${variable})`);
     }
     case "ollama":
@@ -121,14 +122,6 @@ export function modelReadiness(
       return has(saved?.baseURL) ? { ready: true, id: spec.id, source } : needs(`a base URL for the provider "${spec.provider}"`);
   }
 }
-
-/** Well-known models offered in the editor's picker when their provider has a key. */
-const SUGGESTIONS: Record<string, string[]> = {
-  anthropic: ["anthropic/claude-sonnet-4-5", "anthropic/claude-opus-4-5", "anthropic/claude-haiku-4-5"],
-  openai: ["openai/gpt-5", "openai/gpt-5-mini", "openai/gpt-4.1"],
-};
-
-const KEY_ENV: Record<string, string> = { anthropic: "ANTHROPIC_API_KEY", openai: "OPENAI_API_KEY" };
 
 export interface ModelOptionState {
   current: string;
@@ -144,9 +137,10 @@ export function modelOptionState(
   const configured = defaultModelId(env, peek)?.id;
   const current = sessionChoice ?? configured ?? NO_MODEL;
   const values = [current, ...(configured ? [configured] : [])];
-  for (const [provider, ids] of Object.entries(SUGGESTIONS)) {
-    const keyed = Boolean(env[KEY_ENV[provider] as string]) || peek.keyed.includes(provider);
-    if (keyed) values.push(...ids);
+  // The table's well-known models, for each provider that takes a key and has one.
+  for (const { id, asks, keyEnv, models } of PROVIDERS) {
+    const keyed = asks === "key" && (Boolean(keyEnv && env[keyEnv]) || peek.keyed.includes(id));
+    if (keyed) values.push(...models.map((model) => `${id}/${model}`));
   }
   return { current, values: [...new Set(values)] };
 }

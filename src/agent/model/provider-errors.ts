@@ -1,3 +1,5 @@
+import { providerInfo } from "./provider-table.js";
+
 // Provider errors, read by shape (the AI SDK's APICallError carries statusCode, isRetryable,
 // responseHeaders) so this stays free of SDK imports and works for wrapped errors too.
 
@@ -108,14 +110,7 @@ export function providerErrorMessage(failure: ProviderFailure, ctx: ErrorContext
 
 /** The setting a 401 points at. */
 export function keyHint(provider: string, configPath: string): string {
-  switch (provider) {
-    case "anthropic":
-      return `ANTHROPIC_API_KEY (or providers.anthropic.apiKey in ${configPath})`;
-    case "openai":
-      return `OPENAI_API_KEY (or providers.openai.apiKey in ${configPath})`;
-    case "openai-compatible":
-      return `TOOLHOST_API_KEY (or providers["openai-compatible"].apiKey in ${configPath})`;
-    default:
-      return `providers.${provider}.apiKey in ${configPath}`;
-  }
+  const keyEnv = providerInfo(provider)?.keyEnv;
+  const setting = /^[a-z]\w*$/.test(provider) ? `providers.${provider}.apiKey` : `providers["${provider}"].apiKey`;
+  return keyEnv ? `${keyEnv} (or ${setting} in ${configPath})` : `${setting} in ${configPath}`;
 }

@@ -1,6 +1,7 @@
 import type { LanguageModel } from "ai";
 import type { UserConfig } from "../../config/schema.js";
 import type { ModelSpec } from "./model-config.js";
+import { DEFAULT_OLLAMA_URL } from "./provider-table.js";
 
 // Each provider's SDK is imported when a model of it is first used: they are most of the agent's code.
 
@@ -10,8 +11,6 @@ export class ModelSetupError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
-
-export const DEFAULT_OLLAMA_URL = "http://localhost:11434/v1";
 
 /** `OLLAMA_HOST` is usually `host:port` or a URL without `/v1`; the OpenAI-compatible API lives under `/v1`. */
 export function ollamaBaseURL(raw: string | undefined): string {

@@ -24,7 +24,7 @@ import type { CompactionEvent, CostMeter } from "../turn/turn-types.js";
  * each under the current position (the leaf), which it then becomes. The model's history (to
  * restore it), what the front end was shown (to replay it: text, each step of a tool call, notices,
  * compactions), settings and the title. Streamed text is kept as one entry per run of deltas, not
- * one per token. The front end's observer calls reach it through `recordedFrontEnd` (agent/front-end.ts).
+ * one per token. The front end's observer calls reach it through `recordedFrontEnd` (agent/session/front-end.ts).
  */
 export class SessionRecorder {
   private text: { type: "agent_text" | "thought"; value: string } | null = null;

@@ -210,7 +210,7 @@ export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): P
   let used = opts.contextUsed;
   let overflowCompacted = false;
   for (let request = 1; ; request++) {
-    // The session's caps (agent/budget.ts), before anything of this request is spent; it may ask the user.
+    // The session's caps (agent/session/budget.ts), before anything of this request is spent; it may ask the user.
     if (opts.budget) {
       const budgetStop = await opts.budget.beforeRequest({ modelId: opts.modelId, priced: opts.info.price !== undefined }, signal);
       if (signal.aborted) return { stopReason: "cancelled" };

@@ -39,14 +39,14 @@ export interface ToolRunContext {
   signal: AbortSignal;
   /** Where each call keeps its own abort while it runs (a front end cancels one call through it); none: calls stop with the turn only. */
   calls?: Map<string, AbortController>;
-  /** The session's tool_call and tool_result hooks (agent/session-hooks.ts); none: no hooks run. */
+  /** The session's tool_call and tool_result hooks (agent/session/hooks.ts); none: no hooks run. */
   hooks?: CallHooks;
   /**
    * Awaited before a call that may change something runs (approved, and its tool not read-only:
    * `sideEffect !== false`): the session's checkpoint of the workspace before the turn's first change.
    */
   beforeChange?: () => Promise<void>;
-  /** The session's language servers around file changes (agent/session-lsp.ts); none: no diagnostics. */
+  /** The session's language servers around file changes (agent/session/lsp.ts); none: no diagnostics. */
   diagnostics?: EditDiagnostics;
 }
 

@@ -45,7 +45,7 @@ export interface TurnObserver extends ToolCallObserver {
 
 /**
  * What the session has used, carried from turn to turn; a subagent adds to its parent's (shared).
- * The loop counts; a budget (agent/budget.ts) reads it.
+ * The loop counts; a budget (agent/session/budget.ts) reads it.
  */
 export interface CostMeter {
   /** Cost in USD, of the requests whose model has a known price. */
@@ -69,7 +69,7 @@ export interface BudgetStop {
 }
 
 /**
- * The session's caps as the loop sees them (agent/budget.ts implements it): asked before each model
+ * The session's caps as the loop sees them (agent/session/budget.ts implements it): asked before each model
  * request and each tool call; null lets it go on. It may ask the user first, so it takes the turn's
  * signal. The loop counts on the meter; this decides.
  */

@@ -1,9 +1,16 @@
 import path from "node:path";
-import { BUDGET_FLAGS, mergeBudget, readProjectBudget, type BudgetLimit, type BudgetLimits, type SessionLimits } from "../config/budget.js";
-import type { ModeId } from "../policy/modes.js";
+import {
+  BUDGET_FLAGS,
+  mergeBudget,
+  readProjectBudget,
+  type BudgetLimit,
+  type BudgetLimits,
+  type SessionLimits,
+} from "../../config/budget.js";
+import type { ModeId } from "../../policy/modes.js";
 import type { SessionFrontEnd } from "./front-end.js";
-import type { SessionTools } from "./session-tools.js";
-import type { BudgetStop, CostMeter, TurnBudget } from "./turn/turn-types.js";
+import type { SessionTools } from "./tools.js";
+import type { BudgetStop, CostMeter, TurnBudget } from "../turn/turn-types.js";
 
 // A session's budget (issue 24 §2): the caps the loop asks about before each model request and
 // each tool call, over the meter the loop counts on (a subagent's on its parent's, so children

@@ -1,12 +1,12 @@
 import type { GetPromptResult } from "@modelcontextprotocol/sdk/types.js";
-import { peekConfig } from "../config/file.js";
-import type { McpSandbox } from "../mcp/connection.js";
-import type { McpPrompt, McpServers, ServerStatus } from "../mcp/manager.js";
-import { mergeServers, projectHasServers, projectServers, userServers, type McpServerSpec } from "../mcp/servers.js";
-import { mcpSource } from "../mcp/tools.js";
-import { mcpCommandName, parsePromptCommand, promptArguments, promptTurnText } from "./mcp-commands.js";
-import type { SessionTools } from "./session-tools.js";
-import type { ToolOffer, TurnStopReason } from "./turn/turn-types.js";
+import { peekConfig } from "../../config/file.js";
+import type { McpSandbox } from "../../mcp/connection.js";
+import type { McpPrompt, McpServers, ServerStatus } from "../../mcp/manager.js";
+import { mergeServers, projectHasServers, projectServers, userServers, type McpServerSpec } from "../../mcp/servers.js";
+import { mcpSource } from "../../mcp/tools.js";
+import { mcpCommandName, parsePromptCommand, promptArguments, promptTurnText } from "../mcp-commands.js";
+import type { SessionTools } from "./tools.js";
+import type { ToolOffer, TurnStopReason } from "../turn/turn-types.js";
 
 /** What the session's MCP servers need of their session. */
 export interface SessionMcpHost {
@@ -106,7 +106,7 @@ export class SessionMcp {
       if (notes.length) await this.host.say(`MCP servers:\n${notes.join("\n")}`);
       if (merged.servers.length === 0 || this.closed) return;
       if (!this.servers) {
-        const { McpServers } = await import("../mcp/manager.js");
+        const { McpServers } = await import("../../mcp/manager.js");
         // Closed while the module loaded: nothing may start after close() ran.
         if (this.closed) return;
         this.servers = new McpServers(

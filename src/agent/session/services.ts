@@ -1,19 +1,19 @@
-import type { Envelope } from "../tool/envelope.js";
-import type { HostServices, SkillIndex, Subagents, ToolIndex } from "../tool/services.js";
-import { webSearchHosts } from "../config/web-search.js";
-import { loadSkill } from "../host/skills.js";
-import type { RuntimeSession } from "../runtime/session.js";
-import { loadAgents, type AgentCatalog } from "./agents.js";
-import { deferredCallResult, planOffer } from "./turn/deferral.js";
+import type { Envelope } from "../../tool/envelope.js";
+import type { HostServices, SkillIndex, Subagents, ToolIndex } from "../../tool/services.js";
+import { webSearchHosts } from "../../config/web-search.js";
+import { loadSkill } from "../../host/skills.js";
+import type { RuntimeSession } from "../../runtime/session.js";
+import { loadAgents, type AgentCatalog } from "../agents.js";
+import { deferredCallResult, planOffer } from "../turn/deferral.js";
 import type { SessionFrontEnd } from "./front-end.js";
-import type { SessionPolicy } from "./session-policy.js";
-import type { SessionRecorder } from "./record/session-recorder.js";
-import type { SessionTools } from "./session-tools.js";
-import { registryIndex } from "./tool-index.js";
-import type { LspManager } from "../runtime/lsp/manager.js";
-import { editDiagnostics } from "./session-lsp.js";
-import type { CallHooks, ToolRunContext } from "./turn/tool-runner.js";
-import type { ToolDeclaration, ToolOffer } from "./turn/turn-types.js";
+import type { SessionPolicy } from "./policy.js";
+import type { SessionRecorder } from "../record/session-recorder.js";
+import type { SessionTools } from "./tools.js";
+import { registryIndex } from "../tool-index.js";
+import type { LspManager } from "../../runtime/lsp/manager.js";
+import { editDiagnostics } from "./lsp.js";
+import type { CallHooks, ToolRunContext } from "../turn/tool-runner.js";
+import type { ToolDeclaration, ToolOffer } from "../turn/turn-types.js";
 
 /** What a session's services need of their session. */
 export interface SessionServicesHost {
@@ -30,7 +30,7 @@ export interface SessionServicesHost {
   recorder: SessionRecorder | undefined;
   /** The session's language servers: the lsp tool's, and the diagnostics after an edit. */
   lsp?: LspManager;
-  /** Awaited before a call that may change files runs: the turn's checkpoint (agent/session-checkpoints.ts). */
+  /** Awaited before a call that may change files runs: the turn's checkpoint (agent/rewind/checkpoints.ts). */
   beforeChange(): Promise<void>;
 }
 

@@ -1,9 +1,9 @@
-import { peekConfig, type ConfigFile } from "../config/file.js";
-import type { Workspace } from "../config/workspace.js";
-import type { ChangeFeed } from "../runtime/checkpoints/change-feed.js";
-import type { FileChange, Snapshot } from "../runtime/checkpoints/checkpoints.js";
-import { openWorkspaceCheckpoints, type RootSnapshot, type WorkspaceCheckpoints } from "../runtime/checkpoints/roots.js";
-import type { EntryData, RootCheckpoint } from "./record/session-format.js";
+import { peekConfig, type ConfigFile } from "../../config/file.js";
+import type { Workspace } from "../../config/workspace.js";
+import type { ChangeFeed } from "../../runtime/checkpoints/change-feed.js";
+import type { FileChange, Snapshot } from "../../runtime/checkpoints/checkpoints.js";
+import { openWorkspaceCheckpoints, type RootSnapshot, type WorkspaceCheckpoints } from "../../runtime/checkpoints/roots.js";
+import type { EntryData, RootCheckpoint } from "../record/session-format.js";
 
 // A session's checkpoints of its workspace (issue 23 §2): the shadow repository is opened when the
 // session starts, in the background (and a first snapshot warms its index, so the first turn's

@@ -1,14 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { ToolError } from "../tool/errors.js";
-import { isReadOnlyKind } from "../tool/kinds.js";
-import type { Subagents, SubagentRequest, SubagentResult } from "../tool/services.js";
-import type { ModeId } from "../policy/modes.js";
-import type { ToolRegistry } from "../host/registry.js";
-import type { AgentCatalog, AgentDefinition } from "./agents.js";
+import { ToolError } from "../../tool/errors.js";
+import { isReadOnlyKind } from "../../tool/kinds.js";
+import type { Subagents, SubagentRequest, SubagentResult } from "../../tool/services.js";
+import type { ModeId } from "../../policy/modes.js";
+import type { ToolRegistry } from "../../host/registry.js";
+import type { AgentCatalog, AgentDefinition } from "../agents.js";
 import type { SessionFrontEnd, PromptInput, SubagentView } from "./front-end.js";
-import type { History } from "./turn/history.js";
-import type { ToolCallInfo } from "./turn/tool-runner.js";
-import type { CostMeter, TurnObserver, TurnResult, UsageReport } from "./turn/turn-types.js";
+import type { History } from "../turn/history.js";
+import type { ToolCallInfo } from "../turn/tool-runner.js";
+import type { CostMeter, TurnObserver, TurnResult, UsageReport } from "../turn/turn-types.js";
 
 const SUBAGENT_NOTE =
   "# Subagent\nYou are a subagent: another agent gave you one task through the task tool. Nobody else reads this conversation: do the task, then answer with one final message that holds everything the other agent needs (findings with file paths, what you changed).";

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import type { Question, UserQuestions } from "../tool/services.js";
-import type { SessionFrontEnd } from "./front-end.js";
-import { promptPreview, type RewindMode } from "./rewind.js";
-import { isRewindMode, pointLabels, RewindError, type RewindOutcome, type SessionRewind } from "./session-rewind.js";
+import type { Question, UserQuestions } from "../../tool/services.js";
+import type { SessionFrontEnd } from "../session/front-end.js";
+import { promptPreview, type RewindMode } from "./engine.js";
+import { isRewindMode, pointLabels, RewindError, type RewindOutcome, type SessionRewind } from "./rewinder.js";
 
 // The session's control commands (issue 23 §4): /rewind, /undo, /fork and /label. They move or
 // name the session itself, so they are not prompts: nothing of them is recorded as a turn, and

@@ -1,20 +1,20 @@
-import type { LspManager } from "../runtime/lsp/manager.js";
-import type { ModeId } from "../policy/modes.js";
-import type { SessionRules } from "../policy/session-rules.js";
-import type { FsBackend } from "../runtime/fs/backend.js";
-import type { RuntimeSession } from "../runtime/session.js";
-import type { ShellBackend } from "../runtime/shell/backend.js";
-import type { SpawnTransform } from "../runtime/shell/scoped.js";
-import type { SessionSandbox } from "../runtime/sandbox/session-sandbox.js";
+import type { LspManager } from "../../runtime/lsp/manager.js";
+import type { ModeId } from "../../policy/modes.js";
+import type { SessionRules } from "../../policy/session-rules.js";
+import type { FsBackend } from "../../runtime/fs/backend.js";
+import type { RuntimeSession } from "../../runtime/session.js";
+import type { ShellBackend } from "../../runtime/shell/backend.js";
+import type { SpawnTransform } from "../../runtime/shell/scoped.js";
+import type { SessionSandbox } from "../../runtime/sandbox/session-sandbox.js";
 import type { SessionFrontEnd } from "./front-end.js";
-import type { SessionRecorder } from "./record/session-recorder.js";
-import type { SessionTools } from "./session-tools.js";
-import type { ThoughtLevel } from "./model/thinking.js";
-import type { BudgetLimits } from "../config/budget.js";
+import type { SessionRecorder } from "../record/session-recorder.js";
+import type { SessionTools } from "./tools.js";
+import type { ThoughtLevel } from "../model/thinking.js";
+import type { BudgetLimits } from "../../config/budget.js";
 import type { SessionBudget } from "./budget.js";
-import type { CostMeter } from "./turn/turn-types.js";
+import type { CostMeter } from "../turn/turn-types.js";
 
-// What an AgentSession (agent/session.ts) is made of.
+// What an AgentSession (agent/session/agent-session.ts) is made of.
 
 export interface RuntimeBackends {
   fs?: FsBackend;
@@ -40,7 +40,7 @@ export interface ParentSession {
   readonly lsp: LspManager | undefined;
   /** A child's cost, requests, calls and tokens count in the parent's. */
   readonly meter: CostMeter;
-  /** The parent's caps hold for the child (agent/budget.ts). */
+  /** The parent's caps hold for the child (agent/session/budget.ts). */
   readonly budget: SessionBudget;
   readonly mode: ModeId;
   /** A child thinks as hard as its parent. */

@@ -1,12 +1,12 @@
-import { peekConfig } from "../config/file.js";
-import { parseUserConfig } from "../config/schema.js";
-import { childEnvironment } from "../runtime/sandbox/child-env.js";
-import { LspManager } from "../runtime/lsp/manager.js";
-import { LspSandbox } from "../runtime/lsp/sandbox.js";
-import type { SessionSandbox } from "../runtime/sandbox/session-sandbox.js";
-import type { RuntimeSession } from "../runtime/session.js";
-import type { SessionTools } from "./session-tools.js";
-import type { EditDiagnostics } from "./turn/tool-runner.js";
+import { peekConfig } from "../../config/file.js";
+import { parseUserConfig } from "../../config/schema.js";
+import { childEnvironment } from "../../runtime/sandbox/child-env.js";
+import { LspManager } from "../../runtime/lsp/manager.js";
+import { LspSandbox } from "../../runtime/lsp/sandbox.js";
+import type { SessionSandbox } from "../../runtime/sandbox/session-sandbox.js";
+import type { RuntimeSession } from "../../runtime/session.js";
+import type { SessionTools } from "./tools.js";
+import type { EditDiagnostics } from "../turn/tool-runner.js";
 
 // A session's language servers (runtime/lsp/), wired: the user's `lsp` config, the session's
 // sandbox (every server runs in it, trusted project or not; its state says why none can), files

@@ -1,13 +1,13 @@
-import type { ConfigFile } from "../config/file.js";
-import type { Workspace } from "../config/workspace.js";
-import type { ChangeFeed } from "../runtime/checkpoints/change-feed.js";
+import type { ConfigFile } from "../../config/file.js";
+import type { Workspace } from "../../config/workspace.js";
+import type { ChangeFeed } from "../../runtime/checkpoints/change-feed.js";
 import type { PromptInput, SessionFrontEnd } from "./front-end.js";
-import type { SessionRecorder } from "./record/session-recorder.js";
-import type { RestoredState } from "./record/session-restore.js";
-import { parseControl, runControl, type ControlCommand } from "./rewind-commands.js";
-import { SessionCheckpoints } from "./session-checkpoints.js";
-import { RewindError, SessionRewind, type RewindMode, type RewindOptions, type RewindOutcome } from "./session-rewind.js";
-import type { CostMeter, TurnStopReason } from "./turn/turn-types.js";
+import type { SessionRecorder } from "../record/session-recorder.js";
+import type { RestoredState } from "../record/session-restore.js";
+import { runControl, type ControlCommand } from "../rewind/commands.js";
+import { SessionCheckpoints } from "../rewind/checkpoints.js";
+import { RewindError, SessionRewind, type RewindMode, type RewindOptions, type RewindOutcome } from "../rewind/rewinder.js";
+import type { CostMeter, TurnStopReason } from "../turn/turn-types.js";
 
 // A recorded session's record beyond the recorder (issue 23): each turn's start and end with the
 // checkpoints of the workspace taken around it, and the session's rewind, fork and labels, reached
@@ -51,14 +51,8 @@ export class SessionRecord {
     this.rewinder = new SessionRewind({ recorder, checkpoints: () => this.checkpoints.handle(), moved: (state) => host.moved(state) });
   }
 
-  /** A control command (not recorded as a prompt), or null. */
-  control(input: PromptInput): ControlCommand | null {
-    return input.moreText ? null : parseControl(input.text);
-  }
-
-  /** A turn with its start (and the session's title), its checkpoints and its end in the record; a control command runs unrecorded. */
+  /** A turn with its start (and the session's title), its checkpoints and its end in the record (a control command is none). */
   async turn(input: PromptInput, run: () => Promise<TurnStopReason>): Promise<TurnStopReason> {
-    if (this.control(input)) return run();
     const { recorder, frontEnd } = this.host;
     const { title, promptId } = recorder.turnStarted(input.text, input.blocks, input.messageId);
     this.checkpoints.turnStarted(promptId);

@@ -1,18 +1,18 @@
 import path from "node:path";
-import type { ToolKind } from "../tool/kinds.js";
-import { sessionAuthorizer, type AskUser, type PermissionOptions, type SessionAuthorize } from "../policy/authorizer.js";
-import { isKindVisible, type ModeId } from "../policy/modes.js";
-import { deniedPrograms } from "../policy/denied-programs.js";
-import { netFetchHosts } from "../policy/net-hosts.js";
-import type { PermissionRule } from "../policy/rules.js";
-import { loadRules, type SourcedRule } from "../policy/ruleset.js";
-import type { SessionRules } from "../policy/session-rules.js";
-import { composeWatchdogs, type Watchdog } from "../policy/watchdog.js";
-import { builtinWatchdog } from "../policy/watchdog/builtin.js";
-import type { Toolset } from "../host/toolset.js";
-import { peekConfig } from "../config/file.js";
-import { SessionSandbox, sandboxSettingOf } from "../runtime/sandbox/session-sandbox.js";
-import type { SessionTools } from "./session-tools.js";
+import type { ToolKind } from "../../tool/kinds.js";
+import { sessionAuthorizer, type AskUser, type PermissionOptions, type SessionAuthorize } from "../../policy/authorizer.js";
+import { isKindVisible, type ModeId } from "../../policy/modes.js";
+import { deniedPrograms } from "../../policy/denied-programs.js";
+import { netFetchHosts } from "../../policy/net-hosts.js";
+import type { PermissionRule } from "../../policy/rules.js";
+import { loadRules, type SourcedRule } from "../../policy/ruleset.js";
+import type { SessionRules } from "../../policy/session-rules.js";
+import { composeWatchdogs, type Watchdog } from "../../policy/watchdog.js";
+import { builtinWatchdog } from "../../policy/watchdog/builtin.js";
+import type { Toolset } from "../../host/toolset.js";
+import { peekConfig } from "../../config/file.js";
+import { SessionSandbox, sandboxSettingOf } from "../../runtime/sandbox/session-sandbox.js";
+import type { SessionTools } from "./tools.js";
 
 /** What a session's policy needs of its session. */
 export interface SessionPolicyHost {

@@ -1,9 +1,9 @@
-import type { HookSandbox, Hooks } from "../host/hooks/engine.js";
-import type { HookEventName, HookInputs, HookOutcome, HookSession } from "../host/hooks/events.js";
-import type { Envelope } from "../tool/envelope.js";
-import type { History } from "./turn/history.js";
-import type { CompactionEvent } from "./turn/turn-types.js";
-import type { CallHooks, HookedCall } from "./turn/tool-runner.js";
+import type { HookSandbox, Hooks } from "../../host/hooks/engine.js";
+import type { HookEventName, HookInputs, HookOutcome, HookSession } from "../../host/hooks/events.js";
+import type { Envelope } from "../../tool/envelope.js";
+import type { History } from "../turn/history.js";
+import type { CompactionEvent } from "../turn/turn-types.js";
+import type { CallHooks, HookedCall } from "../turn/tool-runner.js";
 
 // A session's lifecycle hooks at their sites (the engine is host/hooks/): what each event is told
 // of the session, and what each outcome does besides its event's own effect — problems (once) and

@@ -1,9 +1,9 @@
 import nodePath from "node:path";
-import type { Checkpoints, FileChange, RestoreResult } from "../runtime/checkpoints/checkpoints.js";
-import type { PathNote } from "../runtime/checkpoints/restore.js";
-import type { WorkspaceCheckpoints } from "../runtime/checkpoints/roots.js";
-import type { EntryOf, RootCheckpoint, SessionTree, TreeEntry } from "./record/session-format.js";
-import type { CheckpointRecord } from "./session-checkpoints.js";
+import type { Checkpoints, FileChange, RestoreResult } from "../../runtime/checkpoints/checkpoints.js";
+import type { PathNote } from "../../runtime/checkpoints/restore.js";
+import type { WorkspaceCheckpoints } from "../../runtime/checkpoints/roots.js";
+import type { EntryOf, RootCheckpoint, SessionTree, TreeEntry } from "../record/session-format.js";
+import type { CheckpointRecord } from "./checkpoints.js";
 
 // Rewind (issue 23 §3) over a session's tree: the points (the prompts on the current path), and
 // the files of a rewind to a point.

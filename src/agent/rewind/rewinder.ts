@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
-import type { PathNote, RestoreFile } from "../runtime/checkpoints/restore.js";
-import { openWorkspaceCheckpoints, type WorkspaceCheckpoints } from "../runtime/checkpoints/roots.js";
-import { SessionTree, type EntryOf, type SessionHeader, type TreeEntry } from "./record/session-format.js";
-import { loadedSessionRecorder, type SessionRecorder } from "./record/session-recorder.js";
-import { restoredState, type RestoredState } from "./record/session-restore.js";
-import { readSessionFile, sessionFileText, type SessionStore, type StoredSession } from "./record/session-store.js";
+import type { PathNote, RestoreFile } from "../../runtime/checkpoints/restore.js";
+import { openWorkspaceCheckpoints, type WorkspaceCheckpoints } from "../../runtime/checkpoints/roots.js";
+import { SessionTree, type EntryOf, type SessionHeader, type TreeEntry } from "../record/session-format.js";
+import { loadedSessionRecorder, type SessionRecorder } from "../record/session-recorder.js";
+import { restoredState, type RestoredState } from "../record/session-restore.js";
+import { readSessionFile, sessionFileText, type SessionStore, type StoredSession } from "../record/session-store.js";
 import {
   branchSummary,
   conversationRewindRecord,
@@ -18,14 +18,14 @@ import {
   type FilesRewound,
   type RewindMode,
   type RewindPoint,
-} from "./rewind.js";
+} from "./engine.js";
 
 // A recorded session's rewind, fork and labels (issue 23 §3), over its file: AgentSession hands
 // its calls here, and `toolhost sessions rewind|fork` use it on a stored session. The tree is read
 // from the file (the recorder writes each entry as it happens), so what a rewind sees is what a
 // load would. A rewind of the conversation appends a `branch` entry under the point's parent (the
 // branch left stays in the file) and the session's history is rebuilt from the path to it; a
-// rewind of the files restores them with the session's checkpoints (agent/rewind.ts).
+// rewind of the files restores them with the session's checkpoints (agent/rewind/engine.ts).
 
 export type { RewindMode, RewindPoint };
 

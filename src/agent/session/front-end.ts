@@ -1,9 +1,9 @@
 import type { UserContent } from "ai";
-import type { UserQuestions } from "../tool/services.js";
-import type { AskUser } from "../policy/authorizer.js";
-import type { TrustAnswer } from "./session-tools.js";
-import type { SessionRecorder } from "./record/session-recorder.js";
-import type { TurnObserver, TurnStopReason } from "./turn/turn-types.js";
+import type { UserQuestions } from "../../tool/services.js";
+import type { AskUser } from "../../policy/authorizer.js";
+import type { TrustAnswer } from "./tools.js";
+import type { SessionRecorder } from "../record/session-recorder.js";
+import type { TurnObserver, TurnStopReason } from "../turn/turn-types.js";
 
 // What drives a session, as the session sees it: its front end (the ACP adapter, the CLI, a parent
 // session) and the prompts it hands in.
@@ -172,4 +172,9 @@ export function recordedFrontEnd(frontEnd: SessionFrontEnd, recorder: SessionRec
     subagent: frontEnd.subagent?.bind(frontEnd),
   };
   return tee;
+}
+
+/** A failure said to the person: as a failure where the front end can show one. */
+export function failed(frontEnd: SessionFrontEnd, text: string): void | Promise<void> {
+  return frontEnd.failed ? frontEnd.failed(text) : frontEnd.say(text);
 }

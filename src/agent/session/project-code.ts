@@ -1,9 +1,9 @@
-import type { RuntimeSession } from "../runtime/session.js";
-import type { SessionSandbox } from "../runtime/sandbox/session-sandbox.js";
-import { sandboxedSpawn } from "../runtime/sandbox/sandboxed-spawn.js";
-import type { SpawnRequest } from "../runtime/shell/scoped.js";
-import { SessionHooks, type SessionHooksHost } from "./session-hooks.js";
-import { SessionMcp, type SessionMcpHost } from "./session-mcp.js";
+import type { RuntimeSession } from "../../runtime/session.js";
+import type { SessionSandbox } from "../../runtime/sandbox/session-sandbox.js";
+import { sandboxedSpawn } from "../../runtime/sandbox/sandboxed-spawn.js";
+import type { SpawnRequest } from "../../runtime/shell/scoped.js";
+import { SessionHooks, type SessionHooksHost } from "./hooks.js";
+import { SessionMcp, type SessionMcpHost } from "./mcp.js";
 
 // A session's hooks and MCP servers. A project's hooks and stdio MCP servers are workspace code:
 // they run inside the session's sandbox (a bash command's mounts, project guard and network, the

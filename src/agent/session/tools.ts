@@ -1,17 +1,17 @@
 import path from "node:path";
-import type { ConfigFile } from "../config/file.js";
-import type { Workspace } from "../config/workspace.js";
-import type { LoadFile } from "../host/loader.js";
-import type { ToolRegistry } from "../host/registry.js";
-import { buildToolset, profileVerdict, type Toolset } from "../host/toolset.js";
-import type { AnyTool } from "../tool/define.js";
-import { formatSkillProblems } from "../host/skills.js";
-import { diffToolsets, formatDiff, formatLoadProblems } from "../host/toolset-report.js";
-import { recordTrustedFile, trust } from "../host/trust.js";
-import { appendProjectRules } from "../config/project-permissions.js";
-import type { PermissionRule } from "../policy/rules.js";
-import type { RequirementSet } from "../tool/requirements.js";
-import { extensionLoader } from "./extension-loader.js";
+import type { ConfigFile } from "../../config/file.js";
+import type { Workspace } from "../../config/workspace.js";
+import type { LoadFile } from "../../host/loader.js";
+import type { ToolRegistry } from "../../host/registry.js";
+import { buildToolset, profileVerdict, type Toolset } from "../../host/toolset.js";
+import type { AnyTool } from "../../tool/define.js";
+import { formatSkillProblems } from "../../host/skills.js";
+import { diffToolsets, formatDiff, formatLoadProblems } from "../../host/toolset-report.js";
+import { recordTrustedFile, trust } from "../../host/trust.js";
+import { appendProjectRules } from "../../config/project-permissions.js";
+import type { PermissionRule } from "../../policy/rules.js";
+import type { RequirementSet } from "../../tool/requirements.js";
+import { extensionLoader } from "../extension-loader.js";
 
 /** The user's answer about an untrusted project's tools. */
 export type TrustAnswer = "session" | "always" | "reject";
