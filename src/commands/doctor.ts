@@ -11,6 +11,7 @@ import { describeWebSearch, resolveWebSearch } from "../config/web-search.js";
 import { sandboxNetworkStatus } from "../runtime/sandbox/proxy.js";
 import { buildToolset } from "../host/toolset.js";
 import { hooksSummary } from "./hooks.js";
+import { lspReport } from "./lsp-report.js";
 import { mcpReport } from "./mcp.js";
 import { describeSandbox, SessionSandbox, sandboxSetting } from "../runtime/sandbox/session-sandbox.js";
 
@@ -25,7 +26,7 @@ export interface DoctorOptions {
  */
 export async function runDoctor(options: DoctorOptions): Promise<number> {
   const home = toolhostHome();
-  const { profile, report, skills, config, hooks } = await buildToolset({
+  const { profile, report, skills, config, configFile, hooks } = await buildToolset({
     cwd: options.cwd ?? process.cwd(),
     profile: options.profile,
     home,
@@ -33,7 +34,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   });
   const network = sandboxNetworkStatus();
   const setting = sandboxSetting();
-  const mcp = await mcpReport(report.cwd, home);
+  const [mcp, lsp] = await Promise.all([mcpReport(report.cwd, home), lspReport(report.cwd, configFile, config.config.lsp)]);
   const agents = loadAgents(report.cwd, report.trusted);
   const hooked = hooksSummary(hooks);
   const lines = [
@@ -80,7 +81,9 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
     ...(setting.problem ? [`${setting.problem} (the sandbox stays on and passes nothing extra)`] : []),
     ...mcp.problems.map((p) => `${p.file ? `${p.file}: ` : ""}${p.message}`),
     ...mcp.servers.filter((s) => s.state !== "ready").map((s) => `MCP server "${s.name}" ${s.error ?? s.state}`),
+    ...lsp.problems,
   ]);
+  block("language servers (each started in the sandbox, as a session starts it):", lsp.lines);
   block(`problems (${problems.length}):`, problems);
   block("shadowed (the first definition found wins):", [
     ...report.shadowed.map((s) => `${s.id}: ${s.file} lost to ${s.winner}`),

@@ -14,6 +14,7 @@ import {
   type ClientCapabilities,
   type Diagnostic,
   type DiagnosticSeverity,
+  type InitializeResult,
   type ProtocolConnection,
 } from "vscode-languageserver-protocol/node";
 import {
@@ -148,8 +149,8 @@ export class LspClient {
     for (const wake of [...this.waiters]) wake();
   }
 
-  /** The initialize handshake, bounded by `timeoutMs`; throws with the reason when it fails. */
-  async initialize(timeoutMs: number): Promise<void> {
+  /** The initialize handshake, bounded by `timeoutMs`: the server's answer; throws with the reason when it fails. */
+  async initialize(timeoutMs: number): Promise<InitializeResult> {
     const root = fileUri(this.launch.root);
     const handshake = this.connection.sendRequest(InitializeRequest.type, {
       processId: this.launch.sandboxed ? null : process.pid,
@@ -159,8 +160,9 @@ export class LspClient {
       capabilities: CAPABILITIES,
       initializationOptions: this.launch.initializationOptions,
     });
-    await bounded(handshake, timeoutMs, this.exited, `did not answer initialize within ${timeoutMs} ms`);
+    const answer = await bounded(handshake, timeoutMs, this.exited, `did not answer initialize within ${timeoutMs} ms`);
     await this.connection.sendNotification(InitializedNotification.type, {});
+    return answer;
   }
 
   /** A request, bounded; rejects when the server fails, is gone, or takes longer. */
