@@ -21,7 +21,8 @@ import { INTERRUPTED_RESULT } from "../agent/record/session-restore.js";
 import { SessionTree, type TreeEntry } from "../agent/record/session-format.js";
 import type { StoredSession } from "../agent/record/session-store.js";
 import type { SessionTools, TrustAnswer } from "../agent/session/tools.js";
-import type { CompactionEvent, UsageReport } from "../agent/turn/turn-types.js";
+import type { CompactionEvent, CostMeter, UsageReport } from "../agent/turn/turn-types.js";
+import type { Usage } from "@agentclientprotocol/sdk/unstable";
 import type { UserQuestions } from "../tool/services.js";
 import type { McpServerSpec } from "../mcp/servers.js";
 import { NodeFs } from "../runtime/fs/node.js";
@@ -224,6 +225,7 @@ export class AcpSession implements SessionFrontEnd {
       .map((b) => b.text.trim())
       .filter((t) => t !== "");
     const [text = "", ...more] = texts;
+    const before = { ...this.agent.meter };
     const stopReason = await this.agent.prompt({
       text,
       moreText: more.length > 0,
@@ -242,7 +244,8 @@ export class AcpSession implements SessionFrontEnd {
         `${problem} Log in to choose a provider and model.`,
       );
     }
-    return { stopReason };
+    // The turn's tokens (ACP's unstable PromptResponse.usage: a client that does not know the field ignores it).
+    return { stopReason, usage: turnUsage(this.agent.meter, before) } as PromptResponse;
   }
 
   /** A prompt found no model (or key): with the terminal login offered, the prompt's error says so. */
@@ -486,5 +489,18 @@ export class AcpSession implements SessionFrontEnd {
         ),
       ],
     });
+  };
+}
+
+/** What a turn used, as ACP's (unstable) `Usage` of a prompt response: the meter's counts since `before`. */
+function turnUsage(now: CostMeter, before: CostMeter): Usage {
+  const input = now.inputTokens - before.inputTokens;
+  const output = now.outputTokens - before.outputTokens;
+  return {
+    inputTokens: input,
+    outputTokens: output,
+    totalTokens: input + output,
+    cachedReadTokens: now.cacheReadTokens - before.cacheReadTokens,
+    cachedWriteTokens: now.cacheWriteTokens - before.cacheWriteTokens,
   };
 }

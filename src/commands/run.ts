@@ -8,6 +8,9 @@ import { sweepStale } from "../runtime/sidecars.js";
 import { recordingEnabled } from "../agent/record/session-store.js";
 import { headlessSession } from "./headless.js";
 import { resumeSession, type ResumeChoice, type ResumedSession } from "./run-resume.js";
+import { RUN_EVENTS_VERSION, runTotals, type RunEvent } from "./run-events.js";
+import { version } from "../config/paths.js";
+import { defaultModelId } from "../agent/model/model-config.js";
 
 export interface RunOptions {
   prompt: string;
@@ -27,28 +30,6 @@ export interface RunOptions {
   /** Go on with a saved session of the workspace (`--continue`, `--resume ID`) instead of a new one. */
   resume?: ResumeChoice;
 }
-
-/** What `--json` prints, one per line. */
-export type RunEvent =
-  | { type: "text"; delta: string }
-  | { type: "thought"; delta: string }
-  | { type: "tool_call_start"; id: string; tool: string; kind: string }
-  | {
-      type: "tool_call_end";
-      id: string;
-      tool: string;
-      title: string;
-      status: "completed" | "failed";
-      error_code?: string;
-      error?: string;
-      /** A command that exited non-zero: its exit code. */
-      exit_code?: number;
-    }
-  | { type: "tool_result"; id: string; text: string }
-  | { type: "usage"; used: number; size: number; cost?: { amount: number; currency: string } }
-  | { type: "message"; text: string }
-  | { type: "error"; message: string }
-  | { type: "stop"; stop_reason: TurnStopReason; exit_code: number; session_id: string };
 
 /** Exit codes: 0 the turn ended normally with no failure, 1 otherwise, 2 bad usage, 130 interrupted. */
 const EXIT_OK = 0;
@@ -78,6 +59,8 @@ export async function runPrompt(options: RunOptions): Promise<number> {
   // Set once the session exists: a slash command's call is the run's whole answer.
   let slash = false;
   let failed = false;
+  // Calls run outside the model's loop (a slash command's): the meter counts only the model's.
+  let ownCalls = 0;
   let midLine = false; // stdout has text with no newline yet
   const emit = (event: RunEvent) => options.out(`${JSON.stringify(event)}\n`);
   const print = async (text: string) => {
@@ -95,6 +78,7 @@ export async function runPrompt(options: RunOptions): Promise<number> {
       const error = envelope.type === "error" ? envelope : undefined;
       // Data that reports a failure (a command that exited non-zero, was killed, timed out) failed too, as the editor shows it.
       const failedOutput = !error && display?.failed === true;
+      if (slash) ownCalls += 1;
       // A slash command's call is the prompt's whole answer: it fails the run as `call` would.
       if (slash && (error || failedOutput)) failed = true;
       if (options.json) {
@@ -174,6 +158,22 @@ export async function runPrompt(options: RunOptions): Promise<number> {
       return EXIT_USAGE;
     }
   }
+  // The run's own totals: a resumed session's meter starts at what it used before.
+  const before = { ...session.meter };
+  if (options.json) {
+    const { id: session_id, workspace, mode } = session;
+    // The session's own choice (--model, a resumed session's), else the environment's or the config's.
+    const model = session.model ?? defaultModelId()?.id;
+    await emit({
+      type: "start",
+      v: RUN_EVENTS_VERSION,
+      session_id,
+      cwd: workspace.cwd,
+      ...(model ? { model } : {}),
+      mode,
+      toolhost: version,
+    });
+  }
   let interrupted = false;
   let onInterrupt = () => {};
   const interruptedWait = new Promise<void>((resolve) => (onInterrupt = resolve));
@@ -197,7 +197,14 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     await swept;
   }
   const code = interrupted ? EXIT_INTERRUPTED : stopReason === "end_turn" && !failed ? EXIT_OK : EXIT_FAILED;
-  if (options.json) await emit({ type: "stop", stop_reason: stopReason, exit_code: code, session_id: session.id });
+  if (options.json)
+    await emit({
+      type: "stop",
+      stop_reason: stopReason,
+      exit_code: code,
+      session_id: session.id,
+      totals: runTotals(session.meter, before, ownCalls),
+    });
   else {
     await endLine();
     if (stopReason !== "end_turn") process.stderr.write(`toolhost: the turn ended: ${stopReason}\n`);

@@ -78,6 +78,14 @@ describe("a prompt answered by a model", () => {
     );
     const response = await prompt(h, sessionId, "Rename the TODO value to 42");
     expect(response.stopReason).toBe("end_turn");
+    // The turn's totals as ACP's (unstable) PromptResponse.usage: the four requests' counts summed.
+    expect((response as { usage?: unknown }).usage).toEqual({
+      inputTokens: 4600,
+      outputTokens: 68,
+      totalTokens: 4668,
+      cachedReadTokens: 0,
+      cachedWriteTokens: 0,
+    });
 
     expect(trace(h).slice(trace(h).indexOf("thought"))).toEqual([
       "thought",

@@ -409,6 +409,8 @@ describe("the model turn loop", () => {
     expect(meter.amount).toBeCloseTo(7.5);
     // What a budget reads: the requests, calls and tokens (input + output) of the turn.
     expect(meter).toMatchObject({ requests: 2, toolCalls: 1, tokens: 2_100_000 });
+    // What `run --json`'s totals read: the provider's counts, and how many requests had a price.
+    expect(meter).toMatchObject({ inputTokens: 2_000_000, outputTokens: 100_000, cacheReadTokens: 0, pricedRequests: 2 });
   });
 });
 
@@ -439,7 +441,7 @@ describe("a budget (TurnOptions.budget)", () => {
     });
     expect(asked).toEqual(["request 0", "after", "call 0", "call 1", "call 2"]);
     expect(model.doStreamCalls).toHaveLength(1);
-    expect(meter).toEqual({ amount: 0, requests: 1, toolCalls: 2, tokens: 120 });
+    expect(meter).toMatchObject({ amount: 0, requests: 1, toolCalls: 2, tokens: 120, pricedRequests: 0 });
     const third = observer.envelopes.get("call_3")!;
     expect(third.type === "error" && [third.metadata.error_code, third.error_text]).toEqual(["aborted", "Not run: budget. The cap."]);
     expect(["call_1", "call_2"].map((id) => observer.envelopes.get(id)!.type)).toEqual(["output", "output"]);

@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { RunEvent } from "../../src/commands/run.js";
+import type { RunEvent } from "../../src/commands/run-events.js";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { CLI_PATH, useAgentEnv } from "../helpers.js";
 import { closeAndCheck, Harness } from "../acp/harness.js";

@@ -3,7 +3,7 @@ import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import type { RunEvent } from "../../src/commands/run.js";
+import type { RunEvent } from "../../src/commands/run-events.js";
 import { firstUserText, startFakeOpenAI, type FakeBody, type FakeReply } from "../fixtures/fake-openai.mjs";
 import { NO_ONE_TO_ASK } from "../../src/tools/question.js";
 import { CLI_PATH, sleepMarker, survivors, useAgentEnv } from "../helpers.js";
@@ -106,7 +106,13 @@ describe("toolhost run", () => {
     expect(all).toContainEqual({ type: "tool_call_start", id: "call_1", tool: "grep", kind: "search" });
     expect(all).toContainEqual(expect.objectContaining({ type: "tool_call_end", id: "call_1", tool: "grep", status: "completed" }));
     expect(all).toContainEqual({ type: "usage", used: 105, size: expect.any(Number) as number });
-    expect(all.at(-1)).toEqual({ type: "stop", stop_reason: "end_turn", exit_code: 0, session_id: expect.stringMatching(/^cli-/) });
+    expect(all.at(-1)).toEqual({
+      type: "stop",
+      stop_reason: "end_turn",
+      exit_code: 0,
+      session_id: expect.stringMatching(/^cli-/),
+      totals: expect.objectContaining({ requests: 2, tool_calls: 1 }),
+    });
     expect(stderr).not.toContain("✓"); // the events carry the calls
   });
 
@@ -183,7 +189,13 @@ describe("toolhost run", () => {
     expect(failed.code).toBe(1);
     const all = events(failed.stdout);
     expect(all).toContainEqual(expect.objectContaining({ type: "error" }));
-    expect(all.at(-1)).toEqual({ type: "stop", stop_reason: "end_turn", exit_code: 1, session_id: expect.stringMatching(/^cli-/) });
+    expect(all.at(-1)).toEqual({
+      type: "stop",
+      stop_reason: "end_turn",
+      exit_code: 1,
+      session_id: expect.stringMatching(/^cli-/),
+      totals: expect.objectContaining({ requests: 1, output_tokens: 0 }),
+    });
 
     t.fake?.push({ text: "cut", finish: "length" });
     const cut = await toolhost(["run", "hello"]);
@@ -216,6 +228,7 @@ describe("toolhost run", () => {
       stop_reason: "max_turn_requests",
       exit_code: 1,
       session_id: expect.stringMatching(/^cli-/),
+      totals: expect.objectContaining({ requests: 4, tool_calls: 3 }),
     });
     expect(model.requests).toHaveLength(4);
 

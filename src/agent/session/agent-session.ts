@@ -30,7 +30,7 @@ import { sessionLsp } from "./lsp.js";
 import type { LspManager } from "../../runtime/lsp/manager.js";
 import { runToolCall } from "../turn/tool-runner.js";
 import type { CostMeter, ToolDeclaration, TurnStopReason } from "../turn/turn-types.js";
-import { newMeter } from "../turn/turn-types.js";
+import { METER_KEYS, newMeter } from "../turn/turn-types.js";
 import { SessionBudget, sessionLimits } from "./budget.js";
 
 export { headlessFrontEnd, type SessionFrontEnd };
@@ -200,8 +200,7 @@ export class AgentSession {
     this.callSeq = Math.max(this.callSeq, state.lastCallNumber);
     // What was spent stays spent: the meter never goes down (a rewind restores an earlier state).
     if (state.usage && !this.parent)
-      for (const key of ["amount", "requests", "toolCalls", "tokens"] as const)
-        this.meter[key] = Math.max(this.meter[key], Number(state.usage[key]) || 0);
+      for (const key of METER_KEYS) this.meter[key] = Math.max(this.meter[key], Number(state.usage[key]) || 0);
   }
 
   /** A subagent follows its parent's mode (agent/session/settings.ts). */

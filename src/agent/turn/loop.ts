@@ -183,9 +183,16 @@ async function reportUsage(opts: TurnOptions, observer: TurnObserver, usage: Lan
   const write = usage?.inputTokenDetails?.cacheWriteTokens ?? 0;
   if (read || write) report.cache = { read, write };
   const cost = input !== undefined ? stepCost(opts.info, { input, output, cachedInput: read, cacheWrite: write }) : undefined;
-  if (opts.meter) opts.meter.tokens += used;
+  if (opts.meter) {
+    opts.meter.tokens += used;
+    opts.meter.inputTokens += input ?? 0;
+    opts.meter.outputTokens += input !== undefined ? output : 0;
+    opts.meter.cacheReadTokens += read;
+    opts.meter.cacheWriteTokens += write;
+  }
   if (cost !== undefined && opts.meter) {
     opts.meter.amount += cost;
+    opts.meter.pricedRequests += 1;
     report.cost = { amount: Math.round(opts.meter.amount * 1e6) / 1e6, currency: "USD" };
   }
   await observer.usage(report);

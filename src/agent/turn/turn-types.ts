@@ -56,11 +56,31 @@ export interface CostMeter {
   toolCalls: number;
   /** Tokens used (input + output of each request; the estimate when a provider reports none). */
   tokens: number;
+  /** As the providers report them, summed over requests: input (cache reads and writes included), output, and of the input, read from and written to the prompt cache. */
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** Requests whose model has a known price (their cost is in `amount`). */
+  pricedRequests: number;
 }
+
+/** The meter's counts, in the order a record keeps them. */
+export const METER_KEYS = [
+  "amount",
+  "requests",
+  "toolCalls",
+  "tokens",
+  "inputTokens",
+  "outputTokens",
+  "cacheReadTokens",
+  "cacheWriteTokens",
+  "pricedRequests",
+] as const satisfies readonly (keyof CostMeter)[];
 
 /** A new meter, at zero. */
 export function newMeter(): CostMeter {
-  return { amount: 0, requests: 0, toolCalls: 0, tokens: 0 };
+  return Object.fromEntries(METER_KEYS.map((key) => [key, 0])) as unknown as CostMeter;
 }
 
 /** Why a budget stops the turn: said to the user, and in the result of each call it leaves unrun. */
