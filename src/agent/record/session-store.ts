@@ -113,6 +113,21 @@ export class SessionWriter {
     private rewrite?: readonly TreeEntry[],
   ) {}
 
+  /**
+   * Writes the header now (and takes the hold), before any entry: a session made by session/new
+   * can be loaded by id from another process before its first prompt. A failure here is said at
+   * the first entry's write, which tries again (the editor hears of it then).
+   */
+  start(): void {
+    if (this.failed || this.fd !== null) return;
+    try {
+      this.open();
+    } catch {
+      if (this.fd !== null) fs.closeSync(this.fd);
+      this.fd = null;
+    }
+  }
+
   append(entry: TreeEntry): void {
     if (this.failed) return;
     try {
@@ -281,6 +296,8 @@ export class SessionStore {
     for (; index < rows.length && page.length < limit; index++) {
       const row = rows[index]!;
       const head = await readHead(row.file);
+      // Made by session/new and never prompted: loadable by its id, but no conversation to list.
+      if ("header" in head && !head.prompted) continue;
       if ("problem" in head) {
         page.push({
           id: row.id,
@@ -426,7 +443,9 @@ function checkHeader(line: string | undefined): { header: SessionHeader | V1Head
 }
 
 /** The header and the first title of a file, from its first bytes only (list stays fast), or why it cannot be read. */
-async function readHead(file: string): Promise<{ header: SessionHeader | V1Header; title?: string } | { problem: string; cwd?: string }> {
+async function readHead(
+  file: string,
+): Promise<{ header: SessionHeader | V1Header; title?: string; prompted: boolean } | { problem: string; cwd?: string }> {
   let handle: fsp.FileHandle | undefined;
   try {
     handle = await fsp.open(file, "r");
@@ -442,16 +461,20 @@ async function readHead(file: string): Promise<{ header: SessionHeader | V1Heade
     const checked = checkHeader(lines[0]);
     if (!("header" in checked)) return checked;
     const { header } = checked;
+    // A format-1 file was written from its first prompt on; a format-2 one from session/new: prompted once it holds
+    // more than settings (or more than the head holds).
+    const prompted =
+      header.format === 1 || bytesRead === HEAD_BYTES || lines.slice(1).some((line) => line && !line.startsWith('{"type":"setting"'));
     // Both formats write an entry's type first. The last line may be cut by the buffer's end; it fails to parse and is skipped.
     for (const line of lines.slice(1)) {
       if (!line.startsWith('{"type":"title"')) continue;
       try {
-        return { header, title: (JSON.parse(line) as { title: string }).title };
+        return { header, title: (JSON.parse(line) as { title: string }).title, prompted };
       } catch {
         break;
       }
     }
-    return { header };
+    return { header, prompted };
   } catch (err) {
     return { problem: `unreadable: ${(err as Error).message}` };
   } finally {
