@@ -6,6 +6,7 @@ import { asWorkspace, projectFolderName, type Workspace } from "../../config/wor
 import { checkpointSessions, discardSessionCheckpoints } from "../../runtime/checkpoints/repository.js";
 import { AI_MAJOR, type SessionHeader, type TreeEntry } from "./session-format.js";
 import { migrateV1, type V1Entry, type V1Header } from "./session-migrate.js";
+import { decodeCursor, encodeCursor, newestFirst } from "./session-cursor.js";
 import { takeHold, type SessionHold } from "./session-hold.js";
 
 // Sessions on disk: one append-only JSONL file per session, grouped by project, under
@@ -480,25 +481,6 @@ async function readHead(
   } finally {
     await handle?.close();
   }
-}
-
-function newestFirst(a: { mtimeMs: number; id: string }, b: { mtimeMs: number; id: string }): number {
-  return b.mtimeMs - a.mtimeMs || a.id.localeCompare(b.id);
-}
-
-function encodeCursor(row: { mtimeMs: number; id: string }): string {
-  return Buffer.from(JSON.stringify([row.mtimeMs, row.id])).toString("base64url");
-}
-
-function decodeCursor(cursor: string | undefined): { mtimeMs: number; id: string } | undefined {
-  if (!cursor) return undefined;
-  try {
-    const [mtimeMs, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as [unknown, unknown];
-    if (typeof mtimeMs === "number" && typeof id === "string") return { mtimeMs, id };
-  } catch {
-    // fall through
-  }
-  throw new Error("Invalid cursor: pass nextCursor from the previous page unchanged");
 }
 
 async function readdirOrEmpty(dir: string): Promise<string[]> {
