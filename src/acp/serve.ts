@@ -8,6 +8,7 @@ import { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } from "@agent
 import { WebSocketServer, type WebSocket } from "ws";
 import { sweepStale } from "../runtime/sidecars.js";
 import { batchedWebSocket } from "./batch.js";
+import { HttpBatches } from "./http-batch.js";
 import { MAX_MESSAGE_BYTES } from "./line-guard.js";
 import { ACP_PATH, isLoopback, refusal, type Refusal } from "./serve-guard.js";
 import { versionRouter } from "./v2/agent.js";
@@ -91,6 +92,8 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
    * (the v2 side's inner agent is a connection of the keeper's of its own, so a v2 client's
    * sessions are taken over by the next connection's inner agent as a v1 client's are).
    */
+  // JSON-RPC batches POSTed over Streamable HTTP: answered here, each entry through the SDK (http-batch.ts).
+  const httpBatches = new HttpBatches();
   const connectionAgent = (): AgentConnector => {
     const conn = keeper.connection();
     const made = createAgent({ sessions: [] }, undefined, conn.keeper);
@@ -103,7 +106,7 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
     });
     return {
       connect: (stream, connectOptions?: AgentConnectOptions) => {
-        const connection = routed.router.connect(stream, connectOptions);
+        const connection = routed.router.connect(httpBatches.wrap(stream), connectOptions);
         live++;
         log(`a client connected (${live} connected)`);
         // The client is gone (socket closed, DELETE, or its streams absent): the stdio close path, after the grace.
@@ -118,7 +121,13 @@ export async function serveRemote(options: ServeOptions): Promise<void> {
     };
   };
 
-  const acp = new AcpServer({ createAgent: connectionAgent });
+  class BatchingServer extends AcpServer {
+    override async handleRequest(request: Request, handleOptions?: Parameters<AcpServer["handleRequest"]>[1]): Promise<Response> {
+      const one = (r: Request) => super.handleRequest(r, handleOptions);
+      return (await httpBatches.answer(request, one)) ?? one(request);
+    }
+  }
+  const acp = new BatchingServer({ createAgent: connectionAgent });
   const onHttp = createNodeHttpHandler(acp, { maxRequestBodyBytes: MAX_MESSAGE_BYTES + 1024 });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES + 1024 });
   // JSON-RPC batches: split before the SDK's server (which refuses arrays), answers joined after it.

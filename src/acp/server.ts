@@ -75,6 +75,8 @@ async function loadSession(
   ]);
   const profile = tools.toolset.profile;
   const recorder = restore ? loadedSessionRecorder(store, restore.stored, restore.hold) : newSessionRecorder(store, id, workspace);
+  // A new session's file is there from session/new on: another process (acpx's `prompt -s`) can load it before its first prompt.
+  if (!restore) recorder?.start();
   const session = new AcpSession({
     id,
     mcpServers,
@@ -333,8 +335,9 @@ export function createAgent(
     const store = await sessionStore();
     const stored = await store.read(sessionId);
     const live = sessions.get(sessionId);
-    // Live but never recorded (no prompt yet, or TOOLHOST_SESSIONS=off): answered from memory, nothing to replay.
-    if (!stored && live) {
+    // Live with no prompt yet (its file only a header and settings) or never recorded (TOOLHOST_SESSIONS=off):
+    // answered from memory, nothing to replay.
+    if (live && !stored?.entries.some((entry) => entry.type !== "setting")) {
       const session = await live.ready;
       await session.sendCommands(true);
       return session;

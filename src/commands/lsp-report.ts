@@ -13,7 +13,7 @@ export async function lspReport(
   config: LspConfig | undefined,
 ): Promise<{ lines: string[]; problems: string[] }> {
   if (config === false) return { lines: ['off ("lsp": false)'], problems: [] };
-  // Launched as a session launches them (agent/session-lsp.ts): the session's sandbox, confined.
+  // Launched as a session launches them (agent/session/lsp.ts): the session's sandbox, confined.
   const peek = peekConfig(configFile);
   const sandbox = new SessionSandbox({ setting: sandboxSettingOf(peek) }).start();
   const runtime = new RuntimeSession({ workspace: cwd, spawnTransform: sandbox.transform });

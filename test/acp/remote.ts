@@ -107,7 +107,8 @@ export interface RemoteOptions {
   fetch?: typeof globalThis.fetch;
   headers?: Record<string, string>;
   capabilities?: ClientCapabilities;
-  permission?: (request: RequestPermissionRequest) => RequestPermissionResponse;
+  /** The answer to an approval (a promise that never settles: a client that never answers). */
+  permission?: (request: RequestPermissionRequest) => RequestPermissionResponse | Promise<RequestPermissionResponse>;
 }
 
 /** The SDK's client over the SDK's WebSocket or HTTP stream to a serve process. */

@@ -108,4 +108,24 @@ describe("one process holds a session", () => {
     await expect(fsp.stat(file)).rejects.toThrow();
     await expect(fsp.stat(holdPathFor(file))).rejects.toThrow();
   });
+
+  it("a session made by session/new and never prompted loads in another process (acpx: sessions new, then prompt -s), listed from its first prompt", async () => {
+    t.fake = await startFakeOpenAI({ script: [{ text: "one" }] });
+    const first = await agent();
+    const sessionId = await first.newSession(t.ws);
+    await first.agent.request("session/set_mode", { sessionId, modeId: "full" });
+    // The process ends with the session never prompted, as acpx's `sessions new` does.
+    await closeAndCheck(first);
+
+    t.h = await agent();
+    const listed = async () => (await t.h!.agent.request("session/list", { cwd: t.ws })).sessions.map((s) => s.sessionId);
+    // No conversation yet: not in the list, so editors' histories get no empty rows.
+    expect(await listed()).toEqual([]);
+    const loaded = await t.h.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
+    expect(loaded.modes?.currentModeId).toBe("full");
+    expect(t.h.updatesOf(sessionId, "user_message_chunk")).toEqual([]);
+    expect((await prompt(t.h, sessionId, "first")).stopReason).toBe("end_turn");
+    expect(messageText(t.h, sessionId, "")).toBe("one");
+    expect(await listed()).toEqual([sessionId]);
+  });
 });

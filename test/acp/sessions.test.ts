@@ -103,10 +103,12 @@ describe("a session recorded on disk", () => {
     expect(ended).toMatchObject({ status: "refused", errorCode: "rejected", envelope: { type: "error" } });
   });
 
-  it("writes nothing for a session that never got a prompt", async () => {
+  it("lists no session that never got a prompt (its file, a header, only loads by id)", async () => {
     const { h } = await start();
-    await h.newSession(t.ws);
-    expect((await new SessionStore(t.home).list()).sessions).toEqual([]);
+    const sessionId = await h.newSession(t.ws);
+    const store = new SessionStore(t.home);
+    await h.waitFor(async () => (await store.find(sessionId)) !== undefined);
+    expect((await store.list()).sessions).toEqual([]);
   });
 
   it("writes nothing with TOOLHOST_SESSIONS=off", async () => {
@@ -399,7 +401,11 @@ describe("the sidecar files of a recorded session", () => {
         () => true,
       ),
     );
-    expect((await fsp.readdir(project)).sort()).toEqual(["kept-session", "kept-session.jsonl"]);
+    // (The new session's own file and hold are there from session/new on.)
+    expect((await fsp.readdir(project)).filter((name) => !name.startsWith(sessionId)).sort()).toEqual([
+      "kept-session",
+      "kept-session.jsonl",
+    ]);
   });
 
   it("with TOOLHOST_SESSIONS=off, stay in the temporary folder and go when the session closes", async () => {

@@ -55,6 +55,11 @@ export class SessionRecorder {
     this.seq = Math.max(0, ...stored.map((e) => (e.type === "tool_call" || e.type === "tool_result" ? e.seq : 0)));
   }
 
+  /** Writes the file now, its header only, so another process can load the session before its first entry (an editor's session/new). */
+  start(): void {
+    this.writer.start();
+  }
+
   /** The current position: the entry the next one is appended under. */
   get leafId(): string | undefined {
     return this.leaf;

@@ -6,6 +6,7 @@ import { asWorkspace, projectFolderName, type Workspace } from "../../config/wor
 import { checkpointSessions, discardSessionCheckpoints } from "../../runtime/checkpoints/repository.js";
 import { AI_MAJOR, type SessionHeader, type TreeEntry } from "./session-format.js";
 import { migrateV1, type V1Entry, type V1Header } from "./session-migrate.js";
+import { decodeCursor, encodeCursor, newestFirst } from "./session-cursor.js";
 import { takeHold, type SessionHold } from "./session-hold.js";
 
 // Sessions on disk: one append-only JSONL file per session, grouped by project, under
@@ -112,6 +113,21 @@ export class SessionWriter {
     /** A format-1 file's entries, migrated: the file is rewritten as format 2 (header and these) before the first append. */
     private rewrite?: readonly TreeEntry[],
   ) {}
+
+  /**
+   * Writes the header now (and takes the hold), before any entry: a session made by session/new
+   * can be loaded by id from another process before its first prompt. A failure here is said at
+   * the first entry's write, which tries again (the editor hears of it then).
+   */
+  start(): void {
+    if (this.failed || this.fd !== null) return;
+    try {
+      this.open();
+    } catch {
+      if (this.fd !== null) fs.closeSync(this.fd);
+      this.fd = null;
+    }
+  }
 
   append(entry: TreeEntry): void {
     if (this.failed) return;
@@ -281,6 +297,8 @@ export class SessionStore {
     for (; index < rows.length && page.length < limit; index++) {
       const row = rows[index]!;
       const head = await readHead(row.file);
+      // Made by session/new and never prompted: loadable by its id, but no conversation to list.
+      if ("header" in head && !head.prompted) continue;
       if ("problem" in head) {
         page.push({
           id: row.id,
@@ -426,7 +444,9 @@ function checkHeader(line: string | undefined): { header: SessionHeader | V1Head
 }
 
 /** The header and the first title of a file, from its first bytes only (list stays fast), or why it cannot be read. */
-async function readHead(file: string): Promise<{ header: SessionHeader | V1Header; title?: string } | { problem: string; cwd?: string }> {
+async function readHead(
+  file: string,
+): Promise<{ header: SessionHeader | V1Header; title?: string; prompted: boolean } | { problem: string; cwd?: string }> {
   let handle: fsp.FileHandle | undefined;
   try {
     handle = await fsp.open(file, "r");
@@ -442,40 +462,25 @@ async function readHead(file: string): Promise<{ header: SessionHeader | V1Heade
     const checked = checkHeader(lines[0]);
     if (!("header" in checked)) return checked;
     const { header } = checked;
+    // A format-1 file was written from its first prompt on; a format-2 one from session/new: prompted once it holds
+    // more than settings (or more than the head holds).
+    const prompted =
+      header.format === 1 || bytesRead === HEAD_BYTES || lines.slice(1).some((line) => line && !line.startsWith('{"type":"setting"'));
     // Both formats write an entry's type first. The last line may be cut by the buffer's end; it fails to parse and is skipped.
     for (const line of lines.slice(1)) {
       if (!line.startsWith('{"type":"title"')) continue;
       try {
-        return { header, title: (JSON.parse(line) as { title: string }).title };
+        return { header, title: (JSON.parse(line) as { title: string }).title, prompted };
       } catch {
         break;
       }
     }
-    return { header };
+    return { header, prompted };
   } catch (err) {
     return { problem: `unreadable: ${(err as Error).message}` };
   } finally {
     await handle?.close();
   }
-}
-
-function newestFirst(a: { mtimeMs: number; id: string }, b: { mtimeMs: number; id: string }): number {
-  return b.mtimeMs - a.mtimeMs || a.id.localeCompare(b.id);
-}
-
-function encodeCursor(row: { mtimeMs: number; id: string }): string {
-  return Buffer.from(JSON.stringify([row.mtimeMs, row.id])).toString("base64url");
-}
-
-function decodeCursor(cursor: string | undefined): { mtimeMs: number; id: string } | undefined {
-  if (!cursor) return undefined;
-  try {
-    const [mtimeMs, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as [unknown, unknown];
-    if (typeof mtimeMs === "number" && typeof id === "string") return { mtimeMs, id };
-  } catch {
-    // fall through
-  }
-  throw new Error("Invalid cursor: pass nextCursor from the previous page unchanged");
 }
 
 async function readdirOrEmpty(dir: string): Promise<string[]> {

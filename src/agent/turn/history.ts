@@ -1,5 +1,9 @@
 import type { ModelMessage, ToolResultPart, UserContent } from "ai";
 
+/** What the model is told of a call a turn left without a result, however it ended (a cancel, a client gone, an error). */
+export const UNFINISHED_RESULT =
+  "No result: the turn ended (cancelled, its client gone, or an error) before this call finished. It may have run in part or in full: check its effects before you run it again.";
+
 /**
  * A session's conversation as the model sees it: user prompts, the model's replies (text,
  * reasoning, tool calls) and the tool results. Every tool call is followed by its result, so
@@ -32,8 +36,37 @@ export class History {
     return this.list.length;
   }
 
+  /** A user message; a call of the last reply still without a result is answered first, as every provider requires. */
   addUser(content: UserContent): void {
+    this.answerOpenCalls(UNFINISHED_RESULT);
     this.push({ role: "user", content });
+  }
+
+  /**
+   * Answers each call of the last model reply that has no result yet with `text` (an error result,
+   * recorded like any other), so the history can be sent again. True when a call needed one.
+   */
+  answerOpenCalls(text: string): boolean {
+    const answered = new Set<string>();
+    let i = this.list.length - 1;
+    for (; i >= 0 && this.list[i]!.role === "tool"; i--) {
+      const tool = this.list[i] as Extract<ModelMessage, { role: "tool" }>;
+      for (const part of tool.content) if (part.type === "tool-result") answered.add(part.toolCallId);
+    }
+    const reply = this.list[i];
+    if (reply?.role !== "assistant" || typeof reply.content === "string") return false;
+    const open = reply.content.flatMap((part) =>
+      part.type === "tool-call" && !part.providerExecuted && !answered.has(part.toolCallId) ? [part] : [],
+    );
+    this.addToolResults(
+      open.map((call) => ({
+        type: "tool-result" as const,
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        output: { type: "error-text" as const, value: text },
+      })),
+    );
+    return open.length > 0;
   }
 
   /** The model's reply of one step; anything but assistant messages is dropped (the loop adds the tool results). */

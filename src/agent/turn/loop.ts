@@ -210,6 +210,21 @@ function stopReasonOf(finish: FinishReason | undefined): TurnStopReason {
  * → results back to the model, until it stops calling tools or a bound is hit.
  */
 export async function runModelTurn(opts: TurnOptions, observer: TurnObserver): Promise<TurnResult> {
+  try {
+    return await modelTurn(opts, observer);
+  } catch (err) {
+    // However the turn broke off (a client gone mid-approval, an observer or a tool that threw),
+    // the calls the model made get a result: the history stays one a provider takes.
+    opts.history.answerOpenCalls(
+      opts.tools.signal.aborted
+        ? "Cancelled: the turn was cancelled (or its client went away) before this call finished. It may have run in part: check its effects before you run it again."
+        : `Not finished: the turn failed (${err instanceof Error ? err.message : String(err)}) before this call finished. It may have run in part: check its effects before you run it again.`,
+    );
+    throw err;
+  }
+}
+
+async function modelTurn(opts: TurnOptions, observer: TurnObserver): Promise<TurnResult> {
   const signal = opts.tools.signal;
   const maxRequests = opts.maxRequests ?? DEFAULT_MAX_REQUESTS;
   const fixed = opts.offer ? undefined : declareTools(opts.declarations ?? opts.tools.registry.list().map(({ tool }) => tool));
