@@ -383,6 +383,8 @@ export class AcpSession implements SessionFrontEnd {
 
   text = (text: string) => this.update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
   thought = (text: string) => this.update({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text } });
+  /** The request waits or is retried: a line of thought, which every client shows and none takes for the answer. */
+  notice = (text: string) => this.thought(`[toolhost: ${text}]\n`);
   usage = ({ cache, ...report }: UsageReport) =>
     this.update({
       sessionUpdate: "usage_update",

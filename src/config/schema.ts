@@ -139,6 +139,15 @@ export const UserConfigSchema = z
     budget: BudgetSchema.optional(),
     /** Language servers for diagnostics after edits and the lsp tool (runtime/lsp/); `false`: none. */
     lsp: LspConfigSchema.optional(),
+    /** How long a model request may wait for its first part and between parts, and how often it is retried (agent/model/request-limits.ts). */
+    modelRequest: z
+      .object({
+        firstByteTimeoutMs: z.number().int().min(1).optional(),
+        idleTimeoutMs: z.number().int().min(1).optional(),
+        retries: z.number().int().min(0).max(20).optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -173,6 +182,7 @@ const FALLBACK: Partial<Record<keyof UserConfig, string>> = {
   checkpoints: "checkpoints stay on",
   budget: "no budget from the file",
   lsp: "the built-in language servers",
+  modelRequest: "the default timeouts (120 s) and retries (3)",
 };
 
 /**

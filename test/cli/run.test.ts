@@ -22,9 +22,15 @@ interface Ran {
 /** Runs the CLI; `onStdout` sees stdout as it grows (to interrupt it mid-turn). */
 function toolhost(
   args: string[],
-  options: { model?: boolean; stdin?: string; onStdout?: (all: string, child: ReturnType<typeof spawn>) => void } = {},
+  options: {
+    model?: boolean;
+    stdin?: string;
+    env?: Record<string, string>;
+    onStdout?: (all: string, child: ReturnType<typeof spawn>) => void;
+    onSpawn?: (child: ReturnType<typeof spawn>) => void;
+  } = {},
 ): Promise<Ran> {
-  const env = t.env();
+  const env = { ...t.env(), ...options.env };
   if (options.model !== false && t.fake) {
     env.TOOLHOST_MODEL = "openai-compatible/fake";
     env.TOOLHOST_BASE_URL = t.fake.url;
@@ -39,6 +45,7 @@ function toolhost(
     });
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     child.stdin.end(options.stdin ?? "");
+    options.onSpawn?.(child);
     child.on("error", reject);
     child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
@@ -303,5 +310,29 @@ describe("toolhost run", () => {
     // The command's process is gone with the CLI, not left running.
     expect(await survivors(`sleep ${marker}`)).toEqual([]);
     await expect(fsp.access(path.join(t.ws, "late"))).rejects.toThrow();
+  });
+
+  it("a model that never answers: says it waits and each retry on stderr, exits 1 with the timeout; SIGINT ends the wait", async () => {
+    // Accepts every request and never answers, not even the headers.
+    t.fake = await startFakeOpenAI({ fallback: () => new Promise<never>(() => {}) });
+    const timedOut = await toolhost(["run", "hello"], {
+      env: { TOOLHOST_MODEL_FIRST_BYTE_TIMEOUT_MS: "400", TOOLHOST_MODEL_RETRIES: "1" },
+    });
+    expect(timedOut.code).toBe(1);
+    expect(timedOut.stderr).toContain("toolhost: waiting for openai-compatible/fake: no answer yet after 200 ms (attempt 1;");
+    expect(timedOut.stderr).toContain("toolhost: openai-compatible/fake: the model sent nothing for 400 ms; retry 1 of 1 in 1 s");
+    expect(timedOut.stderr).toContain(
+      "The model request for openai-compatible/fake timed out (tried 2 times): the model sent nothing for 400 ms.",
+    );
+
+    // The default wait (minutes): Ctrl-C while the request hangs ends the run, and the connection with it.
+    const fake = t.fake;
+    const asked = fake.requests.length;
+    const { code } = await toolhost(["run", "hello"], {
+      onSpawn: (child) =>
+        void vi.waitUntil(() => fake.requests.length > asked, { timeout: 20_000, interval: 20 }).then(() => child.kill("SIGINT")),
+    });
+    expect(code).toBe(130);
+    await vi.waitUntil(() => fake.requests.every((r) => r.aborted), { timeout: 10_000, interval: 20 });
   });
 });

@@ -23,6 +23,8 @@ export interface ProviderFailure {
   url?: string;
   /** The connection closed after the provider had answered (a 2xx whose body never finished). */
   streamCut?: boolean;
+  /** toolhost gave up waiting (model/request-limits.ts): nothing came, or the stream stalled. */
+  timedOut?: boolean;
 }
 
 function shape(err: unknown): ErrorShape {
@@ -58,6 +60,7 @@ export function classifyProviderError(err: unknown): ProviderFailure {
   const status = typeof e.statusCode === "number" ? e.statusCode : undefined;
   const retryable = e.isRetryable === true || status === 429 || (status !== undefined && status >= 500);
   const message = typeof e.message === "string" ? e.message : String(err);
+  if (e.name === "ModelTimeoutError") return { retryable: true, timedOut: true, message };
   // The AI SDK reports a body that broke off after a 200 as "Failed to process successful response":
   // the answer had started, so what happened is that the connection was cut.
   if (status !== undefined && status >= 200 && status < 300) {
@@ -91,6 +94,8 @@ export function providerErrorMessage(failure: ProviderFailure, ctx: ErrorContext
   const detail = failure.message.trim().replace(/\s+$/, "");
   const tries = ctx.attempts > 1 ? ` (tried ${ctx.attempts} times)` : "";
   switch (true) {
+    case failure.timedOut === true:
+      return `The model request for ${ctx.modelId} timed out${tries}: ${detail}.\nCheck that the model's server is up; a slow one needs a longer wait (\`modelRequest\` in the config file, or TOOLHOST_MODEL_FIRST_BYTE_TIMEOUT_MS / TOOLHOST_MODEL_IDLE_TIMEOUT_MS).`;
     case failure.streamCut === true:
       return `The model's stream for ${ctx.modelId} was cut${tries}: ${detail}\nSend the prompt again to retry.`;
     case failure.status === 401 || failure.status === 403:

@@ -109,6 +109,7 @@ export function turnObserver(frontEnd: SessionFrontEnd, own: Required<Pick<TurnO
     thought: (delta) => frontEnd.thought(delta),
     compaction: (event) => own.compaction(event),
     usage: (report) => own.usage(report),
+    notice: (text) => frontEnd.notice?.(text),
   };
 }
 
@@ -160,6 +161,7 @@ export function recordedFrontEnd(frontEnd: SessionFrontEnd, recorder: SessionRec
     },
     usage: (report) => frontEnd.usage(report),
     compaction: frontEnd.compaction?.bind(frontEnd),
+    notice: frontEnd.notice?.bind(frontEnd),
     loginRequired: frontEnd.loginRequired?.bind(frontEnd),
     commandsChanged: frontEnd.commandsChanged?.bind(frontEnd),
     settingsChanged: frontEnd.settingsChanged?.bind(frontEnd),

@@ -2,6 +2,7 @@ import type { LanguageModel, ModelMessage, UserContent } from "ai";
 import type { Envelope } from "../../tool/envelope.js";
 import type { History } from "./history.js";
 import type { ModelInfo } from "../model/models.js";
+import type { ModelRequestLimits } from "../model/request-limits.js";
 import type { ToolCallObserver, ToolRunContext } from "./tool-runner.js";
 
 // The vocabulary of a model turn, shared by the loop and the step (which would otherwise import each other).
@@ -41,6 +42,8 @@ export interface TurnObserver extends ToolCallObserver {
   usage(report: UsageReport): void | Promise<void>;
   /** The history is being compacted; absent: the front end is not told. */
   compaction?(event: CompactionEvent): void | Promise<void>;
+  /** A line about the request itself (it waits for the model, it is retried): not model text, not recorded. */
+  notice?(text: string): void | Promise<void>;
 }
 
 /**
@@ -157,6 +160,8 @@ export interface TurnOptions extends TurnRequest, TurnModel {
   /** Where this provider's key is set, for a 401 message. */
   keyHint: string;
   retry?: RetryPolicy;
+  /** The requests' timeouts and retries (default: model/request-limits.ts's); `retry` wins for the retries. */
+  limits?: ModelRequestLimits;
   /** Compact the history when the context nears the window (default true). */
   compaction?: boolean;
   /** Provider options of every request (how hard the model thinks). */
@@ -166,7 +171,7 @@ export interface TurnOptions extends TurnRequest, TurnModel {
 /** What one model request reads (agent/step.ts). */
 export type StepOptions = Pick<
   TurnOptions,
-  "model" | "modelId" | "system" | "history" | "tools" | "nextCallId" | "providerOptions" | "retry"
+  "model" | "modelId" | "system" | "history" | "tools" | "nextCallId" | "providerOptions" | "retry" | "limits"
 >;
 
 export interface TurnResult {

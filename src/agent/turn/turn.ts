@@ -5,6 +5,7 @@ import type { ModelSpec } from "../model/model-config.js";
 import { modelInfo } from "../model/models.js";
 import { keyHint } from "../model/provider-errors.js";
 import { createLanguageModel, ModelSetupError } from "../model/providers.js";
+import { requestLimits } from "../model/request-limits.js";
 import { buildSystemPrompt, type SystemPromptOptions } from "./system-prompt.js";
 import { thinkingOptions, type ThoughtLevel } from "../model/thinking.js";
 import type { CostMeter, TurnObserver, TurnRequest, TurnResult } from "./turn-types.js";
@@ -34,6 +35,8 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
     return { stopReason: "end_turn", error: loaded.error ? `${err.message}\n(${loaded.error})` : err.message, needsLogin: true };
   }
   const system = await buildSystemPrompt({ cwd, profilePrompt, skills });
+  const { limits, problems } = requestLimits(loaded.config);
+  for (const problem of problems) process.stderr.write(`toolhost: ${problem}\n`);
   return runModelTurn(
     {
       ...request,
@@ -43,6 +46,7 @@ export async function runPromptTurn(turn: PromptTurn, observer: TurnObserver): P
       system,
       keyHint: keyHint(spec.provider, loaded.path),
       providerOptions: thinkingOptions(spec.id, thoughtLevel ?? "default"),
+      limits,
     },
     observer,
   );
