@@ -293,7 +293,7 @@ describe("ACP v2", () => {
     await h.agent.request("session/close", { sessionId });
   });
 
-  it("acp-tck's other v2 rows, ported: version probes, session set-up, list, delete, close, extension methods, cancel's shape, `_` values, `_meta`", async () => {
+  it("acp-tck's other v2 rows, ported: version probes, session set-up, list, delete, close, extension methods, cancel's shape, prompt content, `_` values, `_meta`", async () => {
     // INIT-003 and INIT-202: an unsupported (65535) or older (1) version still initializes, with
     // toolhost's latest (2) or the older one it also speaks (1), never the request echoed back.
     const firstAnswer = async (protocolVersion: number) => {
@@ -317,6 +317,8 @@ describe("ACP v2", () => {
       { toolCalls: [{ id: "b1", name: "bash", arguments: { command: "echo hi" } }] },
       { text: "Not run." },
       { text: "Two." },
+      { text: "An image." },
+      { text: "A note." },
     ]);
     // ENUM-203: a `_` permission outcome (not understood, so not an approval) does not stop the turn.
     h.permission = () => ({ outcome: { outcome: "_tck/unknown" } }) as never;
@@ -347,6 +349,15 @@ describe("ACP v2", () => {
     const two = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Again" }] });
     await h.waitFor(() => h.states(sessionId).filter((s) => s === "idle:end_turn").length === 2);
     expect(two.messageId).not.toBe(one.messageId);
+    // PROMPTCAP-001/003: the image and embedded-context prompts toolhost advertises run to idle.
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "image", mimeType: "image/png", data: png }] });
+    await h.agent.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "resource", resource: { uri: "file:///n.txt", text: "note" } }],
+    });
+    await h.waitFor(() => h.states(sessionId).filter((s) => s === "idle:end_turn").length === 4);
+    expect(text(h, sessionId, "agent_message_chunk")).toMatch(/An image\.A note\.$/);
 
     // CANCEL-205/206: a cancel with `_meta` (and one for an idle session) is taken, never answered.
     await h.agent.notify("session/cancel", { sessionId, _meta: { tck: 1 } });
