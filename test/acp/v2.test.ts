@@ -1,7 +1,11 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeReply } from "../fixtures/fake-openai.mjs";
+import { CLI_PATH, cleanEnv } from "../helpers.js";
 import { useAcpTest } from "./harness.js";
 import { V2Harness, type V2PermissionHandler } from "./harness-v2.js";
 
@@ -287,5 +291,110 @@ describe("ACP v2", () => {
     expect(h.updatesOf(sessionId, "user_message_chunk")).toEqual([]);
     expect(h.states(sessionId)).toEqual(["idle"]);
     await h.agent.request("session/close", { sessionId });
+  });
+
+  it("acp-tck's other v2 rows, ported: version probes, session set-up, list, delete, close, extension methods, cancel's shape, prompt content, `_` values, `_meta`", async () => {
+    // INIT-003 and INIT-202: an unsupported (65535) or older (1) version still initializes, with
+    // toolhost's latest (2) or the older one it also speaks (1), never the request echoed back.
+    const firstAnswer = async (protocolVersion: number) => {
+      const child = spawn(process.execPath, [CLI_PATH], {
+        stdio: ["pipe", "pipe", "ignore"],
+        env: { ...cleanEnv(), TOOLHOST_HOME: t.home },
+      });
+      child.stdin.write(
+        `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion, info: { name: "tck", version: "1" }, capabilities: {} } })}\n`,
+      );
+      const [line] = (await once(createInterface({ input: child.stdout }), "line")) as [string];
+      child.stdin.end();
+      await once(child, "exit");
+      return JSON.parse(line) as { result?: { protocolVersion: number } };
+    };
+    const [future, older] = await Promise.all([firstAnswer(65535), firstAnswer(1)]);
+    expect(future.result?.protocolVersion).toBe(2);
+    expect(older.result?.protocolVersion).toBe(1);
+
+    const h = await start([
+      { toolCalls: [{ id: "b1", name: "bash", arguments: { command: "echo hi" } }] },
+      { text: "Not run." },
+      { text: "Two." },
+      { text: "An image." },
+      { text: "A note." },
+    ]);
+    // ENUM-203: a `_` permission outcome (not understood, so not an approval) does not stop the turn.
+    h.permission = () => ({ outcome: { outcome: "_tck/unknown" } }) as never;
+    const init = await h.initialize();
+    // INIT-204: capability markers are objects, never booleans; AUTH-202/206: no terminal login
+    // offered to a client that did not ask for one, and every method's type is a defined one.
+    expect(JSON.stringify(init.capabilities)).not.toMatch(/:(true|false)/);
+    expect(init.authMethods?.map((m) => m.type)).not.toContain("terminal");
+    for (const m of init.authMethods ?? []) expect(m.type === "agent" || m.type === "terminal" || m.type.startsWith("_")).toBe(true);
+
+    // SESSION-002/203, ADDDIRS-201: mcpServers omitted or [], extra roots; distinct ids.
+    const { sessionId, configOptions } = await h.agent.request("session/new", { cwd: t.ws });
+    const other = await h.agent.request("session/new", { cwd: t.ws, mcpServers: [], additionalDirectories: [t.home] });
+    expect(other.sessionId).not.toBe(sessionId);
+    // CONFIG-204: a select's current value is one of its options; CONFIG-202: setting one answers the whole list.
+    type Choice = { value: string } | { options: { value: string }[] };
+    for (const o of (configOptions ?? []) as { type: string; currentValue?: unknown; options?: Choice[] }[])
+      if (o.type === "select")
+        expect(o.options?.flatMap((c) => ("options" in c ? c.options : [c])).map((c) => c.value)).toContain(o.currentValue);
+    const set = await h.agent.request("session/set_config_option", { sessionId, configId: "mode", type: "id", value: "ask" });
+    expect(set.configOptions.map((o) => o.configId)).toEqual(configOptions?.map((o) => o.configId));
+
+    // META-001, PATCH-203: a prompt with `_meta` runs; two prompts get two messageIds.
+    const one = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Run it" }], _meta: { tck: 1 } });
+    await h.waitFor(() => h.states(sessionId).includes("idle:end_turn"));
+    expect(h.permissionRequests).toHaveLength(1);
+    expect(h.updatesOf(sessionId, "tool_call_update").at(-1)?.status).toBe("failed");
+    const two = await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "Again" }] });
+    await h.waitFor(() => h.states(sessionId).filter((s) => s === "idle:end_turn").length === 2);
+    expect(two.messageId).not.toBe(one.messageId);
+    // PROMPTCAP-001/003: the image and embedded-context prompts toolhost advertises run to idle.
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "image", mimeType: "image/png", data: png }] });
+    await h.agent.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "resource", resource: { uri: "file:///n.txt", text: "note" } }],
+    });
+    await h.waitFor(() => h.states(sessionId).filter((s) => s === "idle:end_turn").length === 4);
+    expect(text(h, sessionId, "agent_message_chunk")).toMatch(/An image\.A note\.$/);
+
+    // CANCEL-205/206: a cancel with `_meta` (and one for an idle session) is taken, never answered.
+    await h.agent.notify("session/cancel", { sessionId, _meta: { tck: 1 } });
+    // EXT-001, JSONRPC-004: a `_` method it does not know gets an answer, -32601.
+    await expect(h.agent.request("_tck/nothing" as never, {} as never)).rejects.toMatchObject({ code: -32601 });
+
+    // LIST-201..204: a filter no session uses is [], a real one gives that cwd only, absolute.
+    expect((await h.agent.request("session/list", { cwd: path.join(t.ws, "nowhere") })).sessions).toEqual([]);
+    const listed = (await h.agent.request("session/list", { cwd: t.ws })).sessions;
+    expect(listed.map((s) => s.sessionId)).toContain(sessionId);
+    for (const s of listed) expect(s.cwd).toBe(t.ws);
+    // CLOSE-201, ADDDIRS-202: an idle close answers {}; a resume with extra roots is taken.
+    expect(await h.agent.request("session/close", { sessionId })).toEqual({});
+    await h.agent.request("session/resume", { sessionId, cwd: t.ws, additionalDirectories: [t.home] });
+    // DELETE-201..203: deleted, gone from the list; deleting again or a never-made id succeeds.
+    expect(await h.agent.request("session/delete", { sessionId })).toEqual({});
+    expect((await h.agent.request("session/list", {})).sessions.map((s) => s.sessionId)).not.toContain(sessionId);
+    expect(await h.agent.request("session/delete", { sessionId })).toEqual({});
+    expect(await h.agent.request("session/delete", { sessionId: "never-made" })).toEqual({});
+
+    // CANCEL-205 and JSONRPC-003: every answer is to a request the client sent. META-201: every
+    // `_meta` toolhost sent is an object (or null).
+    const asked = new Set(
+      h.checker.messages.filter((m) => m.direction === "client->agent" && m.json.method !== undefined).map((m) => m.json.id),
+    );
+    const metas: unknown[] = [];
+    const walk = (value: unknown): void => {
+      if (value === null || typeof value !== "object") return;
+      for (const [key, inner] of Object.entries(value)) {
+        if (key === "_meta") metas.push(inner);
+        walk(inner);
+      }
+    };
+    for (const m of h.checker.messages.filter((m) => m.direction === "agent->client")) {
+      if (m.json.method === undefined) expect(asked.has(m.json.id)).toBe(true);
+      walk(m.json);
+    }
+    for (const meta of metas) expect(meta === null || (typeof meta === "object" && !Array.isArray(meta))).toBe(true);
   });
 });
