@@ -29,7 +29,6 @@ const when = (iso: string) => iso.slice(0, 16).replace("T", " ");
 function treeText(stored: StoredSession, tree: SessionTree): string {
   const points = rewindPoints(tree);
   const labels = pointLabels(tree);
-  const named = tree.labels();
   const lines = [`Session ${stored.header.id}  [${stored.header.cwd}]`];
   if (stored.header.forkedFrom) lines.push(`Forked from ${stored.header.forkedFrom.session} at ${stored.header.forkedFrom.entryId}`);
   lines.push(
@@ -50,11 +49,13 @@ function treeText(stored: StoredSession, tree: SessionTree): string {
     lines.push("", "Branches left by rewinds (rewind --to a prompt's id moves there):");
     for (const branch of left) {
       const entries = branchEntries(tree, branch.tipId, branch.forkId);
+      // A label a rewind passed stays with its turn, on the branch it is now on.
+      const named = pointLabels(tree, tree.pathTo(branch.tipId));
       const prompts = entries.filter((e): e is Extract<TreeEntry, { type: "user" }> => e.type === "user");
       lines.push(`  from ${branch.forkId ?? "(a root)"}: ${branch.summary ?? `${prompts.length} prompt(s)`}`);
       for (const p of prompts)
         lines.push(
-          `        ${p.id}  ${when(p.at)}  ${promptPreview(p.text) || "(no text)"}${named.get(p.id) ? `  [${named.get(p.id)}]` : ""}`,
+          `        ${p.id}  ${when(p.at)}  ${promptPreview(p.text) || "(no text)"}${named.get(p.id) ? `  [${named.get(p.id)?.join(", ")}]` : ""}`,
         );
     }
   }

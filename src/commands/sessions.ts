@@ -4,6 +4,8 @@ import { SessionTree, type EntryOf } from "../agent/record/session-format.js";
 import { SessionStore, sessionFileText, type SessionSummary } from "../agent/record/session-store.js";
 import { SessionHeldError } from "../agent/record/session-hold.js";
 import { transcriptMarkdown } from "../agent/record/session-transcript.js";
+import { restoredState } from "../agent/record/session-restore.js";
+import type { StoredSession } from "../agent/record/session-store.js";
 import type { TreeCommandOptions } from "./session-tree.js";
 
 /** The options of every action; tree, rewind and fork take theirs from `TreeCommandOptions`. */
@@ -66,6 +68,7 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
       const path = new SessionTree(stored.entries).pathTo();
       const calls = path.filter((e): e is EntryOf<"tool_result"> => e.type === "tool_result");
       const summary = {
+        ...settingsAndUse(stored),
         id: stored.header.id,
         cwd: stored.header.cwd,
         created: stored.header.created,
@@ -81,7 +84,16 @@ export async function runSessions(options: SessionsOptions): Promise<number> {
       else
         await out(
           `${Object.entries(summary)
-            .map(([k, v]) => `${k}: ${v ?? "-"}`)
+            .map(
+              ([k, v]) =>
+                `${k}: ${
+                  v && typeof v === "object"
+                    ? Object.entries(v)
+                        .map(([n, c]) => `${n} ${c}`)
+                        .join(", ")
+                    : (v ?? "-")
+                }`,
+            )
             .join("\n")}\n`,
         );
       return 0;
@@ -144,4 +156,26 @@ export async function resolveSessionId(store: SessionStore, given: string): Prom
   const listed = matches.slice(0, 20).map((s) => `  ${s.id}  ${s.title ?? "(untitled)"}  [${s.cwd}]`);
   if (matches.length > 20) listed.push(`  … and ${matches.length - 20} more`);
   return { error: `${given} names ${matches.length} saved sessions; give more of the id:\n${listed.join("\n")}` };
+}
+
+/**
+ * What `sessions show` says of a session's settings and use: the model (set, else the one its last
+ * turn had), mode and thought level at its current position, and what it has used in all (the meter
+ * never goes down: a rewind does not give back what was spent). Older files lack the token detail.
+ */
+function settingsAndUse(stored: StoredSession): Record<string, unknown> {
+  const state = restoredState(stored);
+  const ends = stored.entries.filter((e): e is EntryOf<"turn_end"> => e.type === "turn_end");
+  const usage = ends.at(-1)?.usage;
+  const detail = usage && typeof usage.inputTokens === "number";
+  return {
+    model: state.model ?? ends.findLast((e) => e.model)?.model,
+    mode: state.mode,
+    thoughtLevel: state.thoughtLevel,
+    cost: usage && (usage.pricedRequests ?? (usage.amount > 0 ? 1 : 0)) > 0 ? `$${usage.amount.toFixed(4)}` : undefined,
+    requests: usage?.requests,
+    tokens: detail
+      ? { input: usage.inputTokens, output: usage.outputTokens, cacheRead: usage.cacheReadTokens, cacheWrite: usage.cacheWriteTokens }
+      : usage?.tokens,
+  };
 }

@@ -31,7 +31,7 @@ async function recorded(): Promise<string> {
     await h.initialize();
     const sessionId = await h.newSession(t.ws);
     await h.agent.request("session/set_mode", { sessionId, modeId: "full" });
-    for (const text of ["edit a", "make and remove"])
+    for (const text of ["edit a", "make and remove", "/label keep-me"])
       await h.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
     return sessionId;
   } finally {
@@ -52,13 +52,15 @@ describe("toolhost sessions tree, rewind and fork", () => {
       const tree = await sessions(["tree", id]);
       expect(tree.code).toBe(0);
       expect(tree.stdout).toMatch(/^ +1 {2}[0-9a-f]{8} {2}\S+ \S+ {2}edit a {2}1 file changed$/m);
-      expect(tree.stdout).toMatch(/^ +2 {2}[0-9a-f]{8} {2}\S+ \S+ {2}make and remove {2}2 files changed$/m);
+      expect(tree.stdout).toMatch(/^ +2 {2}[0-9a-f]{8} {2}\S+ \S+ {2}make and remove {2}2 files changed {2}\[keep-me\]$/m);
 
       const dry = await sessions(["rewind", id, "--to", "2", "--dry-run"]);
       expect(dry).toMatchObject({ code: 0 });
       expect(dry.stdout).toContain(
         'A rewind to prompt 2 ("make and remove") would: Files: 1 deleted file to be brought back, 1 created file to be removed.',
       );
+      // Each file, with what would happen to it.
+      expect(dry.stdout).toContain("\n  bring back gone.txt\n  remove made.txt\n");
       expect(await fsp.readFile(path.join(t.ws, "made.txt"), "utf8")).toBe("new\n");
 
       const done = await sessions(["rewind", id, "--to", "2"]);
@@ -72,7 +74,7 @@ describe("toolhost sessions tree, rewind and fork", () => {
       // Prompt 2 is no longer on the path; the state the rewind left is point 2.
       expect(after.stdout).toMatch(/^ +2 {2}[0-9a-f]{8} {2}\S+ \S+ {2}saved: before rewinding both to "make and remove"$/m);
       expect(after.stdout).toMatch(
-        /Branches left by rewinds[^\n]*\n {2}from [0-9a-f]{8}: 1 prompt left: "make and remove"; files changed: gone\.txt, made\.txt\n {8}[0-9a-f]{8} .* make and remove/,
+        /Branches left by rewinds[^\n]*\n {2}from [0-9a-f]{8}: 1 prompt left: "make and remove"; files changed: gone\.txt, made\.txt\n {8}[0-9a-f]{8} .* make and remove {2}\[keep-me\]/,
       );
 
       // Forward again: back to the saved state, the newest prompt's changes and its conversation with it.
@@ -81,7 +83,9 @@ describe("toolhost sessions tree, rewind and fork", () => {
       expect(forward.stdout).toMatch(/^The conversation is back to the state saved at .* \(point 2, before a rewind\)/);
       expect(await fsp.readFile(path.join(t.ws, "made.txt"), "utf8")).toBe("new\n");
       await expect(fsp.stat(path.join(t.ws, "gone.txt"))).rejects.toThrow();
-      expect((await sessions(["tree", id])).stdout).toMatch(/^ +2 {2}[0-9a-f]{8} {2}\S+ \S+ {2}make and remove {2}2 files changed$/m);
+      expect((await sessions(["tree", id])).stdout).toMatch(
+        /^ +2 {2}[0-9a-f]{8} {2}\S+ \S+ {2}make and remove {2}2 files changed {2}\[keep-me\]$/m,
+      );
 
       // force: a file changed outside toolhost is copied aside before it is overwritten, and the message says where.
       await fsp.writeFile(path.join(t.ws, "made.txt"), "my own words\n");

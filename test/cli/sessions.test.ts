@@ -23,8 +23,11 @@ describe("toolhost sessions", () => {
   it("lists, shows, exports and deletes a session that toolhost run saved", async () => {
     t.fake = await startFakeOpenAI({
       script: [
-        { toolCalls: [{ id: "e1", name: "edit", arguments: { path: "a.txt", old_string: "two", new_string: "2" } }] },
-        { text: "Changed the **second** line." },
+        {
+          toolCalls: [{ id: "e1", name: "edit", arguments: { path: "a.txt", old_string: "two", new_string: "2" } }],
+          usage: { prompt_tokens: 120, completion_tokens: 12, prompt_tokens_details: { cached_tokens: 100 } },
+        },
+        { text: "Changed the **second** line.", usage: { prompt_tokens: 150, completion_tokens: 9 } },
       ],
     });
     const ran = await runCli(["run", "--mode", "full", "--json", "Change two to 2 in a.txt"], { cwd: t.ws, env: env() });
@@ -44,6 +47,18 @@ describe("toolhost sessions", () => {
 
     const show = await sessions(["show", id, "--json"]);
     expect(JSON.parse(show.stdout)).toMatchObject({ id, prompts: 1, toolCalls: 1, failedCalls: 0, unreadableLines: 0 });
+    // Its settings and what it used: the model of its turns (the environment's here), the mode, the tokens; no price, no cost.
+    expect(JSON.parse(show.stdout)).toMatchObject({
+      model: "openai-compatible/fake",
+      mode: "full",
+      requests: 2,
+      tokens: { input: 270, output: 21, cacheRead: 100, cacheWrite: 0 },
+    });
+    expect(JSON.parse(show.stdout)).not.toHaveProperty("cost");
+    const shown = (await sessions(["show", id])).stdout;
+    expect(shown).toContain("model: openai-compatible/fake\nmode: full\n");
+    expect(shown).toContain("tokens: input 270, output 21, cacheRead 100, cacheWrite 0\n");
+    expect(shown).toContain("cost: -\n");
 
     const md = await sessions(["export", id]);
     expect(md.code).toBe(0);

@@ -61,8 +61,11 @@ interface EntryBase {
 export type EntryData =
   /** A prompt starts a turn: its first text, and every block of it as the front end showed it. Its id is the rewind point's messageId. */
   | { type: "user"; text: string; blocks?: unknown[]; messageId?: string }
-  /** `usage`: the session's meter after the turn (its totals, every turn so far), so a load goes on from them. */
-  | { type: "turn_end"; stopReason: string; usage?: CostMeter }
+  /**
+   * `usage`: the session's meter after the turn (its totals, every turn so far), so a load goes on
+   * from them; `model`: the model the session had (`provider/model`), set or the default of its environment.
+   */
+  | { type: "turn_end"; stopReason: string; usage?: CostMeter; model?: string }
   /** A message of the model's history (AI SDK ModelMessage, of the header's `ai` major). */
   | { type: "message"; message: ModelMessage }
   /** A run of streamed text deltas, as one entry. */

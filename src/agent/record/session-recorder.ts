@@ -164,8 +164,8 @@ export class SessionRecorder {
     return { title, promptId };
   }
 
-  turnEnded(stopReason: string, usage?: CostMeter): void {
-    this.append({ type: "turn_end", stopReason, ...(usage ? { usage: { ...usage } } : {}) });
+  turnEnded(stopReason: string, usage?: CostMeter, model?: string): void {
+    this.append({ type: "turn_end", stopReason, ...(usage ? { usage: { ...usage } } : {}), ...(model ? { model } : {}) });
   }
 
   // What the front end is shown (recordedFrontEnd calls these): tool calls' arguments, diffs and

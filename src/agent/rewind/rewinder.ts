@@ -113,7 +113,12 @@ export class SessionRewind {
     if (options.dryRun) {
       return {
         ...outcome(files, false),
-        message: [`A rewind to ${which} would:`, describeFiles(files, true, withFiles), filesNote].filter(Boolean).join(" "),
+        message: [
+          [`A rewind to ${which} would:`, describeFiles(files, true, withFiles), filesNote].filter(Boolean).join(" "),
+          fileList(files),
+        ]
+          .filter(Boolean)
+          .join("\n"),
       };
     }
     const { recorder } = this.host;
@@ -308,12 +313,22 @@ function describeFiles(files: FilesRewound, dry: boolean, withFiles: boolean): s
   return `${text}${conflicts}${failed}`;
 }
 
-/** The points with their labels (a label on the prompt or on any entry of its turn), for a listing. */
-export function pointLabels(tree: SessionTree): Map<string, string[]> {
+/** A dry run's files one a line, each with what would happen to it (a conflict left alone says so). */
+function fileList(files: FilesRewound): string {
+  const verb: Record<RestoreFile["action"], string> = { restore: "restore", create: "bring back", delete: "remove" };
+  const carried = new Set(files.files.map((f) => f.path));
+  return [
+    ...files.files.map((f) => `  ${verb[f.action]} ${f.path}`),
+    ...files.conflicts.filter((c) => !carried.has(c.path)).map((c) => `  leave ${c.path} (${c.reason})`),
+  ].join("\n");
+}
+
+/** The points of `path` (default: the current one) with their labels (a label on the prompt or on any entry of its turn), for a listing; a branch a rewind left keeps its own. */
+export function pointLabels(tree: SessionTree, path: readonly TreeEntry[] = tree.pathTo()): Map<string, string[]> {
   const labels = tree.labels();
   const out = new Map<string, string[]>();
   let current: string | undefined;
-  for (const entry of tree.pathTo()) {
+  for (const entry of path) {
     if (entry.type === "user") current = entry.id;
     const name = labels.get(entry.id);
     if (name && current) out.set(current, [...(out.get(current) ?? []), name]);

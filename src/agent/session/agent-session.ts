@@ -16,6 +16,7 @@ import { recordOf, SessionRecord } from "./record.js";
 import type { RewindMode, RewindOptions, RewindOutcome, RewindPoint } from "../rewind/rewinder.js";
 import type { RestoredState } from "../record/session-restore.js";
 import { SessionModelTurn } from "./model-turn.js";
+import { defaultModelId } from "../model/model-config.js";
 import { SessionSettings } from "./settings.js";
 import { parsePrompt, type ParsedPrompt } from "./parsed-prompt.js";
 import { queueOwnTurn, TurnQueue } from "./turn-queue.js";
@@ -125,7 +126,18 @@ export class AgentSession {
     const { tools, runtime, recorder } = this;
     const [config, unrecorded] = [tools.toolset.configFile, options.frontEnd];
     const moved = (state: RestoredState) => ((this.modelTurns.lastUsage = undefined), this.restore(state));
-    const recordHost = { id: this.id, workspace, config, frontEnd, unrecorded, moved, meter: this.meter, changes: this.sandbox?.changes };
+    const model = () => this.model ?? defaultModelId()?.id;
+    const recordHost = {
+      id: this.id,
+      workspace,
+      config,
+      frontEnd,
+      unrecorded,
+      moved,
+      model,
+      meter: this.meter,
+      changes: this.sandbox?.changes,
+    };
     if (recorder && !parent) this.record = new SessionRecord({ ...recordHost, recorder });
     const { cwd } = workspace;
     const { hooks, mcp } = projectCodeServices({

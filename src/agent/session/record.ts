@@ -28,6 +28,8 @@ export interface SessionRecordHost {
   meter: CostMeter;
   /** What changed in a root since the last snapshot (the sandbox's watch): checkpoints cost what changed. */
   changes?: ChangeFeed;
+  /** The model the session has now, set or its environment's default (recorded at each turn's end). */
+  model(): string | undefined;
   /** The conversation moved (a rewind): the history at the new position. */
   moved(state: RestoredState): void;
 }
@@ -67,7 +69,7 @@ export class SessionRecord {
       const closing = this.checkpoints
         .turnEnded()
         .catch(() => undefined)
-        .then(() => recorder.turnEnded(stopReason, this.host.meter));
+        .then(() => recorder.turnEnded(stopReason, this.host.meter, this.host.model()));
       if (stopReason === "cancelled") this.closing = closing;
       else await closing;
     }
