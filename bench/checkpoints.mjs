@@ -25,7 +25,7 @@ import { median, timed } from "./lib.mjs";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const { openCheckpoints } = await import(path.join(root, "dist", "runtime", "checkpoints", "repository.js"));
 const { openWorkspaceCheckpoints, WorkspaceCheckpoints } = await import(path.join(root, "dist", "runtime", "checkpoints", "roots.js"));
-const { SessionRewind } = await import(path.join(root, "dist", "agent", "session-rewind.js"));
+const { SessionRewind } = await import(path.join(root, "dist", "agent", "rewind", "rewinder.js"));
 const { SessionRecorder } = await import(path.join(root, "dist", "agent", "record", "session-recorder.js"));
 const { SessionStore } = await import(path.join(root, "dist", "agent", "record", "session-store.js"));
 const REWINDS = Number(process.env.BENCH_REWINDS ?? 7);

@@ -13,7 +13,7 @@ import { fmt, median, onJsonLines, rssMB } from "./lib.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const cli = path.join(root, "dist", "cli.js");
-const { SessionStore } = await import(path.join(root, "dist", "agent", "session-store.js"));
+const { SessionStore } = await import(path.join(root, "dist", "agent", "record", "session-store.js"));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const baselineAt = process.argv.indexOf("--baseline");
 const baselineCli = baselineAt > 0 ? path.join(path.resolve(process.argv[baselineAt + 1]), "dist", "cli.js") : null;
