@@ -8,7 +8,8 @@
 //  3. `npx toolhost` answers `initialize` and `session/new`, and a slash command runs a tool;
 //  4. `toolhost call bash` runs a command through the policy (the bash grammar's wasm loads);
 //  5. the installed footprint (node_modules, du) is at most 80 MB;
-//  6. the GitHub Action's steps (action.yml) install the tarball with `npm install -g`, run a prompt and summarize it.
+//  6. the GitHub Action's steps (action.yml) install the tarball with `npm install -g`, run a prompt and
+//     summarize it; and its default install, from the action's own source (HEAD's files, built by npm ci).
 // Usage: node scripts/check-package.mjs [--tarball FILE] [--json]. Needs `npm run build` first
 // (packing runs no scripts) and the npm registry for the dependencies. Exit 0 when all pass.
 import { execFileSync, spawn } from "node:child_process";
@@ -222,6 +223,33 @@ try {
     JSON.stringify({ ...acted.outputs, answer: acted.outputs.answer.slice(-80) }),
   );
   rmSync(acted.temp, { recursive: true, force: true });
+
+  // 8. The action's default install: its own source as `uses:` checks it out (HEAD's files, no dist/,
+  // no node_modules), built by npm ci and packed there (about two minutes here, most of it npm ci).
+  const source = path.join(work, "action-source");
+  mkdirSync(source);
+  run("git", ["archive", "--output", path.join(work, "source.tar"), "HEAD"], { cwd: ROOT });
+  run("tar", ["-xf", path.join(work, "source.tar"), "-C", source]);
+  const sourcePrefix = path.join(work, "global-from-source");
+  const fromSource = await runAction({
+    root: source,
+    inputs: { prompt: "/read hello.txt", "node-version": "" },
+    workspace: project,
+    env: {
+      ...env,
+      NPM_CONFIG_PREFIX: sourcePrefix,
+      PATH: `${path.join(sourcePrefix, "bin")}${path.delimiter}${env.PATH}`,
+      TOOLHOST_HOME: "",
+    },
+  });
+  check(
+    "GitHub Action: install step, default (the action's source, npm ci)",
+    fromSource.steps.install?.code === 0 && fromSource.steps.summarize?.code === 0 && fromSource.outputs["tool-calls"] === "1",
+    fromSource.steps.install?.code === 0
+      ? `toolhost ${fromSource.steps.install.outputs?.version}`
+      : ((fromSource.steps.install?.stdout ?? "") + (fromSource.steps.install?.stderr ?? "")).slice(-500),
+  );
+  rmSync(fromSource.temp, { recursive: true, force: true });
 } catch (err) {
   check("ran to the end", false, err instanceof Error ? err.message : String(err));
 } finally {
