@@ -7,7 +7,9 @@
 //     require an auth method of type "agent" or "terminal" (type field, else `_meta` key, else agent);
 //  3. `npx toolhost` answers `initialize` and `session/new`, and a slash command runs a tool;
 //  4. `toolhost call bash` runs a command through the policy (the bash grammar's wasm loads);
-//  5. the installed footprint (node_modules, du) is at most 80 MB.
+//  5. the installed footprint (node_modules, du) is at most 80 MB;
+//  6. the GitHub Action's steps (action.yml) install the tarball with `npm install -g`, run a prompt and
+//     summarize it; and its default install, from the action's own source (HEAD's files, built by npm ci).
 // Usage: node scripts/check-package.mjs [--tarball FILE] [--json]. Needs `npm run build` first
 // (packing runs no scripts) and the npm registry for the dependencies. Exit 0 when all pass.
 import { execFileSync, spawn } from "node:child_process";
@@ -16,6 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { runAction } from "../integrations/github-action/local-run.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const MAX_MB = 80;
@@ -192,6 +195,61 @@ try {
     JSON.stringify(call).includes("packaged") && JSON.stringify(call).includes("hello from"),
     JSON.stringify(call).slice(0, 200),
   );
+
+  // 7. The GitHub Action's steps (action.yml, issue 35 §4) as a runner runs them: its install step
+  // puts this tarball in a global prefix of its own, its run step runs a prompt, its summarize step reads the events.
+  const globalPrefix = path.join(work, "global");
+  const acted = await runAction({
+    inputs: { prompt: "/read hello.txt", tarball, "node-version": "" },
+    workspace: project,
+    env: {
+      ...env,
+      NPM_CONFIG_PREFIX: globalPrefix,
+      PATH: `${path.join(globalPrefix, "bin")}${path.delimiter}${env.PATH}`,
+      TOOLHOST_HOME: "",
+    },
+  });
+  const steps = acted.steps;
+  check(
+    "GitHub Action: install step (the tarball, npm install -g)",
+    steps.install?.code === 0 && steps.install.outputs?.version === pkg.version,
+    steps.install?.code === 0
+      ? `toolhost ${steps.install.outputs?.version}`
+      : (steps.install?.stdout ?? "") + (steps.install?.stderr ?? "").slice(-500),
+  );
+  check(
+    "GitHub Action: run and summarize steps",
+    steps.summarize?.code === 0 && acted.outputs["tool-calls"] === "1" && acted.outputs.answer.includes("hello from the packed package"),
+    JSON.stringify({ ...acted.outputs, answer: acted.outputs.answer.slice(-80) }),
+  );
+  rmSync(acted.temp, { recursive: true, force: true });
+
+  // 8. The action's default install: its own source as `uses:` checks it out (HEAD's files, no dist/,
+  // no node_modules), built by npm ci and packed there (about two minutes here, most of it npm ci).
+  const source = path.join(work, "action-source");
+  mkdirSync(source);
+  run("git", ["archive", "--output", path.join(work, "source.tar"), "HEAD"], { cwd: ROOT });
+  run("tar", ["-xf", path.join(work, "source.tar"), "-C", source]);
+  const sourcePrefix = path.join(work, "global-from-source");
+  const fromSource = await runAction({
+    root: source,
+    inputs: { prompt: "/read hello.txt", "node-version": "" },
+    workspace: project,
+    env: {
+      ...env,
+      NPM_CONFIG_PREFIX: sourcePrefix,
+      PATH: `${path.join(sourcePrefix, "bin")}${path.delimiter}${env.PATH}`,
+      TOOLHOST_HOME: "",
+    },
+  });
+  check(
+    "GitHub Action: install step, default (the action's source, npm ci)",
+    fromSource.steps.install?.code === 0 && fromSource.steps.summarize?.code === 0 && fromSource.outputs["tool-calls"] === "1",
+    fromSource.steps.install?.code === 0
+      ? `toolhost ${fromSource.steps.install.outputs?.version}`
+      : ((fromSource.steps.install?.stdout ?? "") + (fromSource.steps.install?.stderr ?? "")).slice(-500),
+  );
+  rmSync(fromSource.temp, { recursive: true, force: true });
 } catch (err) {
   check("ran to the end", false, err instanceof Error ? err.message : String(err));
 } finally {
