@@ -5,6 +5,7 @@ import * as nodeModule from "node:module";
 import { parseArgs } from "node:util";
 import { guardHostPath } from "./config/host-path.js";
 import type { Workspace } from "./config/workspace.js";
+import { EXIT_STDOUT_CLOSED, guardStdout, onStdoutError, type StdoutWriter } from "./commands/stdout.js";
 import { subcommandsOf, usageOf, USAGE } from "./commands/usage.js";
 
 // Node 22.1+ keeps V8's compiled code of the bundle's chunks on disk between runs; Node 20 has no
@@ -136,22 +137,6 @@ function parse<O extends Record<string, { type: "string" | "boolean" }>>(args: s
   return parsed;
 }
 
-/** Writes to the real stdout; resolves once the chunk is handed to the OS. */
-type StdoutWriter = (chunk: string | Uint8Array) => Promise<void>;
-
-/**
- * stdout carries the protocol (or the CLI's JSON) only, whatever extension code does: this keeps
- * a private handle on the real stdout and sends every other write to stdout (process.stdout.write,
- * console.log, …) to stderr. Called before any extension code can load.
- */
-function guardStdout(): StdoutWriter {
-  const stdout = process.stdout;
-  const real = stdout.write.bind(stdout) as (chunk: string | Uint8Array, callback: (err?: Error | null) => void) => boolean;
-  const toStderr = (...args: unknown[]) => (process.stderr.write as (...a: unknown[]) => boolean)(...args);
-  stdout.write = toStderr as typeof stdout.write;
-  return (chunk) => new Promise<void>((resolve, reject) => void real(chunk, (err) => (err ? reject(err) : resolve())));
-}
-
 /** serve's flags, checked, as acp/serve.ts takes them. */
 async function serveOptions(args: string[]) {
   const { values } = parse(args, {
@@ -210,12 +195,13 @@ async function thenExit(run: Promise<number>, out?: StdoutWriter): Promise<never
   const code = await run;
   // An empty write calls back once the earlier output has drained.
   await (out ? out("") : new Promise<void>((resolve) => process.stdout.write("", () => resolve()))); // stdout-ok
-  process.exit(code);
+  process.exit(out?.gone && code === 0 ? EXIT_STDOUT_CLOSED : code);
 }
 
 async function main(argv: string[]): Promise<number> {
   // What toolhost itself runs (git, bwrap, a user hook…) is never found in a relative PATH entry.
   guardHostPath();
+  process.stdout.on("error", onStdoutError);
   const [command, ...rest] = argv;
   const helpOf = helpRequest(argv);
   if (helpOf !== undefined) {
@@ -307,6 +293,7 @@ async function main(argv: string[]): Promise<number> {
           json: values.json ?? false,
           budget,
           out,
+          outClosed: out.closed,
           resume,
         }),
         out,

@@ -27,15 +27,21 @@ export interface RunOptions {
   json: boolean;
   /** The real stdout (the CLI sends every other write to stdout to stderr). */
   out: (text: string) => Promise<void>;
+  /** Settles when stdout's reader goes away (`| head`): the run stops as an interrupt does, and ends 141. */
+  outClosed?: Promise<void>;
   /** Go on with a saved session of the workspace (`--continue`, `--resume ID`) instead of a new one. */
   resume?: ResumeChoice;
 }
 
-/** Exit codes: 0 the turn ended normally with no failure, 1 otherwise, 2 bad usage, 130 interrupted. */
+/**
+ * Exit codes: 0 the turn ended normally with no failure, 1 otherwise, 2 bad usage, 130 interrupted,
+ * 141 stdout's reader went away (what a shell reports for SIGPIPE; the turn is cancelled).
+ */
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 const EXIT_INTERRUPTED = 130;
+const EXIT_STDOUT_CLOSED = 141;
 
 /**
  * The hint a refused call gets on stderr, naming only a mode that would let it run: a refusal of
@@ -184,6 +190,12 @@ export async function runPrompt(options: RunOptions): Promise<number> {
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
+  // Nobody reads the answer any more: stop the model and the tools rather than pay for them.
+  let readerGone = false;
+  void options.outClosed?.then(() => {
+    readerGone = true;
+    if (!interrupted) onSignal();
+  });
   const swept = sweepStale().catch(() => {});
   let stopReason: TurnStopReason;
   try {
@@ -196,7 +208,13 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     await session.close();
     await swept;
   }
-  const code = interrupted ? EXIT_INTERRUPTED : stopReason === "end_turn" && !failed ? EXIT_OK : EXIT_FAILED;
+  const code = readerGone
+    ? EXIT_STDOUT_CLOSED
+    : interrupted
+      ? EXIT_INTERRUPTED
+      : stopReason === "end_turn" && !failed
+        ? EXIT_OK
+        : EXIT_FAILED;
   if (options.json)
     await emit({
       type: "stop",
@@ -207,7 +225,8 @@ export async function runPrompt(options: RunOptions): Promise<number> {
     });
   else {
     await endLine();
-    if (stopReason !== "end_turn") process.stderr.write(`toolhost: the turn ended: ${stopReason}\n`);
+    if (readerGone) process.stderr.write("toolhost: stdout was closed, so the turn was cancelled\n");
+    else if (stopReason !== "end_turn") process.stderr.write(`toolhost: the turn ended: ${stopReason}\n`);
   }
   // A cap (or the request limit) stopped the turn: the session is saved, and this goes on with it.
   if (stopReason === "max_turn_requests" && (resumed !== undefined || recordingEnabled()))
