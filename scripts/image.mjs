@@ -10,8 +10,8 @@
 //     minimal Debian built with debootstrap from the mirror apt uses (slimmed as debian's -slim
 //     images are), cached as a tar per suite and imported as localhost/debian-<suite>-min;
 //  4. `npm pack` of the checkout (which builds dist/) into an empty build context;
-//  5. the build (host network; the host's CA bundle as a build secret when npm is told to use
-//     one, so the image keeps none), then the image's size.
+//  5. the build (host network; npm's registry here, and its CA bundle as a build secret when npm
+//     is told to use one, so the image keeps none), then the image's size.
 // Usage: node scripts/image.mjs [--base IMAGE] [--tag NAME] [--engine podman|docker] [--no-cache] [--json]
 // Progress goes to stderr; the last line on stdout is the image and its size (--json: an object).
 import { execFileSync, spawnSync } from "node:child_process";
@@ -239,8 +239,10 @@ async function buildImage({ base, tag, engine: requested, noCache = false } = {}
     mkdirSync(context);
     step("npm pack", "npm", ["pack", "--silent", "--pack-destination", context], { ...process.env, npm_config_loglevel: "warn" });
     const ca = npmCaFile();
+    const registry = quiet("npm", ["config", "get", "registry"]).stdout.trim().replace(/\/$/, "");
     const args = ["build", "--network", "host", "--build-arg", `BASE=${chosen}`, "-f", path.join(ROOT, "Containerfile"), "-t", image];
     if (ca) args.push("--secret", `id=npm-ca,src=${ca}`);
+    if (/^https?:\/\//.test(registry)) args.push("--build-arg", `NPM_REGISTRY=${registry}`);
     if (noCache) args.push("--no-cache");
     const buildSeconds = step(`${engine} build ${image}`, engine, [...args, context], env);
     const size = Number(execFileSync(engine, ["image", "inspect", "--format", "{{.Size}}", image], { env, encoding: "utf8" }).trim());
