@@ -17,6 +17,8 @@ const PATH = (process.env.PATH ?? "")
 // the suite's five minutes on two cores.
 const ATTACKS = ["test/attack/**/*.test.ts", "test/attack-corpus.test.ts"];
 const ISOLATED = ["test/runtime/**/*.test.ts"];
+// The container image (issue 35 §2): built and run with podman or docker, `npm run test:image`.
+const IMAGE = ["test/image/**/*.test.ts"];
 
 export default defineConfig({
   test: {
@@ -36,7 +38,11 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: "isolated", include: ISOLATED } },
       { extends: true, test: { name: "attack", include: ATTACKS } },
-      { extends: true, test: { name: "shared", include: ["test/**/*.test.ts"], exclude: [...ISOLATED, ...ATTACKS], isolate: false } },
+      { extends: true, test: { name: "image", include: IMAGE, testTimeout: 180_000 } },
+      {
+        extends: true,
+        test: { name: "shared", include: ["test/**/*.test.ts"], exclude: [...ISOLATED, ...ATTACKS, ...IMAGE], isolate: false },
+      },
     ],
   },
 });

@@ -50,7 +50,7 @@ function unanswerable(verdict: PolicyVerdict, call: ToolCallRequest): Decision {
   if (verdict.layer === "sandbox") {
     reason = verdict.sandbox?.outside
       ? `The ${id} call asked to run outside the sandbox, which only the user can approve, and nobody can answer here, so it was refused. Run it inside the sandbox instead.`
-      : `The ${id} call runs commands and ${verdict.why}. Running them unsandboxed needs the user's approval and nobody can answer here, so it was refused. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to sandbox commands, or set "sandbox": "off" in ~/.toolhost/config.json to run them unsandboxed.`;
+      : `The ${id} call runs commands and ${verdict.why}. Running them unsandboxed needs the user's approval and nobody can answer here, so it was refused. ${verdict.sandbox?.state?.advice ?? 'Set TOOLHOST_SANDBOX=off (or "sandbox": "off" in ~/.toolhost/config.json) to run commands unsandboxed without asking.'}`;
   }
   return { outcome: "deny", code: "permission_denied", reason };
 }

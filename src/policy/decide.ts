@@ -41,6 +41,8 @@ export interface SandboxState {
   off: boolean;
   /** Why it is not active. */
   reason?: string;
+  /** When it is unavailable: what would make it run, or how to do without it (the runtime's, from the probe). */
+  advice?: string;
 }
 
 /** Which layer decided. */

@@ -12,7 +12,12 @@ import { diskWorkspace, type Workspace } from "../helpers.js";
 // grant an approval carries. The decision is read straight from the authorizer.
 
 const ACTIVE: SandboxState = { active: true, off: false };
-const MISSING: SandboxState = { active: false, off: false, reason: "bubblewrap (bwrap) is not installed: apt-get install bubblewrap" };
+const MISSING: SandboxState = {
+  active: false,
+  off: false,
+  reason: "bubblewrap (bwrap) is not installed: apt-get install bubblewrap",
+  advice: 'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to sandbox commands, or set "sandbox": "off"…',
+};
 const OFF: SandboxState = { active: false, off: true, reason: "switched off (TOOLHOST_SANDBOX)" };
 
 let ws: Workspace;
@@ -125,6 +130,10 @@ describe("no sandbox can run here", () => {
     const decision = await decide({ command: "make" }, { sandbox: MISSING, headless: true });
     expect(decision).toMatchObject({ outcome: "deny", code: "permission_denied" });
     expect(decision.outcome === "deny" && decision.reason).toMatch(/apt-get install bubblewrap.*"sandbox": "off"/);
+    // The refusal gives the runtime's advice for this reason (a container's option), not a fixed one.
+    const container = { ...MISSING, reason: "bwrap cannot start a sandbox here: …", advice: "start the container with …" };
+    const refused = await decide({ command: "make" }, { sandbox: container, headless: true });
+    expect(refused.outcome === "deny" && refused.reason).toMatch(/so it was refused\. start the container with …$/);
     expect(await decide({ path: "a.txt" }, { sandbox: MISSING, headless: true, tool: "read" })).toEqual({ outcome: "allow" });
   });
 });

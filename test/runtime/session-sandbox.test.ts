@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { allowAll } from "../../src/policy/call.js";
 import { RuntimeSession } from "../../src/runtime/session.js";
 import { LocalShell } from "../../src/runtime/shell/local.js";
-import { describeSandbox, SessionSandbox, sandboxSetting } from "../../src/runtime/sandbox/session-sandbox.js";
+import { describeSandbox, SessionSandbox, sandboxAdvice, sandboxSetting } from "../../src/runtime/sandbox/session-sandbox.js";
 import { defineTool } from "../../src/tool/define.js";
 import { call, output, sleepMarker, survivors, tempDir } from "../helpers.js";
 import { sandboxStatus } from "../sandbox-status.js";
@@ -115,6 +115,46 @@ describe("without a sandbox", () => {
     expect(describeSandbox(await sandbox.state())).toMatch(
       /^unavailable: bubblewrap \(bwrap\) is not installed.*apt-get install bubblewrap/,
     );
+  });
+});
+
+describe("what toolhost advises where no sandbox can run (issue 35 §2)", () => {
+  // The probe's reasons as sandboxAvailable() words them, with bwrap's own stderr.
+  const PROC = "bwrap cannot start a sandbox here: bwrap: Can't mount proc on /proc: Operation not permitted";
+  const USERNS =
+    "bwrap cannot start a sandbox here: bwrap: No permissions to create a new namespace, likely because the kernel does not allow non-privileged user namespaces.";
+  const MISSING = "bubblewrap (bwrap) is not installed: apt-get install bubblewrap";
+
+  it("bwrap installed but stopped at /proc: the container's option or TOOLHOST_SANDBOX=off, never 'install bubblewrap'", async () => {
+    const sandbox = new SessionSandbox({
+      setting: { value: "on", source: "default" },
+      probe: async () => ({ available: false, reason: PROC }),
+    });
+    const state = await sandbox.state();
+    for (const text of [state.advice, describeSandbox(state)]) {
+      expect(text).toMatch(/--security-opt systempaths=unconfined \(Podman/);
+      expect(text).toMatch(
+        /Docker --security-opt systempaths=unconfined --security-opt seccomp=unconfined --security-opt apparmor=unconfined/,
+      );
+      expect(text).toMatch(/TOOLHOST_SANDBOX=off/);
+      expect(text).not.toMatch(/install bubblewrap/i);
+    }
+    // In a container or not: a masked /proc is a container runtime's (or an outer sandbox's).
+    expect(sandboxAdvice(PROC, false)).toBe(sandboxAdvice(PROC, true));
+  });
+
+  it("bwrap missing: install it; user namespaces refused: the container's options inside one, the system's setting outside", () => {
+    expect(sandboxAdvice(MISSING, true)).toMatch(
+      /^Install bubblewrap \(Debian\/Ubuntu: apt-get install bubblewrap\).*TOOLHOST_SANDBOX=off/,
+    );
+    expect(sandboxAdvice(USERNS, true)).toMatch(/this container does not let it start.*systempaths=unconfined/);
+    expect(sandboxAdvice(USERNS, false)).toMatch(
+      /does not let it create user namespaces: allow them \(Debian: sysctl kernel.unprivileged_userns_clone=1/,
+    );
+    const other = sandboxAdvice("the sandbox does not isolate commands here: CapEff is 0000000000000020", false);
+    expect(other).toMatch(/^Set TOOLHOST_SANDBOX=off/);
+    for (const reason of [USERNS, "the sandbox does not isolate commands here: no_new_privs is not set"])
+      expect(sandboxAdvice(reason, false)).not.toMatch(/install bubblewrap/i);
   });
 });
 

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import os from "node:os";
 import { peekUserConfig, type ConfigPeek } from "../../config/file.js";
 import { ToolError } from "../../tool/errors.js";
@@ -51,6 +52,8 @@ export interface SessionSandboxState {
   off: boolean;
   /** Why it is not active. */
   reason?: string;
+  /** When it is unavailable: what would make it run, or how to do without it (`sandboxAdvice`). */
+  advice?: string;
   /** The user's `sandbox.allowUnixSockets`: commands may create AF_UNIX sockets. */
   unixSockets?: boolean;
 }
@@ -104,7 +107,8 @@ export class SessionSandbox {
     if (value === "off") return { active: false, off: true, reason: `switched off (${source})` };
     const status = await this.probe();
     const unixSockets = this.options.setting.allowUnixSockets === true ? { unixSockets: true } : {};
-    return status.available ? { active: true, off: false, ...unixSockets } : { active: false, off: false, reason: status.reason };
+    if (status.available) return { active: true, off: false, ...unixSockets };
+    return { active: false, off: false, reason: status.reason, advice: sandboxAdvice(status.reason, runningInContainer()) };
   }
 
   /**
@@ -134,9 +138,37 @@ export class SessionSandbox {
   }
 }
 
-/** What to do where no sandbox can run. */
-export const SANDBOX_INSTALL_HINT =
-  'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to sandbox commands, or set "sandbox": "off" in ~/.toolhost/config.json to run them unsandboxed without asking.';
+const TURN_OFF = 'set TOOLHOST_SANDBOX=off (or "sandbox": "off" in ~/.toolhost/config.json) to run commands unsandboxed without asking';
+
+/** The options a container runtime needs for bubblewrap inside: a /proc it may mount again, namespaces, mounts. */
+const CONTAINER_SANDBOX_OPTIONS =
+  "start the container with --security-opt systempaths=unconfined (Podman; through Podman's Docker API: --security-opt unmask=ALL), " +
+  "or with Docker --security-opt systempaths=unconfined --security-opt seccomp=unconfined --security-opt apparmor=unconfined";
+
+/** Whether toolhost runs in a container (Podman, Docker, Kubernetes, systemd-nspawn…), by the marks runtimes leave. */
+export function runningInContainer(env: NodeJS.ProcessEnv = process.env): boolean {
+  return existsSync("/run/.containerenv") || existsSync("/.dockerenv") || Boolean(env.container) || Boolean(env.KUBERNETES_SERVICE_HOST);
+}
+
+/**
+ * What to do where no sandbox can run, from the probe's reason (`sandboxAvailable`): install
+ * bubblewrap only when it is missing. Installed but stopped at the fresh /proc (a container
+ * runtime's masked /proc paths), or at namespaces or mounts inside a container: the container's
+ * options. Stopped at user namespaces elsewhere: the system's setting. Always: how to turn it off.
+ */
+export function sandboxAdvice(reason: string | undefined, inContainer: boolean): string {
+  const why = reason ?? "";
+  if (/bwrap\) is not installed/.test(why))
+    return `Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) to sandbox commands, or ${TURN_OFF}.`;
+  const bwrapFailed = why.startsWith("bwrap cannot start a sandbox here:");
+  if (bwrapFailed && (/mount proc\b/i.test(why) || inContainer)) {
+    return `bubblewrap is installed, but this container does not let it start (a masked /proc, or namespaces and mounts refused): ${CONTAINER_SANDBOX_OPTIONS}; or ${TURN_OFF}, with the container as the only boundary.`;
+  }
+  if (bwrapFailed && /namespace|uid map/i.test(why)) {
+    return `bubblewrap is installed, but this system does not let it create user namespaces: allow them (Debian: sysctl kernel.unprivileged_userns_clone=1; Ubuntu 24.04 and later: sysctl kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap), or ${TURN_OFF}.`;
+  }
+  return `${TURN_OFF[0]!.toUpperCase()}${TURN_OFF.slice(1)}.`;
+}
 
 /** One line on the sandbox for `toolhost doctor` and `toolhost policy explain`. */
 export function describeSandbox(
@@ -166,5 +198,5 @@ export function describeSandbox(
         : []),
     ].join(" ");
   }
-  return `unavailable: ${state.reason ?? "unknown"}. Every call that runs commands asks first (headless: refused)${root ? "; running as root, an approved command runs with every capability" : ""}. ${SANDBOX_INSTALL_HINT}`;
+  return `unavailable: ${state.reason ?? "unknown"}. Every call that runs commands asks first (headless: refused)${root ? "; running as root, an approved command runs with every capability" : ""}. ${state.advice ?? sandboxAdvice(state.reason, runningInContainer())}`;
 }
