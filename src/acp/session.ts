@@ -102,6 +102,12 @@ export class AcpSession implements SessionFrontEnd {
   private readonly showsCompaction: boolean;
   /** The client asked to be told of turns the agent starts by itself (acp/own-turn.ts). */
   private readonly ownTurns: boolean;
+  /**
+   * The client advertises a capability only ACP's unstable schema has (`plan`, `subagents`,
+   * `session.compaction`): it reads that schema, whose PromptResponse has `usage`. Any other client
+   * gets the stable answer only, with no key its schema lacks.
+   */
+  private readonly readsUnstable: boolean;
   /** A command update on its way (batched), and the menu last sent. */
   private commandsDue: Promise<void> | null = null;
   private commandsSent = "";
@@ -122,6 +128,8 @@ export class AcpSession implements SessionFrontEnd {
     this.children = wantsSubagents(caps) ? new AcpSubagents(this.client, this.id, this.questions) : undefined;
     this.showsCompaction = caps.session?.compaction != null;
     this.ownTurns = wantsOwnTurns(caps);
+    const unstable = caps as { plan?: unknown; subagents?: unknown; session?: { compaction?: unknown } | null };
+    this.readsUnstable = unstable.plan != null || unstable.subagents != null || unstable.session?.compaction != null;
     this.loginOffered = offersTerminalLogin(caps).terminal;
     const local = new NodeFs();
     const canRead = caps.fs?.readTextFile === true;
@@ -244,8 +252,8 @@ export class AcpSession implements SessionFrontEnd {
         `${problem} Log in to choose a provider and model.`,
       );
     }
-    // The turn's tokens (ACP's unstable PromptResponse.usage: a client that does not know the field ignores it).
-    return { stopReason, usage: turnUsage(this.agent.meter, before) } as PromptResponse;
+    // The turn's tokens, as ACP's unstable PromptResponse.usage, to a client whose schema has it.
+    return (this.readsUnstable ? { stopReason, usage: turnUsage(this.agent.meter, before) } : { stopReason }) as PromptResponse;
   }
 
   /** A prompt found no model (or key): with the terminal login offered, the prompt's error says so. */

@@ -74,7 +74,8 @@ describe("a prompt answered by a model", () => {
         },
         { text: ["Done: ", "`a` is now 42."], usage: { prompt_tokens: 1300, completion_tokens: 8 } },
       ],
-      { permission: () => selected("allow_once") },
+      // A client of ACP's unstable schema (it advertises session.compaction), whose PromptResponse has usage.
+      { permission: () => selected("allow_once"), capabilities: { session: { compaction: {} } } },
     );
     const response = await prompt(h, sessionId, "Rename the TODO value to 42");
     expect(response.stopReason).toBe("end_turn");
@@ -189,6 +190,12 @@ describe("a prompt answered by a model", () => {
     const roles = fake.requests[1]!.body.messages!.map((m) => m.role);
     expect(roles).toEqual(["system", "user", "assistant", "user"]);
     expect(String(fake.requests[1]!.body.messages![2]!.content)).toMatch(/^word0 word1 word2 /);
+  });
+
+  it("a client of the stable schema gets a PromptResponse with no key that schema lacks (no usage)", async () => {
+    const { h, sessionId } = await start([{ text: "Hi.", usage: { prompt_tokens: 10, completion_tokens: 2 } }]);
+    const response = await prompt(h, sessionId, "hello");
+    expect(Object.keys(response)).toEqual(["stopReason"]);
   });
 
   it("retries a 500 and then answers", async () => {
