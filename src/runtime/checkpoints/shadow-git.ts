@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import { lstat, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { readGitPointer } from "../../config/git-pointer.js";
@@ -204,15 +205,25 @@ export function probeGit(): Promise<GitVersion> {
   return probe;
 }
 
+/**
+ * `git --version`'s output, or why it did not run. Node's execFile, not execa: every session's
+ * start asks this, and execa's module graph (116 KB) then loads only with the first snapshot.
+ */
+function gitVersionText(): Promise<{ stdout: string } | { reason: string }> {
+  return new Promise((resolve) => {
+    execFile("git", ["--version"], { env: { ...process.env, LC_ALL: "C" } }, (error, stdout) => {
+      if (!error) return resolve({ stdout });
+      const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
+      resolve({ reason: missing ? "git is not installed (no `git` on PATH)" : `git --version failed: ${error.message.split("\n")[0]}` });
+    });
+  });
+}
+
 async function probeOnce(): Promise<GitVersion> {
-  const execa = await loadExeca();
-  const result = await execa("git", ["--version"], { reject: false, extendEnv: true, env: { LC_ALL: "C" } });
-  if (result.failed) {
-    const missing = (result as { code?: string }).code === "ENOENT";
-    return { ok: false, reason: missing ? "git is not installed (no `git` on PATH)" : `git --version failed: ${result.shortMessage}` };
-  }
-  const version = /(\d+)\.(\d+)(?:\.(\d+))?/.exec(String(result.stdout));
-  if (!version) return { ok: false, reason: `git --version printed no version: ${String(result.stdout).slice(0, 80)}` };
+  const result = await gitVersionText();
+  if ("reason" in result) return { ok: false, reason: result.reason };
+  const version = /(\d+)\.(\d+)(?:\.(\d+))?/.exec(result.stdout);
+  if (!version) return { ok: false, reason: `git --version printed no version: ${result.stdout.slice(0, 80)}` };
   const [major, minor] = [Number(version[1]), Number(version[2])];
   // Everything used here is older than 2.25 (Ubuntu 20.04's); tested with 2.39.
   if (major < 2 || (major === 2 && minor < 25)) return { ok: false, version: version[0], reason: `git ${version[0]} is older than 2.25` };
