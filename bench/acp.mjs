@@ -33,11 +33,25 @@ for (const b of builds) {
   const { SessionStore } = await import(store);
   const at = new Date().toISOString();
   const small = new SessionStore(home).writer({ id: "one-turn", cwd });
-  small.append({ type: "title", at, title: "A short session" });
-  small.append({ type: "turn", at, phase: "start", prompt: "hi" });
-  small.append({ type: "message", at, message: { role: "user", content: "hi" } });
-  small.append({ type: "view", at, call: { method: "text", args: ["hello"] } });
-  small.append({ type: "message", at, message: { role: "assistant", content: [{ type: "text", text: "hello" }] } });
+  const assistant = { role: "assistant", content: [{ type: "text", text: "hello" }] };
+  // Format 2 (a tree: ids and parents) since sessions became trees; issue 21's store wrote format 1.
+  const turn = store.endsWith(path.join("record", "session-store.js"))
+    ? [
+        { type: "title", title: "A short session" },
+        { type: "user", text: "hi" },
+        { type: "message", message: { role: "user", content: "hi" } },
+        { type: "agent_text", text: "hello" },
+        { type: "message", message: assistant },
+        { type: "turn_end", stopReason: "end_turn" },
+      ].map((data, i) => ({ ...data, id: `e${i + 1}`, parentId: i ? `e${i}` : null }))
+    : [
+        { type: "title", title: "A short session" },
+        { type: "turn", phase: "start", prompt: "hi" },
+        { type: "message", message: { role: "user", content: "hi" } },
+        { type: "view", call: { method: "text", args: ["hello"] } },
+        { type: "message", message: assistant },
+      ];
+  for (const entry of turn) small.append({ ...entry, at });
   small.close();
 }
 
