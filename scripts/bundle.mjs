@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import path from "node:path";
 import { build } from "esbuild";
 
 const cli = await build({
@@ -44,6 +45,19 @@ const cli = await build({
   banner: { js: "import { createRequire as __thCreateRequire } from 'node:module'; const require = __thCreateRequire(import.meta.url);" },
   logLevel: "warning",
   metafile: true,
+  plugins: [
+    {
+      // The library entry's `z` is all of zod: bundled here, every zod file (locales, JSON Schema
+      // import) would be live, and the chunk session/new and session/load wait for holds zod's
+      // files whole. It re-exports dist/zod.js instead (built below), the zod extension files get.
+      name: "library-zod",
+      setup(build) {
+        build.onResolve({ filter: /^zod$/ }, (args) =>
+          args.importer.endsWith(`${path.sep}src${path.sep}index.ts`) ? { path: "./zod.js", external: true } : undefined,
+        );
+      },
+    },
+  ],
 });
 
 // The pool finds the worker as "./web-extract-worker.js" next to itself: it must sit in dist/chunks/.

@@ -90,8 +90,8 @@ function toolList(value: unknown): string[] | undefined | string {
 }
 
 /** One agent file read into a definition, or why it cannot be used. */
-function parseAgentFile(file: string, text: string): AgentDefinition | string {
-  const parsed = parseFrontMatter(text);
+async function parseAgentFile(file: string, text: string): Promise<AgentDefinition | string> {
+  const parsed = await parseFrontMatter(text);
   if (!parsed.ok) return parsed.error;
   const { data, body } = parsed;
   const name = data.name ?? path.basename(file, ".md");
@@ -113,15 +113,20 @@ function parseAgentFile(file: string, text: string): AgentDefinition | string {
   };
 }
 
+/** The built-in agents alone: what a session knows before it has read its agent files. */
+export function builtinAgents(): AgentCatalog {
+  return { agents: [GENERAL_PURPOSE], problems: [] };
+}
+
 /**
  * The agents of a session (its workspace, resolved at its start; or a folder, resolved here):
  * general-purpose, then each folder's `*.md` files; first found wins by name.
  */
-export function loadAgents(
+export async function loadAgents(
   cwd: string | Workspace,
   trusted: boolean,
   packages: Pick<SessionPackages, "user" | "project"> = sessionPackages(toolhostHome(), asWorkspace(cwd).cwd),
-): AgentCatalog {
+): Promise<AgentCatalog> {
   const agents: AgentDefinition[] = [GENERAL_PURPOSE];
   const problems: string[] = [];
   const seen = new Set([DEFAULT_AGENT]);
@@ -148,7 +153,7 @@ export function loadAgents(
         continue;
       }
       const text = read.data.toString("utf8");
-      const agent = parseAgentFile(file, text);
+      const agent = await parseAgentFile(file, text);
       if (typeof agent === "string") problems.push(`${file}: ${agent}`);
       else if (disabled?.has(agent.name)) continue;
       else if (!seen.has(agent.name)) {

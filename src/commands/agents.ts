@@ -16,7 +16,7 @@ export async function runAgents(options: AgentsOptions): Promise<number> {
   // Trusted with its files as they are now (a project changed since it was trusted is not).
   const check = await checkTrust(cwd, toolhostHome());
   const trusted = !check.error && check.trusted;
-  const { agents, problems } = loadAgents(cwd, trusted);
+  const { agents, problems } = await loadAgents(cwd, trusted);
   if (options.json) {
     const list = agents.map(({ name, description, source, tools, model, mode }) => ({ name, description, source, tools, model, mode }));
     await options.out(`${JSON.stringify({ trusted, agents: list, problems }, null, 2)}\n`);

@@ -35,7 +35,7 @@ export async function runDoctor(options: DoctorOptions): Promise<number> {
   const network = sandboxNetworkStatus();
   const setting = sandboxSetting();
   const [mcp, lsp] = await Promise.all([mcpReport(report.cwd, home), lspReport(report.cwd, configFile, config.config.lsp)]);
-  const agents = loadAgents(report.cwd, report.trusted);
+  const agents = await loadAgents(report.cwd, report.trusted);
   const hooked = hooksSummary(hooks);
   const lines = [
     `toolhost ${version} on Node ${process.versions.node}`,

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { METER_KEYS, type CostMeter } from "../agent/turn/turn-types.js";
 
 // `toolhost run --json`: one event per line on stdout, a published contract (issue 35 §1). Harbor,

@@ -1,5 +1,4 @@
 import { guardHostPath } from "./host-path.js";
-import { createHash } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import { realOrUndefined } from "./real-path.js";
@@ -43,13 +42,17 @@ export function resolveWorkspace(cwd: string, additionalRoots: readonly string[]
   const trustKey = realRoots[0] as string;
   // From now on nothing toolhost runs outside the sandbox is looked up in these roots (host-path.ts).
   guardHostPath(roots);
+  let projectFolder: string | undefined;
   return {
     cwd: folder,
     additionalRoots: others,
     roots,
     realRoots,
     trustKey,
-    projectFolder: projectFolderName(folder),
+    // On first use: its hash needs node:crypto, which the early answer to session/new does without.
+    get projectFolder() {
+      return (projectFolder ??= projectFolderName(folder));
+    },
     isHome: realRoots.includes(real(os.homedir())),
   };
 }
@@ -66,7 +69,8 @@ export function projectFolderName(cwd: string): string {
     .replace(/[^A-Za-z0-9._-]+/g, "-")
     .replace(/^-+|-+$/g, "")
     .slice(-60);
-  const hash = createHash("sha256").update(resolved).digest("hex").slice(0, 10);
+  // node:crypto on first use (17 internal modules and OpenSSL's start): not on the early path of session/new.
+  const hash = process.getBuiltinModule("node:crypto").createHash("sha256").update(resolved).digest("hex").slice(0, 10);
   return `${readable || "root"}-${hash}`;
 }
 

@@ -95,8 +95,11 @@ export function skillFolders(options: SkillFolderOptions): { dir: string; origin
 }
 
 /** Checks a SKILL.md's text: the skill, or why it is not one. */
-function parseSkill(text: string, dirName: string): { ok: true; name: string; description: string } | { ok: false; error: string } {
-  const parsed = parseFrontMatter(text);
+async function parseSkill(
+  text: string,
+  dirName: string,
+): Promise<{ ok: true; name: string; description: string } | { ok: false; error: string }> {
+  const parsed = await parseFrontMatter(text);
   if (!parsed.ok) return parsed;
   if (Object.keys(parsed.data).length === 0)
     return { ok: false, error: "SKILL.md has no YAML front matter (--- name: … description: … ---)" };
@@ -161,7 +164,7 @@ async function readFolder(
       problems.push({ file, message: read.error });
       continue;
     }
-    const skill = parseSkill(read, entry);
+    const skill = await parseSkill(read, entry);
     if (!skill.ok) problems.push({ file, message: skill.error });
     else skills.push({ name: skill.name, description: skill.description, path: file, dir: skillDir, origin, roots });
   }
@@ -247,7 +250,7 @@ export async function loadSkill(skill: Skill): Promise<LoadedSkill> {
   const text = await readSkillFile(skill.path, skill.roots);
   if (text === null) throw new Error(`${skill.path} is gone`);
   if (typeof text !== "string") throw new Error(text.error);
-  const parsed = parseFrontMatter(text);
+  const parsed = await parseFrontMatter(text);
   const body = (parsed.ok ? parsed.body : text).trim();
   const { files, more } = await listFiles(skill.dir, MAX_LISTED_FILES);
   return { name: skill.name, description: skill.description, dir: skill.dir, body, files, moreFiles: more };

@@ -44,12 +44,12 @@ describe("the lsp config", () => {
   it('"lsp": false: no language servers, no lsp tool', async () => {
     const on = await session();
     expect(on.lsp).toBeDefined();
-    expect(on.declarations().map((d) => d.id)).toContain("lsp");
+    expect((await on.declarations()).map((d) => d.id)).toContain("lsp");
     await on.close();
     await fsp.writeFile(path.join(t.home, "config.json"), JSON.stringify({ lsp: false }));
     const off = await session();
     expect(off.lsp).toBeUndefined();
-    expect(off.declarations().map((d) => d.id)).not.toContain("lsp");
+    expect((await off.declarations()).map((d) => d.id)).not.toContain("lsp");
     await off.close();
   });
 });

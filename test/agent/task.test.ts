@@ -234,7 +234,7 @@ describe("the task tool", () => {
     await write(path.join(t.ws, ".claude", "agents", "claude-proj.md"), "---\nname: cp\ndescription: Claude project agent\n---\n");
     await write(path.join(t.userHome, ".claude", "agents", "mine.md"), "---\nname: mine\ndescription: From ~/.claude\n---\n");
 
-    const untrusted = loadAgents(t.ws, false);
+    const untrusted = await loadAgents(t.ws, false);
     expect(untrusted.agents.map((a) => `${a.name}: ${a.description}`)).toEqual([
       expect.stringMatching(/^general-purpose: /),
       "alpha: Alpha from toolhost home",
@@ -244,14 +244,14 @@ describe("the task tool", () => {
       expect.stringMatching(/broken\.md: the front matter is not valid YAML/),
       expect.stringMatching(/nodesc\.md: `description`/),
     ]);
-    const trusted = loadAgents(t.ws, true);
+    const trusted = await loadAgents(t.ws, true);
     // First found wins: the toolhost home's alpha shadows the project's.
     expect(trusted.agents.map((a) => a.name)).toEqual(["general-purpose", "alpha", "proj", "cp", "mine"]);
     expect(trusted.agents.find((a) => a.name === "alpha")?.description).toBe("Alpha from toolhost home");
 
     // The session (an untrusted project) offers task with the agents it may run.
     const { s } = await session("ask");
-    const task = s.declarations().find((d) => d.id === "task")!;
+    const task = (await s.declarations()).find((d) => d.id === "task")!;
     expect(task.description).toMatch(/\nAgents:\n- general-purpose: .*\n- alpha: Alpha from toolhost home\n- mine: From ~\/\.claude$/);
   });
 

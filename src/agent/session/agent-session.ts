@@ -355,12 +355,15 @@ export class AgentSession {
   }
 
   /** One tool call with its whole life reported to the front end. */
-  callTool(toolId: string, args: unknown, signal: AbortSignal, callId = this.nextCallId()): Promise<Envelope> {
+  async callTool(toolId: string, args: unknown, signal: AbortSignal, callId = this.nextCallId()): Promise<Envelope> {
+    // A task call names agents from their files as they are now.
+    await this.sessionServices.readAgents();
     return runToolCall(this.sessionServices.toolContext(signal), { callId, toolId, args }, this.frontEnd);
   }
 
   /** The tools the model is offered (agent/session/services.ts). */
-  declarations(): ToolDeclaration[] {
+  async declarations(): Promise<ToolDeclaration[]> {
+    await this.sessionServices.readAgents();
     return this.sessionServices.declarations();
   }
 

@@ -58,9 +58,10 @@ export async function askModel(
   // The policy parses every command line (rules, watchdog): load the parser while the model thinks.
   if (ctx.registry.has("bash")) void parseBash(":").catch(() => {});
   // The first request waits (bounded) for MCP servers still connecting; the offer names any still starting.
-  const [{ runPromptTurn }] = await Promise.all([import("../turn/turn.js"), ctx.mcp.settled(signal)]);
-  const info = modelInfo(choice.spec);
   const { services, tools } = ctx;
+  // The agent files are read before the declarations: the task tool lists them.
+  const [{ runPromptTurn }] = await Promise.all([import("../turn/turn.js"), ctx.mcp.settled(signal), services.readAgents()]);
+  const info = modelInfo(choice.spec);
   const declarations = services.declarations();
   const profilePrompt = tools.toolset.profile.prompt;
   const { hooks } = ctx;
@@ -78,7 +79,7 @@ export async function askModel(
         prompt,
         tools: services.toolContext(signal),
         declarations,
-        offer: () => ctx.mcp.withStartingNote(services.offer(info.contextWindow)),
+        offer: async () => ctx.mcp.withStartingNote(await services.offer(info.contextWindow)),
         afterCall: (toolId, envelope, offer) => services.afterCall(toolId, envelope, offer),
         nextCallId: () => ctx.nextCallId(),
         meter: ctx.meter,

@@ -3,7 +3,7 @@ import type { HostServices, SkillIndex, Subagents, ToolIndex } from "../../tool/
 import { webSearchHosts } from "../../config/web-search.js";
 import { loadSkill } from "../../host/skills.js";
 import type { RuntimeSession } from "../../runtime/session.js";
-import { loadAgents, type AgentCatalog } from "../agents.js";
+import { builtinAgents, loadAgents, type AgentCatalog } from "../agents.js";
 import { deferredCallResult, planOffer } from "../turn/deferral.js";
 import type { SessionFrontEnd } from "./front-end.js";
 import type { SessionPolicy } from "./policy.js";
@@ -45,6 +45,8 @@ export class SessionServices {
   readonly wired: Set<string>;
   /** The session's calls that have not ended, each with its own abort (AgentSession.cancelCall). */
   readonly running = new Map<string, AbortController>();
+  /** The agent files as read last (`readAgents`). */
+  private agents: AgentCatalog | undefined;
 
   constructor(
     private readonly host: SessionServicesHost,
@@ -90,7 +92,8 @@ export class SessionServices {
   }
 
   /** What the model is offered for one request: the declarations, the non-locked tools deferred when too many (agent/turn/deferral.ts). */
-  offer(contextWindow: number): ToolOffer {
+  async offer(contextWindow: number): Promise<ToolOffer> {
+    await this.readAgents();
     const sources = new Map(this.host.tools.registry.list().map(({ tool, source }) => [tool.id, source]));
     const tools = this.declarations().map((declaration) => ({ declaration, source: sources.get(declaration.id) ?? "builtin" }));
     return planOffer(tools, this.wired, contextWindow);
@@ -127,11 +130,20 @@ export class SessionServices {
     };
   }
 
-  /** The agents a task may run (agent files of a trusted project only); asked for at each model request. */
-  agentCatalog(): AgentCatalog {
+  /**
+   * Reads the agent files again: before each model request (`offer`), a turn's declarations and a
+   * call made outside a turn, so what `task` offers and accepts is the files as they are then.
+   */
+  async readAgents(): Promise<AgentCatalog> {
     const { workspace, toolset } = this.host.tools;
     // The packages the toolset read at its build: not read again for each model request.
-    return loadAgents(workspace, toolset.report.trusted, toolset.packages);
+    this.agents = await loadAgents(workspace, toolset.report.trusted, toolset.packages);
+    return this.agents;
+  }
+
+  /** The agents a task may run (agent files of a trusted project only), as `readAgents` read them last. */
+  agentCatalog(): AgentCatalog {
+    return this.agents ?? builtinAgents();
   }
 
   /** The toolset's skills; loading one makes its folder readable for the whole session (subagents share the runtime). */

@@ -242,7 +242,7 @@ async function modelTurn(opts: TurnOptions, observer: TurnObserver): Promise<Tur
     const mail = opts.inbox?.();
     if (mail) opts.history.addUser(mail);
     // Decided per request: tools wired by tool_search (or added by an MCP server) count from the next one.
-    const offer = opts.offer?.();
+    const offer = await opts.offer?.();
     const tools = fixed ?? declareTools(offer?.declarations ?? []);
     const requestOpts = offer?.promptSection ? { ...opts, system: `${opts.system}\n\n${offer.promptSection}` } : opts;
     // Before a request that would pass the threshold: the usage reported last, or the history's estimate.

@@ -133,7 +133,7 @@ export interface TurnRequest {
   /** The tools the model is offered (the session's visible set); default: every registry tool. */
   declarations?: ToolDeclaration[];
   /** Decides the offer before each request (tools wired or added since count); replaces `declarations`. */
-  offer?: () => ToolOffer;
+  offer?: () => Promise<ToolOffer>;
   /** Sees each call's envelope before the model does, with the offer of the request that made the call. */
   afterCall?: (toolId: string, envelope: Envelope, offer: ToolOffer) => Envelope;
   nextCallId(): string;

@@ -1,3 +1,4 @@
+import { execFile, spawn } from "node:child_process";
 import { lstat, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { readGitPointer } from "../../config/git-pointer.js";
@@ -72,10 +73,40 @@ export interface GitResult {
   exitCode: number;
 }
 
-type Execa = typeof import("execa").execa;
-let execaLoaded: Promise<Execa> | undefined;
-/** execa, loaded on first use (its module graph is heavy and most sessions never checkpoint). */
-const loadExeca = (): Promise<Execa> => (execaLoaded ??= import("execa").then((m) => m.execa));
+/** The most one git command may print (a restore's `cat-file --batch`): past it the command is stopped and fails. */
+const MAX_OUTPUT_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * Runs git with node's spawn (execa's module graph, 116 KB, would load with every session's first
+ * snapshot, which runs at its start): `input` on its stdin, its output as bytes, a non-zero exit
+ * returned. Throws when git could not run at all (not found, killed by a signal).
+ */
+function spawnGit(
+  args: readonly string[],
+  options: { cwd?: string; env: Record<string, string>; input?: string | Buffer },
+): Promise<GitResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("git", args, { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let size = 0;
+    child.stdout.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_OUTPUT_BYTES) out.push(chunk);
+      else child.kill("SIGKILL");
+    });
+    child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
+    child.on("error", (error) => reject(new Error(`git could not run: ${error.message}`)));
+    child.on("close", (code, signal) => {
+      if (size > MAX_OUTPUT_BYTES) return reject(new Error(`git ${args[0] ?? ""} printed more than ${MAX_OUTPUT_BYTES} bytes`));
+      if (code === null) return reject(new Error(`git could not run: killed by ${signal ?? "a signal"}`));
+      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString("utf8"), exitCode: code });
+    });
+    // git may exit before it reads its input (EPIPE): its exit code says what happened.
+    child.stdin.on("error", () => {});
+    child.stdin.end(options.input ?? "");
+  });
+}
 
 export class GitError extends Error {
   constructor(
@@ -128,30 +159,20 @@ export class ShadowGit {
 
   /** Runs git; a non-zero exit is returned, not thrown. */
   async raw(args: readonly string[], options: GitRun = {}): Promise<GitResult> {
-    const execa = await loadExeca();
     const workTree = options.workTree ?? this.workTree;
     const monitor = options.fsmonitor;
     const settings = [...SETTINGS, ["core.excludesFile", this.excludesFile] as const];
     if (monitor) settings.push(["core.fsmonitor", monitor.hook], ["core.fsmonitorHookVersion", "2"]);
     const flags = settings.flatMap(([k, v]) => ["-c", `${k}=${v}`]);
-    const result = await execa("git", [...flags, ...args], {
+    return spawnGit([...flags, ...args], {
       cwd: workTree,
       env: {
         ...isolatedEnv(this.emptyHome, this.gitDir, workTree, options.index ?? this.index),
         ...(options.writeIndex ? { GIT_OPTIONAL_LOCKS: "1" } : {}),
         ...monitor?.env,
       },
-      extendEnv: false,
-      input: options.input ?? "",
-      encoding: "buffer",
-      stripFinalNewline: false,
-      reject: false,
-      maxBuffer: 1024 * 1024 * 1024,
+      input: options.input,
     });
-    if (result.failed && result.exitCode === undefined) throw new Error(`git could not run: ${result.shortMessage}`);
-    const stdout = result.stdout instanceof Uint8Array ? Buffer.from(result.stdout) : Buffer.alloc(0);
-    const stderr = result.stderr instanceof Uint8Array ? Buffer.from(result.stderr).toString("utf8") : "";
-    return { stdout, stderr, exitCode: result.exitCode ?? 1 };
   }
 
   /** Runs git and returns its stdout; throws GitError on a non-zero exit. */
@@ -204,15 +225,25 @@ export function probeGit(): Promise<GitVersion> {
   return probe;
 }
 
+/**
+ * `git --version`'s output, or why it did not run (node's execFile: every session's start asks
+ * this, and execa's module graph stays unloaded).
+ */
+function gitVersionText(): Promise<{ stdout: string } | { reason: string }> {
+  return new Promise((resolve) => {
+    execFile("git", ["--version"], { env: { ...process.env, LC_ALL: "C" } }, (error, stdout) => {
+      if (!error) return resolve({ stdout });
+      const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
+      resolve({ reason: missing ? "git is not installed (no `git` on PATH)" : `git --version failed: ${error.message.split("\n")[0]}` });
+    });
+  });
+}
+
 async function probeOnce(): Promise<GitVersion> {
-  const execa = await loadExeca();
-  const result = await execa("git", ["--version"], { reject: false, extendEnv: true, env: { LC_ALL: "C" } });
-  if (result.failed) {
-    const missing = (result as { code?: string }).code === "ENOENT";
-    return { ok: false, reason: missing ? "git is not installed (no `git` on PATH)" : `git --version failed: ${result.shortMessage}` };
-  }
-  const version = /(\d+)\.(\d+)(?:\.(\d+))?/.exec(String(result.stdout));
-  if (!version) return { ok: false, reason: `git --version printed no version: ${String(result.stdout).slice(0, 80)}` };
+  const result = await gitVersionText();
+  if ("reason" in result) return { ok: false, reason: result.reason };
+  const version = /(\d+)\.(\d+)(?:\.(\d+))?/.exec(result.stdout);
+  if (!version) return { ok: false, reason: `git --version printed no version: ${result.stdout.slice(0, 80)}` };
   const [major, minor] = [Number(version[1]), Number(version[2])];
   // Everything used here is older than 2.25 (Ubuntu 20.04's); tested with 2.39.
   if (major < 2 || (major === 2 && minor < 25)) return { ok: false, version: version[0], reason: `git ${version[0]} is older than 2.25` };
@@ -225,10 +256,7 @@ export async function initShadowRepo(git: ShadowGit): Promise<void> {
   const head = await lstat(path.join(git.gitDir, "HEAD")).catch(() => undefined);
   if (!head) {
     // `init --bare` refuses GIT_WORK_TREE, so run it on the folder itself. Concurrent inits are safe: git re-inits.
-    const execa = await loadExeca();
-    const result = await execa("git", ["init", "--quiet", "--bare", git.gitDir], {
-      reject: false,
-      extendEnv: false,
+    const result = await spawnGit(["init", "--quiet", "--bare", git.gitDir], {
       env: {
         PATH: process.env.PATH ?? "",
         HOME: path.dirname(git.gitDir),
@@ -237,7 +265,7 @@ export async function initShadowRepo(git: ShadowGit): Promise<void> {
         GIT_CONFIG_GLOBAL: "/dev/null",
       },
     });
-    if (result.exitCode !== 0) throw new Error(`git init failed: ${String(result.stderr).trim()}`);
+    if (result.exitCode !== 0) throw new Error(`git init failed: ${result.stderr.trim()}`);
   }
   await mkdir(path.join(git.gitDir, "info"), { recursive: true });
   const attributes = path.join(git.gitDir, "info", "attributes");

@@ -8,6 +8,7 @@ import {
   InitializedNotification,
   InitializeRequest,
   PublishDiagnosticsNotification,
+  ResponseError,
   ShutdownRequest,
   StreamMessageReader,
   StreamMessageWriter,
@@ -49,6 +50,9 @@ export interface LspLaunch {
   /** Runs in the sandbox's own pid namespace: toolhost's pid means nothing there (a server watching it would exit). */
   sandboxed?: boolean;
 }
+
+/** Whether an error is the server's answer refusing a request (not a transport failure). */
+export const isResponseError = (err: unknown): boolean => err instanceof ResponseError;
 
 /** What one publish left for a document: its diagnostics, and when (the client's publish counter). */
 export interface Published {

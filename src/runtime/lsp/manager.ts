@@ -1,9 +1,9 @@
 import path from "node:path";
-import { ResponseError, type Diagnostic } from "vscode-languageserver-protocol/node";
+import type { Diagnostic } from "vscode-languageserver-protocol/node";
 import type { LspConfig } from "../../config/schema.js";
 import { ToolError } from "../../tool/errors.js";
 import type { LanguageServers, LspAnswer, LspQuery } from "../../tool/services.js";
-import { LspClient, type LspLaunch } from "./client.js";
+import type { LspClient, LspLaunch } from "./client.js";
 import { newErrors, problemsBlock, type FileProblems } from "./diagnostics.js";
 import { answerQuery } from "./queries.js";
 import type { LspLauncher } from "./sandbox.js";
@@ -18,6 +18,11 @@ import { fileUri, uriPath } from "./uri.js";
 // server to settle — the first publish after the change and a quiet period, bounded by `waitMs`
 // in all — and reports the errors that are new, in the file and in the server's other open files.
 // A server that fails to start, crashes or stops answering is said once and skipped from then on.
+
+/** The client and vscode-languageserver-protocol (150 KB), loaded when a session starts its first server. */
+type ClientModule = typeof import("./client.js");
+let clientModule: Promise<ClientModule> | undefined;
+const loadClient = (): Promise<ClientModule> => (clientModule ??= import("./client.js"));
 
 /** The default bound on an edit's wait for diagnostics, and the quiet period that ends it early. */
 export const LSP_WAIT_MS = 3000;
@@ -165,6 +170,7 @@ export class LspManager implements LanguageServers {
       );
       return undefined;
     }
+    const { LspClient } = await loadClient();
     if (this.closed) return undefined;
     const client = new LspClient(def.name, sandboxed);
     this.started.add(client);
@@ -248,7 +254,7 @@ export class LspManager implements LanguageServers {
         return new Map(docs.map((doc, i) => [doc, pulled[i]!]));
       } catch (err) {
         // A server that does not take tsserver requests (another one configured as "typescript"): its publishes.
-        if (client.failure || !(err instanceof ResponseError)) return undefined;
+        if (client.failure || !(await loadClient()).isResponseError(err)) return undefined;
         running.pull = false;
       }
     }
