@@ -52,7 +52,7 @@ const joined = (parts: Uint8Array[]) =>
 export function answerEarly(
   input: AsyncIterable<Uint8Array>,
   options: EarlyOptions,
-): { readonly stream: ReadableStream<Uint8Array>; endEarly(): void } {
+): { readonly stream: ReadableStream<Uint8Array>; readonly endedAnswered: boolean; endEarly(): void } {
   const maxLineBytes = options.maxLineBytes ?? 1024 * 1024;
   const iterator = input[Symbol.asyncIterator]();
   let early = true;
@@ -155,6 +155,10 @@ export function answerEarly(
   return {
     get stream() {
       return (stream ??= build());
+    },
+    /** The input ended while early, and every line of it was answered here: the SDK has nothing to do. */
+    get endedAnswered() {
+      return ended && queued.length === 0 && failure === undefined;
     },
     endEarly() {
       early = false;

@@ -88,6 +88,28 @@ function plainServers(value: unknown): McpServer[] | null {
 }
 
 /**
+ * The sessions answered early, each written as session/new leaves it (its header; the hold taken
+ * and released), so another process loads them by id.
+ */
+async function recordAnsweredSessions(state: EarlyState): Promise<void> {
+  if (state.sessions.length === 0) return;
+  const [{ SessionStore }, { newSessionRecorder }] = await Promise.all([
+    import("../agent/record/session-store.js"),
+    import("../agent/record/session-recorder.js"),
+  ]);
+  const store = new SessionStore();
+  for (const { id, workspace } of state.sessions) {
+    const recorder = newSessionRecorder(store, id, workspace);
+    try {
+      recorder?.start();
+    } catch (err) {
+      process.stderr.write(`toolhost: session ${id} could not be recorded: ${String(err)}\n`);
+    }
+    recorder?.close();
+  }
+}
+
+/**
  * Serves ACP on stdin/stdout until stdin closes or SIGTERM. `out` writes to the real stdout (the
  * CLI sends every other stdout write to stderr).
  */
@@ -166,6 +188,13 @@ export async function serveStdio(out: Out): Promise<void> {
   await needed;
   clearTimeout(idle);
   const { serveConnection } = await import("./stdio-connection.js");
+  // The client left right after the handshake (acpx's `sessions new`): each session it was answered
+  // gets its file, as one started would have, and nothing else starts (an exit within moments of
+  // the end of stdin, not after the session's tools, servers and checkpoints).
+  if (early.endedAnswered) {
+    await recordAnsweredSessions(state);
+    process.exit(0);
+  }
   early.endEarly();
   process.stdout.off("error", goneEarly);
   await serveConnection(guarded(early.stream, out), out, state);

@@ -1,9 +1,12 @@
+import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
+import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { holdPathFor } from "../../src/agent/record/session-hold.js";
 import { SessionStore } from "../../src/agent/record/session-store.js";
 import { startFakeOpenAI } from "../fixtures/fake-openai.mjs";
 import { runCli } from "../cli/harness.js";
+import { CLI_PATH } from "../helpers.js";
 import { closeAndCheck, Harness, messageText, useAcpTest } from "./harness.js";
 
 // Issue 21 item 3: a session is held by one agent process at a time (a live chat, and a load or
@@ -127,5 +130,51 @@ describe("one process holds a session", () => {
     expect((await prompt(t.h, sessionId, "first")).stopReason).toBe("end_turn");
     expect(messageText(t.h, sessionId, "")).toBe("one");
     expect(await listed()).toEqual([sessionId]);
+  });
+
+  it("a client that leaves right after session/new gets its session written, and nothing of it starts (ACP-SHUTDOWN-001)", async () => {
+    t.fake = await startFakeOpenAI({ script: [{ text: "one" }] });
+    // A tool file of the user's that says when it is imported: a session that starts loads it.
+    const imported = path.join(t.home, "imported.txt");
+    await fsp.mkdir(path.join(t.home, "profiles", "default", "tools"), { recursive: true });
+    await fsp.writeFile(
+      path.join(t.home, "profiles", "default", "tools", "marker.ts"),
+      `import { writeFileSync } from "node:fs";
+import { defineTool, z } from "toolhost";
+writeFileSync(${JSON.stringify(imported)}, "imported");
+export default defineTool({ id: "marker", description: "Says it was imported", kind: "other", parameters: z.object({}), requires: {}, async execute() { return "ok"; } });
+`,
+    );
+    // initialize and session/new, then the end of stdin as soon as the session is answered (acpx's `sessions new`).
+    const child = spawn(process.execPath, [CLI_PATH], { env: { ...process.env, ...env() }, stdio: ["pipe", "pipe", "inherit"] });
+    const send = (message: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`);
+    let sessionId = "";
+    let buffered = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString();
+      for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
+        const message = JSON.parse(buffered.slice(0, end)) as { id?: number; result?: { sessionId?: string } };
+        buffered = buffered.slice(end + 1);
+        if (message.id === 1) send({ id: 2, method: "session/new", params: { cwd: t.ws, mcpServers: [] } });
+        if (message.id === 2) {
+          sessionId = message.result?.sessionId ?? "";
+          child.stdin.end();
+        }
+      }
+    });
+    send({ id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {}, clientInfo: { name: "t", version: "1" } } });
+    expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(0);
+    expect(sessionId).not.toBe("");
+    // Nothing of the session started: its tools were never loaded.
+    await expect(fsp.stat(imported)).rejects.toThrow();
+    // Its file is there, with no hold left: another process loads it and goes on.
+    const file = (await new SessionStore(t.home).find(sessionId))!;
+    await expect(fsp.stat(holdPathFor(file))).rejects.toThrow();
+    t.h = await agent();
+    await t.h.agent.request("session/load", { sessionId, cwd: t.ws, mcpServers: [] });
+    expect((await prompt(t.h, sessionId, "first")).stopReason).toBe("end_turn");
+    expect(messageText(t.h, sessionId, "")).toBe("one");
+    // The control: a session that starts does import the tool file.
+    await fsp.stat(imported);
   });
 });
