@@ -21,8 +21,7 @@ import { INTERRUPTED_RESULT } from "../agent/record/session-restore.js";
 import { SessionTree, type TreeEntry } from "../agent/record/session-format.js";
 import type { StoredSession } from "../agent/record/session-store.js";
 import type { SessionTools, TrustAnswer } from "../agent/session/tools.js";
-import type { CompactionEvent, CostMeter, UsageReport } from "../agent/turn/turn-types.js";
-import type { Usage } from "@agentclientprotocol/sdk/unstable";
+import type { CompactionEvent, UsageReport } from "../agent/turn/turn-types.js";
 import type { UserQuestions } from "../tool/services.js";
 import type { McpServerSpec } from "../mcp/servers.js";
 import { NodeFs } from "../runtime/fs/node.js";
@@ -36,6 +35,7 @@ import { approveCall, askClient } from "./permission.js";
 import { confirmWithClient } from "./confirm.js";
 import { AcpSubagents, wantsSubagents } from "./subagents.js";
 import { promptContent } from "./prompt.js";
+import { readsUnstableSchema, turnUsage } from "./usage.js";
 import { acpQuestions } from "./questions.js";
 import { OWN_TURN, wantsOwnTurns, type OwnTurnParams } from "./own-turn.js";
 import { TerminalShell } from "./terminal-shell.js";
@@ -102,11 +102,7 @@ export class AcpSession implements SessionFrontEnd {
   private readonly showsCompaction: boolean;
   /** The client asked to be told of turns the agent starts by itself (acp/own-turn.ts). */
   private readonly ownTurns: boolean;
-  /**
-   * The client advertises a capability only ACP's unstable schema has (`plan`, `subagents`,
-   * `session.compaction`): it reads that schema, whose PromptResponse has `usage`. Any other client
-   * gets the stable answer only, with no key its schema lacks.
-   */
+  /** The client reads ACP's unstable schema, whose PromptResponse has `usage` (acp/usage.ts). */
   private readonly readsUnstable: boolean;
   /** A command update on its way (batched), and the menu last sent. */
   private commandsDue: Promise<void> | null = null;
@@ -128,8 +124,7 @@ export class AcpSession implements SessionFrontEnd {
     this.children = wantsSubagents(caps) ? new AcpSubagents(this.client, this.id, this.questions) : undefined;
     this.showsCompaction = caps.session?.compaction != null;
     this.ownTurns = wantsOwnTurns(caps);
-    const unstable = caps as { plan?: unknown; subagents?: unknown; session?: { compaction?: unknown } | null };
-    this.readsUnstable = unstable.plan != null || unstable.subagents != null || unstable.session?.compaction != null;
+    this.readsUnstable = readsUnstableSchema(caps);
     this.loginOffered = offersTerminalLogin(caps).terminal;
     const local = new NodeFs();
     const canRead = caps.fs?.readTextFile === true;
@@ -499,18 +494,5 @@ export class AcpSession implements SessionFrontEnd {
         ),
       ],
     });
-  };
-}
-
-/** What a turn used, as ACP's (unstable) `Usage` of a prompt response: the meter's counts since `before`. */
-function turnUsage(now: CostMeter, before: CostMeter): Usage {
-  const input = now.inputTokens - before.inputTokens;
-  const output = now.outputTokens - before.outputTokens;
-  return {
-    inputTokens: input,
-    outputTokens: output,
-    totalTokens: input + output,
-    cachedReadTokens: now.cacheReadTokens - before.cacheReadTokens,
-    cachedWriteTokens: now.cacheWriteTokens - before.cacheWriteTokens,
   };
 }

@@ -26,7 +26,7 @@ export function onStdoutError(err: NodeJS.ErrnoException): void {
 
 /**
  * stdout carries the protocol (or the CLI's JSON) only, whatever extension code does: this keeps
- * a private handle on the real stdout and sends every other write to stdout (process.stdout.write,
+ * a private handle on the real stdout and sends every other write to it (a direct write,
  * console.log, …) to stderr. Called before any extension code can load. When the reader goes away,
  * the writer's `closed` settles and its writes resolve without writing: the command decides how to end.
  */
