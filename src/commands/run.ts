@@ -11,6 +11,7 @@ import { resumeSession, type ResumeChoice, type ResumedSession } from "./run-res
 import { RUN_EVENTS_VERSION, runTotals, type RunEvent } from "./run-events.js";
 import { version } from "../config/paths.js";
 import { defaultModelId } from "../agent/model/model-config.js";
+import { EXIT_STDOUT_CLOSED } from "./stdout.js";
 
 export interface RunOptions {
   prompt: string;
@@ -41,7 +42,6 @@ const EXIT_OK = 0;
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
 const EXIT_INTERRUPTED = 130;
-const EXIT_STDOUT_CLOSED = 141;
 
 /**
  * The hint a refused call gets on stderr, naming only a mode that would let it run: a refusal of

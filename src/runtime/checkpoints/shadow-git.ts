@@ -25,7 +25,9 @@ const SETTINGS: readonly (readonly [string, string])[] = [
   ["core.fsmonitor", ""],
   // The index's untracked cache (workspace-tree.ts): `status` reads again only the folders whose
   // stat data moved. Its check of a folder includes ctime, which no command can set back (`touch -d`
-  // sets mtime only), so a file created in a folder is never hidden from it.
+  // sets mtime only), so a file created in a folder is not hidden from it. git keeps whole seconds:
+  // a folder changed both before and after a scan within one second, its mtime then set back, still
+  // looks unchanged; inside the sandbox the folder watch (change-feed.ts) names it regardless.
   ["core.untrackedCache", "true"],
   ["core.trustctime", "true"],
   ["core.checkStat", "default"],
