@@ -8,6 +8,10 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { build } from "esbuild";
+import { bundleEarlyPath } from "./early-bundle.mjs";
+
+const BANNER =
+  "import { createRequire as __thCreateRequire } from 'node:module'; let __thRequire; const require = (id) => (__thRequire ??= __thCreateRequire(import.meta.url))(id);";
 
 const cli = await build({
   // web_fetch's extraction runs in a worker thread (src/tools/web-extract-pool.ts), which loads
@@ -41,8 +45,9 @@ const cli = await build({
   // servers, and the installed package does without its server-side dependencies (express, hono:
   // 17 MB). zod stays in the shared chunk it was in.
   external: ["@vscode/ripgrep", "jiti", "esbuild", "ai", "@ai-sdk/*", "web-tree-sitter"],
-  // CommonJS dependencies (tree-kill, picomatch) call require() for node builtins.
-  banner: { js: "import { createRequire as __thCreateRequire } from 'node:module'; const require = __thCreateRequire(import.meta.url);" },
+  // CommonJS dependencies (tree-kill, picomatch) call require() for node builtins; it is made on
+  // first use (making it, in each of dozens of chunks, cost a millisecond of start-up).
+  banner: { js: BANNER },
   logLevel: "warning",
   metafile: true,
   plugins: [
@@ -72,6 +77,9 @@ const client = Object.entries(cli.metafile.outputs).find(([, out]) =>
 if (!client || !client[0].startsWith("dist/chunks/")) {
   throw new Error(`bundle: nested-git-client.ts landed in ${client?.[0] ?? "no output"}, not dist/chunks/, where its worker is`);
 }
+
+// What `toolhost` loads before it answers session/new, in one file (scripts/early-bundle.mjs).
+await bundleEarlyPath(cli.metafile, BANNER);
 
 // All of zod in one file, for extension files only (src/host/extension-zod.ts): the start-up
 // chunk keeps just what the SDK uses, and extensions still get the whole zod API.

@@ -7,6 +7,9 @@ import { guardHostPath } from "./config/host-path.js";
 import type { Workspace } from "./config/workspace.js";
 import { EXIT_STDOUT_CLOSED, guardStdout, onStdoutError, type StdoutWriter } from "./commands/stdout.js";
 import { subcommandsOf, usageOf, USAGE } from "./commands/usage.js";
+// Static: the ACP entry and its early reader are light (the SDK loads behind them), and bundled
+// with the CLI in one file (scripts/early-bundle.mjs); a dynamic import cost 5 ms of start-up.
+import { serveStdio } from "./acp/stdio.js";
 
 // Node 22.1+ keeps V8's compiled code of the bundle's chunks on disk between runs; Node 20 has no
 // such API (nothing happens there). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
@@ -445,7 +448,6 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case undefined: {
       const out = guardStdout();
-      const { serveStdio } = await import("./acp/stdio.js");
       await serveStdio(out);
       return 0;
     }

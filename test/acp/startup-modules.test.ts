@@ -1,10 +1,11 @@
+import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { EntryData, TreeEntry } from "../../src/agent/record/session-format.js";
 import { SessionStore } from "../../src/agent/record/session-store.js";
-import { tempDir } from "../helpers.js";
+import { CLI_PATH, cleanEnv, tempDir } from "../helpers.js";
 import { Harness, useAcpTest } from "./harness.js";
 
 // What a fresh process loads to answer session/new and session/load (issue 34 §7): the heavy
@@ -79,5 +80,38 @@ describe("a fresh process's start-up", () => {
     expect(sources.some((s) => /node_modules\/zod\/v4\/core\/schemas\.js$/.test(s))).toBe(true);
     const early = FIRST_USE_ONLY.filter(([, pattern]) => sources.some((s) => pattern.test(s))).map(([name]) => name);
     expect(early).toEqual([]);
+  });
+
+  it("reads two files before it answers session/new: the CLI and the early path's one file", async () => {
+    // The probe's lines go to stdout, so they come in order with the answers.
+    const child = spawn(process.execPath, [CLI_PATH], {
+      cwd: t.ws,
+      env: { ...cleanEnv(), TOOLHOST_HOME: home, NODE_OPTIONS: `--import ${PROBE}`, MODULE_PROBE_FD: "1" },
+      stdio: ["pipe", "pipe", "ignore"],
+    });
+    const before: string[] = [];
+    const answered = new Promise<void>((resolve, reject) => {
+      let buffer = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        buffer += chunk.toString("utf8");
+        for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
+          const line = buffer.slice(0, end);
+          buffer = buffer.slice(end + 1);
+          if (line.startsWith("module-probe: ")) before.push(path.relative(path.dirname(CLI_PATH), fileURLToPath(line.slice(14))));
+          else if ((JSON.parse(line) as { id?: number }).id === 2) resolve();
+        }
+      });
+      child.on("exit", () => reject(new Error("the agent exited before answering session/new")));
+    });
+    const send = (message: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`);
+    send({ id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } });
+    send({ id: 2, method: "session/new", params: { cwd: t.ws, mcpServers: [] } });
+    try {
+      await answered;
+    } finally {
+      child.kill();
+    }
+    // Before scripts/early-bundle.mjs: 22 files (esbuild's split chunks), each costing the loader a round.
+    expect(before.map((file) => file.replace(/-[A-Z0-9]{8}\.js$/, ".js")).sort()).toEqual(["chunks/early.js", "cli.js"]);
   });
 });
