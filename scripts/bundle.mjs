@@ -19,12 +19,14 @@ const cli = await build({
   // The library entry (dist/index.js, for embedders) is bundled too, over tsc's output, sharing the
   // CLI's chunks: the installed package then needs only the external dependencies below (and zod,
   // which the AI SDK brings and the .d.ts name); tsc's other .js files are for the tests, not shipped.
-  // So does the map of nested repositories (src/runtime/sandbox/nested-git-client.ts).
+  // So do the map of nested repositories (src/runtime/sandbox/nested-git-client.ts) and the
+  // spawner of commands (src/runtime/shell/spawn-thread.ts).
   entryPoints: {
     cli: "src/cli.ts",
     index: "src/index.ts",
     "chunks/web-extract-worker": "src/tools/web-extract-worker.ts",
     "chunks/nested-git-worker": "src/runtime/sandbox/nested-git-worker.ts",
+    "chunks/spawn-worker": "src/runtime/shell/spawn-worker.ts",
   },
   outdir: "dist",
   bundle: true,
@@ -80,6 +82,13 @@ if (!client || !client[0].startsWith("dist/chunks/")) {
 
 // What `toolhost` loads before it answers session/new, in one file (scripts/early-bundle.mjs).
 await bundleEarlyPath(cli.metafile, BANNER);
+
+const spawner = Object.entries(cli.metafile.outputs).find(([, out]) =>
+  Object.keys(out.inputs).includes("src/runtime/shell/spawn-thread.ts"),
+);
+if (!spawner || !spawner[0].startsWith("dist/chunks/")) {
+  throw new Error(`bundle: spawn-thread.ts landed in ${spawner?.[0] ?? "no output"}, not dist/chunks/, where its worker is`);
+}
 
 // All of zod in one file, for extension files only (src/host/extension-zod.ts): the start-up
 // chunk keeps just what the SDK uses, and extensions still get the whole zod API.

@@ -2,12 +2,11 @@ import { readFileSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import type { Readable } from "node:stream";
-import type { ResultPromise } from "execa";
 import type { ShellResult, SidecarWriter } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
 import { utf8HeadEnd, utf8TailStart } from "../../tool/truncate.js";
 import type { ShellBackend, ShellSpawnOptions } from "./backend.js";
-import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import {
   groupExists,
   groupLiveMembers,
@@ -19,6 +18,7 @@ import {
   unrefGuard,
   waitForGroupExit,
 } from "../process-groups.js";
+import { spawnOffThread, type RemoteChild } from "./spawn-thread.js";
 
 export interface LocalShellOptions {
   /** How long a killed tree gets between SIGTERM and SIGKILL (default 2 s). */
@@ -34,8 +34,8 @@ export interface LocalShellOptions {
 
 type StreamName = "stdout" | "stderr";
 
-/** What a Run needs of execa's child. */
-type RunChild = Pick<ResultPromise, "stdout" | "stderr" | "once"> & PromiseLike<unknown>;
+/** What a Run needs of the child (spawn-thread.ts). */
+type RunChild = Pick<RemoteChild, "stdout" | "stderr" | "once"> & PromiseLike<unknown>;
 
 /**
  * What one stream keeps in memory: its first `headCap` bytes (copied) and at least the last
@@ -138,7 +138,7 @@ class Run {
     private readonly pid: number,
     private readonly options: ShellSpawnOptions,
     private readonly config: Required<LocalShellOptions>,
-    private readonly guard: Socket | undefined,
+    private readonly guard: Duplex | undefined,
   ) {
     this.done = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
     unrefGuard(guard);
@@ -169,7 +169,7 @@ class Run {
       stream.on("error", onClosed);
     }
     child.once("exit", (code, signal) => this.onExit(code, signal));
-    // execa settles after exit and the pipes; its result carries nothing we need, but must not go unhandled.
+    // The child settles after exit and the pipes; that carries nothing we need, but must not go unhandled.
     child.then(
       () => undefined,
       () => undefined,
@@ -407,7 +407,7 @@ function leaderExited(pid: number): boolean {
 }
 
 /**
- * Runs processes on this machine with execa: own process group (detached), stdin closed,
+ * Runs processes on this machine (started off the agent's thread, spawn-thread.ts): own process group (detached), stdin closed,
  * output streamed with bounded memory, the whole tree killed on timeout or abort.
  *
  * - Memory: per stream a head and a tail of the combined cap (≈ 2 × cap in all), plus at most
@@ -436,31 +436,20 @@ export class LocalShell implements ShellBackend {
     if (!cwdStat.isDirectory()) throw new ToolError("not_found", `The working directory is not a directory: ${options.cwd}`);
     if (options.signal.aborted) throw new ToolError("aborted", "The command was cancelled before it started");
 
-    // Loaded on first use: execa's module graph is a large part of start-up otherwise.
-    const { execa } = await import("execa");
     const env = { ...process.env, ...options.env };
     // Behind the group guard (process-groups.ts): the command's whole group ends with toolhost.
     const command = guardedCommand("toolhost-command", file, args, { env, cwd: options.cwd });
-    const child = execa(command.file, command.args, {
-      cwd: options.cwd,
-      env,
-      extendEnv: false,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe", "pipe"],
-      buffer: false,
-      reject: false,
-      stripFinalNewline: false,
-      windowsHide: true,
-    });
-    if (child.pid === undefined) {
-      const result = await child;
-      const cause = result.cause as NodeJS.ErrnoException | undefined;
-      if (cause?.code === "ENOENT") throw new ToolError("not_found", `Command not found: ${file}`);
-      if (cause?.code === "EACCES") throw new ToolError("permission_denied", `Command is not executable: ${file}`);
-      throw new ToolError("execution_failed", `Could not start ${file}: ${cause?.message ?? result.message}`);
+    // Off the agent's thread: spawn() blocks its caller until the child has exec'd (spawn-thread.ts).
+    const started = await spawnOffThread(command.file, command.args, { cwd: options.cwd, env });
+    if ("failed" in started) {
+      const { code, message } = started.failed;
+      if (code === "ENOENT") throw new ToolError("not_found", `Command not found: ${file}`);
+      if (code === "EACCES") throw new ToolError("permission_denied", `Command is not executable: ${file}`);
+      throw new ToolError("execution_failed", `Could not start ${file}: ${message}`);
     }
+    const { child } = started;
     // Not `command.file !== file`: a sandboxed command's file is /bin/sh too, and its guard went unreleased and kept toolhost alive.
-    const guard = command.guarded ? (child.stdio[3] as Socket) : undefined;
+    const guard = command.guarded ? child.guard : undefined;
     return new Run(child, child.pid, options, this.config, guard).done;
   }
 }

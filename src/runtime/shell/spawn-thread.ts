@@ -1,0 +1,202 @@
+import { EventEmitter } from "node:events";
+import { Duplex, Readable } from "node:stream";
+import { Worker } from "node:worker_threads";
+
+// Commands are started on a worker thread of their own (`spawn-worker.ts`), never on the agent's.
+// Node's spawn() is synchronous: libuv forks on the calling thread and waits for the child's exec
+// before it returns, 10–27 ms a command on the machines measured (more the bigger the process and
+// the busier the machine; nodejs/node#14917), during which no ACP message is read. The child's
+// pipes live on the worker's event loop; their bytes come here as messages, and pause, resume and
+// destroy go back, so a paused stream stops the pipe (backpressure holds). The pipes, and the
+// group guard's socket (process-groups.ts), still belong to this process: whatever ends toolhost
+// closes them, and the guard ends the command's group. A worker that dies closes them too.
+
+export type SpawnRequest =
+  | { id: number; op: "spawn"; file: string; args: string[]; cwd: string; env: Record<string, string | undefined> }
+  | { id: number; op: "pause" | "resume" | "destroy"; stream: StreamName }
+  | { id: number; op: "release" };
+
+export type SpawnReply =
+  | { id: number; type: "spawned"; pid: number }
+  | { id: number; type: "failed"; code?: string; message: string }
+  | { id: number; type: "data"; stream: StreamName | "guard"; chunk: Uint8Array }
+  | { id: number; type: "end" | "close"; stream: StreamName }
+  | { id: number; type: "exit"; code: number | null; signal: string | null }
+  | { id: number; type: "settled" };
+
+type StreamName = "stdout" | "stderr";
+
+/** A child's output stream, fed by the worker; pausing it pauses the pipe there. */
+class RemoteOutput extends Readable {
+  constructor(private readonly control: (op: "pause" | "resume" | "destroy") => void) {
+    super({ read() {} });
+  }
+  override pause(): this {
+    this.control("pause");
+    return super.pause();
+  }
+  override resume(): this {
+    this.control("resume");
+    return super.resume();
+  }
+  private finished = false;
+  /** No more bytes will come. */
+  finish(): void {
+    if (this.finished || this.destroyed) return;
+    this.finished = true;
+    this.push(null);
+  }
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.control("destroy");
+    callback(error);
+  }
+}
+
+/** The command as the shell backend's Run sees it (what it needed of execa's child). */
+export class RemoteChild extends EventEmitter implements PromiseLike<void> {
+  readonly stdout: RemoteOutput;
+  readonly stderr: RemoteOutput;
+  /** toolhost's end of the group guard (fd 3): the guard's pid arrives on it; ending it releases the guard. */
+  readonly guard: Duplex;
+  private readonly settled: Promise<void>;
+  private settle!: () => void;
+  exited = false;
+
+  constructor(
+    readonly pid: number,
+    send: (request: SpawnRequest) => void,
+    id: number,
+  ) {
+    super();
+    this.stdout = new RemoteOutput((op) => send({ id, op, stream: "stdout" }));
+    this.stderr = new RemoteOutput((op) => send({ id, op, stream: "stderr" }));
+    this.guard = new Duplex({
+      read() {},
+      write(_chunk, _encoding, callback) {
+        callback();
+      },
+      final(callback) {
+        send({ id, op: "release" });
+        callback();
+      },
+    });
+    this.settled = new Promise((resolve) => (this.settle = resolve));
+  }
+
+  /** A message from the worker about this child. */
+  take(reply: SpawnReply): void {
+    switch (reply.type) {
+      case "data": {
+        const target = reply.stream === "guard" ? this.guard : this[reply.stream];
+        if (!target.destroyed) target.push(Buffer.from(reply.chunk.buffer, reply.chunk.byteOffset, reply.chunk.byteLength));
+        break;
+      }
+      case "end":
+      case "close":
+        // The pipe is done there (ended, closed or failed): here it ends once what came is read,
+        // never cut short (a paused stream still holds bytes).
+        this[reply.stream].finish();
+        break;
+      case "exit":
+        this.exited = true;
+        this.emit("exit", reply.code, reply.signal);
+        break;
+      case "settled":
+        this.settle();
+        break;
+    }
+  }
+
+  /** The worker is gone: so are the pipes it held (the guard's too, which ends the group). */
+  lost(): void {
+    this.stdout.finish();
+    this.stderr.finish();
+    if (!this.exited) {
+      this.exited = true;
+      this.emit("exit", null, "SIGKILL");
+    }
+    this.settle();
+  }
+
+  then<R1 = void, R2 = never>(
+    onFulfilled?: ((value: void) => R1 | PromiseLike<R1>) | null,
+    onRejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): PromiseLike<R1 | R2> {
+    return this.settled.then(onFulfilled, onRejected);
+  }
+}
+
+/**
+ * The worker's file. The CLI bundle puts it beside the chunk this module lands in
+ * (dist/chunks/spawn-worker.js, scripts/bundle.mjs checks); tsc's output has it beside this file;
+ * from src/ (the tests) the built one in dist/runtime/shell/ is used: a worker cannot load TypeScript.
+ */
+function workerUrl(): URL {
+  const here = import.meta.url;
+  return here.endsWith(".ts") ? new URL("../../../dist/runtime/shell/spawn-worker.js", here) : new URL("./spawn-worker.js", here);
+}
+
+type Started = { child: RemoteChild } | { failed: { code?: string; message: string } };
+
+/** The process's one spawner thread: started with the first command, unref'd while no command runs. */
+class SpawnThread {
+  private worker: Worker | undefined;
+  private nextId = 1;
+  private readonly starting = new Map<number, (started: Started) => void>();
+  private readonly children = new Map<number, RemoteChild>();
+
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(workerUrl());
+    worker.unref();
+    const lost = (why: string) => {
+      if (this.worker === worker) this.worker = undefined;
+      for (const resolve of this.starting.values()) resolve({ failed: { message: `the spawner thread ${why}` } });
+      this.starting.clear();
+      for (const child of this.children.values()) child.lost();
+      this.children.clear();
+    };
+    worker.on("message", (reply: SpawnReply) => this.take(reply));
+    worker.on("error", (err) => lost(`failed: ${err.message}`));
+    worker.on("exit", (code) => lost(`ended (exit code ${code})`));
+    this.worker = worker;
+    return worker;
+  }
+
+  private take(reply: SpawnReply): void {
+    const starting = this.starting.get(reply.id);
+    if (starting && (reply.type === "spawned" || reply.type === "failed")) {
+      this.starting.delete(reply.id);
+      if (reply.type === "failed") starting({ failed: { code: reply.code, message: reply.message } });
+      else {
+        const child = new RemoteChild(reply.pid, (request) => this.worker?.postMessage(request), reply.id);
+        this.children.set(reply.id, child);
+        starting({ child });
+      }
+    } else {
+      const child = this.children.get(reply.id);
+      child?.take(reply);
+      if (reply.type === "settled") this.children.delete(reply.id);
+    }
+    // A running command keeps toolhost alive, as its pipes did on this thread.
+    if (this.starting.size === 0 && this.children.size === 0) this.worker?.unref();
+  }
+
+  /** Starts `file args` in a group of its own (detached), stdin closed, stdout, stderr and fd 3 piped. */
+  spawn(file: string, args: string[], options: { cwd: string; env: Record<string, string | undefined> }): Promise<Started> {
+    const worker = this.start();
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.starting.set(id, resolve);
+      worker.ref();
+      worker.postMessage({ id, op: "spawn", file, args, ...options } satisfies SpawnRequest);
+    });
+  }
+}
+
+let thread: SpawnThread | undefined;
+
+/** Starts a command off the agent's thread (see the top of this file). */
+export function spawnOffThread(file: string, args: string[], options: { cwd: string; env: Record<string, string | undefined> }) {
+  return (thread ??= new SpawnThread()).spawn(file, args, options);
+}
