@@ -67,28 +67,17 @@ const cli = await build({
   ],
 });
 
-// The pool finds the worker as "./web-extract-worker.js" next to itself: it must sit in dist/chunks/.
-const pool = Object.entries(cli.metafile.outputs).find(([, out]) => Object.keys(out.inputs).includes("src/tools/web-extract-pool.ts"));
-if (!pool || !pool[0].startsWith("dist/chunks/")) {
-  throw new Error(`bundle: web-extract-pool.ts landed in ${pool?.[0] ?? "no output"}, not dist/chunks/, where its worker is`);
-}
-
-const client = Object.entries(cli.metafile.outputs).find(([, out]) =>
-  Object.keys(out.inputs).includes("src/runtime/sandbox/nested-git-client.ts"),
-);
-if (!client || !client[0].startsWith("dist/chunks/")) {
-  throw new Error(`bundle: nested-git-client.ts landed in ${client?.[0] ?? "no output"}, not dist/chunks/, where its worker is`);
+// Each module that starts a worker finds the worker's file next to itself ("./web-extract-worker.js"
+// and so on, built as entries above into dist/chunks/): it must land in dist/chunks/ too.
+for (const starter of ["src/tools/web-extract-pool.ts", "src/runtime/sandbox/nested-git-client.ts", "src/runtime/shell/spawn-thread.ts"]) {
+  const output = Object.keys(cli.metafile.outputs).find((file) => Object.keys(cli.metafile.outputs[file].inputs).includes(starter));
+  if (!output?.startsWith("dist/chunks/")) {
+    throw new Error(`bundle: ${path.basename(starter)} landed in ${output ?? "no output"}, not dist/chunks/, where its worker is`);
+  }
 }
 
 // What `toolhost` loads before it answers session/new, in one file (scripts/early-bundle.mjs).
 await bundleEarlyPath(cli.metafile, BANNER);
-
-const spawner = Object.entries(cli.metafile.outputs).find(([, out]) =>
-  Object.keys(out.inputs).includes("src/runtime/shell/spawn-thread.ts"),
-);
-if (!spawner || !spawner[0].startsWith("dist/chunks/")) {
-  throw new Error(`bundle: spawn-thread.ts landed in ${spawner?.[0] ?? "no output"}, not dist/chunks/, where its worker is`);
-}
 
 // All of zod in one file, for extension files only (src/host/extension-zod.ts): the start-up
 // chunk keeps just what the SDK uses, and extensions still get the whole zod API.

@@ -60,7 +60,7 @@ export class RemoteChild extends EventEmitter implements PromiseLike<void> {
   readonly guard: Duplex;
   private readonly settled: Promise<void>;
   private settle!: () => void;
-  exited = false;
+  private exited = false;
 
   constructor(
     readonly pid: number,
