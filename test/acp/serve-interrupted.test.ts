@@ -122,8 +122,8 @@ describe("serve: a turn cut short with a tool call unanswered", () => {
     killed.child.kill("SIGKILL");
     await new Promise((resolve) => killed.child.once("exit", resolve));
     first.close();
-    // Its command outlived it (nobody was left to kill it).
-    for (const pid of await survivors(`sleep ${marker}`)) process.kill(Number(pid), "SIGKILL");
+    // Its command ends with it (the guard of process-groups.ts), soon after: wait for that.
+    await until(async () => (await survivors(`sleep ${marker}`)).length === 0, 30_000);
 
     const server = await start();
     const again = new RemoteClient(server.url("ws"), "ws", { token: TOKEN });

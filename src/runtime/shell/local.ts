@@ -193,8 +193,26 @@ class Run {
     if (this.killing || this.exit !== null) return;
     // The command has exited and only its exit has not been seen yet: it finished in time.
     if (leaderExited(this.pid)) return;
-    this.timedOut = true;
-    this.kill();
+    // Freeze the group, then look again. Between a look and a signal a busy machine can run the
+    // command to its end; a frozen leader cannot finish, and one that got there is seen exiting.
+    signalGroup(this.pid, "SIGSTOP");
+    this.confirmTimeout(performance.now());
+  }
+
+  private confirmTimeout(frozenAt: number): void {
+    const state = this.killing || this.exit !== null ? "exited" : leaderState(this.pid);
+    if (state === "exited") {
+      // It finished in time (or an abort ended it meanwhile): the rest of its group runs on.
+      signalGroup(this.pid, "SIGCONT");
+      return;
+    }
+    // A leader in uninterruptible sleep stops only when it wakes: past the bound, it timed out.
+    if (state === "stopped" || performance.now() - frozenAt > FREEZE_CONFIRM_MS) {
+      this.timedOut = true;
+      this.kill();
+      return;
+    }
+    setTimeout(() => this.confirmTimeout(frozenAt), 1);
   }
 
   private onData(name: StreamName, chunk: Buffer): void {
@@ -395,16 +413,30 @@ class Run {
   }
 }
 
-/** Whether the process itself has exited (a zombie not yet reaped), where /proc can tell. */
-function leaderExited(pid: number): boolean {
-  if (process.platform !== "linux") return false;
+/** The kernel's flag on a task inside exit(): its status is fixed, a signal no longer changes it. */
+const PF_EXITING = 0x4;
+/** How long a timed-out command's frozen leader may take to show it stopped. */
+const FREEZE_CONFIRM_MS = 200;
+
+/**
+ * The process itself, where /proc can tell (elsewhere "running"): "exited" when gone, a zombie not
+ * yet reaped, or inside the kernel's exit path (its status fixed); "stopped" by a signal.
+ */
+function leaderState(pid: number): "exited" | "stopped" | "running" {
+  if (process.platform !== "linux") return "running";
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+    // After the command's name: state ppid pgrp session tty_nr tpgid flags …
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const state = fields[0] ?? "";
+    if (state === "Z" || state === "X" || (Number(fields[6]) & PF_EXITING) !== 0) return "exited";
+    return state === "T" || state === "t" ? "stopped" : "running";
   } catch {
-    return true;
+    return "exited";
   }
 }
+
+const leaderExited = (pid: number) => leaderState(pid) === "exited";
 
 /**
  * Runs processes on this machine (started off the agent's thread, spawn-thread.ts): own process group (detached), stdin closed,
