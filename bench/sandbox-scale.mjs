@@ -8,7 +8,8 @@
 // side by side. The trees are made in a temp folder and removed. Run after `npm run build`:
 // node bench/sandbox-scale.mjs [--baseline DIR] (BENCH_ROUNDS, default 15; BENCH_FIRST, default 5;
 // BENCH_DIRS, default 30000; BENCH_PAUSE, default 3000; BENCH_CHECKPOINTS=off; BENCH_PARTS, default
-// first,session,loop).
+// first,session,loop; BENCH_IGNORED=off: node_modules not in a .gitignore, so the checkpoints keep
+// all of it — a JS project ignores it, and the default does).
 import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, statSync, writeFileSync } from "node:fs";
@@ -27,6 +28,7 @@ const FIRST = Number(process.env.BENCH_FIRST ?? 5);
 const DIRS = Number(process.env.BENCH_DIRS ?? 30_000);
 const PAUSE = Number(process.env.BENCH_PAUSE ?? 3000);
 const PARTS = new Set((process.env.BENCH_PARTS ?? "first,session,loop").split(","));
+const IGNORED = process.env.BENCH_IGNORED !== "off";
 
 const { sandboxAvailable } = await import(path.join(root, "dist/runtime/sandbox/bubblewrap.js"));
 const status = await sandboxAvailable();
@@ -54,6 +56,7 @@ async function generate(dirs) {
     }
   }
   for (let i = 0; i < 5; i++) execFileSync("git", ["init", "-q", path.join(ws, "node_modules", `pkg${i * 7}`)]);
+  if (IGNORED) await fsp.writeFile(path.join(ws, ".gitignore"), "node_modules/\n");
   return ws;
 }
 
@@ -145,7 +148,9 @@ try {
   const newest = statSync(path.join(big, "node_modules")).ctimeMs;
   while (Date.now() - newest < 2500) await new Promise((r) => setTimeout(r, 100));
   const sizes = { small: countDirs(small), big: countDirs(big) };
-  console.log(`node ${process.version}, ${os.cpus().length} cores; workspaces: ${sizes.small} and ${sizes.big} folders`);
+  console.log(
+    `node ${process.version}, ${os.cpus().length} cores; workspaces: ${sizes.small} and ${sizes.big} folders, node_modules ${IGNORED ? "ignored (.gitignore)" : "not ignored"}`,
+  );
   const results = new Map();
   const record = (key, value) => results.set(key, [...(results.get(key) ?? []), ...[value].flat()]);
 

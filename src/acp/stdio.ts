@@ -171,6 +171,8 @@ export async function serveStdio(out: Out): Promise<void> {
     if ((method === "session/load" || method === "session/resume") && state.clientCapabilities !== undefined) prefetchRestore();
     return null;
   };
+  /** How many of the sessions answered early have had their sandbox map started (`prewarmSandboxMap`). */
+  let warmed = 0;
   // The client went away before the SDK loaded: nothing has started yet, so just stop.
   const goneEarly = () => process.exit(0);
   process.stdout.on("error", goneEarly);
@@ -180,8 +182,18 @@ export async function serveStdio(out: Out): Promise<void> {
     answer,
     write: async (line) => {
       await out(encoder.encode(`${line}\n`));
-      // The session's answer is out: now the SDK, then the session's tools.
-      if (loadAfterWrite) setImmediate(loadServer);
+      // The session's answer is out: now the SDK, then the session's tools; meanwhile the sandbox's
+      // map of its folders makes its first pass (its worker), which the session takes when it starts.
+      if (loadAfterWrite) {
+        const fresh = state.sessions.slice(warmed);
+        warmed = state.sessions.length;
+        if (fresh.length) {
+          void import("../runtime/sandbox/session-sandbox.js")
+            .then(({ prewarmSandboxMap }) => fresh.forEach((session) => prewarmSandboxMap(session.workspace.roots)))
+            .catch(() => undefined);
+        }
+        setImmediate(loadServer);
+      }
     },
     onHandOver: () => loadServer(),
   });

@@ -7,7 +7,7 @@ import { GROUP_GUARD } from "../../src/runtime/process-groups.js";
 import { MAX_RUNNING_PROCESSES } from "../../src/runtime/shell/processes.js";
 import type { ToolContext } from "../../src/tool/context.js";
 import type { RequirementSet } from "../../src/tool/requirements.js";
-import { sleepMarker, survivors, tempDir, toolErrorOf } from "../helpers.js";
+import { sleepMarker, survivors, tempDir, toolErrorOf, until } from "../helpers.js";
 
 // The runtime's background processes, through the context a tool gets (`ctx.processes`), with
 // real processes: groups, rings in the sidecar folder, tree kills, the cap, the session's close.
@@ -69,7 +69,8 @@ describe("background processes", () => {
     const rings = (await fsp.readdir(path.join(dir!, ".sidecars"))).filter((f) => f.startsWith("process-p1-"));
     expect(rings.sort()).toEqual([expect.stringMatching(/\.stderr$/), expect.stringMatching(/\.stdout$/)]);
     expect(ctx.processes.get("srv")).toMatchObject({ stdout_bytes: 6, stderr_bytes: 5, status: "running" });
-    expect(await survivors(m)).not.toEqual([]);
+    // Its last command may not have exec'd yet when its output is read: wait for it to be running.
+    await until(async () => (await survivors(m)).length > 0);
 
     const stopped = await ctx.processes.stop("srv");
     expect(stopped).toMatchObject({ status: "stopped", signal: "SIGTERM" });

@@ -110,6 +110,8 @@ export class AgentSession {
     const backends = options.backends ?? {};
     // On by default: the probe starts now, in the background; the first command waits for it.
     this.sandbox = parent ? parent.sandbox : backends.spawnTransform ? undefined : (backends.sandbox ?? policy.defaultSandbox()).start();
+    // The map of nested repositories makes its first pass now, while the person types (not for a subagent: its parent's did).
+    if (!parent) this.sandbox?.prepare(workspace.roots);
     this.runtime =
       parent?.runtime ??
       new RuntimeSession({

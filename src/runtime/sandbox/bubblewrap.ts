@@ -8,7 +8,8 @@ import { credentialsPath } from "../../config/credentials.js";
 import { toolhostHome } from "../../config/paths.js";
 import { userPath } from "../../config/host-path.js";
 import { childEnvironment, ENV_NAME } from "./child-env.js";
-import { NestedGitWorker } from "./nested-git-client.js";
+import { isInside } from "../../tool/paths.js";
+import { NestedGitWorker, prewarmMap } from "./nested-git-client.js";
 import { projectGuard, settleProjectGuard, watchProjectGuard } from "./project-guard.js";
 import { Quarantine, quarantineReachable } from "./quarantine.js";
 import { agentSockets, mountArgs, runtimeDir } from "./mounts.js";
@@ -29,6 +30,8 @@ export interface BubblewrapOptions {
   maskPaths?: readonly string[];
   /** Folders hidden whole (default: toolhost's home); /run, /var/run and $XDG_RUNTIME_DIR always are. */
   hiddenDirs?: readonly string[];
+  /** Where the map of nested repositories is kept between sessions (default: `folder-maps/` in toolhost's home); used only inside a hidden folder. */
+  folderMapDir?: string;
   /** More environment variables the command gets (the user's `sandbox.env`: names, or `PREFIX_*`). */
   env?: readonly string[];
   /**
@@ -170,6 +173,33 @@ function hiddenFolders(request: SpawnRequest, options: BubblewrapOptions): strin
   return [...(options.hiddenDirs ?? [toolhostHome()]), ...(xdg ? [xdg] : [])];
 }
 
+/**
+ * The map of nested repositories for a session about to start with these roots and the default
+ * options (an ACP session/new answered, the session's modules still loading): its first pass
+ * starts now, and the session's sandbox takes it (`NestedGitWorker.prepare`). Only where bwrap is
+ * installed; the session's own probe still decides whether commands are sandboxed.
+ */
+export function prewarmNestedGit(roots: readonly string[]): void {
+  if (!findBwrap()) return;
+  const real = roots.map(realOrUndefined).filter((p): p is string => p !== undefined);
+  const hidden = hiddenFolders({ file: "", args: [], cwd: "/" }, {}).map(realOrUndefined);
+  prewarmMap(
+    real,
+    hidden.filter((p) => p !== undefined),
+    folderMapStore({}),
+  );
+}
+
+/**
+ * Where the map of nested repositories is kept between sessions: `folder-maps/` in toolhost's home
+ * (or the option's), and only while a folder every sandbox hides holds it: a record a sandboxed
+ * command could write would be a map of its making.
+ */
+export function folderMapStore(options: BubblewrapOptions): string | undefined {
+  const dir = options.folderMapDir ?? path.join(toolhostHome(), "folder-maps");
+  return (options.hiddenDirs ?? [toolhostHome()]).some((hidden) => isInside(dir, hidden)) ? dir : undefined;
+}
+
 /** The call's writable folders, as real paths: workspace roots, sidecar folder, temp folder; a confined launch's own. */
 function writableFolders(context: SpawnContext, options: BubblewrapOptions): string[] {
   const all = context.confined
@@ -243,15 +273,17 @@ function wrapped(
  * Unlike the plain LocalShell, a background job (`server >log 2>&1 &`) does not outlive the
  * call: it is in the call's pid namespace, which ends when the command does.
  */
-export function bubblewrapSandbox(
-  options: BubblewrapOptions = {},
-): SpawnTransform & { close(): Promise<void>; changedSince(root: string): Promise<string[] | undefined> } {
+export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransform & {
+  close(): Promise<void>;
+  changedSince(root: string): Promise<string[] | undefined>;
+  prepare(roots: readonly string[]): Promise<void>;
+} {
   const newProxies = () => sandboxProxies({ privateHosts: options.privateHosts, resolve: options.resolveHost });
   let proxies = newProxies();
   let network: SandboxNetworkStatus | undefined;
   // The session's map of nested git repositories (`nested-git.ts`): walked once, then kept current
   // by the kernel's watch, in a worker thread (`nested-git-client.ts`).
-  const gitMap = new NestedGitWorker();
+  const gitMap = new NestedGitWorker(() => folderMapStore(options));
   // Where what a command planted goes: out of every sandbox's reach (`quarantine.ts`).
   const quarantine = new Quarantine(() => options.quarantineDir ?? path.join(toolhostHome(), "quarantine"));
   const transform = async (request: SpawnRequest, context: SpawnContext): Promise<SpawnRequest> => {
@@ -338,7 +370,14 @@ export function bubblewrapSandbox(
   };
   // The checkpoints' feed: the same watch, what changed below a root since its last mark (`NestedGitWorker.changedSince`).
   const changedSince = (root: string) => gitMap.changedSince(root);
-  return Object.assign(transform, { close, changedSince });
+  // A session's first pass over its roots, started with it, leaving out what a command's scan leaves out.
+  const prepare = async (roots: readonly string[]) => {
+    const real = roots.map(realOrUndefined).filter((p): p is string => p !== undefined);
+    const hidden = hiddenFolders({ file: "", args: [], cwd: "/" }, options);
+    const skip = [quarantine.place(), ...hidden].map(realOrUndefined).filter((p) => p !== undefined);
+    await gitMap.prepare(real, skip);
+  };
+  return Object.assign(transform, { close, changedSince, prepare });
 }
 
 /** 127.0.0.1:PROXY_PORT as /proc/net/tcp shows it listening: local address, remote address, state. */

@@ -11,6 +11,7 @@ export type MapRequest =
   | { id: number; op: "scan"; roots: readonly string[]; skip: readonly string[] }
   | { id: number; op: "changes"; check: number }
   | { id: number; op: "feed"; root: string }
+  | { id: number; op: "prepare"; roots: readonly string[]; skip: readonly string[] }
   | { id: number; op: "failed"; check: number; plant: Plant }
   | { id: number; op: "release"; check: number }
   | { id: number; op: "close" };
@@ -20,6 +21,7 @@ export type MapReply =
   | { id: number; plants: Plant[]; passMs: number }
   | { id: number; paths: string[] | undefined }
   | { id: number; closed: true }
+  | { id: number; prepared: true }
   | { id: number; error: string };
 
 /**
@@ -35,6 +37,50 @@ function workerUrl(): URL {
     : new URL("./nested-git-worker.js", here);
 }
 
+/** How long a map started before its session (`prewarmMap`) waits to be taken before it ends. */
+const UNCLAIMED_MS = 30_000;
+
+/** Maps started before their session exists, by roots and store, until a session's `prepare` takes one. */
+const prewarmed = new Map<string, { worker: Worker; timer: NodeJS.Timeout }>();
+
+const prewarmKey = (roots: readonly string[], store: string | undefined) => JSON.stringify([roots, store ?? null]);
+
+function dropPrewarmed(key: string): Worker | undefined {
+  const entry = prewarmed.get(key);
+  if (!entry) return undefined;
+  prewarmed.delete(key);
+  clearTimeout(entry.timer);
+  return entry.worker;
+}
+
+/**
+ * Starts a map's worker and its first pass over `roots` before the session that will use them
+ * exists (an ACP session/new answered, the session still loading): the session's `prepare` with the
+ * same roots and store takes it. One not taken within UNCLAIMED_MS ends. Unref'd: it keeps no
+ * process alive. `skip` as for `scan`.
+ */
+export function prewarmMap(roots: readonly string[], skip: readonly string[], store: string | undefined): void {
+  const key = prewarmKey(roots, store);
+  if (prewarmed.has(key)) return;
+  const worker = new Worker(workerUrl(), { workerData: { store } });
+  worker.unref();
+  const drop = () => {
+    if (prewarmed.get(key)?.worker === worker) dropPrewarmed(key);
+  };
+  worker.on("error", drop);
+  worker.on("exit", drop);
+  const timer = setTimeout(() => {
+    drop();
+    void worker.terminate();
+  }, UNCLAIMED_MS);
+  timer.unref();
+  prewarmed.set(key, { worker, timer });
+  worker.postMessage({ id: 0, op: "prepare", roots, skip } satisfies MapRequest);
+}
+
+/** How many maps started before their session wait to be taken. */
+export const prewarmedMaps = (): number => prewarmed.size;
+
 export class NestedGitWorker {
   private worker: Worker | undefined;
   private nextId = 1;
@@ -44,9 +90,14 @@ export class NestedGitWorker {
   /** How long the worker's last pass took (ms): a background process's check is spaced by it. */
   lastPassMs = 0;
 
-  private start(): Worker {
+  /** `store`: a folder no sandbox can reach where the map is kept between sessions (`nested-git-store.ts`), asked when the worker starts. */
+  constructor(private readonly store: () => string | undefined = () => undefined) {}
+
+  private start(taken?: Worker): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(workerUrl());
+    const worker = taken ?? new Worker(workerUrl(), { workerData: { store: this.store() } });
+    // A taken one's own listeners (its drop from the waiting list) go: it is this session's now.
+    worker.removeAllListeners();
     worker.unref();
     const fail = (err: Error) => {
       if (this.worker === worker) this.worker = undefined;
@@ -112,6 +163,19 @@ export class NestedGitWorker {
     const reply = await this.ask({ id: this.nextId++, op: "feed", root });
     if (!("paths" in reply)) throw new Error("unexpected reply from the map of nested repositories");
     return reply.paths;
+  }
+
+  /**
+   * The first pass over `roots` (a session's, as it starts), before any command asks: the walk, or
+   * the check of the map an earlier session kept, runs while the person types. `skip` as for `scan`.
+   */
+  async prepare(roots: readonly string[], skip: readonly string[] = []): Promise<void> {
+    // Started for these roots before the session existed: its first pass is under way, or done.
+    if (!this.worker) {
+      const taken = dropPrewarmed(prewarmKey(roots, this.store()));
+      if (taken) this.start(taken);
+    }
+    await this.ask({ id: this.nextId++, op: "prepare", roots, skip });
   }
 
   /** Ends the worker and its watches (its fence folder removed). */

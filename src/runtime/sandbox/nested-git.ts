@@ -61,7 +61,7 @@ interface Entry {
 }
 
 /** One folder as the map holds it. Never changed once made: a command's copy is the map of its start. */
-interface Folder {
+export interface Folder {
   /** ctimeMs when listed; NaN: list it again on the next pass (a plant was found in it). */
   ctime: number;
   ino: number;
@@ -82,6 +82,11 @@ interface Folder {
   children: Map<string, Folder>;
   /** How many findings it and the folders below it hold (a root's own `.git` counted): where to look for them. */
   finds: number;
+  /**
+   * Loaded from disk (`nested-git-store.ts`) and not yet handed to any command: the first pass may
+   * mark it watched in place, where any other folder is copied (a command's start holds it).
+   */
+  loaded?: boolean;
 }
 
 /** What a pass found to protect: a nested `.git`, a git folder (its config, hooks, commondir), a folder it cannot list. */
@@ -149,14 +154,21 @@ function unknownType(d: Dirent): boolean {
   return !(d.isFile() || d.isDirectory() || d.isSymbolicLink() || d.isFIFO() || d.isSocket() || d.isBlockDevice() || d.isCharacterDevice());
 }
 
-/** The folder with these children, its count of findings below made again. */
-function withChildren(folder: Folder, children: Map<string, Folder>): Folder {
+/** How many findings a folder with these children holds, its own and below. */
+export function findsOf(folder: Folder, children: ReadonlyMap<string, Folder>): number {
   let finds = (folder.opaque ? 1 : 0) + (folder.git ? 1 : 0) + (shaped(folder) ? 1 : 0);
   for (const child of children.values()) finds += child.finds;
-  return { ...folder, children, finds };
+  return finds;
+}
+
+/** The folder with these children, its count of findings below made again. */
+function withChildren(folder: Folder, children: Map<string, Folder>): Folder {
+  return { ...folder, children, finds: findsOf(folder, children) };
 }
 
 let stamps = 0;
+/** A new listing's stamp (a folder loaded from disk gets one too: it is not any listing of this process). */
+export const nextStamp = () => ++stamps;
 
 interface Pass {
   /** When the pass started, less the margin below which a ctime is too recent to trust (`HOT_MS`). */
@@ -177,7 +189,7 @@ function list(pass: Pass, p: string, stat: Stats): Folder | undefined {
     ino: stat.ino,
     hot: stat.ctimeMs >= pass.hotFrom,
     watched,
-    stamp: ++stamps,
+    stamp: nextStamp(),
     opaque: false,
     gitdir: [],
     subdirs: [],
@@ -206,6 +218,14 @@ function list(pass: Pass, p: string, stat: Stats): Folder | undefined {
   return withChildren(folder, folder.children);
 }
 
+/** A folder the watch now covers. One loaded from disk no command holds yet is marked in place (30,000 copies spared on a session's first pass). */
+function adopt(folder: Folder): Folder {
+  if (!folder.loaded) return { ...folder, watched: true };
+  folder.watched = true;
+  folder.loaded = false;
+  return folder;
+}
+
 /** Every folder of a subtree the map no longer holds there: their watches go. */
 function forget(pass: Pass, p: string, folder: Folder): void {
   if (!pass.watch) return;
@@ -217,6 +237,9 @@ function forget(pass: Pass, p: string, folder: Folder): void {
 function visit(pass: Pass, p: string, before: Folder | undefined, top: boolean, force: boolean): Folder | undefined {
   // Not changed, nothing changed below it, its folder not listed again: as it was.
   if (before && !top && !force && !pass.needs(p)) return before;
+  // One the map holds but no watch covers yet (loaded from disk, or past the watch budget): watched
+  // before it is looked at, so a change after the look is an event; its ctime vouches for the rest.
+  const adopted = before !== undefined && !before.watched && pass.watch !== undefined && pass.watch.watch(p);
   let stat: Stats | undefined;
   try {
     stat = lstatSync(p, { throwIfNoEntry: false });
@@ -233,7 +256,7 @@ function visit(pass: Pass, p: string, before: Folder | undefined, top: boolean, 
   // Its ctime vouches for its entries unless too recent; its watch does in a pass the watch vouches for.
   const trusted = old !== undefined && (!old.hot || (pass.dirty !== undefined && old.watched));
   const same = trusted && old.ctime === stat.ctimeMs && !pass.dirty?.has(p);
-  const folder = same ? old : list(pass, p, stat);
+  const folder = same ? (adopted ? adopt(old) : old) : list(pass, p, stat);
   if (!folder) {
     if (old) forget(pass, p, old);
     return undefined;
@@ -347,6 +370,8 @@ function withAncestors(paths: Iterable<string>, into: Set<string>): void {
 export class NestedGitMap {
   private trees = new Map<string, Folder>();
   private readonly stuck = new Set<string>();
+  /** Roots seeded from disk that no pass has checked yet: the next pass looks at all of each, whatever the watch says. */
+  private readonly unverified = new Set<string>();
   /** How long the last pass took (ms): a background process's check is spaced by it. */
   lastPassMs = 0;
 
@@ -367,17 +392,40 @@ export class NestedGitMap {
       withAncestors(changed.unwatched, touched);
       needs = (p) => touched.has(p);
     }
+    if (changed && this.unverified.size) {
+      const seeded = [...this.unverified].map((root) => (root.endsWith("/") ? root : `${root}/`));
+      const watched = needs;
+      needs = (p) => seeded.some((prefix) => `${p}/`.startsWith(prefix)) || watched(p);
+    }
     const pass: Pass = { hotFrom: Date.now() - this.hotMs, skip, watch: this.watch, needs, dirty: changed?.dirty };
     const trees = new Map<string, Folder>();
     for (const root of roots) {
       const tree = visit(pass, root, this.trees.get(root), true, false);
       if (tree) trees.set(root, tree);
     }
+    for (const root of roots) this.unverified.delete(root);
     // Roots no longer asked for keep their folders: another command may name them again.
     for (const [root, tree] of this.trees) if (!trees.has(root)) trees.set(root, tree);
     this.trees = trees;
     this.lastPassMs = performance.now() - started;
     return trees;
+  }
+
+  /** Starts a root's map from `tree` (kept by an earlier session: `nested-git-store.ts`) unless it has one: the next pass checks all of it. */
+  seed(root: string, tree: Folder): void {
+    if (this.trees.has(root)) return;
+    this.trees.set(root, tree);
+    this.unverified.add(root);
+  }
+
+  /** Whether the map holds `root`. */
+  holds(root: string): boolean {
+    return this.trees.has(root);
+  }
+
+  /** The map of each root now (to keep: `FolderMapStore.save`). */
+  current(): ReadonlyMap<string, Folder> {
+    return this.trees;
   }
 
   /**

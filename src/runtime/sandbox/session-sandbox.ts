@@ -3,7 +3,7 @@ import os from "node:os";
 import { peekUserConfig, type ConfigPeek } from "../../config/file.js";
 import { ToolError } from "../../tool/errors.js";
 import { expandHome } from "./mounts.js";
-import { bubblewrapSandbox, sandboxAvailable, type BubblewrapOptions, type SandboxStatus } from "./bubblewrap.js";
+import { bubblewrapSandbox, prewarmNestedGit, sandboxAvailable, type BubblewrapOptions, type SandboxStatus } from "./bubblewrap.js";
 import type { SpawnContext, SpawnRequest, SpawnTransform } from "../shell/scoped.js";
 
 /** Whether the user wants the sandbox, and where that was said. */
@@ -42,6 +42,19 @@ export function sandboxSettingOf(peek: ConfigPeek, env: NodeJS.ProcessEnv = proc
   const fromEnv = env.TOOLHOST_SANDBOX?.trim().toLowerCase();
   if (fromEnv === "on" || fromEnv === "off") return { value: fromEnv, source: "TOOLHOST_SANDBOX", ...extra };
   return peek.sandbox === "off" ? { value: "off", source: peek.path, ...extra } : { value: "on", source: "default", ...extra };
+}
+
+/**
+ * For a session about to start over `roots` (ACP's session/new answered before the session's
+ * modules load): where the user's setting leaves the sandbox on, the map of nested repositories
+ * starts its first pass now, and the session takes it. Never throws.
+ */
+export function prewarmSandboxMap(roots: readonly string[]): void {
+  try {
+    if (sandboxSetting().value === "on") prewarmNestedGit(roots);
+  } catch {
+    // The session's own first pass runs instead.
+  }
 }
 
 /** The sandbox as the policy sees it (structurally the policy's `SandboxState`). */
@@ -118,6 +131,18 @@ export class SessionSandbox {
    */
   readonly changes = async (root: string): Promise<string[] | undefined | null> =>
     (await this.state()).active ? this.wrap.changedSince(root) : null;
+
+  /**
+   * A session's roots, as it starts: once the probe says the sandbox runs, the map of nested
+   * repositories makes its first pass over them in the background (its worker), so that the first
+   * command finds it done. Never throws; a failure leaves that pass to the first command.
+   */
+  prepare(roots: readonly string[]): void {
+    if (this.options.setting.value !== "on") return;
+    void this.state()
+      .then((state) => (state.active ? this.wrap.prepare(roots) : undefined))
+      .catch(() => undefined);
+  }
 
   /** Every command of the session goes through it; `close()` ends the network proxies it started. */
   readonly transform: SpawnTransform & { close(): Promise<void> } = Object.assign(this.run.bind(this), {
