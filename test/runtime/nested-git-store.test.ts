@@ -8,7 +8,7 @@ import { FolderWatch } from "../../src/runtime/sandbox/folder-watch.js";
 import { NestedGitMap } from "../../src/runtime/sandbox/nested-git.js";
 import { NestedGitWorker, prewarmMap, prewarmedMaps } from "../../src/runtime/sandbox/nested-git-client.js";
 import { FolderMapStore } from "../../src/runtime/sandbox/nested-git-store.js";
-import { tempDir } from "../helpers.js";
+import { tempDir, until } from "../helpers.js";
 
 // The map of nested repositories kept between sessions (`nested-git-store.ts`): a new session's
 // first pass checks the kept map by ctime instead of listing every folder, and must find every
@@ -116,6 +116,24 @@ describe("the map kept between sessions", () => {
     expect(store.read(ws)).toBeUndefined();
   });
 
+  it("a root's file no session wrote for 30 days goes, and a killed writer's temporary file; a recent one stays", async () => {
+    const store = new FolderMapStore(storeDir);
+    const old = path.join(storeDir, "0".repeat(32) + ".json");
+    const recent = path.join(storeDir, "1".repeat(32) + ".json");
+    const partial = path.join(storeDir, "2".repeat(32) + ".json.x.tmp");
+    for (const file of [old, recent, partial]) await fsp.writeFile(file, "{}");
+    const longAgo = new Date(Date.now() - 31 * 24 * 3600 * 1000);
+    await fsp.utimes(old, longAgo, longAgo);
+    await fsp.utimes(partial, new Date(Date.now() - 2 * 3600 * 1000), new Date(Date.now() - 2 * 3600 * 1000));
+    const map = session(store, []);
+    map.scan([ws]);
+    await keep(store, map);
+    expect(existsSync(old)).toBe(false);
+    expect(existsSync(partial)).toBe(false);
+    expect(existsSync(recent)).toBe(true);
+    expect(store.read(ws)).toBeDefined();
+  });
+
   it("is kept only inside a folder every sandbox hides", () => {
     expect(folderMapStore({ hiddenDirs: [storeDir], folderMapDir: path.join(storeDir, "maps") })).toBe(path.join(storeDir, "maps"));
     expect(folderMapStore({ hiddenDirs: [storeDir], folderMapDir: path.join(ws, "maps") })).toBeUndefined();
@@ -156,6 +174,10 @@ describe("the map kept between sessions", () => {
     } finally {
       await three.close();
     }
+    // One no session takes is closed as a session's is: its map kept (here, of another root).
+    prewarmMap([other], [], storeDir, 100);
+    await until(() => prewarmedMaps() === 0);
+    await until(() => new FolderMapStore(storeDir).read(other) !== undefined);
     // Without a store nothing is written.
     const none = new NestedGitWorker();
     await none.scan([ws]);

@@ -56,10 +56,10 @@ function dropPrewarmed(key: string): Worker | undefined {
 /**
  * Starts a map's worker and its first pass over `roots` before the session that will use them
  * exists (an ACP session/new answered, the session still loading): the session's `prepare` with the
- * same roots and store takes it. One not taken within UNCLAIMED_MS ends. Unref'd: it keeps no
+ * same roots and store takes it. One not taken within `unclaimedMs` is closed (its map kept) and ends. Unref'd: it keeps no
  * process alive. `skip` as for `scan`.
  */
-export function prewarmMap(roots: readonly string[], skip: readonly string[], store: string | undefined): void {
+export function prewarmMap(roots: readonly string[], skip: readonly string[], store: string | undefined, unclaimedMs = UNCLAIMED_MS): void {
   const key = prewarmKey(roots, store);
   if (prewarmed.has(key)) return;
   const worker = new Worker(workerUrl(), { workerData: { store } });
@@ -71,8 +71,16 @@ export function prewarmMap(roots: readonly string[], skip: readonly string[], st
   worker.on("exit", drop);
   const timer = setTimeout(() => {
     drop();
-    void worker.terminate();
-  }, UNCLAIMED_MS);
+    // Closed as a session's is (its map kept, its fence folder removed), then ended.
+    const end = setTimeout(() => void worker.terminate(), 5000);
+    end.unref();
+    worker.on("message", (reply: MapReply) => {
+      if (!("closed" in reply)) return;
+      clearTimeout(end);
+      void worker.terminate();
+    });
+    worker.postMessage({ id: 0, op: "close" } satisfies MapRequest);
+  }, unclaimedMs);
   timer.unref();
   prewarmed.set(key, { worker, timer });
   worker.postMessage({ id: 0, op: "prepare", roots, skip } satisfies MapRequest);

@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { lstatSync, mkdirSync, readFileSync } from "node:fs";
-import { rename, rm, writeFile } from "node:fs/promises";
+import { lstat, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { findsOf, nextStamp, type Folder } from "./nested-git.js";
 
@@ -20,6 +20,10 @@ import { findsOf, nextStamp, type Folder } from "./nested-git.js";
 const FORMAT = 2;
 /** Past this many folders the map is not kept: its file would cost more to read than a walk saves. */
 const MAX_FOLDERS = 400_000;
+/** A root's file no session has written for this long goes (its project is gone, or moved): the store does not grow for ever. */
+const STALE_MS = 30 * 24 * 3600 * 1000;
+/** A temporary file this old is one a killed writer left. */
+const STALE_PARTIAL_MS = 3600 * 1000;
 
 const HOT = 1;
 const OPAQUE = 2;
@@ -111,6 +115,7 @@ function load(data: StoreFile): Folder {
 /** Where the maps of one toolhost home live; a root's file is named by its path's hash. */
 export class FolderMapStore {
   private readonly saving = new Map<string, Promise<void>>();
+  private swept = false;
 
   constructor(private readonly dir: string) {}
 
@@ -135,7 +140,8 @@ export class FolderMapStore {
     const previous = this.saving.get(root) ?? Promise.resolve();
     const next = previous.then(async () => {
       const file = this.file(root);
-      const partial = `${file}.${process.pid}.tmp`;
+      // Unique: two sessions of one root in one process keep it from two workers.
+      const partial = `${file}.${randomUUID()}.tmp`;
       try {
         const stat = lstatSync(root);
         const columns: Columns = { names: [], ctimes: [], inos: [], flags: [], kids: [], git: {}, gitdir: {}, extra: {} };
@@ -151,6 +157,20 @@ export class FolderMapStore {
       }
     });
     this.saving.set(root, next);
-    return next;
+    return next.then(() => this.sweep());
+  }
+
+  /** Once per store: the files of roots no session kept for STALE_MS, and temporary files a killed writer left. Never throws. */
+  private async sweep(): Promise<void> {
+    if (this.swept) return;
+    this.swept = true;
+    const now = Date.now();
+    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
+      const file = path.join(this.dir, name);
+      const stat = await lstat(file).catch(() => undefined);
+      if (!stat?.isFile()) continue;
+      const limit = name.endsWith(".tmp") ? STALE_PARTIAL_MS : name.endsWith(".json") ? STALE_MS : undefined;
+      if (limit !== undefined && now - stat.mtimeMs > limit) await rm(file, { force: true }).catch(() => undefined);
+    }
   }
 }
