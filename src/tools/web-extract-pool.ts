@@ -1,6 +1,7 @@
 import { Worker } from "node:worker_threads";
 import { ToolError, type ErrorCode } from "../tool/errors.js";
 import type { Extracted } from "./web-extract.js";
+import { workerFile } from "../tool/worker-file.js";
 
 // web_fetch's extraction off the agent's thread. Parsing, Readability and turndown are
 // synchronous, and some pages take minutes (a deeply nested one: Readability is cubic in the
@@ -19,22 +20,11 @@ export interface ExtractRequest {
 
 export type ExtractReply = { id: number; result: Extracted } | { id: number; error: { code?: ErrorCode; message: string } };
 
-/**
- * The worker's file. The CLI bundle puts it beside the chunk this module lands in
- * (dist/chunks/web-extract-worker.js, scripts/bundle.mjs checks); tsc's output has it beside
- * this file (dist/tools/); from src/ (the tests) the built one in dist/tools/ is used, since a
- * worker cannot load TypeScript.
- */
-function workerUrl(): URL {
-  const here = import.meta.url;
-  return here.endsWith(".ts") ? new URL("../../dist/tools/web-extract-worker.js", here) : new URL("./web-extract-worker.js", here);
-}
-
 let idle: Worker | undefined;
 let nextId = 1;
 
 function take(): Worker {
-  const worker = idle ?? new Worker(workerUrl());
+  const worker = idle ?? new Worker(workerFile(import.meta.url, "web-extract-worker.js"));
   idle = undefined;
   worker.ref();
   return worker;

@@ -155,7 +155,7 @@ export function bubblewrapArgs(
       readable: [...context.scope.read.roots, request.cwd],
       homes: [...homes],
       // The denied programs' stubs are bound from the host; their folder is hidden, so nothing inside can reach them.
-      hidden: [...hiddenFolders(request, options), ...(stubs.length ? [stubFolder() as string] : [])],
+      hidden: [...hiddenFolders({ ...process.env, ...request.env }, options), ...(stubs.length ? [stubFolder() as string] : [])],
       // The stored login wherever TOOLHOST_HOME puts it (a call may read in that folder: its sidecars).
       maskPaths: [...(options.maskPaths ?? []), credentialsPath(), ...agentSockets({ ...process.env, ...request.env })],
       protect,
@@ -168,10 +168,17 @@ export function bubblewrapArgs(
 }
 
 /** The folders hidden whole inside: toolhost's home (or the option's), the user's runtime folder. */
-function hiddenFolders(request: SpawnRequest, options: BubblewrapOptions): string[] {
-  const xdg = runtimeDir({ ...process.env, ...request.env });
+function hiddenFolders(env: NodeJS.ProcessEnv, options: BubblewrapOptions): string[] {
+  const xdg = runtimeDir(env);
   return [...(options.hiddenDirs ?? [toolhostHome()]), ...(xdg ? [xdg] : [])];
 }
+
+const quarantineDir = (options: BubblewrapOptions) => options.quarantineDir ?? path.join(toolhostHome(), "quarantine");
+
+const realPaths = (paths: readonly string[]) => paths.map(realOrUndefined).filter((p): p is string => p !== undefined);
+
+/** What the map of nested repositories never walks, as real paths: the quarantine (what was moved there) and the hidden folders (nothing there reaches the host). */
+const walkSkip = (hidden: readonly string[], place: string) => realPaths([place, ...hidden]);
 
 /**
  * The map of nested repositories for a session about to start with these roots and the default
@@ -181,11 +188,9 @@ function hiddenFolders(request: SpawnRequest, options: BubblewrapOptions): strin
  */
 export function prewarmNestedGit(roots: readonly string[]): void {
   if (!findBwrap()) return;
-  const real = roots.map(realOrUndefined).filter((p): p is string => p !== undefined);
-  const hidden = hiddenFolders({ file: "", args: [], cwd: "/" }, {}).map(realOrUndefined);
   prewarmMap(
-    real,
-    hidden.filter((p) => p !== undefined),
+    realPaths(roots),
+    walkSkip(hiddenFolders(process.env, {}), new Quarantine(() => quarantineDir({})).place()),
     folderMapStore({}),
   );
 }
@@ -285,7 +290,7 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
   // by the kernel's watch, in a worker thread (`nested-git-client.ts`).
   const gitMap = new NestedGitWorker(() => folderMapStore(options));
   // Where what a command planted goes: out of every sandbox's reach (`quarantine.ts`).
-  const quarantine = new Quarantine(() => options.quarantineDir ?? path.join(toolhostHome(), "quarantine"));
+  const quarantine = new Quarantine(() => quarantineDir(options));
   const transform = async (request: SpawnRequest, context: SpawnContext): Promise<SpawnRequest> => {
     const bwrap = options.bwrapPath ?? findBwrap();
     if (!bwrap) throw new Error("bubblewrap (bwrap) is not installed");
@@ -326,19 +331,13 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
         ...command,
       ];
     }
-    const roots = context.roots.map(realOrUndefined).filter((p): p is string => p !== undefined);
-    const hidden = hiddenFolders(request, options);
+    const roots = realPaths(context.roots);
+    const hidden = hiddenFolders({ ...process.env, ...request.env }, options);
     const writable = writableFolders(context, options);
     const place = quarantine.place();
-    // Never walked: what was moved to quarantine, and the folders hidden inside (nothing there reaches the host).
-    const skip = [place, ...hidden].map(realOrUndefined).filter((p) => p !== undefined);
-    const nested = await gitMap.scan(roots, skip);
+    const nested = await gitMap.scan(roots, walkSkip(hidden, place));
     const guard = projectGuard(roots, writable, nested.found);
-    const reachable = quarantineReachable(
-      place,
-      writable,
-      hidden.map(realOrUndefined).filter((p) => p !== undefined),
-    );
+    const reachable = quarantineReachable(place, writable, realPaths(hidden));
     const into = quarantine.forCall(place, context.toolId, reachable);
     const settle = () => settleProjectGuard(guard.watched, into, nested);
     // The sandbox's own shells stay runnable: /bin/sh (the proxy bridge, the stubs' interpreter) and what runs the line.
@@ -372,10 +371,7 @@ export function bubblewrapSandbox(options: BubblewrapOptions = {}): SpawnTransfo
   const changedSince = (root: string) => gitMap.changedSince(root);
   // A session's first pass over its roots, started with it, leaving out what a command's scan leaves out.
   const prepare = async (roots: readonly string[]) => {
-    const real = roots.map(realOrUndefined).filter((p): p is string => p !== undefined);
-    const hidden = hiddenFolders({ file: "", args: [], cwd: "/" }, options);
-    const skip = [quarantine.place(), ...hidden].map(realOrUndefined).filter((p) => p !== undefined);
-    await gitMap.prepare(real, skip);
+    await gitMap.prepare(realPaths(roots), walkSkip(hiddenFolders(process.env, options), quarantine.place()));
   };
   return Object.assign(transform, { close, changedSince, prepare });
 }

@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { workerFile } from "../../tool/worker-file.js";
 import type { GitFinding, NestedGitCheck, Plant } from "./nested-git.js";
 
 // A session's map of nested repositories, asked of its worker thread (`nested-git-worker.ts`):
@@ -24,18 +25,9 @@ export type MapReply =
   | { id: number; prepared: true }
   | { id: number; error: string };
 
-/**
- * The worker's file. The CLI bundle puts it beside the chunk this module lands in
- * (dist/chunks/nested-git-worker.js, scripts/bundle.mjs checks); tsc's output has it beside this
- * file; from src/ (the tests) the built one in dist/runtime/sandbox/ is used, since a worker
- * cannot load TypeScript.
- */
-function workerUrl(): URL {
-  const here = import.meta.url;
-  return here.endsWith(".ts")
-    ? new URL("../../../dist/runtime/sandbox/nested-git-worker.js", here)
-    : new URL("./nested-git-worker.js", here);
-}
+/** The map's worker, its store (a folder no sandbox reaches, `nested-git-store.ts`) read as it starts. */
+const newMapWorker = (store: string | undefined) =>
+  new Worker(workerFile(import.meta.url, "nested-git-worker.js"), { workerData: { store } });
 
 /** How long a map started before its session (`prewarmMap`) waits to be taken before it ends. */
 const UNCLAIMED_MS = 30_000;
@@ -62,7 +54,7 @@ function dropPrewarmed(key: string): Worker | undefined {
 export function prewarmMap(roots: readonly string[], skip: readonly string[], store: string | undefined, unclaimedMs = UNCLAIMED_MS): void {
   const key = prewarmKey(roots, store);
   if (prewarmed.has(key)) return;
-  const worker = new Worker(workerUrl(), { workerData: { store } });
+  const worker = newMapWorker(store);
   worker.unref();
   const drop = () => {
     if (prewarmed.get(key)?.worker === worker) dropPrewarmed(key);
@@ -103,7 +95,7 @@ export class NestedGitWorker {
 
   private start(taken?: Worker): Worker {
     if (this.worker) return this.worker;
-    const worker = taken ?? new Worker(workerUrl(), { workerData: { store: this.store() } });
+    const worker = taken ?? newMapWorker(this.store());
     // A taken one's own listeners (its drop from the waiting list) go: it is this session's now.
     worker.removeAllListeners();
     worker.unref();

@@ -192,7 +192,7 @@ class Run {
     // Already aborted (that is what ended it), or exited meanwhile.
     if (this.killing || this.exit !== null) return;
     // The command has exited and only its exit has not been seen yet: it finished in time.
-    if (leaderExited(this.pid)) return;
+    if (leaderState(this.pid) === "exited") return;
     // Freeze the group, then look again. Between a look and a signal a busy machine can run the
     // command to its end; a frozen leader cannot finish, and one that got there is seen exiting.
     signalGroup(this.pid, "SIGSTOP");
@@ -435,8 +435,6 @@ function leaderState(pid: number): "exited" | "stopped" | "running" {
     return "exited";
   }
 }
-
-const leaderExited = (pid: number) => leaderState(pid) === "exited";
 
 /**
  * Runs processes on this machine (started off the agent's thread, spawn-thread.ts): own process group (detached), stdin closed,

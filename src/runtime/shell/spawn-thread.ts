@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import { Duplex, Readable } from "node:stream";
 import { Worker } from "node:worker_threads";
+import { workerFile } from "../../tool/worker-file.js";
 
 // Commands are started on a worker thread of their own (`spawn-worker.ts`), never on the agent's.
 // Node's spawn() is synchronous: libuv forks on the calling thread and waits for the child's exec
@@ -126,16 +127,6 @@ export class RemoteChild extends EventEmitter implements PromiseLike<void> {
   }
 }
 
-/**
- * The worker's file. The CLI bundle puts it beside the chunk this module lands in
- * (dist/chunks/spawn-worker.js, scripts/bundle.mjs checks); tsc's output has it beside this file;
- * from src/ (the tests) the built one in dist/runtime/shell/ is used: a worker cannot load TypeScript.
- */
-function workerUrl(): URL {
-  const here = import.meta.url;
-  return here.endsWith(".ts") ? new URL("../../../dist/runtime/shell/spawn-worker.js", here) : new URL("./spawn-worker.js", here);
-}
-
 type Started = { child: RemoteChild } | { failed: { code?: string; message: string } };
 
 /** The process's one spawner thread: started with the first command, unref'd while no command runs. */
@@ -147,7 +138,7 @@ class SpawnThread {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(workerUrl());
+    const worker = new Worker(workerFile(import.meta.url, "spawn-worker.js"));
     worker.unref();
     const lost = (why: string) => {
       if (this.worker === worker) this.worker = undefined;
