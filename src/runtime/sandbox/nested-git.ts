@@ -51,7 +51,7 @@ import type { FolderWatch } from "./folder-watch.js";
 const GITDIR_NAMES = new Set(["head", "objects", "refs", "commondir", "config", "config.worktree", "hooks"]);
 
 /** A ctime within this of the pass that read it does not prove a folder unchanged when equal later. */
-const HOT_MS = 2000;
+export const HOT_MS = 2000;
 
 interface Entry {
   name: string;
