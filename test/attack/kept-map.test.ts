@@ -64,7 +64,7 @@ const keptMap = (s: Stage) =>
 async function firstSession(s: Stage): Promise<KeptMap> {
   const result = await attack(s, [bash(`true; echo ${RAN}`)]);
   expect(result.code, result.stderr).toBe(0);
-  const kept = JSON.parse(await fsp.readFile(keptMap(s), "utf8")) as Omit<KeptMap, "names"> & { names: string };
+  const kept = JSON.parse(await fsp.readFile(keptMap(s), "utf8")) as { names: string; flags: number[]; git: Record<string, unknown> };
   return { ...kept, names: kept.names.split("/") };
 }
 
