@@ -3,7 +3,9 @@
 // (a node_modules: packages of nested folders with files, a few nested repositories) against the
 // same in one of 100 folders: a session's first command (fresh agents, interleaved) and a command
 // in a session (interleaved). Meanwhile a client pings the agent (an unknown method, answered at
-// once) every 5 ms: the slowest answer is how long a cheap ACP request waits while commands run.
+// once) every 5 ms: the slowest answer is how long a cheap ACP request waits while commands run,
+// the client's and the machine's scheduling included; the agent's own event-loop delay over the
+// same prompts (`loop-delay-preload.mjs`) is how long any request could have waited for its thread.
 // With `--baseline DIR` (another built checkout, e.g. the commit before) its CLI runs the same,
 // side by side. The trees are made in a temp folder and removed. Run after `npm run build`:
 // node bench/sandbox-scale.mjs [--baseline DIR] (BENCH_ROUNDS, default 15; BENCH_FIRST, default 5;
@@ -76,11 +78,15 @@ function newHome() {
 }
 
 /** An agent over stdio (its own fresh home unless `sharedHome`), with a ping that runs while asked. */
+/** Where an agent's own event-loop delay is written as it exits (`loop-delay-preload.mjs`). */
+const LOOP_PRELOAD = new URL("./loop-delay-preload.mjs", import.meta.url).href;
+
 function agent(cli, sharedHome) {
   const home = sharedHome ?? newHome();
-  const env = { ...process.env, TOOLHOST_HOME: home };
+  const loopFile = path.join(home, "bench-loop-delay.json");
+  const env = { ...process.env, TOOLHOST_HOME: home, BENCH_LOOP_FILE: loopFile };
   for (const name of Object.keys(env)) if (/^(ANTHROPIC|OPENAI|TOOLHOST_MODEL|TOOLHOST_PROVIDER)/.test(name)) delete env[name];
-  const child = spawn(process.execPath, [cli], { stdio: ["pipe", "pipe", "inherit"], env });
+  const child = spawn(process.execPath, ["--import", LOOP_PRELOAD, cli], { stdio: ["pipe", "pipe", "inherit"], env });
   const waiting = new Map();
   let next = 1;
   onJsonLines(child.stdout, (msg) => {
@@ -130,10 +136,18 @@ function agent(cli, sharedHome) {
         return waits;
       };
     },
+    /** The agent's event-loop delay is measured from now on. */
+    measureLoop() {
+      child.kill("SIGUSR2");
+    },
+    /** Ends the agent; its event-loop delay since `measureLoop` (ms: max, p99). */
     async close() {
       child.stdin.end();
       await new Promise((r) => child.on("close", r));
+      const loop = JSON.parse(await fsp.readFile(loopFile, "utf8").catch(() => "null"));
+      await fsp.rm(loopFile, { force: true });
       if (!sharedHome) await fsp.rm(home, { recursive: true, force: true });
+      return loop;
     },
   };
 }
@@ -205,6 +219,7 @@ try {
       const a = agent(b.cli);
       await a.open(ws);
       await a.prompt("/bash true");
+      a.measureLoop();
       sessions.push({ key: `${b.name} ${size}`, a });
     }
   }
@@ -217,7 +232,13 @@ try {
       record(`${s.key} ping`, Math.max(...waits));
     }
   }
-  for (const s of sessions) await s.a.close();
+  for (const s of sessions) {
+    const loop = await s.a.close();
+    if (loop) {
+      record(`${s.key} agent loop max`, loop.max);
+      record(`${s.key} agent loop over30`, loop.over30);
+    }
+  }
 
   // In process: the event loop's delay (its slowest stall) over a sequence of commands in the big
   // workspace, the first walk included, each build's RuntimeSession and sandbox in turn.
@@ -273,6 +294,14 @@ try {
   line("in a session, ratio", (n) => `${fmt(m(`${n} big prompt`) / m(`${n} small prompt`), 2)}×`);
   line(`slowest ping while commands run, ${sizes.small} folders`, (n) => `${fmt(max(`${n} small ping`))} ms`);
   line(`slowest ping while commands run, ${sizes.big} folders`, (n) => `${fmt(max(`${n} big ping`))} ms`);
+  line(
+    `the agent's own slowest event-loop stall while commands run, ${sizes.small} / ${sizes.big} folders`,
+    (n) => `${fmt(max(`${n} small agent loop max`))} / ${fmt(max(`${n} big agent loop max`))} ms`,
+  );
+  line(
+    `times the agent's thread was held over 30 ms in ${ROUNDS} prompts, ${sizes.small} / ${sizes.big} folders`,
+    (n) => `${max(`${n} small agent loop over30`)} / ${max(`${n} big agent loop over30`)}`,
+  );
   for (const size of ["small", "big"]) {
     line(
       `event-loop delay over ${ROUNDS} commands in process (first walk included), ${sizes[size]} folders: max / p99`,

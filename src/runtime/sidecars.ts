@@ -340,16 +340,15 @@ export async function sweepStaleSidecars(options: SweepOptions = {}): Promise<vo
     return;
   const entries = await fsp.readdir(root, { withFileTypes: true }).catch(() => []);
   const now = Date.now();
-  await Promise.all(
-    entries
-      .filter((e) => e.isDirectory())
-      .map(async (e) => {
-        const dir = path.join(root, e.name);
-        const s = await fsp.stat(dir).catch(() => null);
-        const limit = e.name.startsWith(CLI_SIDECAR_PREFIX) ? cliMaxAgeMs : maxAgeMs;
-        if (s && now - s.mtimeMs > limit) await fsp.rm(dir, { recursive: true, force: true });
-      }),
-  );
+  // One folder at a time: it runs beside the session's first requests, and hundreds of stats
+  // settled at once held the agent's thread for ~50 ms (a request waited as long).
+  for (const e of entries) {
+    if (!e.isDirectory()) continue;
+    const dir = path.join(root, e.name);
+    const s = await fsp.stat(dir).catch(() => null);
+    const limit = e.name.startsWith(CLI_SIDECAR_PREFIX) ? cliMaxAgeMs : maxAgeMs;
+    if (s && now - s.mtimeMs > limit) await fsp.rm(dir, { recursive: true, force: true }).catch(() => {});
+  }
 }
 
 /** Sidecars and the sandbox's quarantine (`sandbox/quarantine.ts`), each past its age. */

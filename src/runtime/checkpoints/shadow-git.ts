@@ -1,7 +1,8 @@
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { lstat, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { readGitPointer } from "../../config/git-pointer.js";
+import { runOffThread } from "../shell/spawn-thread.js";
 
 // The shadow repository: the `git` binary run on a GIT_DIR of toolhost's own, with the workspace
 // as its work tree, in an environment where nothing of the user's git set-up applies: no system or
@@ -79,35 +80,21 @@ export interface GitResult {
 const MAX_OUTPUT_BYTES = 1024 * 1024 * 1024;
 
 /**
- * Runs git with node's spawn (execa's module graph, 116 KB, would load with every session's first
- * snapshot, which runs at its start): `input` on its stdin, its output as bytes, a non-zero exit
+ * Runs git on the spawner thread (a fork on the agent's thread held it 15–45 ms a call, every
+ * prompt: `shell/spawn-thread.ts`): `input` on its stdin, its output as bytes, a non-zero exit
  * returned. Throws when git could not run at all (not found, killed by a signal).
  */
-function spawnGit(
+async function spawnGit(
   args: readonly string[],
   options: { cwd?: string; env: Record<string, string>; input?: string | Buffer },
 ): Promise<GitResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("git", args, { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let size = 0;
-    child.stdout.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= MAX_OUTPUT_BYTES) out.push(chunk);
-      else child.kill("SIGKILL");
-    });
-    child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
-    child.on("error", (error) => reject(new Error(`git could not run: ${error.message}`)));
-    child.on("close", (code, signal) => {
-      if (size > MAX_OUTPUT_BYTES) return reject(new Error(`git ${args[0] ?? ""} printed more than ${MAX_OUTPUT_BYTES} bytes`));
-      if (code === null) return reject(new Error(`git could not run: killed by ${signal ?? "a signal"}`));
-      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString("utf8"), exitCode: code });
-    });
-    // git may exit before it reads its input (EPIPE): its exit code says what happened.
-    child.stdin.on("error", () => {});
-    child.stdin.end(options.input ?? "");
+  const ran = await runOffThread("git", [...args], { ...options, maxOutput: MAX_OUTPUT_BYTES }).catch((error: Error) => {
+    throw new Error(`git could not run: ${error.message}`);
   });
+  if (ran.overflow) throw new Error(`git ${args[0] ?? ""} printed more than ${MAX_OUTPUT_BYTES} bytes`);
+  if (ran.code === null) throw new Error(`git could not run: killed by ${ran.signal ?? "a signal"}`);
+  const stdout = Buffer.from(ran.stdout.buffer, ran.stdout.byteOffset, ran.stdout.byteLength);
+  return { stdout, stderr: Buffer.from(ran.stderr).toString("utf8"), exitCode: ran.code };
 }
 
 export class GitError extends Error {

@@ -14,6 +14,7 @@ import { workerFile } from "../../tool/worker-file.js";
 
 export type SpawnRequest =
   | { id: number; op: "spawn"; file: string; args: string[]; cwd: string; env: Record<string, string | undefined> }
+  | { id: number; op: "run"; file: string; args: string[]; cwd?: string; env: Record<string, string>; input: Uint8Array; maxOutput: number }
   | { id: number; op: "pause" | "resume" | "destroy"; stream: StreamName }
   | { id: number; op: "release" };
 
@@ -23,7 +24,19 @@ export type SpawnReply =
   | { id: number; type: "data"; stream: StreamName | "guard"; chunk: Uint8Array }
   | { id: number; type: "end" | "close"; stream: StreamName }
   | { id: number; type: "exit"; code: number | null; signal: string | null }
-  | { id: number; type: "settled" };
+  | { id: number; type: "settled" }
+  | { id: number; type: "ran"; result: RunResult };
+
+/** A helper program run to its end off the agent's thread (`runOffThread`). */
+export interface RunResult {
+  /** Its exit code; null when a signal ended it (`signal`). */
+  code: number | null;
+  signal: string | null;
+  stdout: Uint8Array;
+  stderr: Uint8Array;
+  /** It printed more than `maxOutput` bytes and was killed. */
+  overflow: boolean;
+}
 
 type StreamName = "stdout" | "stderr";
 
@@ -135,6 +148,7 @@ class SpawnThread {
   private nextId = 1;
   private readonly starting = new Map<number, (started: Started) => void>();
   private readonly children = new Map<number, RemoteChild>();
+  private readonly runs = new Map<number, (ran: RunResult | { failed: { code?: string; message: string } }) => void>();
 
   private start(): Worker {
     if (this.worker) return this.worker;
@@ -144,6 +158,8 @@ class SpawnThread {
       if (this.worker === worker) this.worker = undefined;
       for (const resolve of this.starting.values()) resolve({ failed: { message: `the spawner thread ${why}` } });
       this.starting.clear();
+      for (const resolve of this.runs.values()) resolve({ failed: { message: `the spawner thread ${why}` } });
+      this.runs.clear();
       for (const child of this.children.values()) child.lost();
       this.children.clear();
     };
@@ -156,7 +172,11 @@ class SpawnThread {
 
   private take(reply: SpawnReply): void {
     const starting = this.starting.get(reply.id);
-    if (starting && (reply.type === "spawned" || reply.type === "failed")) {
+    const run = this.runs.get(reply.id);
+    if (run && (reply.type === "ran" || reply.type === "failed")) {
+      this.runs.delete(reply.id);
+      run(reply.type === "ran" ? reply.result : { failed: { code: reply.code, message: reply.message } });
+    } else if (starting && (reply.type === "spawned" || reply.type === "failed")) {
       this.starting.delete(reply.id);
       if (reply.type === "failed") starting({ failed: { code: reply.code, message: reply.message } });
       else {
@@ -170,7 +190,7 @@ class SpawnThread {
       if (reply.type === "settled") this.children.delete(reply.id);
     }
     // A running command keeps toolhost alive, as its pipes did on this thread.
-    if (this.starting.size === 0 && this.children.size === 0) this.worker?.unref();
+    if (this.starting.size === 0 && this.children.size === 0 && this.runs.size === 0) this.worker?.unref();
   }
 
   /** Starts `file args` in a group of its own (detached), stdin closed, stdout, stderr and fd 3 piped. */
@@ -183,9 +203,39 @@ class SpawnThread {
       worker.postMessage({ id, op: "spawn", file, args, ...options } satisfies SpawnRequest);
     });
   }
+
+  /** Runs `file args` to its end with `input` on its stdin, its output collected (past `maxOutput` bytes it is killed). */
+  run(
+    file: string,
+    args: string[],
+    options: { cwd?: string; env: Record<string, string>; input: Uint8Array; maxOutput: number },
+  ): Promise<RunResult | { failed: { code?: string; message: string } }> {
+    const worker = this.start();
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.runs.set(id, resolve);
+      worker.ref();
+      worker.postMessage({ id, op: "run", file, args, ...options } satisfies SpawnRequest);
+    });
+  }
 }
 
 let thread: SpawnThread | undefined;
+
+/**
+ * Runs a helper program of toolhost's own (the checkpoints' git) to its end off the agent's
+ * thread: its fork would hold the thread as a command's does. Throws when it could not start.
+ */
+export async function runOffThread(
+  file: string,
+  args: string[],
+  options: { cwd?: string; env: Record<string, string>; input?: string | Uint8Array; maxOutput: number },
+): Promise<RunResult> {
+  const input = typeof options.input === "string" ? Buffer.from(options.input) : (options.input ?? new Uint8Array());
+  const ran = await (thread ??= new SpawnThread()).run(file, args, { ...options, input });
+  if ("failed" in ran) throw Object.assign(new Error(ran.failed.message), ran.failed.code ? { code: ran.failed.code } : {});
+  return ran;
+}
 
 /** Starts a command off the agent's thread (see the top of this file). */
 export function spawnOffThread(file: string, args: string[], options: { cwd: string; env: Record<string, string | undefined> }) {

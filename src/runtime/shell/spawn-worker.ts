@@ -1,3 +1,4 @@
+import { spawn as nodeSpawn } from "node:child_process";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { parentPort } from "node:worker_threads";
@@ -6,7 +7,8 @@ import type { SpawnReply, SpawnRequest } from "./spawn-thread.js";
 
 // The spawner thread (spawn-thread.ts): starts each command with execa, so the fork and the wait
 // for its exec block this thread, not the agent's, and relays its pipes: bytes, ends and exit go
-// to the agent's thread; pause, resume, destroy and the guard's release come back.
+// to the agent's thread; pause, resume, destroy and the guard's release come back. A helper
+// program of toolhost's own (the checkpoints' git) runs here to its end, with node's spawn.
 
 const port = parentPort!;
 const post = (reply: SpawnReply, transfer?: ArrayBuffer[]) => port.postMessage(reply, transfer);
@@ -82,7 +84,43 @@ async function spawn(request: Extract<SpawnRequest, { op: "spawn" }>): Promise<v
   child.then(forget, forget);
 }
 
+/** A helper program run to its end: its output collected here, handed over whole. */
+function runToEnd(request: Extract<SpawnRequest, { op: "run" }>): void {
+  const { id } = request;
+  const child = nodeSpawn(request.file, request.args, { cwd: request.cwd, env: request.env, stdio: ["pipe", "pipe", "pipe"] });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  let size = 0;
+  let failed = false;
+  child.stdout.on("data", (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= request.maxOutput) out.push(chunk);
+    else {
+      // Its pipe closed too: a child it left (a shell's) then ends on its next write, not holding the pipe open.
+      child.kill("SIGKILL");
+      child.stdout.destroy();
+    }
+  });
+  child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
+  child.on("error", (error: NodeJS.ErrnoException) => {
+    failed = true;
+    post({ id, type: "failed", code: error.code, message: error.message });
+  });
+  child.on("close", (code, signal) => {
+    if (failed) return;
+    // Buffers of their own (a small one may be a slice of Node's shared pool), moved, not copied again.
+    const stdout = new Uint8Array(Buffer.concat(out));
+    const stderr = new Uint8Array(Buffer.concat(err));
+    const result = { code, signal, stdout, stderr, overflow: size > request.maxOutput };
+    post({ id, type: "ran", result }, [stdout.buffer, stderr.buffer]);
+  });
+  // It may exit before it reads its input (EPIPE): its exit code says what happened.
+  child.stdin.on("error", () => {});
+  child.stdin.end(request.input);
+}
+
 port.on("message", (request: SpawnRequest) => {
+  if (request.op === "run") return runToEnd(request);
   if (request.op === "spawn") {
     spawn(request).catch((err: unknown) =>
       post({ id: request.id, type: "failed", message: err instanceof Error ? err.message : String(err) }),
