@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import net from "node:net";
@@ -178,4 +178,19 @@ export async function expectNothingLanded(s: Stage, result: AttackResult): Promi
 export function toolResults(result: AttackResult): string[] {
   const messages = result.bodies.at(-1)?.messages ?? [];
   return messages.filter((m) => m.role === "tool").map((m) => JSON.stringify(m.content));
+}
+
+/**
+ * The user's `git status` in `dir` of the workspace, as the stage's user, outside any sandbox:
+ * whether the code attack `id` planted ran (its fsmonitor or hook leaves `ran-<id>` in the home).
+ * A folder that is gone (moved to quarantine) runs nothing.
+ */
+export function userGitStatus(s: Stage, dir: string, id: string): boolean {
+  const git = ["git", "status", "--short"];
+  const argv =
+    s.user.uid === undefined ? git : ["setpriv", `--reuid=${s.user.uid}`, `--regid=${s.user.uid}`, "--clear-groups", "--", ...git];
+  if (existsSync(path.join(s.ws, dir))) {
+    spawnSync(argv[0]!, argv.slice(1), { cwd: path.join(s.ws, dir), env: { PATH: process.env.PATH, HOME: s.home }, stdio: "ignore" });
+  }
+  return existsSync(path.join(s.home, `ran-${id}`));
 }

@@ -1,11 +1,10 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { HOT_MS } from "../../src/runtime/sandbox/nested-git.js";
-import { attack, bash, bwrapInstalled, expectNothingLanded, stage, toolResults, USERS, type Stage } from "./harness.js";
+import { attack, bash, bwrapInstalled, expectNothingLanded, stage, toolResults, userGitStatus, USERS, type Stage } from "./harness.js";
 
 // Issue 33: the map of nested repositories kept between sessions (runtime/sandbox/nested-git-store.ts).
 // A new session trusts a kept folder whose inode and ctime are unchanged, and takes the nested
@@ -35,17 +34,6 @@ async function nestedStage(s: Stage): Promise<void> {
   // must be old enough for the first session's map to vouch for them by their ctime alone.
   const made = (await fsp.stat(path.join(s.ws, "vendor/deep/er"))).ctimeMs;
   while (Date.now() < made + HOT_MS + 100) await new Promise((resolve) => setTimeout(resolve, 100));
-}
-
-/** The user's `git status` in `dir`, as the stage's user, outside any sandbox: whether attack `id`'s code ran. */
-function userGitStatus(s: Stage, dir: string, id: string): boolean {
-  const git = ["git", "status", "--short"];
-  const argv =
-    s.user.uid === undefined ? git : ["setpriv", `--reuid=${s.user.uid}`, `--regid=${s.user.uid}`, "--clear-groups", "--", ...git];
-  if (existsSync(path.join(s.ws, dir))) {
-    spawnSync(argv[0]!, argv.slice(1), { cwd: path.join(s.ws, dir), env: { PATH: process.env.PATH, HOME: s.home }, stdio: "ignore" });
-  }
-  return existsSync(marker(s, id));
 }
 
 /** The kept map's columns this file reads (nested-git-store.ts), its names split. */

@@ -1,10 +1,10 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { FakeToolCall } from "../fixtures/fake-openai.mjs";
-import { attack, bash, bwrapInstalled, expectNothingLanded, stage, toolResults, USERS, type Stage } from "./harness.js";
+import { attack, bash, bwrapInstalled, expectNothingLanded, stage, toolResults, userGitStatus, USERS, type Stage } from "./harness.js";
 
 // Issue 20 class 2, nested git repositories: git runs the hooks and config of whichever repository
 // it finds above the user's folder, so a repository a sandboxed command changes or leaves anywhere
@@ -102,16 +102,6 @@ async function nestedStage(s: Stage): Promise<void> {
   await fsp.mkdir(path.join(s.ws, ".git/modules"));
   git("init", "-q", "--separate-git-dir", path.join(s.ws, ".git/modules/mod"), "mod");
   await s.own(s.ws);
-}
-
-/** The user's `git status` in `dir`, as the stage's user, outside any sandbox: whether attack `id`'s code ran. */
-function userGitStatus(s: Stage, dir: string, id: string): boolean {
-  const git = ["git", "status", "--short"];
-  const argv =
-    s.user.uid === undefined ? git : ["setpriv", `--reuid=${s.user.uid}`, `--regid=${s.user.uid}`, "--clear-groups", "--", ...git];
-  // A folder that is gone (moved to quarantine) fails the spawn: nothing ran there.
-  spawnSync(argv[0]!, argv.slice(1), { cwd: path.join(s.ws, dir), env: { PATH: process.env.PATH, HOME: s.home }, stdio: "ignore" });
-  return existsSync(path.join(s.home, `ran-${id}`));
 }
 
 /** What of attack `a` is left to run: its hook, or the code the user's git status ran. */

@@ -1,9 +1,8 @@
-import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { attack, bash, bwrapInstalled, expectNothingLanded, stage, toolResults, USERS, type Stage } from "./harness.js";
+import { attack, bash, bwrapInstalled, expectNothingLanded, stage, toolResults, userGitStatus, USERS, type Stage } from "./harness.js";
 
 // Issue 33: the quarantine switched off from inside. It lay in the call's sidecar folder, which the
 // sandbox writes (its path shows in /proc/self/mountinfo): a command made `quarantine` a file, and
@@ -28,17 +27,6 @@ function command(s: Stage, sabotage: "file" | "symlink", target: string): string
     `python3 -c "import os; p='sub/.git/hooks/post-checkout'; open(p, 'w').write('#!/bin/sh\\ntouch ${marker(s)}\\n'); os.chmod(p, 0o755)"`,
     `echo ${RAN}`,
   ].join("; ");
-}
-
-/** The user's `git status` in the planted folder, as the stage's user, outside any sandbox: whether the fsmonitor ran. */
-function userGitStatus(s: Stage): boolean {
-  const git = ["git", "status", "--short"];
-  const argv =
-    s.user.uid === undefined ? git : ["setpriv", `--reuid=${s.user.uid}`, `--regid=${s.user.uid}`, "--clear-groups", "--", ...git];
-  if (existsSync(path.join(s.ws, "sub"))) {
-    spawnSync(argv[0]!, argv.slice(1), { cwd: path.join(s.ws, "sub"), env: { PATH: process.env.PATH, HOME: s.home }, stdio: "ignore" });
-  }
-  return existsSync(marker(s));
 }
 
 /** What became of the sidecar's `quarantine` (the old place): the command's file or symlink, or nothing of the kind. */
@@ -72,7 +60,7 @@ describe.concurrent.each(USERS)("issue 33, the quarantine taken from inside, as 
       expect(result.code, result.stderr).toBe(0);
       expect(toolResults(result).join("\n")).toContain(RAN);
       expect(existsSync(path.join(s.ws, "sub/.git/hooks/post-checkout"))).toBe(true);
-      expect(userGitStatus(s)).toBe(true);
+      expect(userGitStatus(s, "sub", "fsmonitor")).toBe(true);
     } finally {
       await s.close();
     }
@@ -95,7 +83,7 @@ describe.concurrent.each(USERS)("issue 33, the quarantine taken from inside, as 
         const moved = new RegExp(`sub/\\.git → (${s.home}/\\.toolhost/quarantine/\\S+?/sub/\\.git)`).exec(said)?.[1];
         expect(moved && existsSync(path.join(moved, "hooks/post-checkout"))).toBe(true);
         expect(existsSync(path.join(s.ws, "sub/.git"))).toBe(false);
-        expect(userGitStatus(s)).toBe(false);
+        expect(userGitStatus(s, "sub", "fsmonitor")).toBe(false);
         expect(await fsp.readdir(target)).toEqual([]);
         expect(await expectNothingLanded(s, result)).toEqual([]);
       } finally {
