@@ -87,7 +87,7 @@ const connectors = (sock: string): { name: string; command: string }[] => [
   { name: "node", command: `node -e "require('net').connect('${sock}', function () { this.end('hello') })"` },
 ];
 
-describe.concurrent.each(USERS)("issue 20, classes 3 and 4, as $name", { timeout: 60_000 }, (user) => {
+describe.concurrent.each(USERS)("issue 20, classes 3 and 4, as $name", { timeout: 120_000 }, (user) => {
   it("control: unsandboxed, the environment and the home's secrets reach the model (the harness sees it)", async () => {
     const s = await stage(user);
     try {

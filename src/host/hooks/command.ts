@@ -1,7 +1,6 @@
-import { spawn } from "node:child_process";
-import type { Socket } from "node:net";
-import { guardedCommand, releaseGuard, unrefGuard } from "../../runtime/process-groups.js";
+import { guardedCommand, releaseGuard } from "../../runtime/process-groups.js";
 import { shellPath } from "../../runtime/shell/scoped.js";
+import { spawnOffThread } from "../../runtime/shell/spawn-thread.js";
 import { fromHookInput, type HookDialect, type HookEventName } from "./events.js";
 
 // One hook command: the payload on stdin, its own process group (killed whole when it outlives its
@@ -34,28 +33,30 @@ export interface CommandOptions {
   spawn?: { file: string; args: string[]; env?: Record<string, string>; cwd: string };
 }
 
-/** Runs `command` with the shell (bash where there is one), `stdin` written to it, in a process group of its own. */
-export function runHookCommand(command: string, stdin: string, options: CommandOptions): Promise<CommandRun> {
+/**
+ * Runs `command` with the shell (bash where there is one), `stdin` written to it, in a process
+ * group of its own. Started on the spawner thread (`runtime/shell/spawn-thread.ts`), as commands
+ * are: a fork on the agent's thread held it 15–45 ms, at every hook of every call.
+ */
+export async function runHookCommand(command: string, stdin: string, options: CommandOptions): Promise<CommandRun> {
   const how = options.spawn ?? { file: shellPath(), args: ["-c", command], env: options.env, cwd: options.cwd };
+  const run: CommandRun = { code: null, signal: null, stdout: "", stderr: "", timedOut: false, aborted: false, overflow: false };
+  const env = how.env ?? process.env;
+  // Behind the group guard (process-groups.ts): a hook's group ends with toolhost, however it ends.
+  const guarded = guardedCommand("toolhost-hook", how.file, how.args, { env, cwd: how.cwd });
+  const started = await spawnOffThread(guarded.file, guarded.args, { cwd: how.cwd, env, input: Buffer.from(stdin) });
+  if ("failed" in started) return { ...run, error: started.failed.message };
+  const { child } = started;
+  const guard = guarded.guarded ? child.guard : undefined;
   return new Promise((resolve) => {
-    const run: CommandRun = { code: null, signal: null, stdout: "", stderr: "", timedOut: false, aborted: false, overflow: false };
     const chunks = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
     const sizes = { stdout: 0, stderr: 0 };
     let done = false;
+    let exited = false;
     let drain: NodeJS.Timeout | undefined;
-    // Behind the group guard (process-groups.ts): a hook's group ends with toolhost, however it ends.
-    const guarded = guardedCommand("toolhost-hook", how.file, how.args, { env: how.env, cwd: how.cwd });
-    const child = spawn(guarded.file, guarded.args, {
-      cwd: how.cwd,
-      env: how.env,
-      detached: true,
-      stdio: ["pipe", "pipe", "pipe", "pipe"],
-    });
-    const guard = child.stdio[3] as Socket | null;
-    unrefGuard(guard);
     const killGroup = () => {
       try {
-        if (child.pid) process.kill(-child.pid, "SIGKILL");
+        process.kill(-child.pid, "SIGKILL");
       } catch {}
     };
     const finish = () => {
@@ -66,10 +67,10 @@ export function runHookCommand(command: string, stdin: string, options: CommandO
       options.signal?.removeEventListener("abort", onAbort);
       run.stdout = Buffer.concat(chunks.stdout).toString("utf8");
       run.stderr = Buffer.concat(chunks.stderr).toString("utf8");
-      child.stdout?.destroy();
-      child.stderr?.destroy();
+      child.stdout.destroy();
+      child.stderr.destroy();
       // Whatever the hook left running in its group was killed above or goes with toolhost; the guard of an ended one goes now.
-      if (child.exitCode !== null || child.signalCode !== null) releaseGuard(guard);
+      if (exited) releaseGuard(guard);
       resolve(run);
     };
     const timer = setTimeout(() => {
@@ -93,19 +94,14 @@ export function runHookCommand(command: string, stdin: string, options: CommandO
         chunks[name].push(chunk);
       });
     }
-    // A hook that does not read its stdin closes the pipe early: not an error.
-    child.stdin.on("error", () => {});
-    child.stdin.end(stdin);
-    child.on("error", (err) => {
-      run.error = err.message;
-      finish();
-    });
-    child.on("exit", (code, signal) => {
+    child.on("exit", (code: number | null, signal: NodeJS.Signals | null) => {
+      exited = true;
       run.code = code;
       run.signal = signal;
       drain = setTimeout(finish, DRAIN_MS);
     });
-    child.on("close", finish);
+    // Exited, and both pipes closed.
+    void Promise.resolve(child).then(finish);
   });
 }
 

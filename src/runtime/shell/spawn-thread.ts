@@ -13,7 +13,7 @@ import { workerFile } from "../../tool/worker-file.js";
 // closes them, and the guard ends the command's group. A worker that dies closes them too.
 
 export type SpawnRequest =
-  | { id: number; op: "spawn"; file: string; args: string[]; cwd: string; env: Record<string, string | undefined> }
+  | { id: number; op: "spawn"; file: string; args: string[]; cwd: string; env: Record<string, string | undefined>; input?: Uint8Array }
   | { id: number; op: "run"; file: string; args: string[]; cwd?: string; env: Record<string, string>; input: Uint8Array; maxOutput: number }
   | { id: number; op: "pause" | "resume" | "destroy"; stream: StreamName }
   | { id: number; op: "release" };
@@ -142,6 +142,13 @@ export class RemoteChild extends EventEmitter implements PromiseLike<void> {
 
 type Started = { child: RemoteChild } | { failed: { code?: string; message: string } };
 
+/** Where and how a process starts: `input`, when given, is written to its stdin, which then closes. */
+interface SpawnOptions {
+  cwd: string;
+  env: Record<string, string | undefined>;
+  input?: Uint8Array;
+}
+
 /** The process's one spawner thread: started with the first command, unref'd while no command runs. */
 class SpawnThread {
   private worker: Worker | undefined;
@@ -193,8 +200,8 @@ class SpawnThread {
     if (this.starting.size === 0 && this.children.size === 0 && this.runs.size === 0) this.worker?.unref();
   }
 
-  /** Starts `file args` in a group of its own (detached), stdin closed, stdout, stderr and fd 3 piped. */
-  spawn(file: string, args: string[], options: { cwd: string; env: Record<string, string | undefined> }): Promise<Started> {
+  /** Starts `file args` in a group of its own (detached), stdin closed (or `input` written to it), stdout, stderr and fd 3 piped. */
+  spawn(file: string, args: string[], options: SpawnOptions): Promise<Started> {
     const worker = this.start();
     const id = this.nextId++;
     return new Promise((resolve) => {
@@ -237,7 +244,7 @@ export async function runOffThread(
   return ran;
 }
 
-/** Starts a command off the agent's thread (see the top of this file). */
-export function spawnOffThread(file: string, args: string[], options: { cwd: string; env: Record<string, string | undefined> }) {
+/** Starts a command (or a hook's) off the agent's thread (see the top of this file). */
+export function spawnOffThread(file: string, args: string[], options: SpawnOptions) {
   return (thread ??= new SpawnThread()).spawn(file, args, options);
 }

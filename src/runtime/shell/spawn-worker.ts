@@ -33,7 +33,7 @@ async function spawn(request: Extract<SpawnRequest, { op: "spawn" }>): Promise<v
     env: request.env,
     extendEnv: false,
     detached: true,
-    stdio: ["ignore", "pipe", "pipe", "pipe"],
+    stdio: [request.input ? "pipe" : "ignore", "pipe", "pipe", "pipe"],
     buffer: false,
     reject: false,
     stripFinalNewline: false,
@@ -44,6 +44,11 @@ async function spawn(request: Extract<SpawnRequest, { op: "spawn" }>): Promise<v
     const cause = result.cause as NodeJS.ErrnoException | undefined;
     post({ id, type: "failed", code: cause?.code, message: cause?.message ?? result.message ?? "spawn failed" });
     return;
+  }
+  if (request.input && child.stdin) {
+    // One that does not read its stdin closes the pipe early: not an error.
+    child.stdin.on("error", () => {});
+    child.stdin.end(request.input);
   }
   const guard = child.stdio[3] as Socket;
   unrefGuard(guard);
