@@ -73,7 +73,6 @@ async function answer(request: MapRequest): Promise<MapReply | undefined> {
       lastSkip = request.skip;
       seed(request.roots);
       const check = map.scan(request.roots, request.skip);
-      saveSoon();
       checks.set(request.id, check);
       return { id: request.id, found: check.found, passMs: map.lastPassMs };
     }
@@ -81,9 +80,7 @@ async function answer(request: MapRequest): Promise<MapReply | undefined> {
       const check = checks.get(request.check);
       if (!check) throw new Error("the sandbox's check of nested repositories is gone");
       await watch?.fence();
-      const plants = check.changes();
-      saveSoon();
-      return { id: request.id, plants, passMs: map.lastPassMs };
+      return { id: request.id, plants: check.changes(), passMs: map.lastPassMs };
     }
     case "feed": {
       // The checkpoints' mark: every change made before it delivered, the map current (new folders
@@ -92,7 +89,6 @@ async function answer(request: MapRequest): Promise<MapReply | undefined> {
       await watch.fence();
       seed([request.root]);
       map.refresh([request.root], lastSkip);
-      saveSoon();
       const paths = watch.feed(request.root);
       // A folder the map does not walk is not watched: git looks at all of it, every time.
       const unwalked = lastSkip.filter((p) => isInside(p, request.root)).map((p) => `${p}/`);
@@ -103,7 +99,6 @@ async function answer(request: MapRequest): Promise<MapReply | undefined> {
       lastSkip = request.skip;
       seed(request.roots);
       map.refresh(request.roots, request.skip);
-      saveSoon();
       return { id: request.id, prepared: true };
     }
     case "failed":
@@ -128,5 +123,7 @@ parentPort?.on("message", (request: MapRequest) => {
       reply = { id: request.id, error: err instanceof Error ? err.message : String(err) };
     }
     if (reply) parentPort?.postMessage(reply);
+    // Whatever a pass changed is kept a moment later (the close keeps it at once).
+    if (request.op !== "close") saveSoon();
   });
 });

@@ -140,6 +140,8 @@ export class RemoteChild extends EventEmitter implements PromiseLike<void> {
   }
 }
 
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
 type Started = { child: RemoteChild } | { failed: { code?: string; message: string } };
 
 /** Where and how a process starts: `input`, when given, is written to its stdin, which then closes. */
@@ -200,15 +202,20 @@ class SpawnThread {
     if (this.starting.size === 0 && this.children.size === 0 && this.runs.size === 0) this.worker?.unref();
   }
 
-  /** Starts `file args` in a group of its own (detached), stdin closed (or `input` written to it), stdout, stderr and fd 3 piped. */
-  spawn(file: string, args: string[], options: SpawnOptions): Promise<Started> {
+  /** Sends a request, its answer awaited in `pending`; the worker is held while it waits. */
+  private ask<T>(pending: Map<number, (answer: T) => void>, request: DistributiveOmit<SpawnRequest, "id">): Promise<T> {
     const worker = this.start();
     const id = this.nextId++;
     return new Promise((resolve) => {
-      this.starting.set(id, resolve);
+      pending.set(id, resolve);
       worker.ref();
-      worker.postMessage({ id, op: "spawn", file, args, ...options } satisfies SpawnRequest);
+      worker.postMessage({ id, ...request } as SpawnRequest);
     });
+  }
+
+  /** Starts `file args` in a group of its own (detached), stdin closed (or `input` written to it), stdout, stderr and fd 3 piped. */
+  spawn(file: string, args: string[], options: SpawnOptions): Promise<Started> {
+    return this.ask(this.starting, { op: "spawn", file, args, ...options });
   }
 
   /** Runs `file args` to its end with `input` on its stdin, its output collected (past `maxOutput` bytes it is killed). */
@@ -217,13 +224,7 @@ class SpawnThread {
     args: string[],
     options: { cwd?: string; env: Record<string, string>; input: Uint8Array; maxOutput: number },
   ): Promise<RunResult | { failed: { code?: string; message: string } }> {
-    const worker = this.start();
-    const id = this.nextId++;
-    return new Promise((resolve) => {
-      this.runs.set(id, resolve);
-      worker.ref();
-      worker.postMessage({ id, op: "run", file, args, ...options } satisfies SpawnRequest);
-    });
+    return this.ask(this.runs, { op: "run", file, args, ...options });
   }
 }
 
