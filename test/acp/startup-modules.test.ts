@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { EntryData, TreeEntry } from "../../src/agent/record/session-format.js";
 import { SessionStore } from "../../src/agent/record/session-store.js";
 import { CLI_PATH, cleanEnv, tempDir } from "../helpers.js";
-import { Harness, useAcpTest } from "./harness.js";
+import { closeAndCheck, Harness, useAcpTest } from "./harness.js";
 
 // What a fresh process loads to answer session/new and session/load (issue 34 §7): the heavy
 // modules a session may never use load with their first use, not with every session. The real
@@ -43,6 +43,11 @@ beforeEach(async () => {
   session.close();
 });
 afterEach(async () => {
+  // The agent first (its sessions write in the home until they close), then the home: the
+  // harness's own close runs after this hook, and a home removed under a live agent can fail.
+  const { h } = t;
+  t.h = undefined;
+  await closeAndCheck(h);
   await fsp.rm(home, { recursive: true, force: true });
 });
 
@@ -106,10 +111,12 @@ describe("a fresh process's start-up", () => {
     const send = (message: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`);
     send({ id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } });
     send({ id: 2, method: "session/new", params: { cwd: t.ws, mcpServers: [] } });
+    const exited = new Promise((resolve) => child.once("close", resolve));
     try {
       await answered;
     } finally {
       child.kill();
+      await exited;
     }
     // Before scripts/early-bundle.mjs: 22 files (esbuild's split chunks), each costing the loader a round.
     expect(before.map((file) => file.replace(/-[A-Z0-9]{8}\.js$/, ".js")).sort()).toEqual(["chunks/early.js", "cli.js"]);
