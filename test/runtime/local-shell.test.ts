@@ -8,7 +8,7 @@ import type { ShellSpawnOptions } from "../../src/runtime/shell/backend.js";
 import { LocalShell, shareBudget } from "../../src/runtime/shell/local.js";
 import { SessionSidecars } from "../../src/runtime/sidecars.js";
 import type { SidecarWriter } from "../../src/tool/context.js";
-import { sleepMarker, survivors, tempDir } from "../helpers.js";
+import { sleepMarker, survivors, tempDir, until } from "../helpers.js";
 
 let dir: string;
 let sidecars: SessionSidecars;
@@ -189,7 +189,9 @@ describe("LocalShell: killing the tree", () => {
     const r = await bash(`sleep ${m} >/dev/null 2>&1 & echo $!`);
     const pid = Number(r.stdout.trim());
     try {
-      expect(await survivors(m)).toHaveLength(1);
+      // The job may not have exec'd its sleep yet when the command returns (a busy machine): wait for
+      // it. One the command's end had killed would never show.
+      await until(async () => (await survivors(m)).length === 1);
     } finally {
       process.kill(pid, "SIGKILL");
     }
