@@ -237,6 +237,9 @@ try {
     if (loop) {
       record(`${s.key} agent loop max`, loop.max);
       record(`${s.key} agent loop over30`, loop.over30);
+      record(`${s.key} agent held max`, loop.heldMax);
+      record(`${s.key} agent held over30`, loop.heldOver30);
+      record(`${s.key} agent wait max`, loop.waitMax);
     }
   }
 
@@ -301,6 +304,18 @@ try {
   line(
     `times the agent's thread was held over 30 ms in ${ROUNDS} prompts, ${sizes.small} / ${sizes.big} folders`,
     (n) => `${max(`${n} small agent loop over30`)} / ${max(`${n} big agent loop over30`)}`,
+  );
+  line(
+    `of the stalls, the longest time the agent's thread was held (not waiting for a core), ${sizes.small} / ${sizes.big} folders`,
+    (n) => `${fmt(max(`${n} small agent held max`))} / ${fmt(max(`${n} big agent held max`))} ms`,
+  );
+  line(
+    `times it was held over 30 ms, ${sizes.small} / ${sizes.big} folders`,
+    (n) => `${max(`${n} small agent held over30`)} / ${max(`${n} big agent held over30`)}`,
+  );
+  line(
+    `the longest wait for a core, ${sizes.small} / ${sizes.big} folders`,
+    (n) => `${fmt(max(`${n} small agent wait max`))} / ${fmt(max(`${n} big agent wait max`))} ms`,
   );
   for (const size of ["small", "big"]) {
     line(

@@ -1,12 +1,11 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import type { Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import type { StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import treeKill from "tree-kill";
-import { groupHasLiveMembers, guardedCommand, killAtExitOf, releaseAtExit, unrefGuard } from "../runtime/process-groups.js";
+import { groupHasLiveMembers, guardedCommand, killAtExitOf, releaseAtExit } from "../runtime/process-groups.js";
+import type { RemoteProcess } from "../runtime/shell/remote-process.js";
+import { startOffThread, treeKillOffThread } from "../runtime/shell/spawn-thread.js";
 
 // A stdio MCP server's process, from spawn to the end of its whole tree. The SDK's
 // StdioClientTransport spawns the server in toolhost's own process group and hands out its pid
@@ -51,12 +50,12 @@ async function stopTree(pid: number, leaderRunning: boolean, graceMs: number): P
     await new Promise<void>((resolve) => {
       // If the walk (ps) hangs, the group must not stay frozen.
       const fallback = setTimeout(resolve, 1000);
-      treeKill(pid, "SIGTERM", () => (clearTimeout(fallback), resolve()));
+      void treeKillOffThread(pid, "SIGTERM").then(() => (clearTimeout(fallback), resolve()));
     });
     signal(pid, "SIGTERM");
     signal(pid, "SIGCONT");
   } else if (leaderRunning) {
-    await new Promise<void>((resolve) => treeKill(pid, "SIGTERM", () => resolve()));
+    await treeKillOffThread(pid, "SIGTERM");
   } else {
     signal(pid, "SIGTERM");
   }
@@ -65,7 +64,7 @@ async function stopTree(pid: number, leaderRunning: boolean, graceMs: number): P
   while ((await groupAlive(pid)) && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
   if (!(await groupAlive(pid))) return;
   signal(pid, "SIGKILL");
-  if (leaderRunning) await new Promise<void>((resolve) => treeKill(pid, "SIGKILL", () => resolve()));
+  if (leaderRunning) await treeKillOffThread(pid, "SIGKILL");
   const killed = performance.now() + 2000;
   while ((await groupAlive(pid)) && performance.now() < killed) await new Promise((resolve) => setTimeout(resolve, 25));
 }
@@ -76,7 +75,7 @@ export class StdioProcessTransport implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
 
-  private child: ChildProcess | undefined;
+  private child: RemoteProcess | undefined;
   private readonly buffer = new ReadBuffer();
   private readonly stderrStream = new PassThrough();
   private stopping: Promise<void> | undefined;
@@ -99,28 +98,27 @@ export class StdioProcessTransport implements Transport {
       const { command, args = [], env, cwd } = this.params;
       // Behind the group guard, on fd 3 (stdin and stdout stay the protocol's), never released.
       const run = GROUPS ? guardedCommand("toolhost-mcp", command, args, { env, cwd }) : { file: command, args };
-      const child = spawn(run.file, run.args, {
-        env,
+      // On the spawner thread: its fork would hold the agent's thread (spawn-thread.ts).
+      const child = startOffThread(run.file, run.args, {
+        env: env ?? { ...process.env },
         cwd,
-        stdio: GROUPS ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
+        stdin: true,
         detached: GROUPS,
-        windowsHide: true,
+        guard: GROUPS,
       });
       this.child = child;
-      const guard = child.stdio[3] as Socket | undefined;
-      unrefGuard(guard);
-      if (child.pid !== undefined) {
-        this.pid = child.pid;
-        const pid = child.pid;
-        killAtExitOf(pid, () => signal(pid, "SIGKILL"));
-      }
       // The server is gone: so is what it left in its group (the guard's EOF), and then comes `close`.
-      child.once("exit", () => guard?.destroy());
+      child.once("exit", () => child.closeGuard());
       child.on("error", (error) => {
         reject(error);
         this.onerror?.(error);
       });
-      child.on("spawn", () => resolve());
+      child.on("spawn", () => {
+        const pid = child.pid!;
+        this.pid = pid;
+        killAtExitOf(pid, () => signal(pid, "SIGKILL"));
+        resolve();
+      });
       child.on("close", () => {
         this.child = undefined;
         this.onclose?.();

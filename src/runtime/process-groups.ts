@@ -2,7 +2,7 @@ import { accessSync, constants, statSync } from "node:fs";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { Readable, Writable } from "node:stream";
-import treeKill from "tree-kill";
+import { treeKillOffThread } from "./shell/spawn-thread.js";
 
 // Process groups as the shell backends (a command, a background process), hooks' commands and the
 // language and MCP stdio servers use them: each child leads a group of its own, so a whole tree can
@@ -159,13 +159,13 @@ export function terminateTree(pgid: number): void {
   };
   // If the walk (ps) hangs, the group must not stay frozen.
   const fallback = setTimeout(release, 1000);
-  treeKill(pgid, "SIGTERM", release);
+  void treeKillOffThread(pgid, "SIGTERM").then(release);
 }
 
 /** SIGKILL to the group and, while its leader lives, to descendants that left it. */
 export function killTree(pgid: number, leaderAlive: boolean): void {
   signalGroup(pgid, "SIGKILL");
-  if (leaderAlive) treeKill(pgid, "SIGKILL", () => undefined);
+  if (leaderAlive) void treeKillOffThread(pgid, "SIGKILL");
 }
 
 /** Resolves once the group has no live member, or after `limitMs`. */

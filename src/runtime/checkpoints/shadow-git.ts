@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process";
 import { lstat, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { readGitPointer } from "../../config/git-pointer.js";
@@ -214,18 +213,20 @@ export function probeGit(): Promise<GitVersion> {
   return probe;
 }
 
-/**
- * `git --version`'s output, or why it did not run (node's execFile: every session's start asks
- * this, and execa's module graph stays unloaded).
- */
-function gitVersionText(): Promise<{ stdout: string } | { reason: string }> {
-  return new Promise((resolve) => {
-    execFile("git", ["--version"], { env: { ...process.env, LC_ALL: "C" } }, (error, stdout) => {
-      if (!error) return resolve({ stdout });
-      const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
-      resolve({ reason: missing ? "git is not installed (no `git` on PATH)" : `git --version failed: ${error.message.split("\n")[0]}` });
-    });
-  });
+/** `git --version`'s output, or why it did not run (on the spawner thread, as the checkpoints' git runs). */
+async function gitVersionText(): Promise<{ stdout: string } | { reason: string }> {
+  try {
+    const ran = await runOffThread("git", ["--version"], { env: { ...process.env, LC_ALL: "C" }, maxOutput: 64 * 1024, timeoutMs: 10_000 });
+    if (ran.code === 0) return { stdout: Buffer.from(ran.stdout).toString("utf8") };
+    const why =
+      Buffer.from(ran.stderr).toString("utf8").trim().split("\n")[0] || (ran.signal ? `ended by ${ran.signal}` : `exit code ${ran.code}`);
+    return { reason: `git --version failed: ${why}` };
+  } catch (error) {
+    const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
+    return {
+      reason: missing ? "git is not installed (no `git` on PATH)" : `git --version failed: ${(error as Error).message.split("\n")[0]}`,
+    };
+  }
 }
 
 async function probeOnce(): Promise<GitVersion> {

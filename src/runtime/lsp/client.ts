@@ -1,5 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import type { Socket } from "node:net";
 import {
   createProtocolConnection,
   DidChangeTextDocumentNotification,
@@ -26,9 +24,10 @@ import {
   releaseAtExit,
   signalGroup,
   terminateTree,
-  unrefGuard,
   waitForGroupExit,
 } from "../process-groups.js";
+import { startOffThread } from "../shell/spawn-thread.js";
+import type { RemoteProcess } from "../shell/remote-process.js";
 import { fileUri } from "./uri.js";
 
 // One language server: a process group of its own spoken to over stdio through
@@ -75,7 +74,7 @@ const CAPABILITIES: ClientCapabilities = {
 };
 
 export class LspClient {
-  private readonly child: ChildProcess;
+  private readonly child: RemoteProcess;
   private readonly connection: ProtocolConnection;
   private readonly docs = new Map<string, { version: number; text: string }>();
   private readonly published = new Map<string, Published>();
@@ -95,15 +94,10 @@ export class LspClient {
   ) {
     // Behind the group guard (process-groups.ts), never released while the server runs: its group
     // ends with toolhost even when toolhost is SIGKILLed. stdin and stdout stay the protocol's.
+    // Started on the spawner thread: its fork would hold the agent's thread (spawn-thread.ts).
     const command = guardedCommand("toolhost-lsp", launch.file, launch.args, { env: launch.env, cwd: launch.cwd });
-    this.child = spawn(command.file, command.args, {
-      cwd: launch.cwd,
-      env: launch.env,
-      stdio: ["pipe", "pipe", "pipe", "pipe"],
-      detached: true,
-    });
-    unrefGuard(this.child.stdio[3] as Socket);
-    if (this.child.pid) killAtExitOf(this.child.pid);
+    this.child = startOffThread(command.file, command.args, { cwd: launch.cwd, env: launch.env, detached: true, stdin: true, guard: true });
+    this.child.once("spawn", () => killAtExitOf(this.child.pid!));
     this.child.stderr?.on("data", (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-2000);
     });

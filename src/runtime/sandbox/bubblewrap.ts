@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import os from "node:os";
@@ -17,6 +16,7 @@ import { deniedProgramBinds, stubFolder, type StubBind } from "./denied-programs
 import { seccompFilterFile, seccompSupported, type SeccompVariant } from "./seccomp.js";
 import { PROXY_PORT, proxyEnv, sandboxNetworkStatus, sandboxProxies, type SandboxNetworkStatus } from "./proxy.js";
 import type { SpawnContext, SpawnRequest, SpawnTransform } from "../shell/scoped.js";
+import { runOffThread } from "../shell/spawn-thread.js";
 
 export interface BubblewrapOptions {
   /** The bwrap binary (default: `bwrap` found on PATH). */
@@ -456,14 +456,21 @@ export function sandboxAvailable(bwrapPath?: string): Promise<SandboxStatus> {
       resolve({ available: false, reason: `the sandbox cannot start: ${(err as Error).message}` });
       return;
     }
-    execFile("/bin/sh", args, { timeout: 10_000, env }, (err, stdout, stderr) => {
-      if (err) {
-        resolve({ available: false, reason: `bwrap cannot start a sandbox here: ${stderr.trim() || err.message}` });
-        return;
-      }
-      const problem = provenIsolation(stdout);
-      resolve(problem ? { available: false, reason: `the sandbox does not isolate commands here: ${problem}` } : { available: true });
-    });
+    // On the spawner thread: the probe's fork would hold the agent's thread as a command's does.
+    runOffThread("/bin/sh", args, { env, maxOutput: 1024 * 1024, timeoutMs: 10_000 }).then(
+      (ran) => {
+        const stdout = Buffer.from(ran.stdout).toString("utf8");
+        const stderr = Buffer.from(ran.stderr).toString("utf8");
+        if (ran.code !== 0) {
+          const how = ran.timedOut ? "it took over 10 s" : ran.signal ? `it was ended by ${ran.signal}` : `exit code ${ran.code}`;
+          resolve({ available: false, reason: `bwrap cannot start a sandbox here: ${stderr.trim() || how}` });
+          return;
+        }
+        const problem = provenIsolation(stdout);
+        resolve(problem ? { available: false, reason: `the sandbox does not isolate commands here: ${problem}` } : { available: true });
+      },
+      (err: Error) => resolve({ available: false, reason: `bwrap cannot start a sandbox here: ${err.message}` }),
+    );
   });
   probes.set(key, probe);
   return probe;

@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process";
 import * as fsp from "node:fs/promises";
 import path from "node:path";
 import type { FileQuery, GrepHit, GrepOutcome, GrepQuery } from "../../tool/context.js";
 import { ToolError, isToolError } from "../../tool/errors.js";
+import { startOffThread } from "../shell/spawn-thread.js";
 import type { SearchBackend } from "../fs/backend.js";
 import {
   MAX_LINE_CHARS,
@@ -83,8 +83,8 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
   const { signal, separator } = options;
   if (signal.aborted) throw abortedError();
   const rg = await ripgrepPath();
-  // A plain spawn: rg needs none of execa's extras, and searches are on the hot path.
-  const child = spawn(rg, options.args, { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
+  // A plain spawn (rg needs none of execa's extras), on the spawner thread: its fork would hold the agent's.
+  const child = startOffThread(rg, options.args, { cwd: options.cwd, env: { ...process.env } });
   const exited = new Promise<{ exitCode: number | undefined; error?: Error }>((resolve) => {
     child.once("error", (error) => resolve({ exitCode: undefined, error }));
     child.once("close", (code) => resolve({ exitCode: code ?? undefined }));

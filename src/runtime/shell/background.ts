@@ -1,8 +1,8 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import * as fsp from "node:fs/promises";
-import type { Socket } from "node:net";
 import { ToolError } from "../../tool/errors.js";
-import { guardedCommand, killAtExitOf, releaseAtExit, unrefGuard } from "../process-groups.js";
+import { guardedCommand, killAtExitOf, releaseAtExit } from "../process-groups.js";
+import type { RemoteProcess } from "./remote-process.js";
+import { startOffThread } from "./spawn-thread.js";
 
 // Spawning a background process (the `process` tool's): a process group of its own, stdin a pipe,
 // and three ways it ends with toolhost: the session's close (a tree kill, `processes.ts`), this
@@ -16,7 +16,7 @@ export function groupEnded(pgid: number): void {
 }
 
 export interface SpawnedGroup {
-  child: ChildProcess;
+  child: RemoteProcess;
   /** The leader's pid, which is the group's id. */
   pid: number;
 }
@@ -35,11 +35,13 @@ export async function spawnGroup(
   if (!cwdStat) throw new ToolError("not_found", `The working directory does not exist: ${options.cwd}`);
   if (!cwdStat.isDirectory()) throw new ToolError("not_found", `The working directory is not a directory: ${options.cwd}`);
   const command = guardedCommand("toolhost-process", file, args, { env: { ...process.env, ...options.env }, cwd: options.cwd });
-  const child = spawn(command.file, command.args, {
+  // On the spawner thread: its fork would hold the agent's thread (spawn-thread.ts).
+  const child = startOffThread(command.file, command.args, {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     detached: true,
-    stdio: ["pipe", "pipe", "pipe", "pipe"],
+    stdin: true,
+    guard: true,
   });
   // Errors on the pipes (EPIPE on a stdin the process closed) are the process's business, not ours.
   for (const stream of child.stdio) stream?.on("error", () => undefined);
@@ -53,7 +55,5 @@ export async function spawnGroup(
   // On exit (process.exit, the end of the event loop, an uncaught error) a live group is killed at once.
   killAtExitOf(pid);
   child.unref();
-  for (const stream of child.stdio.slice(0, 3)) (stream as Socket | null)?.unref?.();
-  unrefGuard(child.stdio[3] as Socket);
   return { child, pid };
 }

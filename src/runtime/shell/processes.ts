@@ -2,7 +2,7 @@ import * as fsp from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
-import type { ChildProcess } from "node:child_process";
+import type { RemoteProcess } from "./remote-process.js";
 import type { ProcessInfo, ProcessOutput, ProcessStream, ProcessWaitOptions } from "../../tool/context.js";
 import { ToolError } from "../../tool/errors.js";
 import { groupExists, killTree, signalGroup, terminateTree, waitForGroupExit } from "../process-groups.js";
@@ -89,7 +89,7 @@ class BackgroundProcess implements ProcessFeed {
   constructor(
     readonly id: string,
     private readonly request: BackgroundRequest,
-    private readonly child: ChildProcess,
+    private readonly child: RemoteProcess,
     readonly pid: number,
     readonly rings: Record<ProcessStream, OutputRing>,
   ) {

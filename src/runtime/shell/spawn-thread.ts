@@ -1,7 +1,11 @@
 import { EventEmitter } from "node:events";
-import { Duplex, Readable } from "node:stream";
+import { Duplex } from "node:stream";
 import { Worker } from "node:worker_threads";
 import { workerFile } from "../../tool/worker-file.js";
+import { RemoteOutput, RemoteProcess } from "./remote-process.js";
+import type { DistributiveOmit, RunResult, SpawnReply, SpawnRequest } from "./spawn-protocol.js";
+
+export type { RunResult } from "./spawn-protocol.js";
 
 // Commands are started on a worker thread of their own (`spawn-worker.ts`), never on the agent's.
 // Node's spawn() is synchronous: libuv forks on the calling thread and waits for the child's exec
@@ -11,60 +15,6 @@ import { workerFile } from "../../tool/worker-file.js";
 // destroy go back, so a paused stream stops the pipe (backpressure holds). The pipes, and the
 // group guard's socket (process-groups.ts), still belong to this process: whatever ends toolhost
 // closes them, and the guard ends the command's group. A worker that dies closes them too.
-
-export type SpawnRequest =
-  | { id: number; op: "spawn"; file: string; args: string[]; cwd: string; env: Record<string, string | undefined>; input?: Uint8Array }
-  | { id: number; op: "run"; file: string; args: string[]; cwd?: string; env: Record<string, string>; input: Uint8Array; maxOutput: number }
-  | { id: number; op: "pause" | "resume" | "destroy"; stream: StreamName }
-  | { id: number; op: "release" };
-
-export type SpawnReply =
-  | { id: number; type: "spawned"; pid: number }
-  | { id: number; type: "failed"; code?: string; message: string }
-  | { id: number; type: "data"; stream: StreamName | "guard"; chunk: Uint8Array }
-  | { id: number; type: "end" | "close"; stream: StreamName }
-  | { id: number; type: "exit"; code: number | null; signal: string | null }
-  | { id: number; type: "settled" }
-  | { id: number; type: "ran"; result: RunResult };
-
-/** A helper program run to its end off the agent's thread (`runOffThread`). */
-export interface RunResult {
-  /** Its exit code; null when a signal ended it (`signal`). */
-  code: number | null;
-  signal: string | null;
-  stdout: Uint8Array;
-  stderr: Uint8Array;
-  /** It printed more than `maxOutput` bytes and was killed. */
-  overflow: boolean;
-}
-
-type StreamName = "stdout" | "stderr";
-
-/** A child's output stream, fed by the worker; pausing it pauses the pipe there. */
-class RemoteOutput extends Readable {
-  constructor(private readonly control: (op: "pause" | "resume" | "destroy") => void) {
-    super({ read() {} });
-  }
-  override pause(): this {
-    this.control("pause");
-    return super.pause();
-  }
-  override resume(): this {
-    this.control("resume");
-    return super.resume();
-  }
-  private finished = false;
-  /** No more bytes will come. */
-  finish(): void {
-    if (this.finished || this.destroyed) return;
-    this.finished = true;
-    this.push(null);
-  }
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.control("destroy");
-    callback(error);
-  }
-}
 
 /** The command as the shell backend's Run sees it (what it needed of execa's child). */
 export class RemoteChild extends EventEmitter implements PromiseLike<void> {
@@ -140,8 +90,6 @@ export class RemoteChild extends EventEmitter implements PromiseLike<void> {
   }
 }
 
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-
 type Started = { child: RemoteChild } | { failed: { code?: string; message: string } };
 
 /** Where and how a process starts: `input`, when given, is written to its stdin, which then closes. */
@@ -158,6 +106,8 @@ class SpawnThread {
   private readonly starting = new Map<number, (started: Started) => void>();
   private readonly children = new Map<number, RemoteChild>();
   private readonly runs = new Map<number, (ran: RunResult | { failed: { code?: string; message: string } }) => void>();
+  private readonly opened = new Map<number, RemoteProcess>();
+  private readonly kills = new Map<number, () => void>();
 
   private start(): Worker {
     if (this.worker) return this.worker;
@@ -171,6 +121,10 @@ class SpawnThread {
       this.runs.clear();
       for (const child of this.children.values()) child.lost();
       this.children.clear();
+      for (const child of this.opened.values()) child.lost();
+      this.opened.clear();
+      for (const resolve of this.kills.values()) resolve();
+      this.kills.clear();
     };
     worker.on("message", (reply: SpawnReply) => this.take(reply));
     worker.on("error", (err) => lost(`failed: ${err.message}`));
@@ -180,6 +134,18 @@ class SpawnThread {
   }
 
   private take(reply: SpawnReply): void {
+    const opened = this.opened.get(reply.id);
+    if (opened) {
+      opened.take(reply);
+      if (opened.settled) this.opened.delete(reply.id);
+      return this.holdWhileBusy();
+    }
+    const kill = this.kills.get(reply.id);
+    if (kill && reply.type === "treeKilled") {
+      this.kills.delete(reply.id);
+      kill();
+      return this.holdWhileBusy();
+    }
     const starting = this.starting.get(reply.id);
     const run = this.runs.get(reply.id);
     if (run && (reply.type === "ran" || reply.type === "failed")) {
@@ -198,8 +164,15 @@ class SpawnThread {
       child?.take(reply);
       if (reply.type === "settled") this.children.delete(reply.id);
     }
-    // A running command keeps toolhost alive, as its pipes did on this thread.
-    if (this.starting.size === 0 && this.children.size === 0 && this.runs.size === 0) this.worker?.unref();
+    this.holdWhileBusy();
+  }
+
+  /** A running command keeps toolhost alive, as its pipes did on this thread; an unref'd process does not. */
+  private holdWhileBusy(): void {
+    const held = [...this.opened.values()].some((child) => child.held);
+    if (this.starting.size === 0 && this.children.size === 0 && this.runs.size === 0 && this.kills.size === 0 && !held)
+      this.worker?.unref();
+    else this.worker?.ref();
   }
 
   /** Sends a request, its answer awaited in `pending`; the worker is held while it waits. */
@@ -222,22 +195,64 @@ class SpawnThread {
   run(
     file: string,
     args: string[],
-    options: { cwd?: string; env: Record<string, string>; input: Uint8Array; maxOutput: number },
+    options: { cwd?: string; env: Record<string, string | undefined>; input: Uint8Array; maxOutput: number; timeoutMs?: number },
   ): Promise<RunResult | { failed: { code?: string; message: string } }> {
     return this.ask(this.runs, { op: "run", file, args, ...options });
   }
+
+  /** tree-kill's walk of `pid`'s descendants and their signal, done there; resolves when it has. */
+  treeKill(pid: number, signal: NodeJS.Signals): Promise<void> {
+    return this.ask(this.kills, { op: "treeKill", pid, signal });
+  }
+
+  /** Starts a process whose pipes stay open to it (see `startOffThread`); it is there at once, its pid once it runs. */
+  open(file: string, args: string[], options: OpenOptions): RemoteProcess {
+    const worker = this.start();
+    const id = this.nextId++;
+    const child = new RemoteProcess(
+      (request) => this.worker?.postMessage({ id, ...request } as SpawnRequest),
+      options.stdin ?? false,
+      () => this.holdWhileBusy(),
+    );
+    this.opened.set(id, child);
+    worker.ref();
+    worker.postMessage({
+      id,
+      op: "open",
+      file,
+      args,
+      cwd: options.cwd,
+      env: options.env,
+      detached: options.detached ?? false,
+      stdin: options.stdin ?? false,
+      guard: options.guard ?? false,
+    } satisfies SpawnRequest);
+    return child;
+  }
+}
+
+/** How `startOffThread` starts a process. */
+export interface OpenOptions {
+  cwd?: string;
+  env: Record<string, string | undefined>;
+  /** A group of its own. */
+  detached?: boolean;
+  /** stdin a pipe (else /dev/null). */
+  stdin?: boolean;
+  /** fd 3 a socket pair for the group guard (process-groups.ts), held unref'd until `releaseGuard` or toolhost's end. */
+  guard?: boolean;
 }
 
 let thread: SpawnThread | undefined;
 
 /**
- * Runs a helper program of toolhost's own (the checkpoints' git) to its end off the agent's
+ * Runs a helper program of toolhost's own (the checkpoints' git, a probe) to its end off the agent's
  * thread: its fork would hold the thread as a command's does. Throws when it could not start.
  */
 export async function runOffThread(
   file: string,
   args: string[],
-  options: { cwd?: string; env: Record<string, string>; input?: string | Uint8Array; maxOutput: number },
+  options: { cwd?: string; env: Record<string, string | undefined>; input?: string | Uint8Array; maxOutput: number; timeoutMs?: number },
 ): Promise<RunResult> {
   const input = typeof options.input === "string" ? Buffer.from(options.input) : (options.input ?? new Uint8Array());
   const ran = await (thread ??= new SpawnThread()).run(file, args, { ...options, input });
@@ -245,7 +260,21 @@ export async function runOffThread(
   return ran;
 }
 
+/**
+ * Starts a long-lived process off the agent's thread — a language or MCP server, a background
+ * process, ripgrep — and hands back its pipes as a ChildProcess's (remote-process.ts). It is
+ * returned at once; `spawn` or `error` says how its start went.
+ */
+export function startOffThread(file: string, args: string[], options: OpenOptions): RemoteProcess {
+  return (thread ??= new SpawnThread()).open(file, args, options);
+}
+
 /** Starts a command (or a hook's) off the agent's thread (see the top of this file). */
 export function spawnOffThread(file: string, args: string[], options: SpawnOptions) {
   return (thread ??= new SpawnThread()).spawn(file, args, options);
+}
+
+/** Signals `pid` and its descendants (tree-kill, which forks a `ps` per process) from the spawner thread. */
+export function treeKillOffThread(pid: number, signal: NodeJS.Signals): Promise<void> {
+  return (thread ??= new SpawnThread()).treeKill(pid, signal);
 }

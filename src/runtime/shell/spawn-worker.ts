@@ -1,9 +1,10 @@
-import { spawn as nodeSpawn } from "node:child_process";
+import { spawn as nodeSpawn, type ChildProcess } from "node:child_process";
 import type { Socket } from "node:net";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { parentPort } from "node:worker_threads";
+import treeKill from "tree-kill";
 import { releaseGuard, unrefGuard } from "../process-groups.js";
-import type { SpawnReply, SpawnRequest } from "./spawn-thread.js";
+import type { SpawnReply, SpawnRequest } from "./spawn-protocol.js";
 
 // The spawner thread (spawn-thread.ts): starts each command with execa, so the fork and the wait
 // for its exec block this thread, not the agent's, and relays its pipes: bytes, ends and exit go
@@ -16,8 +17,13 @@ const post = (reply: SpawnReply, transfer?: ArrayBuffer[]) => port.postMessage(r
 interface Running {
   streams: Record<"stdout" | "stderr", Readable | null>;
   guard: Socket | undefined;
+  /** An opened process's (`open`): its stdin, and itself for a kill. */
+  stdin?: Writable | null;
+  child?: ChildProcess;
 }
 const running = new Map<number, Running>();
+/** Opened processes' guards, held until released or toolhost ends, even after their process is forgotten. */
+const guards = new Map<number, Socket>();
 
 /** Bytes of a chunk in a buffer of their own, handed over without another copy. */
 function owned(chunk: Buffer): [Uint8Array, ArrayBuffer[]] {
@@ -60,12 +66,19 @@ async function spawn(request: Extract<SpawnRequest, { op: "spawn" }>): Promise<v
   post({ id, type: "spawned", pid: child.pid });
   // Done here once it has exited and both pipes have closed (execa's own promise would also wait
   // for fd 3, which a guard kept for a background job holds until toolhost ends).
+  relay(id, child, () => post({ id, type: "settled" }));
+  const forget = () => running.delete(id);
+  child.then(forget, forget);
+}
+
+/** Relays a child's stdout, stderr and exit; `settled` once it has exited and both pipes have closed. */
+function relay(id: number, child: Pick<ChildProcess, "stdout" | "stderr" | "once">, settled: () => void): void {
   let open = 3;
   const closed = () => {
-    if (--open === 0) post({ id, type: "settled" });
+    if (--open === 0) settled();
   };
   for (const name of ["stdout", "stderr"] as const) {
-    const stream = child[name];
+    const stream = child[name]!;
     let done = false;
     const close = () => {
       if (done) return;
@@ -85,8 +98,80 @@ async function spawn(request: Extract<SpawnRequest, { op: "spawn" }>): Promise<v
     post({ id, type: "exit", code, signal });
     closed();
   });
-  const forget = () => running.delete(id);
-  child.then(forget, forget);
+}
+
+/** A process whose pipes stay open to the agent's thread (`startOffThread`): a server, a background process, rg. */
+function open(request: Extract<SpawnRequest, { op: "open" }>): void {
+  const { id } = request;
+  const child = nodeSpawn(request.file, request.args, {
+    cwd: request.cwd,
+    env: request.env,
+    detached: request.detached,
+    stdio: [request.stdin ? "pipe" : "ignore", "pipe", "pipe", ...(request.guard ? ["pipe" as const] : [])],
+  });
+  let started = false;
+  child.once("error", (error: NodeJS.ErrnoException) => {
+    // After the start, an error is a failed kill or write: the exit and pipes still tell.
+    if (started) return;
+    running.delete(id);
+    post({ id, type: "failed", code: error.code, message: error.message });
+  });
+  if (child.pid === undefined) return;
+  started = true;
+  const guard = request.guard ? (child.stdio[3] as Socket) : undefined;
+  if (guard) {
+    unrefGuard(guard);
+    guards.set(id, guard);
+  }
+  // A process that closes its stdin early is its own business; a write then fails with the reason.
+  child.stdin?.on("error", () => {});
+  running.set(id, { streams: { stdout: child.stdout, stderr: child.stderr }, guard, stdin: child.stdin, child });
+  post({ id, type: "spawned", pid: child.pid });
+  relay(id, child, () => {
+    running.delete(id);
+    child.stdin?.destroy();
+    post({ id, type: "settled" });
+  });
+}
+
+/** What the agent's thread does to a running process: its streams, a write, a kill, the guard's release. */
+function control(request: Exclude<SpawnRequest, { op: "spawn" | "run" | "open" | "treeKill" }>): void {
+  const run = running.get(request.id);
+  switch (request.op) {
+    case "release": {
+      releaseGuard(run?.guard ?? guards.get(request.id));
+      guards.delete(request.id);
+      return;
+    }
+    case "closeGuard":
+      guards.get(request.id)?.destroy();
+      guards.delete(request.id);
+      return;
+    case "write": {
+      const stdin = run?.stdin;
+      if (!stdin || stdin.destroyed || stdin.writableEnded) return post({ id: request.id, type: "written", error: "the stream is closed" });
+      stdin.write(Buffer.from(request.chunk.buffer, request.chunk.byteOffset, request.chunk.byteLength), (error) =>
+        post({ id: request.id, type: "written", error: error?.message }),
+      );
+      return;
+    }
+    case "end":
+      run?.stdin?.end();
+      return;
+    case "kill":
+      run?.child?.kill(request.signal);
+      return;
+    case "destroy":
+      if (request.stream === "stdin") run?.stdin?.destroy();
+      else run?.streams[request.stream]?.destroy();
+      return;
+    case "pause":
+      run?.streams[request.stream]?.pause();
+      return;
+    case "resume":
+      run?.streams[request.stream]?.resume();
+      return;
+  }
 }
 
 /** A helper program run to its end: its output collected here, handed over whole. */
@@ -97,6 +182,14 @@ function runToEnd(request: Extract<SpawnRequest, { op: "run" }>): void {
   const err: Buffer[] = [];
   let size = 0;
   let failed = false;
+  let timedOut = false;
+  const timer =
+    request.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          child.kill("SIGKILL");
+        }, request.timeoutMs);
   child.stdout.on("data", (chunk: Buffer) => {
     size += chunk.length;
     if (size <= request.maxOutput) out.push(chunk);
@@ -109,14 +202,16 @@ function runToEnd(request: Extract<SpawnRequest, { op: "run" }>): void {
   child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
   child.on("error", (error: NodeJS.ErrnoException) => {
     failed = true;
+    clearTimeout(timer);
     post({ id, type: "failed", code: error.code, message: error.message });
   });
   child.on("close", (code, signal) => {
+    clearTimeout(timer);
     if (failed) return;
     // Buffers of their own (a small one may be a slice of Node's shared pool), moved, not copied again.
     const stdout = new Uint8Array(Buffer.concat(out));
     const stderr = new Uint8Array(Buffer.concat(err));
-    const result = { code, signal, stdout, stderr, overflow: size > request.maxOutput };
+    const result = { code, signal, stdout, stderr, overflow: size > request.maxOutput, timedOut };
     post({ id, type: "ran", result }, [stdout.buffer, stderr.buffer]);
   });
   // It may exit before it reads its input (EPIPE): its exit code says what happened.
@@ -132,13 +227,8 @@ port.on("message", (request: SpawnRequest) => {
     );
     return;
   }
-  const run = running.get(request.id);
-  if (!run) return;
-  if (request.op === "release") releaseGuard(run.guard);
-  else {
-    const stream = run.streams[request.stream];
-    if (request.op === "pause") stream?.pause();
-    else if (request.op === "resume") stream?.resume();
-    else stream?.destroy();
-  }
+  if (request.op === "open") return open(request);
+  // tree-kill walks the tree with one `ps` per process: each a fork, here rather than on the agent's thread.
+  if (request.op === "treeKill") return treeKill(request.pid, request.signal, () => post({ id: request.id, type: "treeKilled" }));
+  control(request);
 });
