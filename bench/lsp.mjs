@@ -7,15 +7,39 @@
 //                 diagnostics before), the write, after() (the new text sent, the file and the other
 //                 open ones checked, compared), alternately breaking and fixing a file in the middle
 //                 of an import chain
+// Language servers run inside the sandbox (issue 33): the bench needs bubblewrap, as a session does.
+// With `--baseline DIR` (another built checkout) the first starts run interleaved with its, and the
+// agent's event loop is measured through each (its slowest stall: a server's fork held it before
+// the spawner thread started them).
 // Run after `npm run build`: node bench/lsp.mjs (typescript-language-server from node_modules/.bin)
 import * as fsp from "node:fs/promises";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { fmt, median, timed } from "./lib.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const { LspManager } = await import(path.join(root, "dist/runtime/lsp/manager.js"));
+const baselineAt = process.argv.indexOf("--baseline");
+const baselineRoot = baselineAt > 0 ? path.resolve(process.argv[baselineAt + 1]) : null;
+/** A build's language-server manager, sandboxed as a session's. */
+async function build(name, dir) {
+  const load = (p) => import(path.join(dir, "dist", p));
+  const { LspManager } = await load("runtime/lsp/manager.js");
+  const { LspSandbox } = await load("runtime/lsp/sandbox.js");
+  const { RuntimeSession } = await load("runtime/session.js");
+  const { SessionSandbox, sandboxAvailable } = {
+    ...(await load("runtime/sandbox/session-sandbox.js")),
+    ...(await load("runtime/sandbox/bubblewrap.js")),
+  };
+  return { name, LspManager, LspSandbox, RuntimeSession, SessionSandbox, sandboxAvailable };
+}
+const builds = [await build("this build", root), ...(baselineRoot ? [await build("baseline", baselineRoot)] : [])];
+const status = await builds[0].sandboxAvailable();
+if (!status.available) {
+  console.log(`lsp bench skipped: language servers run only inside the sandbox, and none runs here: ${status.reason}`);
+  process.exit(0);
+}
 
 const FILES = Number(process.env.BENCH_FILES ?? 200);
 const STARTS = Number(process.env.BENCH_STARTS ?? 5);
@@ -42,33 +66,47 @@ const source = (i) =>
 for (let i = 0; i < FILES; i++) await fsp.writeFile(path.join(project, "src", `mod${i}.ts`), source(i));
 
 const file = (i) => path.join(project, "src", `mod${i}.ts`);
-const manager = () =>
-  new LspManager({
+const runtimes = [];
+const manager = (b) => {
+  const runtime = new b.RuntimeSession({
+    workspace: project,
+    spawnTransform: new b.SessionSandbox({ setting: { value: "on", source: "bench" } }).transform,
+  });
+  runtimes.push(runtime);
+  return new b.LspManager({
     workspace: project,
     config: { pyright: { disabled: true }, bash: { disabled: true } },
-    trusted: () => true,
+    sandbox: new b.LspSandbox({ runtime }),
     read: (p) => fsp.readFile(p, "utf8"),
     env,
     lookupEnv: env,
     waitMs: 30_000,
   });
+};
 const signal = new AbortController().signal;
 
-// First start: a fresh manager each round.
-const starts = [];
+// First start: a fresh manager each round, the builds interleaved; the event loop watched meanwhile.
+const starts = new Map(builds.map((b) => [b.name, []]));
+const stalls = new Map(builds.map((b) => [b.name, []]));
 for (let i = 0; i < STARTS; i++) {
-  const lsp = manager();
-  starts.push(
-    await timed(async () => {
-      const answer = await lsp.query({ action: "diagnostics", path: file(100) }, signal);
-      if (answer.items.length) throw new Error(`mod100.ts has problems: ${JSON.stringify(answer.items)}`);
-    }),
-  );
-  await lsp.close();
+  for (const b of builds) {
+    const lsp = manager(b);
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    delay.enable();
+    starts.get(b.name).push(
+      await timed(async () => {
+        const answer = await lsp.query({ action: "diagnostics", path: file(100) }, signal);
+        if (answer.items.length) throw new Error(`mod100.ts has problems: ${JSON.stringify(answer.items)}`);
+      }),
+    );
+    delay.disable();
+    stalls.get(b.name).push(delay.max / 1e6);
+    await lsp.close();
+  }
 }
 
-// Warm edits.
-const lsp = manager();
+// Warm edits (this build).
+const lsp = manager(builds[0]);
 for (const i of [99, 100, 101]) await lsp.query({ action: "diagnostics", path: file(i) }, signal);
 const clean = source(100);
 const broken = clean.replace("`export const value100: number = value99 + 1;`", "").replace("value99 + 1;", 'value99 + "1";');
@@ -91,9 +129,15 @@ for (let i = 0; i < EDITS; i++) {
   }
 }
 await lsp.close();
+for (const runtime of runtimes) await runtime.close();
 await fsp.rm(project, { recursive: true, force: true });
 
 console.log(`TypeScript project of ${FILES} files (${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)})`);
-console.log(`first start → diagnostics of one file: median ${fmt(median(starts))} ms (${starts.map((s) => s.toFixed(0)).join(", ")})`);
+for (const b of builds) {
+  const ms = starts.get(b.name);
+  console.log(
+    `${b.name}: first start → diagnostics of one file: median ${fmt(median(ms))} ms (${ms.map((s) => s.toFixed(0)).join(", ")}); the event loop's slowest stall meanwhile: median ${fmt(median(stalls.get(b.name)))} ms, max ${fmt(Math.max(...stalls.get(b.name)))} ms`,
+  );
+}
 console.log(`warm edit that breaks the file (1 new error): median ${fmt(median(breaking))} ms, max ${fmt(Math.max(...breaking))} ms`);
 console.log(`warm edit that fixes it (none): median ${fmt(median(fixing))} ms, max ${fmt(Math.max(...fixing))} ms`);
