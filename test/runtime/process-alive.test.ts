@@ -9,12 +9,14 @@ describe("processAlive", () => {
     expect(processAlive(process.pid)).toBe(true);
     const ended = spawnSync(process.execPath, ["-e", "0"]).pid as number;
     expect(processAlive(ended)).toBe(false);
-    // A shell whose child exits while the shell, its parent, sleeps without waiting: a zombie.
-    const parent = spawn("/bin/sh", ["-c", "sh -c 'exit 0' & echo $!; exec sleep 30"]);
+    // A parent that forks a child which exits at once, and sleeps without ever waiting: a zombie.
+    // Perl (Debian's perl-base is essential) never reaps on its own; a shell could reap the child
+    // before its `exec sleep` if the child ended first, and the zombie would never show.
+    const parent = spawn("perl", ["-e", '$| = 1; my $p = fork; exit 0 unless $p; print "$p\\n"; sleep 30']);
     try {
       const child = Number(await new Promise<string>((resolve) => parent.stdout.once("data", (d: Buffer) => resolve(d.toString()))));
       const { readFileSync } = await import("node:fs");
-      await expect.poll(() => readFileSync(`/proc/${child}/stat`, "utf8").includes(") Z ")).toBe(true);
+      await expect.poll(() => readFileSync(`/proc/${child}/stat`, "utf8").includes(") Z "), { timeout: 15_000 }).toBe(true);
       expect(processAlive(child)).toBe(false);
       expect(processAlive(parent.pid as number)).toBe(true);
     } finally {
