@@ -93,7 +93,7 @@ describe("startOffThread", () => {
     await new Promise((resolve) => child.once("spawn", resolve));
     let done: Error | null | undefined;
     child.stdin!.on("error", () => {});
-    child.stdin!.write(Buffer.alloc(1024 * 1024), (error) => (done = error));
+    child.stdin!.write(Buffer.alloc(8 * 1024 * 1024), (error) => (done = error));
     // Another process started and ended after it: the worker has handled the write by now.
     const later = startOffThread("/bin/true", [], { env });
     await closed(later);

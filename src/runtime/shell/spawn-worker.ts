@@ -110,8 +110,8 @@ function open(request: Extract<SpawnRequest, { op: "open" }>): void {
     stdio: [request.stdin ? "pipe" : "ignore", "pipe", "pipe", ...(request.guard ? ["pipe" as const] : [])],
   });
   let started = false;
-  child.once("error", (error: NodeJS.ErrnoException) => {
-    // After the start, an error is a failed kill or write: the exit and pipes still tell.
+  child.on("error", (error: NodeJS.ErrnoException) => {
+    // After the start, an error is a failed kill: the exit and pipes still tell (and one unheard would end this thread).
     if (started) return;
     running.delete(id);
     post({ id, type: "failed", code: error.code, message: error.message });
