@@ -83,7 +83,7 @@ async function runRipgrep(options: RunOptions): Promise<RunResult> {
   const { signal, separator } = options;
   if (signal.aborted) throw abortedError();
   const rg = await ripgrepPath();
-  // A plain spawn (rg needs none of execa's extras), on the spawner thread: its fork would hold the agent's.
+  // On the spawner thread: its fork would hold the agent's.
   const child = startOffThread(rg, options.args, { cwd: options.cwd, env: { ...process.env } });
   const exited = new Promise<{ exitCode: number | undefined; error?: Error }>((resolve) => {
     child.once("error", (error) => resolve({ exitCode: undefined, error }));

@@ -16,7 +16,7 @@ export interface ShellSpawnOptions {
   emit?: (event: ToolEvent) => void;
 }
 
-/** Runs processes for the shell tools. The local one uses execa + tree-kill; the editor one, ACP terminals. */
+/** Runs processes for the shell tools. The local one starts them on the spawner thread (spawn-thread.ts); the editor one, in ACP terminals. */
 export interface ShellBackend {
   readonly kind: string;
   /**

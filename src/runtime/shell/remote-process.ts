@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { Readable, Writable } from "node:stream";
+import { Duplex, Readable, Writable } from "node:stream";
 import type { DistributiveOmit, SpawnReply, SpawnRequest } from "./spawn-protocol.js";
 
 // The agent's side of a process the spawner thread started (spawn-thread.ts): streams fed by the
@@ -154,6 +154,8 @@ export class RemoteProcess extends EventEmitter {
         break;
       case "end":
       case "close":
+        // The pipe is done there (ended, closed or failed): here it ends once what came is read,
+        // never cut short (a paused stream still holds bytes).
         this[reply.stream].finish();
         break;
       case "written":
@@ -191,5 +193,50 @@ export class RemoteProcess extends EventEmitter {
     // The worker forgets it now: a write still waiting would never hear back.
     (this.stdin as RemoteInput | null)?.cut(new Error("the process has ended"));
     this.emit("close", this.exitCode, this.signalCode);
+  }
+}
+
+/**
+ * A command (or a hook's) as the shell backend's Run sees it: started already (its pid known), no
+ * stdin, its group guard's end here (the guard's pid arrives on it; ending it releases the guard),
+ * and awaitable: it settles once it has exited and its pipes have closed.
+ */
+export class RemoteChild extends RemoteProcess implements PromiseLike<void> {
+  declare pid: number;
+  readonly guard: Duplex;
+  private readonly closed: Promise<void>;
+
+  constructor(pid: number, send: (request: SpawnRequest) => void, id: number) {
+    // Held by the spawner thread while it runs (its map of children), not by ref/unref.
+    super(
+      (request) => send({ id, ...request } as SpawnRequest),
+      false,
+      () => {},
+    );
+    this.pid = pid;
+    this.guard = new Duplex({
+      read() {},
+      write(_chunk, _encoding, callback) {
+        callback();
+      },
+      final(callback) {
+        send({ id, op: "release" });
+        callback();
+      },
+    });
+    this.closed = new Promise((resolve) => this.once("close", () => resolve()));
+  }
+
+  override take(reply: SpawnReply): void {
+    if (reply.type === "data" && reply.stream === "guard") {
+      if (!this.guard.destroyed) this.guard.push(Buffer.from(reply.chunk.buffer, reply.chunk.byteOffset, reply.chunk.byteLength));
+    } else super.take(reply);
+  }
+
+  then<R1 = void, R2 = never>(
+    onFulfilled?: ((value: void) => R1 | PromiseLike<R1>) | null,
+    onRejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): PromiseLike<R1 | R2> {
+    return this.closed.then(onFulfilled, onRejected);
   }
 }

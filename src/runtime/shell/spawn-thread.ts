@@ -1,11 +1,10 @@
-import { EventEmitter } from "node:events";
-import { Duplex } from "node:stream";
 import { Worker } from "node:worker_threads";
 import { workerFile } from "../../tool/worker-file.js";
-import { RemoteOutput, RemoteProcess } from "./remote-process.js";
+import { RemoteChild, RemoteProcess } from "./remote-process.js";
 import type { DistributiveOmit, RunResult, SpawnReply, SpawnRequest } from "./spawn-protocol.js";
 
 export type { RunResult } from "./spawn-protocol.js";
+export type { RemoteChild } from "./remote-process.js";
 
 // Commands are started on a worker thread of their own (`spawn-worker.ts`), never on the agent's.
 // Node's spawn() is synchronous: libuv forks on the calling thread and waits for the child's exec
@@ -15,80 +14,6 @@ export type { RunResult } from "./spawn-protocol.js";
 // destroy go back, so a paused stream stops the pipe (backpressure holds). The pipes, and the
 // group guard's socket (process-groups.ts), still belong to this process: whatever ends toolhost
 // closes them, and the guard ends the command's group. A worker that dies closes them too.
-
-/** The command as the shell backend's Run sees it (what it needed of execa's child). */
-export class RemoteChild extends EventEmitter implements PromiseLike<void> {
-  readonly stdout: RemoteOutput;
-  readonly stderr: RemoteOutput;
-  /** toolhost's end of the group guard (fd 3): the guard's pid arrives on it; ending it releases the guard. */
-  readonly guard: Duplex;
-  private readonly settled: Promise<void>;
-  private settle!: () => void;
-  private exited = false;
-
-  constructor(
-    readonly pid: number,
-    send: (request: SpawnRequest) => void,
-    id: number,
-  ) {
-    super();
-    this.stdout = new RemoteOutput((op) => send({ id, op, stream: "stdout" }));
-    this.stderr = new RemoteOutput((op) => send({ id, op, stream: "stderr" }));
-    this.guard = new Duplex({
-      read() {},
-      write(_chunk, _encoding, callback) {
-        callback();
-      },
-      final(callback) {
-        send({ id, op: "release" });
-        callback();
-      },
-    });
-    this.settled = new Promise((resolve) => (this.settle = resolve));
-  }
-
-  /** A message from the worker about this child. */
-  take(reply: SpawnReply): void {
-    switch (reply.type) {
-      case "data": {
-        const target = reply.stream === "guard" ? this.guard : this[reply.stream];
-        if (!target.destroyed) target.push(Buffer.from(reply.chunk.buffer, reply.chunk.byteOffset, reply.chunk.byteLength));
-        break;
-      }
-      case "end":
-      case "close":
-        // The pipe is done there (ended, closed or failed): here it ends once what came is read,
-        // never cut short (a paused stream still holds bytes).
-        this[reply.stream].finish();
-        break;
-      case "exit":
-        this.exited = true;
-        this.emit("exit", reply.code, reply.signal);
-        break;
-      case "settled":
-        this.settle();
-        break;
-    }
-  }
-
-  /** The worker is gone: so are the pipes it held (the guard's too, which ends the group). */
-  lost(): void {
-    this.stdout.finish();
-    this.stderr.finish();
-    if (!this.exited) {
-      this.exited = true;
-      this.emit("exit", null, "SIGKILL");
-    }
-    this.settle();
-  }
-
-  then<R1 = void, R2 = never>(
-    onFulfilled?: ((value: void) => R1 | PromiseLike<R1>) | null,
-    onRejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
-  ): PromiseLike<R1 | R2> {
-    return this.settled.then(onFulfilled, onRejected);
-  }
-}
 
 type Started = { child: RemoteChild } | { failed: { code?: string; message: string } };
 

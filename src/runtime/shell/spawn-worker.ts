@@ -6,69 +6,27 @@ import treeKill from "tree-kill";
 import { releaseGuard, unrefGuard } from "../process-groups.js";
 import type { SpawnReply, SpawnRequest } from "./spawn-protocol.js";
 
-// The spawner thread (spawn-thread.ts): starts each command with execa, so the fork and the wait
-// for its exec block this thread, not the agent's, and relays its pipes: bytes, ends and exit go
-// to the agent's thread; pause, resume, destroy and the guard's release come back. A helper
-// program of toolhost's own (the checkpoints' git) runs here to its end, with node's spawn.
+// The spawner thread (spawn-thread.ts): starts every process toolhost runs, so the fork and the
+// wait for its exec block this thread, not the agent's, and relays its pipes: bytes, ends and exit
+// go to the agent's thread; pause, resume, destroy, writes, kills and the guard's release come
+// back. A helper program of toolhost's own (the checkpoints' git, a probe) runs here to its end.
 
 const port = parentPort!;
 const post = (reply: SpawnReply, transfer?: ArrayBuffer[]) => port.postMessage(reply, transfer);
 
 interface Running {
   streams: Record<"stdout" | "stderr", Readable | null>;
-  guard: Socket | undefined;
-  /** An opened process's (`open`): its stdin, and itself for a kill. */
-  stdin?: Writable | null;
-  child?: ChildProcess;
+  stdin: Writable | null;
+  child: ChildProcess;
 }
 const running = new Map<number, Running>();
-/** Opened processes' guards, held until released or toolhost ends, even after their process is forgotten. */
+/** The processes' guards, held until released or closed (or the guard is gone), even after their process ended. */
 const guards = new Map<number, Socket>();
 
 /** Bytes of a chunk in a buffer of their own, handed over without another copy. */
 function owned(chunk: Buffer): [Uint8Array, ArrayBuffer[]] {
   const copy = new Uint8Array(chunk);
   return [copy, [copy.buffer]];
-}
-
-async function spawn(request: Extract<SpawnRequest, { op: "spawn" }>): Promise<void> {
-  const { id } = request;
-  const { execa } = await import("execa");
-  const child = execa(request.file, request.args, {
-    cwd: request.cwd,
-    env: request.env,
-    extendEnv: false,
-    detached: true,
-    stdio: [request.input ? "pipe" : "ignore", "pipe", "pipe", "pipe"],
-    buffer: false,
-    reject: false,
-    stripFinalNewline: false,
-    windowsHide: true,
-  });
-  if (child.pid === undefined) {
-    const result = await child;
-    const cause = result.cause as NodeJS.ErrnoException | undefined;
-    post({ id, type: "failed", code: cause?.code, message: cause?.message ?? result.message ?? "spawn failed" });
-    return;
-  }
-  if (request.input && child.stdin) {
-    // One that does not read its stdin closes the pipe early: not an error.
-    child.stdin.on("error", () => {});
-    child.stdin.end(request.input);
-  }
-  const guard = child.stdio[3] as Socket;
-  unrefGuard(guard);
-  guard.on("data", (chunk: Buffer) => {
-    const [bytes, transfer] = owned(chunk);
-    post({ id, type: "data", stream: "guard", chunk: bytes }, transfer);
-  });
-  running.set(id, { streams: { stdout: child.stdout, stderr: child.stderr }, guard });
-  post({ id, type: "spawned", pid: child.pid });
-  // Done here once it has exited and both pipes have closed (execa's own promise would also wait
-  // for fd 3, which a guard kept for a background job holds until toolhost ends).
-  relay(id, child, () => post({ id, type: "settled" }));
-  const forget = () => running.delete(id);
-  child.then(forget, forget);
 }
 
 /** Relays a child's stdout, stderr and exit; `settled` once it has exited and both pipes have closed. */
@@ -100,32 +58,47 @@ function relay(id: number, child: Pick<ChildProcess, "stdout" | "stderr" | "once
   });
 }
 
-/** A process whose pipes stay open to the agent's thread (`startOffThread`): a server, a background process, rg. */
-function open(request: Extract<SpawnRequest, { op: "open" }>): void {
+/**
+ * Starts a process with node's spawn, so its fork and the wait for its exec block this thread:
+ * a command or a hook's (`spawn`: a group of its own, its guard's pid relayed, `input` written to
+ * stdin), or one whose pipes stay open to the agent's thread (`open`: a server, a background
+ * process, rg). Its guard, when it has one, is held until released or closed, or until it closes.
+ */
+function start(request: Extract<SpawnRequest, { op: "spawn" | "open" }>): void {
   const { id } = request;
+  const how =
+    request.op === "spawn"
+      ? { detached: true, stdin: request.input !== undefined, guard: true }
+      : { detached: request.detached, stdin: request.stdin, guard: request.guard };
   const child = nodeSpawn(request.file, request.args, {
     cwd: request.cwd,
     env: request.env,
-    detached: request.detached,
-    stdio: [request.stdin ? "pipe" : "ignore", "pipe", "pipe", ...(request.guard ? ["pipe" as const] : [])],
+    detached: how.detached,
+    stdio: [how.stdin ? "pipe" : "ignore", "pipe", "pipe", ...(how.guard ? ["pipe" as const] : [])],
   });
   let started = false;
   child.on("error", (error: NodeJS.ErrnoException) => {
     // After the start, an error is a failed kill: the exit and pipes still tell (and one unheard would end this thread).
     if (started) return;
-    running.delete(id);
     post({ id, type: "failed", code: error.code, message: error.message });
   });
   if (child.pid === undefined) return;
   started = true;
-  const guard = request.guard ? (child.stdio[3] as Socket) : undefined;
+  const guard = how.guard ? (child.stdio[3] as Socket) : undefined;
   if (guard) {
     unrefGuard(guard);
     guards.set(id, guard);
+    guard.once("close", () => guards.delete(id));
+    // The guard's pid: the shell backend tells it from the rest of the group.
+    guard.on("data", (chunk: Buffer) => {
+      const [bytes, transfer] = owned(chunk);
+      post({ id, type: "data", stream: "guard", chunk: bytes }, transfer);
+    });
   }
-  // A process that closes its stdin early is its own business; a write then fails with the reason.
+  // One that does not read its stdin closes the pipe early: its business; a write then fails with the reason.
   child.stdin?.on("error", () => {});
-  running.set(id, { streams: { stdout: child.stdout, stderr: child.stderr }, guard, stdin: child.stdin, child });
+  if (request.op === "spawn" && request.input) child.stdin?.end(request.input);
+  running.set(id, { streams: { stdout: child.stdout, stderr: child.stderr }, stdin: child.stdin, child });
   post({ id, type: "spawned", pid: child.pid });
   relay(id, child, () => {
     running.delete(id);
@@ -138,11 +111,10 @@ function open(request: Extract<SpawnRequest, { op: "open" }>): void {
 function control(request: Exclude<SpawnRequest, { op: "spawn" | "run" | "open" | "treeKill" }>): void {
   const run = running.get(request.id);
   switch (request.op) {
-    case "release": {
-      releaseGuard(run?.guard ?? guards.get(request.id));
+    case "release":
+      releaseGuard(guards.get(request.id));
       guards.delete(request.id);
       return;
-    }
     case "closeGuard":
       guards.get(request.id)?.destroy();
       guards.delete(request.id);
@@ -159,7 +131,7 @@ function control(request: Exclude<SpawnRequest, { op: "spawn" | "run" | "open" |
       run?.stdin?.end();
       return;
     case "kill":
-      run?.child?.kill(request.signal);
+      run?.child.kill(request.signal);
       return;
     case "destroy":
       if (request.stream === "stdin") run?.stdin?.destroy();
@@ -221,13 +193,15 @@ function runToEnd(request: Extract<SpawnRequest, { op: "run" }>): void {
 
 port.on("message", (request: SpawnRequest) => {
   if (request.op === "run") return runToEnd(request);
-  if (request.op === "spawn") {
-    spawn(request).catch((err: unknown) =>
-      post({ id: request.id, type: "failed", message: err instanceof Error ? err.message : String(err) }),
-    );
+  if (request.op === "spawn" || request.op === "open") {
+    try {
+      start(request);
+    } catch (err) {
+      // Arguments spawn refuses outright (a NUL byte in one).
+      post({ id: request.id, type: "failed", code: (err as NodeJS.ErrnoException).code, message: (err as Error).message });
+    }
     return;
   }
-  if (request.op === "open") return open(request);
   // tree-kill walks the tree with one `ps` per process: each a fork, here rather than on the agent's thread.
   if (request.op === "treeKill") return treeKill(request.pid, request.signal, () => post({ id: request.id, type: "treeKilled" }));
   control(request);
